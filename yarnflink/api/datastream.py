@@ -1,0 +1,365 @@
+"""DataStream, KeyedStream and DataStreamSink: PyFlink's DataStream vocabulary.
+
+Every transformation method returns a new ``DataStream`` for one new operator; the operator's
+properties (``set_parallelism``, ``name``, ``uid``, ``slot_sharing_group``, ``disable_chaining``,
+``start_new_chain``, ``set_max_parallelism``) are set on that returned stream and return it, so
+calls can be chained. Partitioning methods (``key_by``, ``rebalance``, ``shuffle``,
+``broadcast``, ``forward``, ``rescale``) return a view whose next operator gets that partitioning;
+such a view has no operator of its own, so operator properties cannot be set on it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+
+from yarnflink.api.common import SlotSharingGroup
+from yarnflink.api.connectors import FileSink
+from yarnflink.api.transformations import Input, Transformation
+from yarnflink.jobgraph.jobgraph import MAX_PARALLELISM_LIMIT
+from yarnflink.operators.specs import (
+    AggregateSpec,
+    CollectSinkSpec,
+    FilterSpec,
+    FlatMapSpec,
+    KeySelectorSpec,
+    MapBatchesSpec,
+    MapSpec,
+    PrintSinkSpec,
+    ProcessSpec,
+    ReduceSpec,
+)
+from yarnflink.streaming.graph import ChainingStrategy
+
+if TYPE_CHECKING:
+    from yarnflink.api.environment import StreamExecutionEnvironment
+
+
+# ----------------------------------------------------------------------------- validation
+def _describe(obj: Any) -> str:
+    return f"{type(obj).__name__} {obj!r}" if not callable(obj) else type(obj).__name__
+
+
+def resolve_function(func: Any, method: str, interface: str, op: str) -> Any:
+    """Validate a user function: a callable, or an instance implementing the PyFlink interface
+    (e.g. a ``MapFunction`` with ``map``). Returned as is: the operator calls the method and, for
+    rich functions, ``open``/``close`` (``yarnflink.operators.keys.unwrap_function``)."""
+    if isinstance(func, type):
+        raise TypeError(f"{op}() needs a function or an instance of {interface}, got the class {func.__name__}")
+    m = getattr(func, method, None)
+    if (m is not None and callable(m)) or callable(func):
+        return func
+    raise TypeError(f"{op}() needs a function or a {interface}, got {_describe(func)}")
+
+
+def check_field(value: Any, op: str) -> Union[int, str]:
+    """A field reference: a tuple position (int >= 0) or a field / column name (str)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(
+            f"{op}(): the field must be a tuple position (int >= 0) or a field name (str), "
+            f"got {type(value).__name__} {value!r}"
+        )
+    if isinstance(value, int) and value < 0:
+        raise ValueError(f"{op}(): the tuple position must be >= 0, got {value}")
+    if isinstance(value, str) and not value:
+        raise ValueError(f"{op}(): the field name must not be empty")
+    return value
+
+
+def key_selector_spec(key: Any) -> KeySelectorSpec:
+    if isinstance(key, KeySelectorSpec):
+        return key
+    if isinstance(key, (int, str)) and not isinstance(key, bool):
+        return KeySelectorSpec(field=check_field(key, "key_by"))
+    if not isinstance(key, type) and (callable(getattr(key, "get_key", None)) or callable(key)):
+        return KeySelectorSpec(fn=key)
+    raise TypeError(
+        "key_by() needs a field (tuple position int >= 0 or field name str), a function "
+        f"record -> key, or a KeySelector, got {_describe(key)}"
+    )
+
+
+def check_parallelism(p: Any, what: str) -> int:
+    if isinstance(p, bool) or not isinstance(p, int):
+        raise TypeError(f"{what}: parallelism must be an integer, got {type(p).__name__} {p!r}")
+    if p < 1:
+        raise ValueError(f"{what}: parallelism must be at least 1, got {p}")
+    return p
+
+
+def check_max_parallelism(p: Any, what: str) -> int:
+    if isinstance(p, bool) or not isinstance(p, int):
+        raise TypeError(f"{what}: max parallelism must be an integer, got {type(p).__name__} {p!r}")
+    if not 1 <= p <= MAX_PARALLELISM_LIMIT:
+        raise ValueError(f"{what}: max parallelism must be between 1 and {MAX_PARALLELISM_LIMIT}, got {p}")
+    return p
+
+
+# ----------------------------------------------------------------------------- operator settings
+class _OperatorSettings:
+    """Per-operator properties, shared by DataStream (its operator) and DataStreamSink."""
+
+    _env: "StreamExecutionEnvironment"
+    _t: Transformation
+
+    def _op(self, method: str) -> Transformation:
+        return self._t
+
+    def _label(self) -> str:
+        return f"operator '{self._t.display_name()}'"
+
+    def set_parallelism(self, parallelism: int) -> Any:
+        t = self._op("set_parallelism")
+        check_parallelism(parallelism, f"set_parallelism() of {self._label()}")
+        if t.max_parallelism is not None and parallelism > t.max_parallelism:
+            raise ValueError(
+                f"set_parallelism() of {self._label()}: parallelism {parallelism} is larger than its "
+                f"max parallelism {t.max_parallelism}"
+            )
+        t.parallelism = parallelism
+        return self
+
+    def get_parallelism(self) -> int:
+        t = self._op("get_parallelism")
+        return t.parallelism if t.parallelism is not None else self._env.get_parallelism()
+
+    def set_max_parallelism(self, max_parallelism: int) -> Any:
+        t = self._op("set_max_parallelism")
+        check_max_parallelism(max_parallelism, f"set_max_parallelism() of {self._label()}")
+        if t.parallelism is not None and t.parallelism > max_parallelism:
+            raise ValueError(
+                f"set_max_parallelism() of {self._label()}: max parallelism {max_parallelism} is smaller "
+                f"than its parallelism {t.parallelism}"
+            )
+        t.max_parallelism = max_parallelism
+        return self
+
+    def force_non_parallel(self) -> Any:
+        t = self._op("force_non_parallel")
+        t.parallelism = 1
+        t.max_parallelism = 1
+        return self
+
+    def name(self, name: str) -> Any:
+        t = self._op("name")
+        if not isinstance(name, str) or not name.strip():
+            raise TypeError(f"name() of {self._label()}: the name must be a non-empty string, got {name!r}")
+        t.name = name
+        return self
+
+    def get_name(self) -> str:
+        return self._op("get_name").name
+
+    def uid(self, uid: str) -> Any:
+        t = self._op("uid")
+        if not isinstance(uid, str) or not uid.strip():
+            raise TypeError(f"uid() of {self._label()}: the uid must be a non-empty string, got {uid!r}")
+        t.uid = uid
+        return self
+
+    def slot_sharing_group(self, slot_sharing_group: Union[str, SlotSharingGroup]) -> Any:
+        t = self._op("slot_sharing_group")
+        if isinstance(slot_sharing_group, SlotSharingGroup):
+            t.slot_sharing_group = slot_sharing_group.name
+            t.slot_sharing_group_spec = slot_sharing_group
+        elif isinstance(slot_sharing_group, str) and slot_sharing_group.strip():
+            t.slot_sharing_group = slot_sharing_group
+            t.slot_sharing_group_spec = None
+        else:
+            raise TypeError(
+                f"slot_sharing_group() of {self._label()}: expected a non-empty name or a "
+                f"SlotSharingGroup, got {slot_sharing_group!r}"
+            )
+        return self
+
+    def disable_chaining(self) -> Any:
+        self._op("disable_chaining").chaining_strategy = ChainingStrategy.NEVER
+        return self
+
+    def start_new_chain(self) -> Any:
+        self._op("start_new_chain").chaining_strategy = ChainingStrategy.HEAD
+        return self
+
+
+# ----------------------------------------------------------------------------- DataStream
+class DataStream(_OperatorSettings):
+    """A stream of records produced by one operator (optionally with a pending partitioning)."""
+
+    def __init__(
+        self,
+        env: "StreamExecutionEnvironment",
+        transformation: Transformation,
+        partitioning: Optional[str] = None,
+        key_selector: Optional[KeySelectorSpec] = None,
+    ):
+        self._env = env
+        self._t = transformation
+        self._partitioning = partitioning
+        self._key_selector = key_selector
+
+    def _op(self, method: str) -> Transformation:
+        if self._partitioning is not None:
+            raise TypeError(
+                f"{method}() cannot be applied to the result of {self._partitioning_call()}: that "
+                "only sets how records reach the next operator; call it on the operator before the "
+                "partitioning (or on the next one)"
+            )
+        return self._t
+
+    def _partitioning_call(self) -> str:
+        return "key_by()" if self._partitioning == "hash" else f"{self._partitioning}()"
+
+    def get_execution_environment(self) -> "StreamExecutionEnvironment":
+        return self._env
+
+    # ------------------------------------------------------------------ plumbing
+    def _input(self) -> Input:
+        return Input(self._t, self._partitioning, self._key_selector)
+
+    def _add(self, name: str, spec: Any, role: str = "operator") -> Transformation:
+        return self._env._add_transformation(name, spec, role, [self._input()])
+
+    def _then(self, name: str, spec: Any) -> "DataStream":
+        return DataStream(self._env, self._add(name, spec))
+
+    def _view(self, partitioning: str) -> "DataStream":
+        return DataStream(self._env, self._t, partitioning)
+
+    # ------------------------------------------------------------------ transformations
+    def map(self, func: Any, output_type: Any = None) -> "DataStream":
+        """One output record per input record. ``func``: a callable or a MapFunction.
+        (``output_type`` is accepted for PyFlink compatibility and ignored.)"""
+        return self._then("Map", MapSpec(fn=resolve_function(func, "map", "MapFunction", "map")))
+
+    def flat_map(self, func: Any, output_type: Any = None) -> "DataStream":
+        """Zero or more output records per input: ``func`` returns an iterable or is a generator."""
+        return self._then(
+            "Flat Map", FlatMapSpec(fn=resolve_function(func, "flat_map", "FlatMapFunction", "flat_map"))
+        )
+
+    def filter(self, func: Any) -> "DataStream":
+        """Keep records for which ``func`` returns true."""
+        return self._then("Filter", FilterSpec(fn=resolve_function(func, "filter", "FilterFunction", "filter")))
+
+    def map_batches(self, func: Callable[[Any], Any]) -> "DataStream":
+        """Vectorized map: ``func(pyarrow.RecordBatch) -> RecordBatch | Table``."""
+        if not callable(func) or isinstance(func, type):
+            raise TypeError(f"map_batches() needs a function RecordBatch -> RecordBatch, got {_describe(func)}")
+        return self._then("Map Batches", MapBatchesSpec(fn=func))
+
+    def process(self, func: Any, output_type: Any = None) -> "DataStream":
+        """``func``: a ProcessFunction (``process_element(value, ctx)``) or a callable."""
+        fn = _process_function(func)
+        return self._then("Process", ProcessSpec(fn=fn))
+
+    # ------------------------------------------------------------------ partitioning
+    def key_by(self, key_selector: Any, key_type: Any = None) -> "KeyedStream":
+        """Partition by key: a field (tuple position or field name) or a function record -> key
+        (or a KeySelector). The next operator receives the records over a hash edge."""
+        return KeyedStream(self._env, self._t, key_selector_spec(key_selector))
+
+    def rebalance(self) -> "DataStream":
+        """Round-robin over all downstream subtasks."""
+        return self._view("rebalance")
+
+    def shuffle(self) -> "DataStream":
+        """Uniformly random downstream subtask per record."""
+        return self._view("shuffle")
+
+    def broadcast(self) -> "DataStream":
+        """Every record to every downstream subtask."""
+        return self._view("broadcast")
+
+    def forward(self) -> "DataStream":
+        """Subtask i to subtask i; needs equal parallelism (checked when the graph is built)."""
+        return self._view("forward")
+
+    def rescale(self) -> "DataStream":
+        """Round-robin over a local subset of downstream subtasks."""
+        return self._view("rescale")
+
+    # ------------------------------------------------------------------ sinks
+    def sink_to(self, sink: FileSink) -> "DataStreamSink":
+        if not isinstance(sink, FileSink):
+            raise TypeError(f"sink_to() needs a FileSink, got {_describe(sink)}")
+        return DataStreamSink(self._env, self._add("File Sink", sink.to_spec(), "sink"))
+
+    def print(self, sink_identifier: Optional[str] = None) -> "DataStreamSink":
+        """Print each record on the TaskExecutor's stdout (``"{subtask+1}> "`` prefix if the
+        parallelism is > 1; ``sink_identifier`` prefixes the line as in Flink)."""
+        if sink_identifier is not None and not isinstance(sink_identifier, str):
+            raise TypeError(f"print() sink_identifier must be a string, got {_describe(sink_identifier)}")
+        return DataStreamSink(self._env, self._add("Print to Std. Out", PrintSinkSpec(prefix=sink_identifier), "sink"))
+
+    def execute_and_collect(
+        self, job_execution_name: Optional[str] = None, limit: Optional[int] = None
+    ) -> Any:
+        """Run the job (with every other operator of the environment, as Flink does) and return
+        an iterator over this stream's records; with ``limit``, a list of at most that many."""
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise ValueError(f"execute_and_collect(): limit must be an integer >= 0, got {limit!r}")
+        self._add("Collect", CollectSinkSpec(), "sink")
+        return self._env._execute_and_collect(job_execution_name, limit)
+
+
+def _process_function(func: Any) -> Any:
+    if isinstance(func, type):
+        raise TypeError(f"process() needs a ProcessFunction instance or a function, got the class {func.__name__}")
+    if callable(getattr(func, "process_element", None)) or callable(func):
+        return func
+    raise TypeError(f"process() needs a ProcessFunction (with process_element) or a function, got {_describe(func)}")
+
+
+class KeyedStream(DataStream):
+    """A stream partitioned by key (``key_by``); its next operator gets a hash edge. Keyed
+    operators: ``reduce``, ``sum``, ``min``, ``max``, ``process``."""
+
+    def __init__(self, env: "StreamExecutionEnvironment", transformation: Transformation, key_selector: KeySelectorSpec):
+        super().__init__(env, transformation, "hash", key_selector)
+
+    def _op(self, method: str) -> Transformation:
+        raise TypeError(
+            f"{method}() is not supported on a KeyedStream: key_by() creates no operator; call "
+            f"{method}() on the operator before key_by() or on the keyed operator after it"
+        )
+
+    def get_key_selector(self) -> KeySelectorSpec:
+        assert self._key_selector is not None
+        return self._key_selector
+
+    def reduce(self, func: Any) -> DataStream:
+        """Combine the records of each key: ``func(accumulated, new) -> accumulated``.
+        STREAMING emits the updated value per record; BATCH the final value per key."""
+        fn = resolve_function(func, "reduce", "ReduceFunction", "reduce")
+        return self._then("Keyed Reduce", ReduceSpec(fn=fn, key_selector=self.get_key_selector()))
+
+    def _aggregate(self, agg: str, field: Any) -> DataStream:
+        f = check_field(field, agg)
+        return self._then(
+            "Keyed Aggregation", AggregateSpec(agg=agg, field=f, key_selector=self.get_key_selector())  # type: ignore[arg-type]
+        )
+
+    def sum(self, position_to_sum: Union[int, str] = 0) -> DataStream:
+        """Running sum of a field per key (tuple position or field name)."""
+        return self._aggregate("sum", position_to_sum)
+
+    def min(self, position_to_min: Union[int, str] = 0) -> DataStream:
+        return self._aggregate("min", position_to_min)
+
+    def max(self, position_to_max: Union[int, str] = 0) -> DataStream:
+        return self._aggregate("max", position_to_max)
+
+    def process(self, func: Any, output_type: Any = None) -> DataStream:
+        """``func``: a KeyedProcessFunction (state, timers) or a callable."""
+        fn = _process_function(func)
+        return self._then("KeyedProcess", ProcessSpec(fn=fn, key_selector=self.get_key_selector()))
+
+
+class DataStreamSink(_OperatorSettings):
+    """A sink (``sink_to``, ``print``); its properties can be set like an operator's."""
+
+    def __init__(self, env: "StreamExecutionEnvironment", transformation: Transformation):
+        self._env = env
+        self._t = transformation
+
+
+__all__ = ["DataStream", "KeyedStream", "DataStreamSink"]

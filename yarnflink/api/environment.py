@@ -1,0 +1,319 @@
+"""StreamExecutionEnvironment and the executor context.
+
+``yarnflink run job.py`` calls ``set_default_executor(executor)`` before running the script;
+``StreamExecutionEnvironment.get_execution_environment()`` then returns an environment bound to
+that executor (and starting from its configuration), and ``execute()`` hands the JobGraph to it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Iterator, Optional, Union
+
+from yarnflink.api.common import (
+    ExecutorNotConfiguredError,
+    JobClient,
+    JobExecutionResult,
+    ModeLike,
+    PipelineExecutor,
+    ProgramAbortException,
+    RuntimeExecutionMode,
+)
+from yarnflink.api.connectors import FileSource
+from yarnflink.api.datastream import DataStream, check_max_parallelism, check_parallelism
+from yarnflink.api.transformations import Input, Transformation, generate_stream_graph
+from yarnflink.common.config import (
+    BUFFER_TIMEOUT,
+    EXECUTION_ATTACHED,
+    PARALLELISM_DEFAULT,
+    PIPELINE_MAX_PARALLELISM,
+    PIPELINE_NAME,
+    PIPELINE_OPERATOR_CHAINING,
+    RUNTIME_MODE,
+    Configuration,
+)
+from yarnflink.jobgraph.jobgraph import JobGraph
+from yarnflink.operators.specs import CollectionSourceSpec, SequenceSourceSpec
+from yarnflink.streaming.graph import StreamGraph
+from yarnflink.streaming.jobgraph_generator import create_job_graph
+
+DEFAULT_JOB_NAME = "yarnflink Streaming Job"
+
+# ----------------------------------------------------------------------------- executor context
+_default_executor: Optional[PipelineExecutor] = None
+
+
+def set_default_executor(executor: Optional[PipelineExecutor]) -> Optional[PipelineExecutor]:
+    """Install the executor that environments created from now on submit to (None removes it).
+    Returns the previous one, so callers can restore it."""
+    global _default_executor
+    previous, _default_executor = _default_executor, executor
+    return previous
+
+
+def get_default_executor() -> Optional[PipelineExecutor]:
+    return _default_executor
+
+
+def _executor_configuration(executor: Any) -> Configuration:
+    conf = getattr(executor, "configuration", None) if executor is not None else None
+    if conf is None:
+        return Configuration()
+    if isinstance(conf, Configuration):
+        return conf.copy()
+    if isinstance(conf, Mapping):
+        return Configuration.from_dict(conf, source="executor configuration")
+    raise TypeError(f"executor.configuration must be a Configuration or a dict, got {type(conf).__name__}")
+
+
+class PlanCaptureExecutor:
+    """An executor that records the JobGraph instead of running it and then stops the program
+    with ``ProgramAbortException`` (for ``yarnflink info job.py``, like Flink's plan preview)."""
+
+    def __init__(self, configuration: Union[Configuration, Mapping[str, Any], None] = None):
+        self.configuration = configuration
+        self.job_graph: Optional[JobGraph] = None
+
+    def _capture(self, job_graph: JobGraph) -> Any:
+        self.job_graph = job_graph
+        raise ProgramAbortException(f"job graph of '{job_graph.job_name}' captured")
+
+    def execute(self, job_graph: JobGraph, attached: bool) -> JobExecutionResult:
+        return self._capture(job_graph)
+
+    def execute_async(self, job_graph: JobGraph) -> JobClient:
+        return self._capture(job_graph)
+
+    def execute_and_collect(self, job_graph: JobGraph) -> Iterator[Any]:
+        return self._capture(job_graph)
+
+
+# ----------------------------------------------------------------------------- environment
+class StreamExecutionEnvironment:
+    """Where a DataStream program is defined and executed (PyFlink's
+    StreamExecutionEnvironment)."""
+
+    def __init__(
+        self,
+        configuration: Union[Configuration, Mapping[str, Any], None] = None,
+        executor: Optional[PipelineExecutor] = None,
+    ):
+        self._executor = executor
+        self._config = _executor_configuration(executor)
+        if configuration is not None:
+            self.configure(configuration)
+        self._parallelism: Optional[int] = None  # set_parallelism(); else parallelism.default
+        self._transformations: list[Transformation] = []
+        self._next_id = 1
+
+    @staticmethod
+    def get_execution_environment(
+        configuration: Union[Configuration, Mapping[str, Any], None] = None,
+    ) -> "StreamExecutionEnvironment":
+        """A new environment bound to the context's executor (set by ``yarnflink run``) and
+        starting from its configuration, overridden by ``configuration``."""
+        return StreamExecutionEnvironment(configuration, executor=_default_executor)
+
+    # ------------------------------------------------------------------ configuration
+    def get_config(self) -> Configuration:
+        """The job configuration (live): ``env.get_config().set("pipeline.max-parallelism", 256)``."""
+        return self._config
+
+    def configure(self, configuration: Union[Configuration, Mapping[str, Any]]) -> "StreamExecutionEnvironment":
+        """Apply configuration entries (validated; unknown keys raise ConfigError)."""
+        if isinstance(configuration, Configuration):
+            self._config.update(configuration)
+        elif isinstance(configuration, Mapping):
+            self._config.update(configuration, source="configure()")
+        else:
+            raise TypeError(f"configure() needs a Configuration or a dict, got {type(configuration).__name__}")
+        return self
+
+    def set_parallelism(self, parallelism: int) -> "StreamExecutionEnvironment":
+        """Default parallelism of operators created from now on (as Flink: operators created
+        before keep the configured default)."""
+        self._parallelism = check_parallelism(parallelism, "set_parallelism()")
+        return self
+
+    def get_parallelism(self) -> int:
+        if self._parallelism is not None:
+            return self._parallelism
+        return int(self._config.get(PARALLELISM_DEFAULT))
+
+    def set_max_parallelism(self, max_parallelism: int) -> "StreamExecutionEnvironment":
+        """Default max parallelism (key groups) of all operators that set none."""
+        check_max_parallelism(max_parallelism, "set_max_parallelism()")
+        self._config.set(PIPELINE_MAX_PARALLELISM, max_parallelism)
+        return self
+
+    def get_max_parallelism(self) -> int:
+        """The configured default max parallelism, -1 if derived per operator."""
+        return int(self._config.get(PIPELINE_MAX_PARALLELISM))
+
+    def set_runtime_mode(self, mode: ModeLike) -> "StreamExecutionEnvironment":
+        if isinstance(mode, RuntimeExecutionMode):
+            mode = mode.value
+        if not isinstance(mode, str):
+            raise TypeError(f"set_runtime_mode() needs a RuntimeExecutionMode, got {type(mode).__name__}")
+        self._config.set(RUNTIME_MODE, mode, source="set_runtime_mode()")
+        return self
+
+    def get_runtime_mode(self) -> RuntimeExecutionMode:
+        """The configured mode (may be AUTOMATIC); see ``resolved_runtime_mode``."""
+        return RuntimeExecutionMode(self._config.get(RUNTIME_MODE))
+
+    def resolved_runtime_mode(self) -> str:
+        """STREAMING or BATCH: AUTOMATIC is BATCH since every yarnflink source is bounded."""
+        mode = self._config.get(RUNTIME_MODE)
+        return "BATCH" if mode == "AUTOMATIC" else mode
+
+    def set_buffer_timeout(self, timeout_millis: int) -> "StreamExecutionEnvironment":
+        if isinstance(timeout_millis, bool) or not isinstance(timeout_millis, int) or timeout_millis < 0:
+            raise ValueError(f"set_buffer_timeout(): expected milliseconds >= 0, got {timeout_millis!r}")
+        self._config.set(BUFFER_TIMEOUT, f"{timeout_millis} ms")
+        return self
+
+    def get_buffer_timeout(self) -> int:
+        return int(self._config.get(BUFFER_TIMEOUT).total_seconds() * 1000)
+
+    def disable_operator_chaining(self) -> "StreamExecutionEnvironment":
+        self._config.set(PIPELINE_OPERATOR_CHAINING, False)
+        return self
+
+    def is_chaining_enabled(self) -> bool:
+        return bool(self._config.get(PIPELINE_OPERATOR_CHAINING))
+
+    # ------------------------------------------------------------------ sources
+    def _add_transformation(self, name: str, spec: Any, role: str, inputs: list[Input]) -> Transformation:
+        t = Transformation(
+            id=self._next_id, name=name, spec=spec, role=role, inputs=inputs, parallelism=self._parallelism
+        )
+        self._next_id += 1
+        self._transformations.append(t)
+        return t
+
+    def from_collection(self, collection: Any, type_info: Any = None) -> DataStream:
+        """A bounded source of the given records (subtask i emits items[i::parallelism])."""
+        if isinstance(collection, (str, bytes, Mapping)) or not hasattr(collection, "__iter__"):
+            raise TypeError(
+                f"from_collection() needs a list (or other iterable) of records, got {type(collection).__name__}"
+            )
+        items = list(collection)
+        return DataStream(self, self._add_transformation("Collection", CollectionSourceSpec(items=items), "source", []))
+
+    def from_sequence(self, start: int, end: int) -> DataStream:
+        """The integers start..end, both included."""
+        for what, v in (("start", start), ("end", end)):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"from_sequence(): {what} must be an integer, got {type(v).__name__} {v!r}")
+        if start > end:
+            raise ValueError(f"from_sequence(): start ({start}) must not be larger than end ({end})")
+        return DataStream(self, self._add_transformation("Sequence", SequenceSourceSpec(start=start, end=end), "source", []))
+
+    def from_source(
+        self,
+        source: FileSource,
+        watermark_strategy: Any = None,
+        source_name: Optional[str] = None,
+        type_info: Any = None,
+        *,
+        name: Optional[str] = None,
+    ) -> DataStream:
+        """``from_source(FileSource(path, format=...), name="orders")`` (PyFlink's positional
+        ``(source, watermark_strategy, source_name)`` form works too; watermarks are ignored)."""
+        if not isinstance(source, FileSource):
+            raise TypeError(f"from_source() needs a FileSource, got {type(source).__name__}")
+        if isinstance(watermark_strategy, str) and source_name is None and name is None:
+            name = watermark_strategy  # from_source(src, "name")
+        label = name if name is not None else source_name
+        if label is not None and (not isinstance(label, str) or not label.strip()):
+            raise TypeError(f"from_source(): the name must be a non-empty string, got {label!r}")
+        return DataStream(self, self._add_transformation(label or "File Source", source.to_spec(), "source", []))
+
+    # ------------------------------------------------------------------ graphs
+    def _job_name(self, job_name: Optional[str]) -> str:
+        if job_name is not None:
+            if not isinstance(job_name, str) or not job_name.strip():
+                raise TypeError(f"the job name must be a non-empty string, got {job_name!r}")
+            return job_name
+        return self._config.get(PIPELINE_NAME) or DEFAULT_JOB_NAME
+
+    def get_stream_graph(self, job_name: Optional[str] = None, clear_transformations: bool = False) -> StreamGraph:
+        """The StreamGraph of every operator defined so far."""
+        if not self._transformations:
+            raise RuntimeError("no operators defined in streaming topology; cannot execute")
+        graph = generate_stream_graph(
+            self._transformations,
+            job_name=self._job_name(job_name),
+            default_parallelism=int(self._config.get(PARALLELISM_DEFAULT)),
+            max_parallelism=int(self._config.get(PIPELINE_MAX_PARALLELISM)),
+            runtime_mode=self.resolved_runtime_mode(),
+            chaining_enabled=self.is_chaining_enabled(),
+            config=self._config.to_dict(),
+        )
+        if clear_transformations:
+            self._transformations = []
+        return graph
+
+    def get_job_graph(
+        self, job_name: Optional[str] = None, clear_transformations: bool = False, job_id: Optional[str] = None
+    ) -> JobGraph:
+        """The JobGraph (chained) of every operator defined so far; used by ``yarnflink info``."""
+        graph = self.get_stream_graph(job_name)
+        jg = create_job_graph(graph, job_id=job_id)
+        if clear_transformations:
+            self._transformations = []
+        return jg
+
+    def get_execution_plan(self) -> str:
+        """JSON plan (Flink's ``/jobs/:id/plan`` shape) of the operators defined so far."""
+        from yarnflink.streaming.describe import job_graph_summary_json
+
+        return json.dumps(job_graph_summary_json(self.get_job_graph()), indent=2)
+
+    # ------------------------------------------------------------------ execution
+    def _require_executor(self) -> PipelineExecutor:
+        executor = self._executor if self._executor is not None else _default_executor
+        if executor is None:
+            raise ExecutorNotConfiguredError(
+                "no executor is configured to run this job: run the script with `yarnflink run job.py` "
+                "(or install one with yarnflink.api.environment.set_default_executor)"
+            )
+        return executor
+
+    def execute(self, job_name: Optional[str] = None) -> JobExecutionResult:
+        """Build the JobGraph of every operator defined so far and run it (waits for the end
+        unless ``execution.attached`` is false); the operators are then cleared, as in Flink."""
+        executor = self._require_executor()
+        jg = self.get_job_graph(job_name, clear_transformations=True)
+        return executor.execute(jg, bool(self._config.get(EXECUTION_ATTACHED)))
+
+    def execute_async(self, job_name: Optional[str] = None) -> JobClient:
+        """Submit the job and return a JobClient without waiting."""
+        executor = self._require_executor()
+        jg = self.get_job_graph(job_name, clear_transformations=True)
+        return executor.execute_async(jg)
+
+    def _execute_and_collect(self, job_name: Optional[str], limit: Optional[int]) -> Any:
+        try:
+            executor = self._require_executor()
+        except ExecutorNotConfiguredError:
+            self._transformations.pop()  # the collect sink just added
+            raise
+        jg = self.get_job_graph(job_name, clear_transformations=True)
+        it = executor.execute_and_collect(jg)
+        if limit is None:
+            return it
+        out: list[Any] = []
+        try:
+            if limit > 0:
+                for record in it:
+                    out.append(record)
+                    if len(out) >= limit:
+                        break
+        finally:
+            close = getattr(it, "close", None)
+            if callable(close):
+                close()
+        return out

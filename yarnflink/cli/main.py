@@ -1,0 +1,334 @@
+"""The ``yarnflink`` command line, with Flink's flags where they fit.
+
+    yarnflink run [-p N] [-d] [-D key=value]... [-m URL] job.py [args]
+    yarnflink info [--json] job.py [args]
+    yarnflink list | cancel JOBID
+    yarnflink session start --target local [-n N] [-s SLOTS] | session list | session stop ID
+    yarnflink master start ...           (the master process; used by the deployments)
+    yarnflink taskexecutor start --master HOST:PORT
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import runpy
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from yarnflink.common.config import ConfigError, Configuration, load_configuration
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class CliError(Exception):
+    """A problem the user can fix; printed without a traceback."""
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--conf", metavar="FILE", help="configuration file (default: conf/yarnflink.yaml)")
+    p.add_argument("-D", dest="dynamic", action="append", default=[], metavar="KEY=VALUE",
+                   help="configuration override, e.g. -D parallelism.default=4 (repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="yarnflink", description="Apache Flink's runtime, in Python, on YARN.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a job file on a cluster")
+    _common(run)
+    run.add_argument("-p", "--parallelism", type=int, help="default parallelism of the job")
+    run.add_argument("-d", "--detached", action="store_true", help="submit and return the job id")
+    run.add_argument("-m", "--jobmanager", metavar="URL", help="REST address of the cluster (default: the running session)")
+    run.add_argument("--session", metavar="ID", help="run on this session")
+    run.add_argument("-n", "--taskexecutors", type=int, default=None,
+                     help="TaskExecutors of the per-job local cluster (default: local.number-taskmanager)")
+    run.add_argument("job", help="the job file (a Python script calling env.execute())")
+    run.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the job file")
+
+    info = sub.add_parser("info", help="print the JobGraph of a job file")
+    _common(info)
+    info.add_argument("-p", "--parallelism", type=int)
+    info.add_argument("--json", action="store_true", help="print JSON (Flink's /jobs/:id/plan shape)")
+    info.add_argument("job")
+    info.add_argument("args", nargs=argparse.REMAINDER)
+
+    lst = sub.add_parser("list", help="list the jobs of the cluster")
+    _common(lst)
+    lst.add_argument("-m", "--jobmanager", metavar="URL")
+    lst.add_argument("--session", metavar="ID")
+
+    cancel = sub.add_parser("cancel", help="cancel a job")
+    _common(cancel)
+    cancel.add_argument("-m", "--jobmanager", metavar="URL")
+    cancel.add_argument("--session", metavar="ID")
+    cancel.add_argument("job_id")
+
+    session = sub.add_parser("session", help="start, list and stop session clusters")
+    ssub = session.add_subparsers(dest="session_command", required=True, metavar="ACTION")
+    start = ssub.add_parser("start", help="start a session cluster in the background")
+    _common(start)
+    start.add_argument("--target", choices=["local"], default="local")
+    start.add_argument("-n", "--taskexecutors", type=int, default=None)
+    start.add_argument("-s", "--slots", type=int, default=None, help="slots per TaskExecutor")
+    ssub.add_parser("list", help="list sessions")
+    stop = ssub.add_parser("stop", help="stop a session")
+    stop.add_argument("session_id")
+
+    master = sub.add_parser("master", help="run a master process (Dispatcher, ResourceManager, JobMasters)")
+    msub = master.add_subparsers(dest="master_command", required=True, metavar="ACTION")
+    mstart = msub.add_parser("start")
+    _common(mstart)
+    mstart.add_argument("--local-taskexecutors", type=int, default=0)
+    mstart.add_argument("--info-file", type=Path)
+    mstart.add_argument("--workdir", type=Path)
+    mstart.add_argument("--log-file", type=Path)
+    mstart.add_argument("--inherit-stdout", action="store_true")
+
+    te = sub.add_parser("taskexecutor", help="run a TaskExecutor process")
+    tsub = te.add_subparsers(dest="te_command", required=True, metavar="ACTION")
+    tstart = tsub.add_parser("start")
+    _common(tstart)
+    tstart.add_argument("--master", required=True, metavar="HOST:PORT", help="the master's RPC address")
+    tstart.add_argument("--parent-pid", type=int)
+    tstart.add_argument("--resource-id")
+    tstart.add_argument("--log-file", type=Path)
+    return parser
+
+
+def _config(args: argparse.Namespace) -> Configuration:
+    return load_configuration(args.conf, args.dynamic)
+
+
+def _setup_logging(log_file: Optional[Path]) -> None:
+    level = os.environ.get("YARNFLINK_LOG_LEVEL", "INFO").upper()
+    kwargs: dict[str, Any] = {"filename": str(log_file)} if log_file else {"stream": sys.stderr}
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", **kwargs)
+
+
+def _validate_positive(name: str, value: Optional[int]) -> None:
+    if value is not None and value < 1:
+        raise CliError(f"{name} must be a positive integer, got {value}")
+
+
+# ---------------------------------------------------------------------- commands
+def _cluster_url(args: argparse.Namespace, config: Configuration) -> Optional[str]:
+    from yarnflink.deployment.local.cluster import find_session
+
+    if getattr(args, "jobmanager", None):
+        url = args.jobmanager
+        return url if url.startswith("http") else f"http://{url}"
+    session = find_session(getattr(args, "session", None))
+    if getattr(args, "session", None) and session is None:
+        raise CliError(f"no session {args.session!r}; see 'yarnflink session list'")
+    if session is not None and session.alive:
+        return session.rest_url
+    return None
+
+
+def _run_job_file(job: str, job_args: Sequence[str]) -> None:
+    path = Path(job)
+    if not path.is_file():
+        raise CliError(f"job file {job} does not exist")
+    old_argv = sys.argv
+    sys.argv = [str(path), *job_args]
+    sys.path.insert(0, str(path.parent.resolve()))
+    try:
+        runpy.run_path(str(path), run_name="__main__")
+    finally:
+        sys.argv = old_argv
+        sys.path.pop(0)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from yarnflink.api.environment import set_default_executor
+    from yarnflink.client.executor import JobExecutionException, RestClusterExecutor
+    from yarnflink.client.rest_client import RestClientError
+    from yarnflink.deployment.local.cluster import start_local_cluster, stop_process
+
+    _validate_positive("-p/--parallelism", args.parallelism)
+    _validate_positive("-n/--taskexecutors", args.taskexecutors)
+    config = _config(args)
+    if args.parallelism is not None:
+        config.set("parallelism.default", str(args.parallelism))
+    url = _cluster_url(args, config)
+    cluster_proc = None
+    if url is None:
+        if args.detached:
+            raise CliError("-d needs a running cluster: start one with 'yarnflink session start' or pass -m URL")
+        n = args.taskexecutors or int(config.get("local.number-taskmanager"))
+        print(f"No session running: starting a per-job local cluster with {n} TaskExecutors "
+              f"({config.get('taskmanager.numberOfTaskSlots')} slots each).", file=sys.stderr)
+        workdir = Path(tempfile.mkdtemp(prefix="yarnflink-perjob-"))
+        cluster_proc, info = start_local_cluster(config, taskexecutors=n, workdir=workdir,
+                                                 detached=False, inherit_stdout=True)
+        url = str(info["rest_url"])
+        print(f"Local cluster at {url} (logs in {workdir}).", file=sys.stderr)
+    executor = RestClusterExecutor(url, config, progress=None if args.detached else sys.stderr)
+    if args.detached:
+        executor.progress = None
+    set_default_executor(executor, attached=not args.detached)
+    try:
+        try:
+            _run_job_file(args.job, args.args)
+        except JobExecutionException as e:
+            print(f"The job failed:\n{e}", file=sys.stderr)
+            return EXIT_FAILED
+        except RestClientError as e:
+            raise CliError(f"the cluster rejected the job: {e}") from None
+        except SystemExit as e:
+            if e.code not in (None, 0):
+                raise CliError(f"job file {args.job} exited with status {e.code}") from None
+        except (CliError, ConfigError):
+            raise
+        except Exception:
+            tb = traceback.format_exc()
+            raise CliError(f"job file {args.job} failed:\n{tb}") from None
+        if not executor.submitted:
+            raise CliError(f"job file {args.job} defined no job: it never called env.execute() "
+                           f"(or execute_async / execute_and_collect)")
+        if args.detached:
+            for job_id in executor.submitted:
+                print(f"Job has been submitted with JobID {job_id}")
+        return EXIT_OK
+    finally:
+        set_default_executor(None)
+        if cluster_proc is not None:
+            stop_process(cluster_proc.pid)
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from yarnflink.api.environment import PlanCaptureExecutor, set_default_executor
+    from yarnflink.api.common import ProgramAbortException
+    from yarnflink.streaming.describe import describe_job_graph, job_graph_summary_json
+
+    config = _config(args)
+    if args.parallelism is not None:
+        _validate_positive("-p/--parallelism", args.parallelism)
+        config.set("parallelism.default", str(args.parallelism))
+    capture = PlanCaptureExecutor(config)
+    set_default_executor(capture)
+    try:
+        try:
+            _run_job_file(args.job, args.args)
+        except ProgramAbortException:
+            pass
+        except (CliError, ConfigError):
+            raise
+        except Exception:
+            raise CliError(f"job file {args.job} failed:\n{traceback.format_exc()}") from None
+    finally:
+        set_default_executor(None)
+    jg = capture.job_graph
+    if jg is None:
+        raise CliError(f"job file {args.job} defined no job: it never called env.execute()")
+    print(json.dumps(job_graph_summary_json(jg), indent=2) if args.json else describe_job_graph(jg))
+    return EXIT_OK
+
+
+def _rest(args: argparse.Namespace) -> Any:
+    from yarnflink.client.rest_client import RestClient
+
+    url = _cluster_url(args, _config(args))
+    if url is None:
+        raise CliError("no cluster: start one with 'yarnflink session start' or pass -m URL")
+    return RestClient(url)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with _rest(args) as rest:
+        jobs = rest.jobs_overview()
+        if not jobs:
+            print("No jobs.")
+        for j in sorted(jobs, key=lambda j: j["start-time"]):
+            print(f"{j['jid']}  {j['state']:<10}  {j['name']}")
+            if j["state"] == "FAILED":
+                root = rest.exceptions(j["jid"]).get("root-exception")
+                if root:
+                    print("    " + root.rstrip().replace("\n", "\n    "))
+    return EXIT_OK
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from yarnflink.client.rest_client import RestClientError
+
+    with _rest(args) as rest:
+        try:
+            rest.cancel(args.job_id)
+        except RestClientError as e:
+            raise CliError(str(e)) from None
+    print(f"Cancelled job {args.job_id}.")
+    return EXIT_OK
+
+
+def cmd_session(args: argparse.Namespace) -> int:
+    from yarnflink.deployment.local.cluster import find_session, list_sessions, start_session, stop_session
+
+    if args.session_command == "start":
+        _validate_positive("-n/--taskexecutors", args.taskexecutors)
+        _validate_positive("-s/--slots", args.slots)
+        config = _config(args)
+        n = args.taskexecutors or int(config.get("local.number-taskmanager"))
+        slots = args.slots or int(config.get("taskmanager.numberOfTaskSlots"))
+        s = start_session(config, n, slots)
+        print(f"Session {s.id} started: {n} TaskExecutors with {slots} slots each.")
+        print(f"REST address: {s.rest_url}")
+        print(f"Logs: {s.workdir}")
+        print(f"Stop it with: yarnflink session stop {s.id}")
+        return EXIT_OK
+    if args.session_command == "list":
+        sessions = list_sessions()
+        if not sessions:
+            print("No sessions.")
+        for s in sessions:
+            print(f"{s.id}  {'RUNNING' if s.alive else 'GONE':<8} {s.target:<6} {s.rest_url}  "
+                  f"{s.taskexecutors}x{s.slots} slots  pid {s.pid}")
+        return EXIT_OK
+    s = find_session(args.session_id)
+    if s is None:
+        raise CliError(f"no session {args.session_id!r}; see 'yarnflink session list'")
+    stop_session(s)
+    print(f"Session {s.id} stopped.")
+    return EXIT_OK
+
+
+def cmd_master(args: argparse.Namespace) -> int:
+    from yarnflink.entrypoint.master import run_master
+
+    _setup_logging(args.log_file)
+    return run_master(_config(args), local_taskexecutors=args.local_taskexecutors,
+                      info_file=args.info_file, workdir=args.workdir, inherit_stdout=args.inherit_stdout)
+
+
+def cmd_taskexecutor(args: argparse.Namespace) -> int:
+    from yarnflink.entrypoint.taskexecutor import run_taskexecutor
+
+    _setup_logging(args.log_file)
+    return run_taskexecutor(_config(args), args.master, resource_id=args.resource_id, parent_pid=args.parent_pid)
+
+
+COMMANDS = {"run": cmd_run, "info": cmd_info, "list": cmd_list, "cancel": cmd_cancel,
+            "session": cmd_session, "master": cmd_master, "taskexecutor": cmd_taskexecutor}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    from yarnflink.client.rest_client import RestClientError
+    from yarnflink.deployment.local.cluster import ClusterStartError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (CliError, ConfigError, ClusterStartError, RestClientError) as e:
+        print(f"yarnflink {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_USAGE if isinstance(e, ConfigError) else EXIT_FAILED
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

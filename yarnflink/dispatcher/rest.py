@@ -1,0 +1,220 @@
+"""The Dispatcher's REST API with Flink's paths and JSON shapes, served by uvicorn on the
+Dispatcher's own loop (so handlers touch Dispatcher state directly). Errors are
+``{"errors": [message]}`` as in Flink. The OpenAPI description is at ``/openapi.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import socket
+from typing import TYPE_CHECKING, Any, Optional
+
+import uvicorn
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from yarnflink.jobgraph.jobgraph import JobGraph, JobGraphError
+from yarnflink.version import __version__
+
+if TYPE_CHECKING:
+    from yarnflink.dispatcher.dispatcher import Dispatcher
+
+log = logging.getLogger(__name__)
+
+JOB_ID_PATTERN = "^[0-9a-f]{32}$"
+
+
+class RestError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"errors": [message]}, status_code=status)
+
+
+def create_app(dispatcher: "Dispatcher") -> FastAPI:
+    from yarnflink.dispatcher.dispatcher import DuplicateJobSubmission, UnknownJob
+
+    app = FastAPI(title="yarnflink REST API", version=__version__,
+                  description="Flink's REST API paths and shapes, served by the yarnflink Dispatcher.")
+    max_body = int(dispatcher.config.get("rest.server.max-content-length"))
+
+    @app.exception_handler(RestError)
+    async def _rest_error(_: Request, e: RestError) -> JSONResponse:
+        return _error(e.status, e.message)
+
+    @app.exception_handler(UnknownJob)
+    async def _unknown_job(_: Request, e: UnknownJob) -> JSONResponse:
+        return _error(404, f"Job {e.args[0]} not found")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_: Request, e: StarletteHTTPException) -> JSONResponse:
+        return _error(e.status_code, str(e.detail))
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_: Request, e: RequestValidationError) -> JSONResponse:
+        msgs = [f"{'.'.join(str(p) for p in err.get('loc', ()))}: {err.get('msg')}" for err in e.errors()]
+        return JSONResponse({"errors": msgs or ["bad request"]}, status_code=400)
+
+    @app.exception_handler(Exception)
+    async def _internal(_: Request, e: Exception) -> JSONResponse:
+        log.exception("REST handler failed")
+        return _error(500, f"Internal server error: {type(e).__name__}: {e}")
+
+    # ------------------------------------------------------------------ cluster
+    @app.get("/config", summary="Dashboard configuration")
+    async def config() -> dict[str, Any]:
+        return {"refresh-interval": 3000, "timezone-name": "UTC", "timezone-offset": 0,
+                "flink-version": __version__, "flink-revision": "yarnflink",
+                "features": {"web-submit": False, "web-cancel": True, "web-history": False}}
+
+    @app.get("/jobmanager/config", summary="The master's configuration as key/value pairs")
+    async def jobmanager_config() -> list[dict[str, str]]:
+        return [{"key": k, "value": v} for k, v in sorted(dispatcher.config.to_dict().items())]
+
+    @app.get("/overview", summary="Cluster overview")
+    async def overview() -> dict[str, Any]:
+        tms, total, free = await dispatcher.rm.call_async(dispatcher.rm.slot_totals)
+        states = [o["state"] for o in await dispatcher.overviews()]
+        return {
+            "taskmanagers": tms, "slots-total": total, "slots-available": free,
+            "jobs-running": sum(s not in ("FINISHED", "CANCELED", "FAILED") for s in states),
+            "jobs-finished": states.count("FINISHED"), "jobs-cancelled": states.count("CANCELED"),
+            "jobs-failed": states.count("FAILED"), "flink-version": __version__, "flink-commit": "yarnflink",
+        }
+
+    @app.get("/taskmanagers", summary="All registered TaskExecutors and their slots")
+    async def taskmanagers() -> dict[str, Any]:
+        return {"taskmanagers": await dispatcher.rm.call_async(dispatcher.rm.task_managers_info)}
+
+    @app.delete("/cluster", summary="Shut the cluster down")
+    async def shutdown() -> dict[str, Any]:
+        asyncio.get_running_loop().call_later(0.2, dispatcher.on_shutdown_request)
+        return {}
+
+    # ------------------------------------------------------------------ jobs
+    @app.post("/jobs", status_code=202, summary="Submit a JobGraph (JSON body)")
+    async def submit(request: Request) -> dict[str, Any]:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > max_body:
+            raise RestError(413, f"request body of {declared} bytes exceeds rest.server.max-content-length ({max_body})")
+        body = bytearray()
+        async for chunk in request.stream():
+            body.extend(chunk)
+            if len(body) > max_body:
+                raise RestError(413, f"request body exceeds rest.server.max-content-length ({max_body} bytes)")
+        try:
+            data = json.loads(bytes(body))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise RestError(400, f"request body is not JSON: {e}") from None
+        if isinstance(data, dict) and "jobGraph" in data:
+            data = data["jobGraph"]
+        try:
+            graph = JobGraph.from_json(data)
+        except JobGraphError as e:
+            raise RestError(400, f"invalid JobGraph: {e}") from None
+        try:
+            await dispatcher.submit_job(graph)
+        except DuplicateJobSubmission as e:
+            raise RestError(409, str(e)) from None
+        return {"jobUrl": f"/jobs/{graph.job_id}"}
+
+    @app.get("/jobs", summary="Job ids and states")
+    async def jobs() -> dict[str, Any]:
+        return {"jobs": [{"id": o["jid"], "status": o["state"]} for o in await dispatcher.overviews()]}
+
+    @app.get("/jobs/overview", summary="Overview of all jobs")
+    async def jobs_overview() -> dict[str, Any]:
+        return {"jobs": await dispatcher.overviews()}
+
+    @app.get("/jobs/{jobid}", summary="Details of a job: vertices with state and parallelism")
+    async def job(jobid: str) -> dict[str, Any]:
+        return await dispatcher.job_details(_job_id(jobid))
+
+    @app.patch("/jobs/{jobid}", status_code=202, summary="Cancel a job (mode=cancel)")
+    async def cancel(jobid: str, mode: Optional[str] = Query(default="cancel")) -> dict[str, Any]:
+        if mode not in ("cancel", None):
+            raise RestError(400, f"unsupported mode {mode!r}; supported: cancel")
+        job_id = _job_id(jobid)
+        if not await dispatcher.cancel_job(job_id):
+            details = await dispatcher.job_details(job_id)
+            if details["state"] in ("FINISHED", "FAILED", "CANCELED"):
+                raise RestError(409, f"Job {job_id} is already {details['state']}")
+        return {}
+
+    @app.get("/jobs/{jobid}/exceptions", summary="Exception history of a job")
+    async def exceptions(jobid: str) -> dict[str, Any]:
+        return await dispatcher.job_exceptions(_job_id(jobid))
+
+    @app.get("/jobs/{jobid}/execution-result", summary="Result of a job once it has ended")
+    async def execution_result(jobid: str) -> dict[str, Any]:
+        job_id = _job_id(jobid)
+        entry = dispatcher.entry(job_id)
+        if entry.archive is None:
+            return {"status": {"id": "IN_PROGRESS"}}
+        details = entry.archive["details"]
+        state = details["state"]
+        exc = entry.archive["exceptions"]
+        return {
+            "status": {"id": "COMPLETED"},
+            "job-execution-result": {
+                "id": job_id,
+                "application-status": {"FINISHED": "SUCCEEDED"}.get(state, state),
+                "net-runtime": details["duration"],
+                "accumulator-results": {
+                    "collect": [base64.b64encode(p).decode("ascii") for p in entry.archive["collected"]],
+                },
+                "failure-cause": (
+                    {"class": exc["exceptionHistory"]["entries"][-1]["exceptionName"],
+                     "stack-trace": exc["root-exception"],
+                     "serialized-throwable": ""}
+                    if state == "FAILED" and exc["root-exception"] else None
+                ),
+            },
+        }
+
+    @app.get("/jobs/{jobid}/plan", summary="The JobGraph of a job")
+    async def plan(jobid: str) -> dict[str, Any]:
+        details = await dispatcher.job_details(_job_id(jobid))
+        return {"plan": {"jid": details["jid"], "name": details["name"], "type": details["job-type"],
+                         "nodes": [{"id": v["id"], "parallelism": v["parallelism"], "operator": "",
+                                    "description": v["name"]} for v in details["vertices"]]}}
+
+    return app
+
+
+def _job_id(value: str) -> str:
+    v = value.strip().lower()
+    if len(v) != 32 or any(c not in "0123456789abcdef" for c in v):
+        raise RestError(400, f"{value!r} is not a job id (32 hex characters)")
+    return v
+
+
+async def start_rest_server(dispatcher: "Dispatcher", host: str, port: int) -> tuple[uvicorn.Server, "asyncio.Task[Any]", int]:
+    """Binds the socket first (so port 0 works and errors surface here), then serves it."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise OSError(f"REST endpoint cannot bind {host}:{port}: {e.strerror}") from e
+    sock.listen(128)
+    sock.setblocking(False)
+    config = uvicorn.Config(create_app(dispatcher), log_level="warning", access_log=False,
+                            lifespan="off", timeout_graceful_shutdown=2)
+    server = uvicorn.Server(config)
+    task = asyncio.ensure_future(server.serve(sockets=[sock]))
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    return server, task, sock.getsockname()[1]

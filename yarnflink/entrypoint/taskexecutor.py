@@ -1,0 +1,41 @@
+"""The TaskExecutor process (Flink's TaskManagerRunner)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from typing import Optional
+
+from yarnflink.common.config import Configuration
+from yarnflink.taskexecutor.taskexecutor import TaskExecutor
+
+log = logging.getLogger(__name__)
+
+
+def run_taskexecutor(config: Configuration, master_address: str, *, resource_id: Optional[str] = None,
+                     parent_pid: Optional[int] = None) -> int:
+    host = config.get("taskmanager.host") or "127.0.0.1"
+    te = TaskExecutor(
+        master_address, host=host,
+        rpc_port=int(config.get("taskmanager.rpc.port")),
+        data_port=int(config.get("taskmanager.data.port")),
+        num_slots=int(config.get("taskmanager.numberOfTaskSlots")),
+        resource_id=resource_id,
+        buffer_timeout_s=config.get_seconds("execution.buffer-timeout") or 0.1,
+        max_buffers_per_channel=int(config.get("taskmanager.network.memory.buffers-per-channel")),
+        max_bytes_per_channel=int(config.get("taskmanager.network.memory.max-bytes-per-channel")),
+    )
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    te.start()
+    log.info("TaskExecutor %s serving at %s, data at %s", te.resource_id, te.address, te.shuffle.address)
+    while not stop.wait(0.5):
+        # a TaskExecutor started by a master goes when that master goes, even after kill -9
+        if parent_pid is not None and os.getppid() != parent_pid:
+            log.warning("parent process %d is gone; stopping", parent_pid)
+            break
+    te.stop()
+    return 0

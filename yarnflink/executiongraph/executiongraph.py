@@ -1,0 +1,225 @@
+"""ExecutionGraph: the JobGraph expanded by parallelism (seed 000, figure 6).
+
+ExecutionJobVertex per JobVertex, ExecutionVertex per subtask, an Execution per attempt, an
+IntermediateResultPartition per (data set, producer subtask). Pure bookkeeping: the JobMaster
+drives it with events and reads back what to do; no I/O here.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+from yarnflink.jobgraph.jobgraph import JobGraph, JobVertex
+
+
+class ExecutionState(str, enum.Enum):
+    CREATED = "CREATED"
+    SCHEDULED = "SCHEDULED"
+    DEPLOYING = "DEPLOYING"
+    INITIALIZING = "INITIALIZING"
+    RUNNING = "RUNNING"
+    FINISHED = "FINISHED"
+    CANCELING = "CANCELING"
+    CANCELED = "CANCELED"
+    FAILED = "FAILED"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (ExecutionState.FINISHED, ExecutionState.CANCELED, ExecutionState.FAILED)
+
+
+class JobStatus(str, enum.Enum):
+    INITIALIZING = "INITIALIZING"
+    CREATED = "CREATED"
+    RUNNING = "RUNNING"
+    FAILING = "FAILING"
+    FAILED = "FAILED"
+    CANCELLING = "CANCELLING"
+    CANCELED = "CANCELED"
+    FINISHED = "FINISHED"
+    RESTARTING = "RESTARTING"
+    SUSPENDED = "SUSPENDED"
+
+    @property
+    def globally_terminal(self) -> bool:
+        return self in (JobStatus.FAILED, JobStatus.CANCELED, JobStatus.FINISHED)
+
+
+# Allowed transitions reported by TaskExecutors (Flink's Execution state machine).
+_ALLOWED: dict[ExecutionState, frozenset[ExecutionState]] = {
+    ExecutionState.CREATED: frozenset({ExecutionState.SCHEDULED, ExecutionState.CANCELED, ExecutionState.FAILED}),
+    ExecutionState.SCHEDULED: frozenset({ExecutionState.DEPLOYING, ExecutionState.CANCELED, ExecutionState.FAILED}),
+    ExecutionState.DEPLOYING: frozenset({ExecutionState.INITIALIZING, ExecutionState.RUNNING, ExecutionState.FINISHED,
+                                         ExecutionState.CANCELING, ExecutionState.CANCELED, ExecutionState.FAILED}),
+    ExecutionState.INITIALIZING: frozenset({ExecutionState.RUNNING, ExecutionState.FINISHED, ExecutionState.CANCELING,
+                                            ExecutionState.CANCELED, ExecutionState.FAILED}),
+    ExecutionState.RUNNING: frozenset({ExecutionState.FINISHED, ExecutionState.CANCELING, ExecutionState.CANCELED,
+                                       ExecutionState.FAILED}),
+    ExecutionState.CANCELING: frozenset({ExecutionState.CANCELED, ExecutionState.FAILED, ExecutionState.FINISHED}),
+}
+
+
+@dataclass
+class Failure:
+    exception_class: str
+    message: str
+    traceback: str
+    timestamp_ms: int
+    task_name: str = ""
+    endpoint: str = ""
+    task_manager_id: str = ""
+
+
+@dataclass
+class LogicalSlot:
+    allocation_id: str
+    resource_id: str
+    rpc_address: str
+    data_address: str
+    slot_index: int
+
+
+@dataclass
+class Execution:
+    vertex: "ExecutionVertex"
+    attempt_number: int
+    attempt_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    state: ExecutionState = ExecutionState.CREATED
+    slot: Optional[LogicalSlot] = None
+    failure: Optional[Failure] = None
+    timestamps: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.timestamps[ExecutionState.CREATED.value] = now_ms()
+
+    def transition(self, new: ExecutionState) -> bool:
+        """Applies a state reported from outside; returns False (and changes nothing) if the
+        transition is not allowed, e.g. a late RUNNING after CANCELED."""
+        if new == self.state:
+            return False
+        if new not in _ALLOWED.get(self.state, frozenset()):
+            return False
+        self.state = new
+        self.timestamps[new.value] = now_ms()
+        return True
+
+
+@dataclass
+class IntermediateResultPartition:
+    dataset_id: str
+    producer: "ExecutionVertex"
+
+    @property
+    def partition_id(self) -> str:
+        return f"{self.dataset_id}-{self.producer.subtask_index}-{self.producer.current.attempt_id}"
+
+
+class ExecutionVertex:
+    def __init__(self, job_vertex: "ExecutionJobVertex", subtask_index: int) -> None:
+        self.job_vertex = job_vertex
+        self.subtask_index = subtask_index
+        self.current = Execution(self, 0)
+        self.prior: list[Execution] = []
+        self.produced: dict[str, IntermediateResultPartition] = {}
+
+    @property
+    def task_name_with_subtask(self) -> str:
+        jv = self.job_vertex.job_vertex
+        return f"{jv.name} ({self.subtask_index + 1}/{jv.parallelism})"
+
+    def new_attempt(self) -> Execution:
+        self.prior.append(self.current)
+        self.current = Execution(self, self.current.attempt_number + 1)
+        return self.current
+
+
+class ExecutionJobVertex:
+    def __init__(self, job_vertex: JobVertex) -> None:
+        self.job_vertex = job_vertex
+        self.task_vertices = [ExecutionVertex(self, i) for i in range(job_vertex.parallelism)]
+
+    @property
+    def id(self) -> str:
+        return self.job_vertex.id
+
+    def aggregate_state(self) -> ExecutionState:
+        """Flink's ExecutionJobVertex.getAggregateExecutionState."""
+        states = [v.current.state for v in self.task_vertices]
+        for s in (ExecutionState.FAILED, ExecutionState.CANCELING, ExecutionState.CANCELED,
+                  ExecutionState.RUNNING, ExecutionState.INITIALIZING, ExecutionState.DEPLOYING,
+                  ExecutionState.SCHEDULED):
+            if s in states:
+                return s
+        if all(s == ExecutionState.FINISHED for s in states):
+            return ExecutionState.FINISHED
+        return ExecutionState.CREATED
+
+    def state_counts(self) -> dict[str, int]:
+        counts = {s.value: 0 for s in ExecutionState}
+        for v in self.task_vertices:
+            counts[v.current.state.value] += 1
+        return counts
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ExecutionGraph:
+    def __init__(self, job_graph: JobGraph) -> None:
+        self.job_graph = job_graph
+        self.job_vertices = [ExecutionJobVertex(v) for v in job_graph.vertices]
+        self._by_id = {ejv.id: ejv for ejv in self.job_vertices}
+        self.status = JobStatus.CREATED
+        self.timestamps: dict[str, int] = {JobStatus.INITIALIZING.value: now_ms(), JobStatus.CREATED.value: now_ms()}
+        self.failures: list[Failure] = []
+        for d in job_graph.datasets:
+            for ev in self._by_id[d.producer].task_vertices:
+                ev.produced[d.id] = IntermediateResultPartition(d.id, ev)
+
+    @property
+    def job_id(self) -> str:
+        return self.job_graph.job_id
+
+    def vertex(self, vertex_id: str) -> ExecutionJobVertex:
+        return self._by_id[vertex_id]
+
+    def executions(self) -> Iterator[Execution]:
+        for ejv in self.job_vertices:
+            for ev in ejv.task_vertices:
+                yield ev.current
+
+    def find_execution(self, attempt_id: str) -> Optional[Execution]:
+        for ejv in self.job_vertices:
+            for ev in ejv.task_vertices:
+                if ev.current.attempt_id == attempt_id:
+                    return ev.current
+                for old in ev.prior:
+                    if old.attempt_id == attempt_id:
+                        return old
+        return None
+
+    def transition_to(self, status: JobStatus) -> None:
+        if self.status != status:
+            self.status = status
+            self.timestamps[status.value] = now_ms()
+
+    def all_finished(self) -> bool:
+        return all(e.state == ExecutionState.FINISHED for e in self.executions())
+
+    def all_terminal(self) -> bool:
+        return all(e.state.terminal for e in self.executions())
+
+    @property
+    def start_time(self) -> int:
+        return self.timestamps.get(JobStatus.INITIALIZING.value, -1)
+
+    @property
+    def end_time(self) -> int:
+        if not self.status.globally_terminal:
+            return -1
+        return self.timestamps.get(self.status.value, -1)

@@ -1,0 +1,63 @@
+"""Builds a TaskDeploymentDescriptor for one Execution: its chain of operators, the result
+partitions it produces and the input channels it reads (with the producers' locations)."""
+
+from __future__ import annotations
+
+from yarnflink.executiongraph.executiongraph import ExecutionGraph, ExecutionVertex
+from yarnflink.rpc.pb import taskexecutor_pb2 as te_pb
+
+#: Partitionings where producer subtask i feeds only consumer subtask i (Flink's POINTWISE).
+POINTWISE = frozenset({"forward"})
+
+
+def build_tdd(eg: ExecutionGraph, ev: ExecutionVertex) -> te_pb.TaskDeploymentDescriptor:
+    jg = eg.job_graph
+    jv = ev.job_vertex.job_vertex
+    execution = ev.current
+    assert execution.slot is not None, "an execution is deployed only into an assigned slot"
+    tdd = te_pb.TaskDeploymentDescriptor(
+        job_id=jg.job_id,
+        job_name=jg.job_name,
+        vertex_id=jv.id,
+        task_name=jv.name,
+        execution_id=execution.attempt_id,
+        subtask_index=ev.subtask_index,
+        parallelism=jv.parallelism,
+        max_parallelism=jv.max_parallelism,
+        attempt_number=execution.attempt_number,
+        allocation_id=execution.slot.allocation_id,
+        runtime_mode=jg.runtime_mode,
+        job_config=jg.config,
+    )
+    for op in jv.operators:
+        tdd.operators.append(te_pb.ChainedOperator(
+            node_id=op.node_id, name=op.name, kind=op.kind, uid=op.uid or "", spec=op.spec,
+            chained_outputs=op.chained_outputs, output_datasets=op.output_datasets,
+        ))
+    for dataset, edge in jg.outputs_of(jv.id):
+        consumer = jg.vertex(edge.target)
+        tdd.produced_partitions.append(te_pb.ResultPartitionDescriptor(
+            dataset_id=dataset.id,
+            partition_id=ev.produced[dataset.id].partition_id,
+            num_subpartitions=1 if edge.partitioning in POINTWISE else consumer.parallelism,
+            partitioning=edge.partitioning,
+            key_selector=edge.key_selector or b"",
+            consumer_vertex_id=consumer.id,
+        ))
+    for edge in jg.inputs_of(jv.id):
+        producer = eg.vertex(jg.dataset(edge.source).producer)
+        gate = te_pb.InputGateDescriptor(dataset_id=edge.source, partitioning=edge.partitioning)
+        if edge.partitioning in POINTWISE:
+            sources = [(producer.task_vertices[ev.subtask_index], 0)]
+        else:
+            sources = [(p, ev.subtask_index) for p in producer.task_vertices]
+        for p, sub in sources:
+            slot = p.current.slot
+            assert slot is not None, "producers are assigned slots before consumers are deployed"
+            gate.channels.append(te_pb.InputChannelDescriptor(
+                partition_id=p.produced[edge.source].partition_id,
+                subpartition=sub,
+                producer_data_address=slot.data_address,
+            ))
+        tdd.input_gates.append(gate)
+    return tdd

@@ -1,0 +1,104 @@
+"""The JSON the REST API shows of a job, in Flink's shapes (``/jobs/:jobid``, exceptions)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from yarnflink.executiongraph.executiongraph import ExecutionGraph, Failure, now_ms
+
+
+def job_details(eg: ExecutionGraph) -> dict[str, Any]:
+    now = now_ms()
+    start, end = eg.start_time, eg.end_time
+    vertices = []
+    status_counts: dict[str, int] = {}
+    for ejv in eg.job_vertices:
+        jv = ejv.job_vertex
+        counts = ejv.state_counts()
+        for k, v in counts.items():
+            status_counts[k] = status_counts.get(k, 0) + v
+        starts = [e.current.timestamps.get("DEPLOYING", -1) for e in ejv.task_vertices]
+        v_start = min((s for s in starts if s > 0), default=-1)
+        state = ejv.aggregate_state()
+        ends = [max(e.current.timestamps.values()) for e in ejv.task_vertices]
+        v_end = max(ends) if state.terminal else -1
+        vertices.append({
+            "id": jv.id,
+            "name": jv.name,
+            "parallelism": jv.parallelism,
+            "maxParallelism": jv.max_parallelism,
+            "status": state.value,
+            "start-time": v_start,
+            "end-time": v_end,
+            "duration": (v_end if v_end > 0 else now) - v_start if v_start > 0 else -1,
+            "tasks": counts,
+            "operators": [op.name for op in jv.operators],
+            "slotSharingGroup": jv.slot_sharing_group,
+            "subtasks": [
+                {
+                    "subtask": ev.subtask_index,
+                    "status": ev.current.state.value,
+                    "attempt": ev.current.attempt_number,
+                    "taskmanager-id": ev.current.slot.resource_id if ev.current.slot else None,
+                    "endpoint": ev.current.slot.data_address if ev.current.slot else None,
+                    "slot": ev.current.slot.slot_index if ev.current.slot else None,
+                    "allocation-id": ev.current.slot.allocation_id if ev.current.slot else None,
+                }
+                for ev in ejv.task_vertices
+            ],
+        })
+    return {
+        "jid": eg.job_id,
+        "name": eg.job_graph.job_name,
+        "isStoppable": False,
+        "state": eg.status.value,
+        "job-type": eg.job_graph.runtime_mode,
+        "start-time": start,
+        "end-time": end,
+        "duration": (end if end > 0 else now) - start,
+        "maxParallelism": max((v.max_parallelism for v in eg.job_graph.vertices), default=-1),
+        "now": now,
+        "timestamps": dict(eg.timestamps),
+        "vertices": vertices,
+        "status-counts": status_counts,
+    }
+
+
+def job_overview(details: dict[str, Any]) -> dict[str, Any]:
+    tasks = {k.lower(): v for k, v in details["status-counts"].items()}
+    tasks["total"] = sum(details["status-counts"].values())
+    return {
+        "jid": details["jid"],
+        "name": details["name"],
+        "state": details["state"],
+        "start-time": details["start-time"],
+        "end-time": details["end-time"],
+        "duration": details["duration"],
+        "last-modification": max(details["timestamps"].values()),
+        "tasks": tasks,
+    }
+
+
+def failure_json(f: Failure) -> dict[str, Any]:
+    return {
+        "exceptionName": f.exception_class,
+        "message": f.message,
+        "stacktrace": f.traceback or f"{f.exception_class}: {f.message}",
+        "timestamp": f.timestamp_ms,
+        "taskName": f.task_name or None,
+        "endpoint": f.endpoint or None,
+        "taskManagerId": f.task_manager_id or None,
+        "failureLabels": {},
+    }
+
+
+def exceptions_json(eg: ExecutionGraph) -> dict[str, Any]:
+    entries = [failure_json(f) for f in reversed(eg.failures)]
+    root = eg.failures[0] if eg.failures else None
+    return {
+        "root-exception": (root.traceback or f"{root.exception_class}: {root.message}") if root else None,
+        "timestamp": root.timestamp_ms if root else None,
+        "all-exceptions": [],
+        "truncated": False,
+        "exceptionHistory": {"entries": entries, "truncated": False},
+    }

@@ -1,0 +1,87 @@
+"""The contract between a Task and the operators of its chain.
+
+A Task (``yarnflink.taskexecutor.task``) builds an ``OperatorChain`` from the vertex's
+``OperatorDescriptor``s and drives it:
+
+* a source chain: ``for batch in chain.source_batches(): chain.push(batch)`` then
+  ``chain.end_input()``;
+* any other chain: ``chain.push(batch)`` for each batch from the input gate, then
+  ``chain.end_input()`` when every input channel has ended.
+
+Between chained operators a ``Batch`` is passed by reference; it is converted between Python
+records and Arrow only when an operator asks for the other form. At the chain's end, batches go
+to ``NetworkOutput``s that partition them and write them to result partitions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Optional, Protocol
+
+from yarnflink.common.records import Batch
+
+
+@dataclass
+class OperatorContext:
+    """What an operator may know about where it runs (Flink's RuntimeContext)."""
+
+    task_name: str
+    operator_name: str
+    subtask_index: int
+    parallelism: int
+    max_parallelism: int
+    attempt_number: int = 0
+    job_id: str = ""
+    runtime_mode: str = "STREAMING"
+    config: dict[str, str] = field(default_factory=dict)
+    #: Sends a payload to the JobMaster (collect sink results). Blocking; may raise.
+    send_to_coordinator: Callable[[str, bytes], None] = lambda kind, payload: None
+    #: True while the task should keep running (false after cancel).
+    is_running: Callable[[], bool] = lambda: True
+
+
+class Output(Protocol):
+    def emit(self, batch: Batch) -> None: ...
+
+    def end_input(self) -> None: ...
+
+
+class StreamOperator:
+    """One operator. ``process_batch`` gets a Batch and emits zero or more Batches to
+    ``self.output``; ``end_input`` is called once after the last batch (bounded input)."""
+
+    output: Output
+
+    def open(self, ctx: OperatorContext) -> None:
+        self.ctx = ctx
+
+    def process_batch(self, batch: Batch) -> None:
+        raise NotImplementedError
+
+    def end_input(self) -> None:
+        self.output.end_input()
+
+    def close(self) -> None:
+        pass
+
+
+class SourceOperator(StreamOperator):
+    """A source yields Batches; the task pushes them into the chain one at a time, so it can
+    check for cancellation (and later inject barriers) between batches."""
+
+    def batches(self) -> Iterator[Batch]:
+        raise NotImplementedError
+
+    def process_batch(self, batch: Batch) -> None:
+        self.output.emit(batch)
+
+
+class RecordWriterLike(Protocol):
+    """What a chain's end writes to (implemented by yarnflink.operators.partitioners)."""
+
+    def emit(self, batch: Batch) -> None: ...
+
+    def end_input(self) -> None: ...
+
+
+OptionalAny = Optional[Any]

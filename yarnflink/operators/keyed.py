@@ -1,0 +1,376 @@
+"""Keyed operators: ``reduce`` and ``sum``/``min``/``max``.
+
+State is an in-memory dict per operator instance (proper keyed state backends come later).
+
+STREAMING: one output per input record (the updated value of its key).
+BATCH: nothing is emitted until ``end_input``; then each key's final value once, in the order the
+keys were first seen.
+
+``sum``/``min``/``max`` (Flink semantics, with the lead's choice for the other fields): the output
+record is the *incoming* record with ``field`` replaced by the running aggregate of its key.
+Aggregates are computed with Python ``+``/``min``/``max`` per record, or vectorized with numpy when
+the key is a field and batches arrive in Arrow form with a null-free integer/string/boolean key
+column and a null-free numeric value column (see ``AggregateOperator``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.types as pat
+
+from yarnflink.common.records import (
+    KIND_PICKLE,
+    Batch,
+    arrow_to_records,
+    column_of,
+    field_getter,
+    record_kind,
+    replace_field,
+)
+from yarnflink.operators.base import OperatorContext, StreamOperator
+from yarnflink.operators.functions import RuntimeContext
+from yarnflink.operators.keys import KeyExtractor, unwrap_function
+from yarnflink.operators.specs import AggregateSpec, ReduceSpec
+
+_MISSING = object()
+EMIT_ROWS = 65536
+
+
+def _emit_rows(output, rows: list) -> None:
+    for i in range(0, len(rows), EMIT_ROWS):
+        output.emit(Batch.from_rows(rows[i : i + EMIT_ROWS]))
+
+
+class ReduceOperator(StreamOperator):
+    def __init__(self, spec: ReduceSpec):
+        self.fn, self.rich = unwrap_function(spec.fn, "reduce")
+        self.keys = KeyExtractor(spec.key_selector)
+        self.batch_mode = spec.runtime_mode == "BATCH"
+        self.state: dict = {}
+
+    def open(self, ctx: OperatorContext) -> None:
+        super().open(ctx)
+        for f in (self.rich, self.keys.rich):
+            if f is not None:
+                f.open(RuntimeContext(ctx))
+
+    def close(self) -> None:
+        for f in (self.rich, self.keys.rich):
+            if f is not None:
+                f.close()
+
+    def process_batch(self, batch: Batch) -> None:
+        rows = batch.rows()
+        keys = self.keys.keys_of_rows(rows)
+        st = self.state
+        get = st.get
+        fn = self.fn
+        if self.batch_mode:
+            for k, r in zip(keys, rows):
+                cur = get(k, _MISSING)
+                st[k] = r if cur is _MISSING else fn(cur, r)
+            return
+        out = []
+        append = out.append
+        for k, r in zip(keys, rows):
+            cur = get(k, _MISSING)
+            v = r if cur is _MISSING else fn(cur, r)
+            st[k] = v
+            append(v)
+        if out:
+            self.output.emit(Batch.from_rows(out))
+
+    def end_input(self) -> None:
+        if self.batch_mode and self.state:
+            _emit_rows(self.output, list(self.state.values()))
+        self.output.end_input()
+
+
+# ----------------------------------------------------------------------------- aggregate
+def _vec_key_type_ok(t: pa.DataType) -> bool:
+    return (
+        (pat.is_integer(t) and not pat.is_uint64(t))
+        or pat.is_boolean(t)
+        or pat.is_string(t)
+        or pat.is_large_string(t)
+        or pat.is_binary(t)
+        or pat.is_large_binary(t)
+    )
+
+
+def _vec_value_dtype(t: pa.DataType) -> Optional[np.dtype]:
+    if pat.is_integer(t) and not pat.is_uint64(t):
+        return np.dtype(np.int64)
+    if pat.is_floating(t):
+        return np.dtype(np.float64)
+    return None
+
+
+class _SchemaGroup:
+    """BATCH mode, vectorized: the latest output row per key seen so far for batches of one
+    schema; ``seqs`` orders rows across groups."""
+
+    __slots__ = ("pieces", "rows", "_compacted")
+
+    def __init__(self) -> None:
+        self.pieces: list[tuple[np.ndarray, np.ndarray, pa.RecordBatch]] = []  # slots, seqs, rb
+        self.rows = 0
+        self._compacted = False
+
+    def add(self, slots: np.ndarray, seqs: np.ndarray, rb: pa.RecordBatch) -> None:
+        self.pieces.append((slots, seqs, rb))
+        self._compacted = False
+        self.rows += len(slots)
+
+    def compact(self) -> tuple[np.ndarray, np.ndarray, pa.RecordBatch]:
+        """Keep only the last row per slot; returns (slots ascending, seqs, rb)."""
+        if len(self.pieces) == 1 and self._compacted:
+            return self.pieces[0]
+        slots = np.concatenate([p[0] for p in self.pieces])
+        seqs = np.concatenate([p[1] for p in self.pieces])
+        rb = pa.concat_batches([p[2] for p in self.pieces])
+        # last occurrence per slot = first occurrence in the reversed array
+        uniq, first_rev = np.unique(slots[::-1], return_index=True)
+        idx = len(slots) - 1 - first_rev
+        out = (uniq, seqs[idx], rb.take(pa.array(idx)))
+        self.pieces = [out]
+        self.rows = len(out[0])
+        self._compacted = True
+        return out
+
+
+class AggregateOperator(StreamOperator):
+    """Keyed running sum/min/max.
+
+    Two interchangeable implementations share the semantics:
+
+    * per record (``mode == "rec"``): a dict key -> aggregate, Python ``+``/``min``/``max``;
+    * vectorized (``mode == "vec"``): keys are dictionary-encoded per batch, mapped to slots of a
+      numpy state array (dict lookups only for the distinct keys of the batch), and the running
+      aggregate within the batch is a grouped cumulative sum/min/max (stable radix argsort of the
+      codes + ``np.cumsum``; pandas' grouped cummin/cummax, and for floats its grouped cumsum),
+      plus the carried state of each key.
+
+    The first batch picks the mode (vectorized if it is an eligible Arrow batch). A later batch that
+    is not eligible switches the operator to per-record for good (the state is migrated). Float sums
+    may differ from the per-record path by rounding (pandas' grouped cumsum is compensated).
+    """
+
+    def __init__(self, spec: AggregateSpec):
+        if spec.agg not in ("sum", "min", "max"):
+            raise ValueError(f"unknown aggregation {spec.agg!r}")
+        self.agg = spec.agg
+        self.field = spec.field
+        self.keys = KeyExtractor(spec.key_selector)
+        self.batch_mode = spec.runtime_mode == "BATCH"
+        self.mode: Optional[str] = None
+        self._values_of = field_getter(spec.field)
+        # per-record state
+        self.rec_state: dict = {}
+        self.rec_last: dict = {}  # BATCH: key -> latest output record
+        # vectorized state
+        self.slots: dict = {}  # key -> slot (insertion order == slot order)
+        self.vals = np.zeros(1024, dtype=np.int64)
+        self.groups: dict[pa.Schema, _SchemaGroup] = {}
+        self.seq = 0
+        self.stored_rows = 0
+
+    def open(self, ctx: OperatorContext) -> None:
+        super().open(ctx)
+        if self.keys.rich is not None:
+            self.keys.rich.open(RuntimeContext(ctx))
+
+    def close(self) -> None:
+        if self.keys.rich is not None:
+            self.keys.rich.close()
+
+    # ------------------------------------------------------------------ dispatch
+    def process_batch(self, batch: Batch) -> None:
+        if len(batch) == 0:
+            return
+        if self.mode != "rec" and self.keys.is_field:
+            if self.mode == "vec" or (batch.has_arrow and not batch.has_rows):
+                if self._process_vec(batch.arrow()):
+                    self.mode = "vec"
+                    return
+            if self.mode == "vec":
+                self._switch_to_rec()
+        self.mode = "rec"
+        self._process_rec(batch.rows())
+
+    def end_input(self) -> None:
+        if self.batch_mode:
+            if self.mode == "vec":
+                self._emit_vec_final()
+            elif self.rec_last:
+                _emit_rows(self.output, list(self.rec_last.values()))
+        self.output.end_input()
+
+    # ------------------------------------------------------------------ per record
+    def _process_rec(self, rows: list) -> None:
+        keys = self.keys.keys_of_rows(rows)
+        values = self._values_of(rows)
+        st = self.rec_state
+        get = st.get
+        field = self.field
+        out = []
+        append = out.append
+        agg = self.agg
+        for k, v, r in zip(keys, values, rows):
+            cur = get(k, _MISSING)
+            if cur is _MISSING:
+                cur = v
+            elif agg == "sum":
+                cur = cur + v
+            elif agg == "min":
+                cur = min(cur, v)
+            else:
+                cur = max(cur, v)
+            st[k] = cur
+            append(replace_field(r, field, cur))
+        if self.batch_mode:
+            last = self.rec_last
+            for k, o in zip(keys, out):
+                last[k] = o
+        elif out:
+            self.output.emit(Batch.from_rows(out))
+
+    # ------------------------------------------------------------------ vectorized
+    def _process_vec(self, rb: pa.RecordBatch) -> bool:
+        """Process ``rb`` vectorized; False (nothing done) if it is not eligible."""
+        if record_kind(rb) == KIND_PICKLE:
+            return False
+        ki = column_of(rb, self.keys.field)[0]
+        vi, vname = column_of(rb, self.field)
+        kcol, vcol = rb.column(ki), rb.column(vi)
+        acc = _vec_value_dtype(vcol.type)
+        if acc is None or not _vec_key_type_ok(kcol.type) or kcol.null_count or vcol.null_count:
+            return False
+        v = vcol.to_numpy(zero_copy_only=False)
+        if acc.kind == "f" and self.agg != "sum" and np.isnan(v).any():
+            return False  # Python's min/max with NaN depend on order; leave it to the per-record path
+        n = len(v)
+        enc = kcol.dictionary_encode()
+        codes = enc.indices.to_numpy(zero_copy_only=False)
+        ukeys = enc.dictionary.to_pylist()
+        nu = len(ukeys)
+
+        # slots of the distinct keys; new keys get new slots
+        slots_map = self.slots
+        get = slots_map.get
+        old_n = len(slots_map)
+        slot_list = [get(k, -1) for k in ukeys]
+        slots = np.array(slot_list, dtype=np.int64)
+        new = slots < 0
+        if new.any():
+            new_idx = np.flatnonzero(new)
+            new_slots = np.arange(old_n, old_n + len(new_idx), dtype=np.int64)
+            slots[new_idx] = new_slots
+            slots_map.update(zip([ukeys[i] for i in new_idx], new_slots.tolist()))
+            need = old_n + len(new_idx)
+            if need > len(self.vals):
+                grown = np.zeros(max(need, 2 * len(self.vals)), dtype=self.vals.dtype)
+                grown[:old_n] = self.vals[:old_n]
+                self.vals = grown
+        has_state = ~new
+        if old_n == 0 and self.vals.dtype != acc:
+            self.vals = self.vals.astype(acc)
+        elif self.vals.dtype != acc:
+            self.vals = self.vals.astype(np.result_type(self.vals.dtype, acc))
+        acc = self.vals.dtype
+        carry = self.vals[slots]
+
+        order = np.argsort(codes.astype(np.uint16) if nu <= 65536 else codes, kind="stable")
+        counts = np.bincount(codes, minlength=nu)
+        ends = np.cumsum(counts)
+        starts = ends - counts
+        last_idx = order[ends - 1]
+
+        if self.agg == "sum" and acc.kind == "i":
+            sv = v[order].astype(acc, copy=False)
+            cs = np.cumsum(sv)
+            seg = cs - np.repeat(cs[starts] - sv[starts], counts)
+            seg += np.repeat(np.where(has_state, carry, 0), counts)
+            res = np.empty(n, dtype=acc)
+            res[order] = seg
+        else:
+            s = pd.Series(v.astype(acc, copy=False), copy=False)
+            g = s.groupby(codes, sort=False)
+            if self.agg == "sum":
+                w = v.astype(acc, copy=True)
+                first_idx = order[starts]
+                w[first_idx] = np.where(has_state, carry + w[first_idx], w[first_idx])
+                res = pd.Series(w, copy=False).groupby(codes, sort=False).cumsum().to_numpy()
+            else:
+                res = (g.cummin() if self.agg == "min" else g.cummax()).to_numpy()
+                with_state = has_state[codes]
+                cfull = carry[codes]
+                comb = np.minimum(res, cfull) if self.agg == "min" else np.maximum(res, cfull)
+                res = np.where(with_state, comb, res)
+            res = res.astype(acc, copy=False)
+        self.vals[slots] = res[last_idx]
+
+        out_rb = rb.set_column(vi, pa.field(vname, pa.from_numpy_dtype(acc)), pa.array(res))
+        if self.batch_mode:
+            self.seq += 1
+            self._store_last(slots, out_rb.take(pa.array(last_idx)))
+        else:
+            self.output.emit(Batch.from_arrow(out_rb))
+        return True
+
+    def _store_last(self, slots: np.ndarray, rb: pa.RecordBatch) -> None:
+        group = self.groups.get(rb.schema)
+        if group is None:
+            group = self.groups[rb.schema] = _SchemaGroup()
+        group.add(slots, np.full(len(slots), self.seq, dtype=np.int64), rb)
+        self.stored_rows += len(slots)
+        if self.stored_rows > 2 * len(self.slots) + 65536:
+            self.stored_rows = sum(len(g.compact()[0]) for g in self.groups.values())
+
+    def _vec_final(self) -> list:
+        """BATCH: per group (slots, rb) of the rows that are final (latest seq of the slot)."""
+        compacted = [g.compact() for g in self.groups.values()]
+        if len(compacted) == 1:
+            slots, _, rb = compacted[0]
+            return [(slots, rb)]
+        nslots = len(self.slots)
+        best_seq = np.full(nslots, -1, dtype=np.int64)
+        for slots, seqs, _ in compacted:
+            np.maximum.at(best_seq, slots, seqs)
+        out = []
+        for slots, seqs, rb in compacted:
+            keep = np.flatnonzero(seqs == best_seq[slots])
+            if len(keep):
+                out.append((slots[keep], rb.take(pa.array(keep))))
+        return out
+
+    def _vec_final_records(self) -> list:
+        """BATCH: the final output record of every key, in slot order (= first-seen order)."""
+        pieces = self._vec_final()
+        records: list = [None] * len(self.slots)
+        for slots, rb in pieces:
+            for s, r in zip(slots.tolist(), arrow_to_records(rb)):
+                records[s] = r
+        return records
+
+    def _emit_vec_final(self) -> None:
+        pieces = self._vec_final()
+        if len(pieces) == 1:
+            slots, rb = pieces[0]  # slots ascending = first-seen order
+            for i in range(0, rb.num_rows, EMIT_ROWS):
+                self.output.emit(Batch.from_arrow(rb.slice(i, EMIT_ROWS)))
+        elif pieces:
+            _emit_rows(self.output, self._vec_final_records())
+
+    def _switch_to_rec(self) -> None:
+        keys = list(self.slots)
+        self.rec_state = dict(zip(keys, self.vals[: len(keys)].tolist()))
+        if self.batch_mode:
+            self.rec_last = dict(zip(keys, self._vec_final_records()))
+        self.slots = {}
+        self.groups = {}
+        self.mode = "rec"

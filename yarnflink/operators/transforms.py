@@ -1,0 +1,188 @@
+"""Stateless record-at-a-time and batch-at-a-time transformations, and ``process``."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import pyarrow as pa
+
+from yarnflink.common.records import Batch
+from yarnflink.operators.base import OperatorContext, StreamOperator
+from yarnflink.operators.functions import (
+    KeyedProcessFunction,
+    ProcessFunction,
+    RuntimeContext,
+)
+from yarnflink.operators.keys import KeyExtractor, unwrap_function
+from yarnflink.operators.specs import (
+    FilterSpec,
+    FlatMapSpec,
+    MapBatchesSpec,
+    MapSpec,
+    ProcessSpec,
+)
+
+
+class UserFunctionOperator(StreamOperator):
+    """An operator around one user function; opens/closes it if it is a rich function."""
+
+    method = ""
+
+    def __init__(self, fn: Any):
+        self.fn, self.rich = unwrap_function(fn, self.method)
+        self._opened = False
+
+    def open(self, ctx: OperatorContext) -> None:
+        super().open(ctx)
+        if self.rich is not None:
+            self.rich.open(RuntimeContext(ctx))
+            self._opened = True
+
+    def close(self) -> None:
+        if self._opened:
+            self._opened = False
+            self.rich.close()
+
+    @property
+    def operator_name(self) -> str:
+        ctx = getattr(self, "ctx", None)
+        return ctx.operator_name if ctx is not None else type(self).__name__
+
+
+class MapOperator(UserFunctionOperator):
+    method = "map"
+
+    def __init__(self, spec: MapSpec):
+        super().__init__(spec.fn)
+
+    def process_batch(self, batch: Batch) -> None:
+        rows = batch.rows()
+        if rows:
+            self.output.emit(Batch.from_rows(list(map(self.fn, rows))))
+
+
+class FlatMapOperator(UserFunctionOperator):
+    method = "flat_map"
+
+    def __init__(self, spec: FlatMapSpec):
+        super().__init__(spec.fn)
+
+    def process_batch(self, batch: Batch) -> None:
+        fn = self.fn
+        out: list = []
+        extend = out.extend
+        for r in batch.rows():
+            res = fn(r)
+            if res is not None:
+                if not hasattr(res, "__iter__"):
+                    raise TypeError(
+                        f"flat_map operator {self.operator_name!r}: the function must return an "
+                        f"iterable (or be a generator), got {type(res).__name__}"
+                    )
+                extend(res)
+        if out:
+            self.output.emit(Batch.from_rows(out))
+
+
+class FilterOperator(UserFunctionOperator):
+    method = "filter"
+
+    def __init__(self, spec: FilterSpec):
+        super().__init__(spec.fn)
+
+    def process_batch(self, batch: Batch) -> None:
+        fn = self.fn
+        rows = batch.rows()
+        out = [r for r in rows if fn(r)]
+        if len(out) == len(rows):
+            if out:
+                self.output.emit(batch)  # unchanged: keep the cached forms
+        elif out:
+            self.output.emit(Batch.from_rows(out))
+
+
+class MapBatchesOperator(UserFunctionOperator):
+    method = "map_batches"
+
+    def __init__(self, spec: MapBatchesSpec):
+        super().__init__(spec.fn)
+
+    def process_batch(self, batch: Batch) -> None:
+        if len(batch) == 0:
+            return
+        res = self.fn(batch.arrow())
+        if isinstance(res, pa.RecordBatch):
+            if res.num_rows:
+                self.output.emit(Batch.from_arrow(res))
+        elif isinstance(res, pa.Table):
+            for rb in res.to_batches():
+                if rb.num_rows:
+                    self.output.emit(Batch.from_arrow(rb))
+        else:
+            raise TypeError(
+                f"map_batches operator {self.operator_name!r}: the function must return a "
+                f"pyarrow.RecordBatch or pyarrow.Table, got {type(res).__name__}"
+            )
+
+
+class ProcessOperator(UserFunctionOperator):
+    """``process(fn)``: fn is a ProcessFunction / KeyedProcessFunction-like object (with
+    ``process_element(value, ctx)``) or a plain callable ``value -> iterable``. Return values are
+    iterated (as PyFlink does); ``None`` means no output."""
+
+    method = "process_element"
+
+    def __init__(self, spec: ProcessSpec):
+        super().__init__(spec.fn)
+        self.keys: Optional[KeyExtractor] = (
+            KeyExtractor(spec.key_selector) if spec.key_selector is not None else None
+        )
+        self.with_ctx = callable(getattr(spec.fn, "process_element", None))
+        self.pctx = KeyedProcessFunction.Context() if self.keys else ProcessFunction.Context()
+        if self.keys is not None and self.keys.rich is not None:
+            self._key_rich = self.keys.rich
+        else:
+            self._key_rich = None
+
+    def open(self, ctx: OperatorContext) -> None:
+        super().open(ctx)
+        if self._key_rich is not None:
+            self._key_rich.open(RuntimeContext(ctx))
+
+    def _bad_result(self, res: Any) -> TypeError:
+        return TypeError(
+            f"process operator {self.operator_name!r}: process_element must return an iterable "
+            f"(or yield), got {type(res).__name__}"
+        )
+
+    def process_batch(self, batch: Batch) -> None:
+        rows = batch.rows()
+        fn = self.fn
+        out: list = []
+        extend = out.extend
+        pctx = self.pctx
+        if self.keys is not None:
+            keys = self.keys.keys_of_rows(rows)
+            for k, r in zip(keys, rows):
+                pctx._current_key = k
+                res = fn(r, pctx) if self.with_ctx else fn(r)
+                if res is not None:
+                    if not hasattr(res, "__iter__"):
+                        raise self._bad_result(res)
+                    extend(res)
+        else:
+            for r in rows:
+                res = fn(r, pctx) if self.with_ctx else fn(r)
+                if res is not None:
+                    if not hasattr(res, "__iter__"):
+                        raise self._bad_result(res)
+                    extend(res)
+        if out:
+            self.output.emit(Batch.from_rows(out))
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self._key_rich is not None:
+                self._key_rich.close()

@@ -1,0 +1,130 @@
+"""RpcEndpoint: a component that owns one asyncio loop on its own thread (Flink's main thread).
+
+All state of a component is read and changed only on its loop, so protocol code never needs locks.
+Other threads (task threads, kazoo callbacks, the REST server of another component) hand work to
+it with ``call`` / ``call_soon``. A component may also serve its gateway over gRPC, on the same loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+from typing import Any, Awaitable, Callable, Optional, TypeVar
+
+import grpc
+
+from yarnflink.rpc.tls import server_credentials
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: gRPC message size limit (both directions); a TaskDeploymentDescriptor carries pickled code.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+GRPC_OPTIONS = [
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.so_reuseport", 0),
+]
+
+
+class RpcEndpoint:
+    """Base of every component. Subclasses implement ``on_start`` / ``on_stop`` (coroutines)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._started = threading.Event()
+        self._stopped = threading.Event()
+        self._server: Optional[grpc.aio.Server] = None
+        self.rpc_port: int = 0
+        self._start_error: Optional[BaseException] = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        self._thread.start()
+        self._started.wait()
+        if self._start_error is not None:
+            raise self._start_error
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self.on_start())
+        except BaseException as e:  # reported to start()'s caller
+            log.exception("%s failed to start", self.name)
+            self._start_error = e
+            self._started.set()
+            return
+        self._started.set()
+        try:
+            self.loop.run_forever()
+        finally:
+            self._stopped.set()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stops the component from any thread other than its own and waits for it."""
+        if not self._thread.is_alive():
+            return
+        fut = asyncio.run_coroutine_threadsafe(self._shutdown(), self.loop)
+        try:
+            fut.result(timeout)
+        except Exception:
+            log.exception("%s did not stop cleanly", self.name)
+        self._thread.join(timeout)
+
+    async def _shutdown(self) -> None:
+        try:
+            await self.on_stop()
+        finally:
+            if self._server is not None:
+                await self._server.stop(grace=0.5)
+            self.loop.call_soon(self.loop.stop)
+
+    async def on_start(self) -> None:
+        pass
+
+    async def on_stop(self) -> None:
+        pass
+
+    # ------------------------------------------------------------------ gRPC
+    async def serve(self, add_servicer: Callable[[Any, grpc.aio.Server], None], servicer: Any,
+                    host: str, port: int = 0) -> int:
+        """Starts a gRPC server for this component on its loop; returns the bound port."""
+        self._server = grpc.aio.server(options=GRPC_OPTIONS)
+        add_servicer(servicer, self._server)
+        creds = server_credentials()
+        target = f"{host}:{port}"
+        bound = (
+            self._server.add_secure_port(target, creds)
+            if creds is not None
+            else self._server.add_insecure_port(target)
+        )
+        if bound == 0:
+            raise OSError(f"{self.name}: could not bind gRPC server to {target}")
+        await self._server.start()
+        self.rpc_port = bound
+        return bound
+
+    # ------------------------------------------------------------------ hand-over from other threads
+    def call(self, fn: Callable[[], Awaitable[T]], timeout: Optional[float] = 30.0) -> T:
+        """Runs coroutine function ``fn`` on this endpoint's loop and waits for its result.
+        Must not be called from the endpoint's own thread."""
+        if threading.current_thread() is self._thread:
+            raise RuntimeError(f"{self.name}.call() from its own main thread would deadlock")
+        return asyncio.run_coroutine_threadsafe(fn(), self.loop).result(timeout)
+
+    async def call_async(self, fn: Callable[[], Awaitable[T]]) -> T:
+        """From another loop: runs ``fn`` on this endpoint's loop and awaits it."""
+        cf: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(fn(), self.loop)  # type: ignore[arg-type]
+        return await asyncio.wrap_future(cf)
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Runs plain function ``fn(*args)`` on this endpoint's loop, without waiting."""
+        if not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(fn, *args)
+
+    def assert_main_thread(self) -> None:
+        assert threading.current_thread() is self._thread, f"not on {self.name}'s main thread"

@@ -1,0 +1,92 @@
+from yarnflink.rpc.pb import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class RegisterTaskManagerRequest(_message.Message):
+    __slots__ = ("jobmaster_id", "job_id", "resource_id", "rpc_address", "data_address")
+    JOBMASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    RPC_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    DATA_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    jobmaster_id: str
+    job_id: str
+    resource_id: str
+    rpc_address: str
+    data_address: str
+    def __init__(self, jobmaster_id: _Optional[str] = ..., job_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., rpc_address: _Optional[str] = ..., data_address: _Optional[str] = ...) -> None: ...
+
+class SlotOffer(_message.Message):
+    __slots__ = ("allocation_id", "slot_index", "profile")
+    ALLOCATION_ID_FIELD_NUMBER: _ClassVar[int]
+    SLOT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
+    allocation_id: str
+    slot_index: int
+    profile: _common_pb2.ResourceProfile
+    def __init__(self, allocation_id: _Optional[str] = ..., slot_index: _Optional[int] = ..., profile: _Optional[_Union[_common_pb2.ResourceProfile, _Mapping]] = ...) -> None: ...
+
+class OfferSlotsRequest(_message.Message):
+    __slots__ = ("jobmaster_id", "resource_id", "offers")
+    JOBMASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    OFFERS_FIELD_NUMBER: _ClassVar[int]
+    jobmaster_id: str
+    resource_id: str
+    offers: _containers.RepeatedCompositeFieldContainer[SlotOffer]
+    def __init__(self, jobmaster_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., offers: _Optional[_Iterable[_Union[SlotOffer, _Mapping]]] = ...) -> None: ...
+
+class OfferSlotsResponse(_message.Message):
+    __slots__ = ("accepted_allocation_ids",)
+    ACCEPTED_ALLOCATION_IDS_FIELD_NUMBER: _ClassVar[int]
+    accepted_allocation_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, accepted_allocation_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class TaskExecutionState(_message.Message):
+    __slots__ = ("jobmaster_id", "execution_id", "state", "error")
+    JOBMASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    jobmaster_id: str
+    execution_id: str
+    state: str
+    error: _common_pb2.SerializedThrowable
+    def __init__(self, jobmaster_id: _Optional[str] = ..., execution_id: _Optional[str] = ..., state: _Optional[str] = ..., error: _Optional[_Union[_common_pb2.SerializedThrowable, _Mapping]] = ...) -> None: ...
+
+class CoordinationData(_message.Message):
+    __slots__ = ("jobmaster_id", "execution_id", "kind", "payload")
+    JOBMASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    jobmaster_id: str
+    execution_id: str
+    kind: str
+    payload: bytes
+    def __init__(self, jobmaster_id: _Optional[str] = ..., execution_id: _Optional[str] = ..., kind: _Optional[str] = ..., payload: _Optional[bytes] = ...) -> None: ...
+
+class TaskManagerHeartbeat(_message.Message):
+    __slots__ = ("jobmaster_id", "resource_id", "running_execution_ids")
+    JOBMASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_EXECUTION_IDS_FIELD_NUMBER: _ClassVar[int]
+    jobmaster_id: str
+    resource_id: str
+    running_execution_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, jobmaster_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., running_execution_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class DisconnectTaskManagerRequest(_message.Message):
+    __slots__ = ("jobmaster_id", "resource_id", "cause")
+    JOBMASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    jobmaster_id: str
+    resource_id: str
+    cause: str
+    def __init__(self, jobmaster_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., cause: _Optional[str] = ...) -> None: ...

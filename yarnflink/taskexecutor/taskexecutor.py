@@ -1,0 +1,347 @@
+"""TaskExecutor: offers its slots, runs tasks in threads, and keeps heartbeats with the
+ResourceManager and the JobMasters it works for. Serves the TaskExecutorGateway (proto/).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import grpc
+import psutil
+
+from yarnflink.executiongraph.executiongraph import ExecutionState
+from yarnflink.network import ShuffleEnvironment
+from yarnflink.rpc.endpoint import RpcEndpoint
+from yarnflink.rpc.gateways import RPC_TIMEOUT_S, GatewayPool
+from yarnflink.rpc.pb import (
+    common_pb2,
+    jobmaster_pb2,
+    resourcemanager_pb2,
+    taskexecutor_pb2,
+    taskexecutor_pb2_grpc,
+)
+from yarnflink.taskexecutor.slottable import SlotAllocationError, SlotState, TaskSlotTable
+from yarnflink.taskexecutor.task import Task
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class JobManagerConnection:
+    """This TaskExecutor's link to the JobMaster of one job. State updates of the job's tasks go
+    through one queue so they arrive in the order they happened."""
+
+    job_id: str
+    address: str
+    jobmaster_id: str
+    updates: "asyncio.Queue[Any]" = field(default_factory=asyncio.Queue)
+    sender: Optional["asyncio.Task[None]"] = None
+
+
+class TaskExecutor(RpcEndpoint):
+    def __init__(self, resource_manager_address: str, *, host: str = "127.0.0.1", rpc_port: int = 0,
+                 data_port: int = 0, num_slots: int = 1, resource_id: Optional[str] = None,
+                 buffer_timeout_s: float = 0.1, max_buffers_per_channel: int = 8,
+                 max_bytes_per_channel: int = 8 * 1024 * 1024) -> None:
+        super().__init__("TaskExecutor")
+        self.rm_address = resource_manager_address
+        self.host = host
+        self._rpc_port_config = rpc_port
+        self.resource_id = resource_id or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+        self.slot_table = TaskSlotTable(num_slots)
+        self.shuffle = ShuffleEnvironment(host, data_port, max_buffers_per_channel=max_buffers_per_channel,
+                                          max_bytes_per_channel=max_bytes_per_channel)
+        self.buffer_timeout_s = buffer_timeout_s
+        self.gateways = GatewayPool()
+        self.rm_token = ""
+        self.heartbeat_interval_s = 10.0
+        self.tasks: dict[str, Task] = {}
+        self.job_managers: dict[str, JobManagerConnection] = {}
+        self.partitions_by_job: dict[str, set[str]] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        self.registered = asyncio.Event()
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.rpc_port}"
+
+    # ------------------------------------------------------------------ lifecycle
+    async def on_start(self) -> None:
+        self.registered = asyncio.Event()
+        self.shuffle.start()
+        await self.serve(taskexecutor_pb2_grpc.add_TaskExecutorGatewayServicer_to_server,
+                         _Servicer(self), self.host, self._rpc_port_config)
+        self._spawn(self._registration_and_heartbeats())
+
+    async def on_stop(self) -> None:
+        for task in list(self.tasks.values()):
+            task.cancel()
+        if self.rm_token:
+            try:
+                await self.gateways.resource_manager(self.rm_address).DisconnectTaskExecutor(
+                    resourcemanager_pb2.DisconnectTaskExecutorRequest(
+                        fencing_token=self.rm_token, resource_id=self.resource_id, cause="TaskExecutor stopped"),
+                    timeout=2)
+            except grpc.aio.AioRpcError:
+                pass
+        for t in list(self._background):
+            t.cancel()
+        await self.gateways.close()
+        await asyncio.get_running_loop().run_in_executor(None, self.shuffle.close)
+
+    def _spawn(self, coro: Any) -> "asyncio.Task[Any]":
+        t = asyncio.ensure_future(coro)
+        self._background.add(t)
+        t.add_done_callback(self._background.discard)
+        return t
+
+    # ------------------------------------------------------------------ ResourceManager
+    def _slot_report(self) -> common_pb2.SlotReport:
+        return common_pb2.SlotReport(slots=[
+            common_pb2.SlotStatus(slot_index=s.index, allocation_id=s.allocation_id, job_id=s.job_id)
+            for s in self.slot_table.slots
+        ])
+
+    async def _register(self) -> None:
+        delay = 0.05
+        rm = self.gateways.resource_manager(self.rm_address)
+        while True:
+            try:
+                resp = await rm.RegisterTaskExecutor(resourcemanager_pb2.RegisterTaskExecutorRequest(
+                    resource_id=self.resource_id, rpc_address=self.address,
+                    data_address=self.shuffle.address, num_slots=len(self.slot_table.slots),
+                    slot_report=self._slot_report(), pid=os.getpid(), hostname=socket.gethostname(),
+                ), timeout=RPC_TIMEOUT_S)
+                self.rm_token = resp.fencing_token
+                self.heartbeat_interval_s = max(0.05, resp.heartbeat_interval_ms / 1000)
+                log.info("registered at ResourceManager %s as %s", self.rm_address, self.resource_id)
+                self.registered.set()
+                return
+            except grpc.aio.AioRpcError as e:
+                log.info("registration at %s failed (%s); retrying in %.2fs", self.rm_address, e.code(), delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    async def _registration_and_heartbeats(self) -> None:
+        await self._register()
+        rm = self.gateways.resource_manager(self.rm_address)
+        while True:
+            await asyncio.sleep(self.heartbeat_interval_s)
+            try:
+                resp = await rm.HeartbeatFromTaskExecutor(resourcemanager_pb2.TaskExecutorHeartbeat(
+                    fencing_token=self.rm_token, resource_id=self.resource_id,
+                    slot_report=self._slot_report()), timeout=RPC_TIMEOUT_S)
+                if not resp.known:
+                    await self._register()
+            except grpc.aio.AioRpcError as e:
+                if e.code() == grpc.StatusCode.FAILED_PRECONDITION:  # new ResourceManager leader
+                    await self._register()
+                else:
+                    log.warning("heartbeat to ResourceManager failed: %s", e.details())
+            for conn in list(self.job_managers.values()):
+                self._spawn(self._heartbeat_job_manager(conn))
+
+    async def _heartbeat_job_manager(self, conn: JobManagerConnection) -> None:
+        try:
+            await self.gateways.job_master(conn.address).HeartbeatFromTaskManager(
+                jobmaster_pb2.TaskManagerHeartbeat(
+                    jobmaster_id=conn.jobmaster_id, resource_id=self.resource_id,
+                    running_execution_ids=[t.execution_id for t in self.tasks.values() if t.job_id == conn.job_id]),
+                timeout=RPC_TIMEOUT_S)
+        except grpc.aio.AioRpcError as e:
+            log.info("heartbeat to JobMaster of job %s failed: %s", conn.job_id, e.details())
+
+    # ------------------------------------------------------------------ slots
+    async def request_slot(self, r: taskexecutor_pb2.RequestSlotRequest) -> None:
+        self.slot_table.allocate(r.slot_index, r.job_id, r.allocation_id)
+        conn = self.job_managers.get(r.job_id)
+        if conn is None or conn.jobmaster_id != r.jobmaster_id:
+            conn = JobManagerConnection(r.job_id, r.jobmaster_address, r.jobmaster_id)
+            conn.sender = self._spawn(self._send_updates(conn))
+            self.job_managers[r.job_id] = conn
+        self._spawn(self._offer_slot(conn, r.allocation_id, r.slot_index))
+
+    async def _offer_slot(self, conn: JobManagerConnection, allocation_id: str, slot_index: int) -> None:
+        jm = self.gateways.job_master(conn.address)
+        try:
+            await jm.RegisterTaskManager(jobmaster_pb2.RegisterTaskManagerRequest(
+                jobmaster_id=conn.jobmaster_id, job_id=conn.job_id, resource_id=self.resource_id,
+                rpc_address=self.address, data_address=self.shuffle.address), timeout=RPC_TIMEOUT_S)
+            resp = await jm.OfferSlots(jobmaster_pb2.OfferSlotsRequest(
+                jobmaster_id=conn.jobmaster_id, resource_id=self.resource_id,
+                offers=[jobmaster_pb2.SlotOffer(allocation_id=allocation_id, slot_index=slot_index)]),
+                timeout=RPC_TIMEOUT_S)
+            accepted = allocation_id in resp.accepted_allocation_ids
+        except grpc.aio.AioRpcError as e:
+            log.info("offering slot %s to %s failed: %s", allocation_id, conn.address, e.details())
+            accepted = False
+        if accepted:
+            self.slot_table.activate(allocation_id)
+        else:
+            await self.free_slot(allocation_id, "offer rejected by the JobMaster")
+
+    async def free_slot(self, allocation_id: str, cause: str) -> None:
+        slot = self.slot_table.by_allocation(allocation_id)
+        if slot is None:
+            return
+        for eid in list(slot.tasks):
+            task = self.tasks.get(eid)
+            if task is not None:
+                task.cancel()
+        freed = self.slot_table.free(allocation_id)
+        assert freed is not None
+        if not self.slot_table.slots_of_job(freed.job_id):
+            self._close_job_connection(freed.job_id)
+        try:
+            await self.gateways.resource_manager(self.rm_address).NotifySlotAvailable(
+                resourcemanager_pb2.NotifySlotAvailableRequest(
+                    fencing_token=self.rm_token, resource_id=self.resource_id,
+                    slot_index=freed.index, allocation_id=allocation_id), timeout=RPC_TIMEOUT_S)
+        except grpc.aio.AioRpcError as e:
+            log.info("NotifySlotAvailable failed (%s); the next heartbeat reports the slot", e.details())
+
+    def _close_job_connection(self, job_id: str) -> None:
+        conn = self.job_managers.pop(job_id, None)
+        if conn is not None and conn.sender is not None:
+            # let queued state updates drain before the sender stops
+            conn.updates.put_nowait(None)
+
+    # ------------------------------------------------------------------ tasks
+    def submit_task(self, request: taskexecutor_pb2.SubmitTaskRequest) -> None:
+        tdd = request.tdd
+        conn = self.job_managers.get(tdd.job_id)
+        if conn is None or conn.jobmaster_id != request.jobmaster_id:
+            raise SlotAllocationError(f"no connection to the JobMaster of job {tdd.job_id} with that id")
+        if tdd.execution_id in self.tasks:
+            raise SlotAllocationError(f"task {tdd.execution_id} is already running here")
+        self.slot_table.add_task(tdd.allocation_id, tdd.job_id, tdd.execution_id)
+        loop = self.loop
+
+        def report(task: Task, state: ExecutionState, error: Optional[common_pb2.SerializedThrowable]) -> None:
+            loop.call_soon_threadsafe(self._on_task_state, task, state, error)
+
+        def send_to_coordinator(kind: str, payload: bytes) -> None:
+            fut = asyncio.run_coroutine_threadsafe(self._send_coordination(conn, tdd.execution_id, kind, payload), loop)
+            fut.result(RPC_TIMEOUT_S * 3)
+
+        task = Task(tdd, self.shuffle, report, send_to_coordinator, buffer_timeout_s=self.buffer_timeout_s)
+        self.tasks[tdd.execution_id] = task
+        self.partitions_by_job.setdefault(tdd.job_id, set()).update(
+            p.partition_id for p in tdd.produced_partitions)
+        log.info("received task %s (%s)", task.name, tdd.execution_id)
+        task.start()
+
+    async def _send_coordination(self, conn: JobManagerConnection, execution_id: str, kind: str, payload: bytes) -> None:
+        await self.gateways.job_master(conn.address).SendCoordinationData(
+            jobmaster_pb2.CoordinationData(jobmaster_id=conn.jobmaster_id, execution_id=execution_id,
+                                           kind=kind, payload=payload), timeout=RPC_TIMEOUT_S * 3)
+
+    def _on_task_state(self, task: Task, state: ExecutionState,
+                       error: Optional[common_pb2.SerializedThrowable]) -> None:
+        if state.terminal:
+            self.tasks.pop(task.execution_id, None)
+            self.slot_table.remove_task(task.execution_id)
+        conn = self.job_managers.get(task.job_id)
+        if conn is None:
+            return
+        conn.updates.put_nowait(jobmaster_pb2.TaskExecutionState(
+            jobmaster_id=conn.jobmaster_id, execution_id=task.execution_id, state=state.value, error=error))
+
+    async def _send_updates(self, conn: JobManagerConnection) -> None:
+        jm = self.gateways.job_master(conn.address)
+        while True:
+            update = await conn.updates.get()
+            if update is None:
+                return
+            for attempt in range(3):
+                try:
+                    await jm.UpdateTaskExecutionState(update, timeout=RPC_TIMEOUT_S)
+                    break
+                except grpc.aio.AioRpcError as e:
+                    if e.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                        break  # that JobMaster is no longer the job's leader
+                    log.info("task state update failed (%s), attempt %d", e.details(), attempt + 1)
+                    await asyncio.sleep(0.2 * (attempt + 1))
+
+    def cancel_task(self, execution_id: str) -> bool:
+        task = self.tasks.get(execution_id)
+        if task is None:
+            return False
+        task.cancel()
+        return True
+
+    def release_partitions(self, job_id: str, partition_ids: list[str]) -> None:
+        known = self.partitions_by_job.get(job_id, set())
+        targets = set(partition_ids) & known if partition_ids else set(known)
+        for pid in targets:
+            self.shuffle.release_partition(pid)
+        known -= targets
+        if not known:
+            self.partitions_by_job.pop(job_id, None)
+
+    def info(self) -> taskexecutor_pb2.TaskExecutorInfo:
+        slot_of = {eid: s.index for s in self.slot_table.slots for eid in s.tasks}
+        return taskexecutor_pb2.TaskExecutorInfo(
+            resource_id=self.resource_id, slot_report=self._slot_report(),
+            tasks=[taskexecutor_pb2.TaskInfo(execution_id=t.execution_id, job_id=t.job_id, task_name=t.name,
+                                             subtask_index=t.tdd.subtask_index, state=t.state.value,
+                                             slot_index=slot_of.get(t.execution_id, -1))
+                   for t in self.tasks.values()],
+            rss_bytes=psutil.Process().memory_info().rss,
+            network_memory_in_use=self.shuffle.memory_in_use(),
+        )
+
+
+class _Servicer(taskexecutor_pb2_grpc.TaskExecutorGatewayServicer):
+    def __init__(self, te: TaskExecutor) -> None:
+        self.te = te
+
+    async def RequestSlot(self, request: Any, context: Any) -> Any:
+        if request.resource_manager_token != self.te.rm_token:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                "slot request from a ResourceManager that is not the one this TaskExecutor registered at")
+        try:
+            await self.te.request_slot(request)
+        except SlotAllocationError as e:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
+        return common_pb2.Ack()
+
+    async def SubmitTask(self, request: Any, context: Any) -> Any:
+        try:
+            self.te.submit_task(request)
+        except SlotAllocationError as e:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
+        return common_pb2.Ack()
+
+    async def CancelTask(self, request: Any, context: Any) -> Any:
+        conn_ok = any(c.jobmaster_id == request.jobmaster_id for c in self.te.job_managers.values())
+        if not conn_ok:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "cancel from an unknown JobMaster")
+        if not self.te.cancel_task(request.execution_id):
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"no task {request.execution_id} here")
+        return common_pb2.Ack()
+
+    async def FreeSlot(self, request: Any, context: Any) -> Any:
+        await self.te.free_slot(request.allocation_id, request.cause)
+        return common_pb2.Ack()
+
+    async def ReleasePartitions(self, request: Any, context: Any) -> Any:
+        self.te.release_partitions(request.job_id, list(request.partition_ids))
+        return common_pb2.Ack()
+
+    async def DisconnectJobManager(self, request: Any, context: Any) -> Any:
+        for slot in self.te.slot_table.slots_of_job(request.job_id):
+            await self.te.free_slot(slot.allocation_id, request.cause)
+        return common_pb2.Ack()
+
+    async def RequestTaskExecutorInfo(self, request: Any, context: Any) -> Any:
+        return self.te.info()
+
+
+__all__ = ["TaskExecutor", "SlotState"]
