@@ -43,7 +43,8 @@ def resolve_function(func: Any, method: str, interface: str, op: str) -> Any:
     """Validate a user function: a callable, or an instance implementing the PyFlink interface
     (e.g. a ``MapFunction`` with ``map``). Returned as is: the operator calls the method and, for
     rich functions, ``open``/``close`` (``yarnflink.operators.keys.unwrap_function``)."""
-    if isinstance(func, type):
+    if isinstance(func, type) and hasattr(func, method):
+        # a MapFunction subclass instead of an instance (a plain class like str is a callable)
         raise TypeError(f"{op}() needs a function or an instance of {interface}, got the class {func.__name__}")
     m = getattr(func, method, None)
     if (m is not None and callable(m)) or callable(func):
@@ -70,7 +71,9 @@ def key_selector_spec(key: Any) -> KeySelectorSpec:
         return key
     if isinstance(key, (int, str)) and not isinstance(key, bool):
         return KeySelectorSpec(field=check_field(key, "key_by"))
-    if not isinstance(key, type) and (callable(getattr(key, "get_key", None)) or callable(key)):
+    if isinstance(key, type) and hasattr(key, "get_key"):
+        raise TypeError(f"key_by() needs a KeySelector instance, got the class {key.__name__}")
+    if callable(getattr(key, "get_key", None)) or callable(key):
         return KeySelectorSpec(fn=key)
     raise TypeError(
         "key_by() needs a field (tuple position int >= 0 or field name str), a function "
@@ -302,11 +305,11 @@ class DataStream(_OperatorSettings):
 
 
 def _process_function(func: Any) -> Any:
-    if isinstance(func, type):
+    if isinstance(func, type) and hasattr(func, "process_element"):
         raise TypeError(f"process() needs a ProcessFunction instance or a function, got the class {func.__name__}")
     if callable(getattr(func, "process_element", None)) or callable(func):
         return func
-    raise TypeError(f"process() needs a ProcessFunction (with process_element) or a function, got {_describe(func)}")
+    raise TypeError(f"process() needs a function or a ProcessFunction (with process_element), got {_describe(func)}")
 
 
 class KeyedStream(DataStream):

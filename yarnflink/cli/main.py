@@ -169,10 +169,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                                                  detached=False, inherit_stdout=True)
         url = str(info["rest_url"])
         print(f"Local cluster at {url} (logs in {workdir}).", file=sys.stderr)
-    executor = RestClusterExecutor(url, config, progress=None if args.detached else sys.stderr)
     if args.detached:
-        executor.progress = None
-    set_default_executor(executor, attached=not args.detached)
+        config.set("execution.attached", "false")
+    executor = RestClusterExecutor(url, config, progress=None if args.detached else sys.stderr)
+    set_default_executor(executor)
     try:
         try:
             _run_job_file(args.job, args.args)

@@ -422,6 +422,10 @@ SLOT_REQUEST_TIMEOUT = _opt(
     "slot.request.timeout", "duration", "300 s",
     "How long a job waits for the slots it requested before failing.",
 )
+CLUSTER_EVENLY_SPREAD_OUT_SLOTS = _opt(
+    "cluster.evenly-spread-out-slots", "bool", False,
+    "Allocate slots from the least used TaskManager instead of filling one TaskManager first.",
+)
 
 # --- local deployment
 LOCAL_NUMBER_TASKMANAGER = _opt(

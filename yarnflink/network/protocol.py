@@ -273,8 +273,10 @@ class BatchDecoder:
                 batch = self._reader.read_next_batch()
             except StopIteration:
                 raise ProtocolError("DATA frame holds no record batch") from None
-        except pa.ArrowException as e:
-            raise ProtocolError(f"invalid Arrow IPC data: {e}") from e
+        except ProtocolError:
+            raise
+        except (pa.ArrowException, OSError, ValueError, TypeError) as e:  # Arrow maps to these
+            raise ProtocolError(f"invalid Arrow IPC data: {type(e).__name__}: {e}") from e
         finally:
             src.buf = None
         if src.pos != payload.size:

@@ -153,12 +153,12 @@ class PartitionServer:
             thread = threading.Thread(
                 target=self._serve, args=(conn,), name=f"yf-net-send-{self.address}", daemon=True
             )
-            with self._lock:
+            with self._lock:  # start under the lock so close() never sees an unstarted thread
                 if self._closed:
                     conn.close()
                     return
                 self._conns[conn] = thread
-            thread.start()
+                thread.start()
 
     def _serve(self, conn: socket.socket) -> None:
         view: Optional[SubpartitionView] = None

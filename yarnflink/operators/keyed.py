@@ -110,6 +110,57 @@ def _vec_value_dtype(t: pa.DataType) -> Optional[np.dtype]:
     return None
 
 
+class _SlotTable:
+    """Key -> dense slot number, assigned in first-seen order.
+
+    A dict is the authority (Python equality: ``1 == 1.0 == True``); a pandas Index over the keys
+    in slot order answers most lookups vectorized (its position is the slot). The Index is rebuilt
+    when enough keys are missing from it (geometric growth keeps rebuilding amortized O(1) per
+    key); keys not yet in it are looked up in the dict.
+    """
+
+    __slots__ = ("map", "keys", "index", "indexed")
+
+    def __init__(self) -> None:
+        self.map: dict = {}
+        self.keys: list = []
+        self.index: Optional[pd.Index] = None
+        self.indexed = 0
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def lookup(self, uniq: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """``(slots, is_new)`` for distinct keys ``uniq`` (an Arrow array); new keys are added."""
+        m = len(uniq)
+        if self.indexed:
+            slots = self.index.get_indexer(uniq.to_numpy(zero_copy_only=False)).astype(np.int64)
+            miss = np.flatnonzero(slots < 0)
+        else:
+            slots = np.full(m, -1, dtype=np.int64)
+            miss = np.arange(m)
+        is_new = np.zeros(m, dtype=bool)
+        if len(miss):
+            miss_keys = uniq.take(pa.array(miss)).to_pylist()
+            mp, keys = self.map, self.keys
+            get = mp.get
+            found = []
+            for i, k in zip(miss.tolist(), miss_keys):
+                s = get(k, -1)
+                if s < 0:
+                    s = len(keys)
+                    mp[k] = s
+                    keys.append(k)
+                    is_new[i] = True
+                found.append(s)
+            slots[miss] = found
+            unindexed = len(keys) - self.indexed
+            if unindexed >= max(64, self.indexed // 8):
+                self.index = pd.Index(keys)
+                self.indexed = len(keys)
+        return slots, is_new
+
+
 class _SchemaGroup:
     """BATCH mode, vectorized: the latest output row per key seen so far for batches of one
     schema; ``seqs`` orders rows across groups."""
@@ -173,7 +224,7 @@ class AggregateOperator(StreamOperator):
         self.rec_state: dict = {}
         self.rec_last: dict = {}  # BATCH: key -> latest output record
         # vectorized state
-        self.slots: dict = {}  # key -> slot (insertion order == slot order)
+        self.slots = _SlotTable()  # key -> slot (slot order == first-seen order)
         self.vals = np.zeros(1024, dtype=np.int64)
         self.groups: dict[pa.Schema, _SchemaGroup] = {}
         self.seq = 0
@@ -256,26 +307,16 @@ class AggregateOperator(StreamOperator):
         n = len(v)
         enc = kcol.dictionary_encode()
         codes = enc.indices.to_numpy(zero_copy_only=False)
-        ukeys = enc.dictionary.to_pylist()
-        nu = len(ukeys)
+        nu = len(enc.dictionary)
 
         # slots of the distinct keys; new keys get new slots
-        slots_map = self.slots
-        get = slots_map.get
-        old_n = len(slots_map)
-        slot_list = [get(k, -1) for k in ukeys]
-        slots = np.array(slot_list, dtype=np.int64)
-        new = slots < 0
-        if new.any():
-            new_idx = np.flatnonzero(new)
-            new_slots = np.arange(old_n, old_n + len(new_idx), dtype=np.int64)
-            slots[new_idx] = new_slots
-            slots_map.update(zip([ukeys[i] for i in new_idx], new_slots.tolist()))
-            need = old_n + len(new_idx)
-            if need > len(self.vals):
-                grown = np.zeros(max(need, 2 * len(self.vals)), dtype=self.vals.dtype)
-                grown[:old_n] = self.vals[:old_n]
-                self.vals = grown
+        old_n = len(self.slots)
+        slots, new = self.slots.lookup(enc.dictionary)
+        need = len(self.slots)
+        if need > len(self.vals):
+            grown = np.zeros(max(need, 2 * len(self.vals)), dtype=self.vals.dtype)
+            grown[:old_n] = self.vals[:old_n]
+            self.vals = grown
         has_state = ~new
         if old_n == 0 and self.vals.dtype != acc:
             self.vals = self.vals.astype(acc)
@@ -367,10 +408,10 @@ class AggregateOperator(StreamOperator):
             _emit_rows(self.output, self._vec_final_records())
 
     def _switch_to_rec(self) -> None:
-        keys = list(self.slots)
+        keys = self.slots.keys
         self.rec_state = dict(zip(keys, self.vals[: len(keys)].tolist()))
         if self.batch_mode:
             self.rec_last = dict(zip(keys, self._vec_final_records()))
-        self.slots = {}
+        self.slots = _SlotTable()
         self.groups = {}
         self.mode = "rec"

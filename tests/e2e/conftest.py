@@ -1,0 +1,75 @@
+"""End-to-end fixtures: real master and TaskExecutor processes on loopback."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from yarnflink.api.environment import set_default_executor
+from yarnflink.client.executor import RestClusterExecutor
+from yarnflink.client.rest_client import RestClient
+from yarnflink.common.config import Configuration
+from yarnflink.deployment.local.cluster import start_local_cluster, stop_process
+
+
+class Cluster:
+    def __init__(self, proc, info: dict, workdir: Path) -> None:  # type: ignore[no-untyped-def]
+        self.proc = proc
+        self.rest_url = str(info["rest_url"])
+        self.workdir = workdir
+        self.rest = RestClient(self.rest_url)
+
+    def executor(self) -> RestClusterExecutor:
+        ex = RestClusterExecutor(self.rest_url)
+        set_default_executor(ex)
+        return ex
+
+    def taskexecutor_pids(self) -> list[int]:
+        return [tm["hardware"]["pid"] for tm in self.rest.taskmanagers()]
+
+    def stop(self) -> None:
+        self.rest.close()
+        stop_process(self.proc.pid)
+
+
+def start_cluster(workdir: Path, taskexecutors: int = 2, slots: int = 2, **conf: str) -> Cluster:
+    config = Configuration()
+    config.set("taskmanager.numberOfTaskSlots", str(slots))
+    config.set("rest.port", "0")
+    config.set("jobmanager.rpc.port", "0")
+    config.set("heartbeat.interval", "1 s")
+    config.set("heartbeat.timeout", "10 s")
+    for k, v in conf.items():
+        config.set(k.replace("_", "."), v)
+    proc, info = start_local_cluster(config, taskexecutors=taskexecutors, workdir=workdir, detached=False)
+    return Cluster(proc, info, workdir)
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One shared cluster: 2 TaskExecutors with 2 slots each."""
+    c = start_cluster(tmp_path_factory.mktemp("cluster"))
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def executor(cluster: Cluster) -> Iterator[RestClusterExecutor]:
+    ex = cluster.executor()
+    yield ex
+    set_default_executor(None)
+
+
+def wait_until(predicate: Callable[[], object], timeout: float = 60.0, interval: float = 0.05,
+               message: str = "condition") -> object:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+        time.sleep(interval)

@@ -1,0 +1,200 @@
+"""OperatorChain: the operators of one JobVertex, wired together inside one Task.
+
+Batches are passed between chained operators by reference (like Flink with object reuse enabled:
+an operator must not mutate the records it receives; a user function that mutates its input in
+place is visible to the sibling branches of a fan-out).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Optional, Protocol, Sequence
+
+from yarnflink.common.records import Batch
+from yarnflink.operators.base import OperatorContext, Output, SourceOperator, StreamOperator
+from yarnflink.operators.factory import create_operator
+
+
+class OperatorDescriptorLike(Protocol):
+    node_id: int
+    name: str
+    kind: str
+    spec: Any  # cloudpickled bytes of a spec (or the spec object itself, for tests)
+    chained_outputs: list[int]
+    output_datasets: list[str]
+
+
+class _ChainOutput:
+    """An operator's Output inside a chain: fan-out to chained successors and network outputs.
+    ``end_input`` is a no-op: the chain ends every operator itself, in topological order."""
+
+    __slots__ = ("targets", "networks", "_single")
+
+    def __init__(self, targets: list[StreamOperator], networks: list[Output]):
+        self.targets = targets
+        self.networks = networks
+        if len(targets) == 1 and not networks:
+            self._single = targets[0].process_batch
+        elif len(networks) == 1 and not targets:
+            self._single = networks[0].emit
+        else:
+            self._single = None
+
+    def emit(self, batch: Batch) -> None:
+        single = self._single
+        if single is not None:
+            single(batch)
+            return
+        for t in self.targets:
+            t.process_batch(batch)
+        for n in self.networks:
+            n.emit(batch)
+
+    def end_input(self) -> None:
+        pass
+
+
+class ChainError(ValueError):
+    """The descriptors do not form a valid chain."""
+
+
+class OperatorChain:
+    def __init__(
+        self,
+        descriptors: Sequence[OperatorDescriptorLike],
+        network_outputs: dict[str, Output],
+        ctx_factory: Callable[[str], OperatorContext],
+    ):
+        if not descriptors:
+            raise ChainError("an operator chain needs at least one operator")
+        self.descriptors = list(descriptors)
+        self.ctx_factory = ctx_factory
+        by_id = {}
+        for d in self.descriptors:
+            if d.node_id in by_id:
+                raise ChainError(f"duplicate node id {d.node_id} in chain")
+            by_id[d.node_id] = d
+        self.operators: dict[int, StreamOperator] = {}
+        for d in self.descriptors:
+            spec = d.spec
+            if isinstance(spec, (bytes, bytearray, memoryview)):
+                import cloudpickle
+
+                spec = cloudpickle.loads(spec)
+            self.operators[d.node_id] = create_operator(spec)
+        # topological order (head first)
+        indeg = {nid: 0 for nid in by_id}
+        for d in self.descriptors:
+            for c in d.chained_outputs:
+                if c not in by_id:
+                    raise ChainError(f"operator {d.name!r} chains to unknown node {c}")
+                indeg[c] += 1
+        head = self.descriptors[0]
+        if indeg[head.node_id] != 0:
+            raise ChainError(f"the head operator {head.name!r} has a chained input")
+        order: list[int] = []
+        ready = [d.node_id for d in self.descriptors if indeg[d.node_id] == 0]
+        while ready:
+            nid = ready.pop(0)
+            order.append(nid)
+            for c in by_id[nid].chained_outputs:
+                indeg[c] -= 1
+                if indeg[c] == 0:
+                    ready.append(c)
+        if len(order) != len(by_id):
+            raise ChainError("the chained operators contain a cycle")
+        unreachable = [by_id[n].name for n in order if n != head.node_id and not any(
+            n in by_id[m].chained_outputs for m in order)]
+        if unreachable:
+            raise ChainError(f"operators {unreachable} are not reachable from the head")
+        self.order = order
+        self.names = {nid: by_id[nid].name for nid in order}
+        # wiring
+        self.network_outputs: list[Output] = []
+        seen: set[int] = set()
+        for d in self.descriptors:
+            nets = []
+            for ds in d.output_datasets:
+                if ds not in network_outputs:
+                    raise ChainError(f"operator {d.name!r}: no network output for data set {ds}")
+                net = network_outputs[ds]
+                nets.append(net)
+                if id(net) not in seen:
+                    seen.add(id(net))
+                    self.network_outputs.append(net)
+            self.operators[d.node_id].output = _ChainOutput(
+                [self.operators[c] for c in d.chained_outputs], nets
+            )
+        self.head = self.operators[head.node_id]
+        self._opened: list[int] = []
+        self._ended = False
+        self._closed = False
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def is_source(self) -> bool:
+        return isinstance(self.head, SourceOperator)
+
+    def open(self) -> None:
+        """Open every operator, tail first (so downstream is ready before upstream emits)."""
+        for nid in reversed(self.order):
+            self.operators[nid].open(self.ctx_factory(self.names[nid]))
+            self._opened.append(nid)
+
+    def source_batches(self) -> Iterator[Batch]:
+        if not self.is_source:
+            raise TypeError(f"the chain head {type(self.head).__name__} is not a source")
+        return self.head.batches()
+
+    def push(self, batch: Batch) -> None:
+        self.head.process_batch(batch)
+
+    def end_input(self) -> None:
+        """End every operator once, in topological order, then the network outputs."""
+        if self._ended:
+            return
+        self._ended = True
+        for nid in self.order:
+            self.operators[nid].end_input()
+        for net in self.network_outputs:
+            net.end_input()
+
+    def close(self) -> None:
+        """Close every opened operator (head first) even if some fail; re-raise the first error."""
+        if self._closed:
+            return
+        self._closed = True
+        first: Optional[BaseException] = None
+        opened = set(self._opened)
+        for nid in self.order:
+            if nid in opened:
+                try:
+                    self.operators[nid].close()
+                except BaseException as e:  # noqa: BLE001 - re-raised below
+                    if first is None:
+                        first = e
+        if first is not None:
+            raise first
+
+    # ------------------------------------------------------------------ network buffers
+    def flush(self) -> None:
+        """Flush every network output's buffers now."""
+        for net in self.network_outputs:
+            f = getattr(net, "flush", None)
+            if f is not None:
+                f()
+
+    def flush_if_due(self) -> None:
+        """Flush the network outputs whose buffer timeout has expired."""
+        for net in self.network_outputs:
+            f = getattr(net, "flush_if_due", None)
+            if f is not None:
+                f()
+
+    def next_flush_deadline(self) -> Optional[float]:
+        """Earliest ``time.monotonic()`` at which a network output has rows due, or None."""
+        deadlines = [
+            d
+            for net in self.network_outputs
+            if (d := getattr(net, "next_flush_deadline", lambda: None)()) is not None
+        ]
+        return min(deadlines) if deadlines else None

@@ -1,0 +1,78 @@
+"""Spec -> running operator (TaskExecutor side)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from yarnflink.operators import specs as S
+from yarnflink.operators.base import StreamOperator
+from yarnflink.operators.keyed import AggregateOperator, ReduceOperator
+from yarnflink.operators.partitioners import ChannelWriter, NetworkOutput
+from yarnflink.operators.sinks import CollectSink, FileSink, PrintSink
+from yarnflink.operators.sources import CollectionSource, FileSource, SequenceSource
+from yarnflink.operators.transforms import (
+    FilterOperator,
+    FlatMapOperator,
+    MapBatchesOperator,
+    MapOperator,
+    ProcessOperator,
+)
+
+OPERATORS: dict[type, type] = {
+    S.CollectionSourceSpec: CollectionSource,
+    S.SequenceSourceSpec: SequenceSource,
+    S.FileSourceSpec: FileSource,
+    S.MapSpec: MapOperator,
+    S.FlatMapSpec: FlatMapOperator,
+    S.FilterSpec: FilterOperator,
+    S.MapBatchesSpec: MapBatchesOperator,
+    S.ProcessSpec: ProcessOperator,
+    S.ReduceSpec: ReduceOperator,
+    S.AggregateSpec: AggregateOperator,
+    S.FileSinkSpec: FileSink,
+    S.PrintSinkSpec: PrintSink,
+    S.CollectSinkSpec: CollectSink,
+}
+
+
+def create_operator(spec) -> StreamOperator:
+    """A new (not yet opened) operator for ``spec``. Its ``output`` is set by the chain."""
+    cls = OPERATORS.get(type(spec))
+    if cls is None:
+        for spec_type, op_type in OPERATORS.items():  # subclasses of known specs
+            if isinstance(spec, spec_type):
+                cls = op_type
+                break
+    if cls is None:
+        raise TypeError(f"no operator for spec {type(spec).__name__}")
+    return cls(spec)
+
+
+def create_partitioner_output(
+    writer: ChannelWriter,
+    partitioning: str,
+    num_channels: int,
+    key_selector: Optional[S.KeySelectorSpec],
+    max_parallelism: int,
+    subtask_index: int,
+    batch_rows: int = 65536,
+    buffer_timeout_s: float = 0.1,
+    producer_parallelism: Optional[int] = None,
+) -> NetworkOutput:
+    """The Output at a chain's end for one output data set (see ``partitioners.NetworkOutput``).
+    ``key_selector`` may also be given as the cloudpickled bytes of a JobEdge."""
+    if isinstance(key_selector, (bytes, bytearray)):
+        import cloudpickle
+
+        key_selector = cloudpickle.loads(key_selector)
+    return NetworkOutput(
+        writer,
+        partitioning,
+        num_channels,
+        key_selector,
+        max_parallelism,
+        subtask_index,
+        batch_rows=batch_rows,
+        buffer_timeout_s=buffer_timeout_s,
+        producer_parallelism=producer_parallelism,
+    )

@@ -1,0 +1,198 @@
+"""Sinks: files (fsspec + pyarrow), print, collect."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import sys
+from typing import Any, Optional
+
+import pyarrow as pa
+
+from yarnflink.common.records import KIND_PICKLE, Batch, record_kind, to_ipc_bytes
+from yarnflink.operators.base import OperatorContext, StreamOperator
+from yarnflink.operators.specs import CollectSinkSpec, FileSinkSpec, PrintSinkSpec
+
+FILE_EXTENSIONS = {"jsonl": "jsonl", "parquet": "parquet", "csv": "csv"}
+
+
+class _NullOutput:
+    def emit(self, batch: Batch) -> None:
+        pass
+
+    def end_input(self) -> None:
+        pass
+
+
+class SinkOperator(StreamOperator):
+    """A sink has no downstream; ``output`` is a no-op unless the chain wires one."""
+
+    output = _NullOutput()
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, (bytes, bytearray)):
+        return base64.b64encode(bytes(o)).decode("ascii")
+    if isinstance(o, (datetime.datetime, datetime.date, datetime.time)):
+        return o.isoformat()
+    if isinstance(o, (set, frozenset)):
+        return list(o)
+    if hasattr(o, "item"):  # numpy scalars
+        return o.item()
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    return str(o)
+
+
+def _plain_schema(rb: pa.RecordBatch) -> pa.RecordBatch:
+    return rb.replace_schema_metadata(None)
+
+
+def part_file_path(path: str, subtask_index: int, fmt: str) -> str:
+    return f"{path.rstrip('/')}/part-{subtask_index}-0.{FILE_EXTENSIONS[fmt]}"
+
+
+class FileSink(SinkOperator):
+    """One file per subtask, ``<path>/part-<subtask>-0.<ext>``, written incrementally and closed
+    at end_input.
+
+    * jsonl: one JSON value per line (tuple -> array, dict -> object, scalar -> itself; bytes as
+      base64, datetimes as ISO strings). The file exists even if no record arrives.
+    * parquet / csv: via pyarrow, the Arrow form of the records (tuples -> columns f0..fn-1,
+      scalars -> f0, dicts -> their keys). Later batches are cast to the first batch's schema
+      (an error if impossible). A csv file exists even if empty; a parquet file is written only
+      if at least one record arrives (parquet needs a schema).
+    """
+
+    def __init__(self, spec: FileSinkSpec):
+        if spec.format not in FILE_EXTENSIONS:
+            raise ValueError(f"FileSink: unknown format {spec.format!r} (jsonl, parquet, csv)")
+        self.spec = spec
+        self._file = None
+        self._writer = None
+        self._schema: Optional[pa.Schema] = None
+        self.path: Optional[str] = None
+
+    def open(self, ctx: OperatorContext) -> None:
+        super().open(ctx)
+        import fsspec
+
+        fs, root = fsspec.core.url_to_fs(self.spec.path, **self.spec.storage_options)
+        self._fs = fs
+        fs.makedirs(root, exist_ok=True)
+        self.path = part_file_path(root, ctx.subtask_index, self.spec.format)
+        if self.spec.format != "parquet":
+            self._file = fs.open(self.path, "wb")
+
+    def _open_parquet(self, schema: pa.Schema) -> None:
+        import pyarrow.parquet as pq
+
+        self._file = self._fs.open(self.path, "wb")
+        self._writer = pq.ParquetWriter(self._file, schema)
+
+    def _conform(self, rb: pa.RecordBatch) -> pa.RecordBatch:
+        if record_kind(rb) == KIND_PICKLE:
+            raise TypeError(
+                f"FileSink({self.spec.format}) {self.path}: these records cannot be stored as "
+                f"columns (mixed types, nested or arbitrary objects); use format='jsonl' or map "
+                f"them to tuples/dicts of primitive values first"
+            )
+        rb = _plain_schema(rb)
+        if self._schema is None:
+            self._schema = rb.schema
+            return rb
+        if rb.schema.equals(self._schema):
+            return rb
+        try:
+            if rb.schema.names != self._schema.names:
+                raise ValueError("different columns")
+            return rb.cast(self._schema)
+        except (pa.ArrowException, ValueError) as e:
+            raise TypeError(
+                f"FileSink({self.spec.format}) {self.path}: records with schema {rb.schema} "
+                f"cannot be written to a file with schema {self._schema}: {e}"
+            ) from e
+
+    def process_batch(self, batch: Batch) -> None:
+        if len(batch) == 0:
+            return
+        fmt = self.spec.format
+        if fmt == "jsonl":
+            dumps = json.dumps
+            text = "\n".join(
+                [dumps(r, default=_json_default, ensure_ascii=False) for r in batch.rows()]
+            )
+            self._file.write((text + "\n").encode("utf-8"))
+            return
+        rb = self._conform(batch.arrow())
+        if fmt == "parquet":
+            if self._writer is None:
+                self._open_parquet(rb.schema)
+            self._writer.write_batch(rb)
+        else:
+            import pyarrow.csv as pcsv
+
+            if self._writer is None:
+                self._writer = pcsv.CSVWriter(self._file, rb.schema)
+            self._writer.write_batch(rb)
+
+    def _finish(self) -> None:
+        try:
+            if self._writer is not None:
+                self._writer.close()
+        finally:
+            self._writer = None
+            if self._file is not None:
+                f, self._file = self._file, None
+                f.close()
+
+    def end_input(self) -> None:
+        self._finish()
+        self.output.end_input()
+
+    def close(self) -> None:
+        self._finish()
+
+
+class PrintSink(SinkOperator):
+    """One line per record (``str(record)``) on stdout, prefixed as Flink's PrintSinkFunction:
+    ``"{identifier}:{i+1}> "`` / ``"{i+1}> "`` when parallelism > 1, ``"{identifier}> "`` /
+    nothing otherwise. Flushed after every batch and at end of input."""
+
+    def __init__(self, spec: PrintSinkSpec, stream=None):
+        self.identifier = spec.prefix or ""
+        self.stream = stream
+
+    def open(self, ctx: OperatorContext) -> None:
+        super().open(ctx)
+        prefix = self.identifier
+        if ctx.parallelism > 1:
+            prefix = f"{prefix}:{ctx.subtask_index + 1}" if prefix else f"{ctx.subtask_index + 1}"
+        self.prefix = f"{prefix}> " if prefix else ""
+
+    def process_batch(self, batch: Batch) -> None:
+        rows = batch.rows()
+        if not rows:
+            return
+        stream = self.stream or sys.stdout
+        p = self.prefix
+        stream.write("".join([f"{p}{r}\n" for r in rows]))
+        stream.flush()
+
+    def end_input(self) -> None:
+        (self.stream or sys.stdout).flush()
+        self.output.end_input()
+
+
+class CollectSink(SinkOperator):
+    """Sends every batch to the JobMaster: ``ctx.send_to_coordinator("collect", ipc_bytes)``
+    where ``ipc_bytes`` is an Arrow IPC stream of the batch (kind metadata included; decode with
+    ``yarnflink.common.records.records_from_ipc``)."""
+
+    def __init__(self, spec: CollectSinkSpec):
+        pass
+
+    def process_batch(self, batch: Batch) -> None:
+        if len(batch):
+            self.ctx.send_to_coordinator("collect", to_ipc_bytes(batch.arrow()))
