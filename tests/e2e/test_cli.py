@@ -79,7 +79,7 @@ def test_failing_job_exits_nonzero_with_traceback(tmp_path: Path, cli_env: dict)
     ("def broken(:\n", "SyntaxError"),
     ("raise KeyError('missing-thing')\n", "missing-thing"),
     ("from yarnflink import StreamExecutionEnvironment\nStreamExecutionEnvironment.get_execution_environment().execute('e')\n",
-     "No operators defined"),
+     "no operators defined"),
 ])
 def test_bad_job_files_get_clear_errors(tmp_path: Path, cli_env: dict, code: str, fragment: str) -> None:
     job = write(tmp_path / "job.py", code)

@@ -16,9 +16,11 @@ the schema metadata under ``yarnflink.kind`` so the reverse conversion is exact:
 
 An empty list converts to a zero-row ``scalar`` batch with an ``f0`` column of type null.
 
-A RecordBatch without kind metadata (e.g. returned by a user's ``map_batches``) is read as:
-columns exactly ``["f0"]`` -> scalar; exactly ``["f0", ..., "f{n-1}"]`` (n >= 2) -> tuple; else
-row (dicts). Nulls read back as ``None``.
+A RecordBatch without kind metadata (e.g. built by a user's ``map_batches``), or whose kind does
+not fit its columns (``scalar``/``pickle`` need exactly ``["f0"]``, ``tuple`` needs
+``["f0", ..., "f{n-1}"]``), is read as: columns exactly ``["f0"]`` -> scalar; exactly
+``["f0", ..., "f{n-1}"]`` (n >= 2) -> tuple; else row (dicts). Nulls read back as ``None``.
+(``map_batches`` also drops a kind inherited from its input when the columns changed.)
 
 Columns are checked to hold one Python type because Arrow would otherwise silently coerce
 (``[1, 2.5]`` becomes double and ``1`` would come back as ``1.0``); such batches are pickled.
@@ -217,16 +219,30 @@ def records_to_arrow(rows: list) -> pa.RecordBatch:
     return _pickled(rows)
 
 
+def _kind_fits(kind: str, schema: pa.Schema) -> bool:
+    names = schema.names
+    if kind == KIND_ROW:
+        return True
+    if kind == KIND_PICKLE:
+        return names == ["f0"] and pa.types.is_binary(schema.field(0).type)
+    if kind == KIND_SCALAR:
+        return names == ["f0"]
+    return len(names) >= 1 and names == [f"f{i}" for i in range(len(names))]
+
+
 def record_kind(rb: pa.RecordBatch) -> str:
-    """The kind of a RecordBatch: from its metadata, or inferred from its column names."""
-    md = rb.schema.metadata
+    """The kind of a RecordBatch: from its metadata when that fits its columns (a ``scalar`` /
+    ``pickle`` batch has exactly column ``f0``, a ``tuple`` batch ``f0..fn-1``), else inferred from
+    its column names."""
+    schema = rb.schema
+    md = schema.metadata
     if md:
         kind = md.get(KIND_KEY)
         if kind is not None:
             kind = kind.decode()
-            if kind in KINDS:
+            if kind in KINDS and _kind_fits(kind, schema):
                 return kind
-    names = rb.schema.names
+    names = schema.names
     if names == ["f0"]:
         return KIND_SCALAR
     if len(names) >= 2 and names == [f"f{i}" for i in range(len(names))]:
@@ -234,11 +250,14 @@ def record_kind(rb: pa.RecordBatch) -> str:
     return KIND_ROW
 
 
-def with_kind(rb: pa.RecordBatch, kind: str) -> pa.RecordBatch:
-    """``rb`` with its kind metadata set (other metadata kept)."""
+def with_kind(rb: pa.RecordBatch, kind: Optional[str]) -> pa.RecordBatch:
+    """``rb`` with its kind metadata set (``None``: removed); other metadata kept."""
     md = dict(rb.schema.metadata or {})
-    md[KIND_KEY] = kind.encode()
-    return rb.replace_schema_metadata(md)
+    if kind is None:
+        md.pop(KIND_KEY, None)
+    else:
+        md[KIND_KEY] = kind.encode()
+    return rb.replace_schema_metadata(md or None)
 
 
 def _to_list(col: Union[pa.Array, pa.ChunkedArray]) -> list:
@@ -433,3 +452,24 @@ def replace_field(record: Any, field: Field, value: Any) -> Any:
         return value
     get_field(record, field)
     raise AssertionError("unreachable")
+
+
+def replace_fields(rows: list, field: Field, values: list) -> list:
+    """``[replace_field(r, field, v) for r, v in zip(rows, values)]``, with fast paths for
+    homogeneous tuples, dicts and scalars."""
+    if not rows:
+        return []
+    types = set(map(type, rows))
+    if len(types) == 1:
+        t = next(iter(types))
+        pos = _tuple_position(field)
+        if t is tuple and pos is not None and pos >= 0 and min(map(len, rows)) > pos:
+            if pos == 0:
+                return [(v,) + r[1:] for r, v in zip(rows, values)]
+            q = pos + 1
+            return [r[:pos] + (v,) + r[q:] for r, v in zip(rows, values)]
+        if t is dict and isinstance(field, str) and all(field in r for r in rows):
+            return [{**r, field: v} for r, v in zip(rows, values)]
+        if (t in PRIMITIVE_TYPES or t is _NoneType) and (field == 0 or field == "f0"):
+            return list(values)
+    return [replace_field(r, field, v) for r, v in zip(rows, values)]

@@ -54,13 +54,19 @@ class InputChannel:
     def close(self) -> None:
         pass
 
-    def _error(self, message: str) -> PartitionException:
+    def _error_for(self, message: str) -> PartitionException:
         return PartitionException(message, self.spec.partition_id, self.spec.address)
 
 
 class LocalInputChannel(InputChannel):
     """Reads a subpartition of the same environment directly: batches are passed by reference,
-    and the producer's queue is the only buffer (so it alone bounds memory)."""
+    and the producer's queue is the only buffer (so it alone bounds memory).
+
+    The subpartition is claimed as soon as the partition exists (at start, or from the
+    registering thread via the registry subscription), not lazily on the first poll: a gate
+    closed before it ever polled must still release the subpartition, or the producer would
+    block forever on a queue nobody drains.
+    """
 
     def __init__(
         self,
@@ -74,57 +80,79 @@ class LocalInputChannel(InputChannel):
         self._registry = registry
         self._request_timeout = request_timeout
         self._deadline = 0.0
+        self._lock = threading.Lock()  # guards _view/_error/_closed; below the gate lock
         self._view: Optional[SubpartitionView] = None
+        self._error: Optional[PartitionException] = None
+        self._closed = False
         self._unsubscribe: Optional[Callable[[], None]] = None
 
     def start(self) -> None:
         self._deadline = time.monotonic() + self._request_timeout
-        self._unsubscribe = self._registry.subscribe(self.spec.partition_id, self._notify)
-        self._notify()  # the partition may already exist
+        self._unsubscribe = self._registry.subscribe(self.spec.partition_id, self._on_registered)
+        self._on_registered()  # the partition may already exist
+
+    def _on_registered(self) -> None:
+        self._try_claim()
+        self._notify()
+
+    def _try_claim(self) -> None:
+        spec = self.spec
+        with self._lock:
+            if self._view is not None or self._error is not None or self._closed:
+                return
+            partition = self._registry.lookup(spec.partition_id)
+            if partition is None:
+                return
+            try:
+                view = partition.create_view(spec.subpartition)
+            except (ValueError, CancelledTransfer) as e:
+                self._error = self._error_for(str(e))
+                return
+            view.set_listener(self._notify)
+            self._view = view
+        self._cancel_subscription()
+
+    def _cancel_subscription(self) -> None:
+        unsubscribe, self._unsubscribe = self._unsubscribe, None
+        if unsubscribe is not None:
+            unsubscribe()
 
     def pending_deadline(self) -> Optional[float]:
-        return self._deadline if self._view is None and not self.finished else None
-
-    def _resolve(self, now: float) -> Optional[SubpartitionView]:
-        spec = self.spec
-        partition = self._registry.lookup(spec.partition_id)
-        if partition is None:
-            if now >= self._deadline:
-                raise self._error(
-                    f"partition {spec.partition_id} not found within {self._request_timeout:g}s"
-                )
-            return None
-        try:
-            view = partition.create_view(spec.subpartition)
-        except (ValueError, CancelledTransfer) as e:
-            raise self._error(str(e)) from None
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-        view.set_listener(self._notify)
-        self._view = view
-        return view
+        if self._view is None and self._error is None and not self.finished:
+            return self._deadline
+        return None
 
     def poll(self, now: float) -> Optional[Item]:
-        view = self._view or self._resolve(now)
+        if self._view is None:
+            self._try_claim()
+        if self._error is not None:
+            raise self._error
+        view = self._view
         if view is None:
+            if now >= self._deadline:
+                self._error = self._error_for(
+                    f"partition {self.spec.partition_id} not found within "
+                    f"{self._request_timeout:g}s"
+                )
+                raise self._error
             return None
         try:
             return view.poll()
         except CancelledTransfer as e:
-            raise self._error(f"upstream subpartition unavailable: {e}") from None
+            raise self._error_for(f"upstream subpartition unavailable: {e}") from None
         except Exception as e:  # ProducerFailed
-            raise self._error(str(e)) from None
+            raise self._error_for(str(e)) from None
 
     def has_more(self) -> bool:
         return self._view is not None and self._view.has_items_or_error()
 
     def close(self) -> None:
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-        if self._view is not None:
-            self._view.release()
+        with self._lock:
+            self._closed = True
+            view = self._view
+        self._cancel_subscription()
+        if view is not None:
+            view.release()
 
 
 class RemoteInputChannel(InputChannel):

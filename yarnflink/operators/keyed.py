@@ -29,7 +29,7 @@ from yarnflink.common.records import (
     column_of,
     field_getter,
     record_kind,
-    replace_field,
+    replace_fields,
 )
 from yarnflink.operators.base import OperatorContext, StreamOperator
 from yarnflink.operators.functions import RuntimeContext
@@ -267,26 +267,24 @@ class AggregateOperator(StreamOperator):
         values = self._values_of(rows)
         st = self.rec_state
         get = st.get
-        field = self.field
-        out = []
-        append = out.append
-        agg = self.agg
-        for k, v, r in zip(keys, values, rows):
-            cur = get(k, _MISSING)
-            if cur is _MISSING:
-                cur = v
-            elif agg == "sum":
-                cur = cur + v
-            elif agg == "min":
-                cur = min(cur, v)
-            else:
-                cur = max(cur, v)
-            st[k] = cur
-            append(replace_field(r, field, cur))
+        aggs = []
+        append = aggs.append
+        if self.agg == "sum":
+            for k, v in zip(keys, values):
+                cur = get(k, _MISSING)
+                cur = v if cur is _MISSING else cur + v
+                st[k] = cur
+                append(cur)
+        else:
+            pick = min if self.agg == "min" else max
+            for k, v in zip(keys, values):
+                cur = get(k, _MISSING)
+                cur = v if cur is _MISSING else pick(cur, v)
+                st[k] = cur
+                append(cur)
+        out = replace_fields(rows, self.field, aggs)
         if self.batch_mode:
-            last = self.rec_last
-            for k, o in zip(keys, out):
-                last[k] = o
+            self.rec_last.update(zip(keys, out))
         elif out:
             self.output.emit(Batch.from_rows(out))
 
@@ -304,7 +302,6 @@ class AggregateOperator(StreamOperator):
         v = vcol.to_numpy(zero_copy_only=False)
         if acc.kind == "f" and self.agg != "sum" and np.isnan(v).any():
             return False  # Python's min/max with NaN depend on order; leave it to the per-record path
-        n = len(v)
         enc = kcol.dictionary_encode()
         codes = enc.indices.to_numpy(zero_copy_only=False)
         nu = len(enc.dictionary)
@@ -318,50 +315,99 @@ class AggregateOperator(StreamOperator):
             grown[:old_n] = self.vals[:old_n]
             self.vals = grown
         has_state = ~new
-        if old_n == 0 and self.vals.dtype != acc:
-            self.vals = self.vals.astype(acc)
-        elif self.vals.dtype != acc:
-            self.vals = self.vals.astype(np.result_type(self.vals.dtype, acc))
+        if self.vals.dtype != acc:
+            if old_n == 0:
+                self.vals = self.vals.astype(acc)
+            else:
+                self.vals = self.vals.astype(np.result_type(self.vals.dtype, acc))
         acc = self.vals.dtype
-        carry = self.vals[slots]
+        if v.dtype != acc:
+            v = v.astype(acc)
+        if self.batch_mode:
+            self._batch_vec(rb, vi, vname, v, codes, nu, slots, new)
+        else:
+            self._stream_vec(rb, vi, vname, v, codes, nu, slots, has_state)
+        return True
 
+    def _identity(self) -> Any:
+        dt = self.vals.dtype
+        if self.agg == "sum":
+            return dt.type(0)
+        if dt.kind == "f":
+            return dt.type(np.inf if self.agg == "min" else -np.inf)
+        info = np.iinfo(dt)
+        return dt.type(info.max if self.agg == "min" else info.min)
+
+    def _batch_vec(self, rb, vi, vname, v, codes, nu, slots, new) -> None:
+        """BATCH: fold the batch into the state with unbuffered ufunc.at (sequential per key, so
+        float sums equal the per-record path exactly); keep each key's last row."""
+        if new.any():
+            self.vals[slots[new]] = self._identity()
+        ufunc = {"sum": np.add, "min": np.minimum, "max": np.maximum}[self.agg]
+        ufunc.at(self.vals, slots[codes], v)
+        last_idx = np.full(nu, -1, dtype=np.int64)
+        np.maximum.at(last_idx, codes, np.arange(len(codes), dtype=np.int64))
+        last = rb.take(pa.array(last_idx))
+        last = last.set_column(
+            vi, pa.field(vname, pa.from_numpy_dtype(self.vals.dtype)), pa.array(self.vals[slots])
+        )
+        self.seq += 1
+        self._store_last(slots, last)
+
+    def _stream_vec(self, rb, vi, vname, v, codes, nu, slots, has_state) -> None:
+        """STREAMING: running aggregate per row = grouped cumulative op within the batch
+        (stable radix argsort of the codes) combined with each key's carried state."""
+        n = len(v)
+        acc = self.vals.dtype
+        carry = np.where(has_state, self.vals[slots], self._identity())
         order = np.argsort(codes.astype(np.uint16) if nu <= 65536 else codes, kind="stable")
         counts = np.bincount(codes, minlength=nu)
         ends = np.cumsum(counts)
         starts = ends - counts
-        last_idx = order[ends - 1]
-
-        if self.agg == "sum" and acc.kind == "i":
-            sv = v[order].astype(acc, copy=False)
-            cs = np.cumsum(sv)
-            seg = cs - np.repeat(cs[starts] - sv[starts], counts)
-            seg += np.repeat(np.where(has_state, carry, 0), counts)
-            res = np.empty(n, dtype=acc)
-            res[order] = seg
-        else:
-            s = pd.Series(v.astype(acc, copy=False), copy=False)
-            g = s.groupby(codes, sort=False)
+        res_sorted = None
+        if acc.kind == "i":
+            sv = v[order]
             if self.agg == "sum":
-                w = v.astype(acc, copy=True)
-                first_idx = order[starts]
-                w[first_idx] = np.where(has_state, carry + w[first_idx], w[first_idx])
-                res = pd.Series(w, copy=False).groupby(codes, sort=False).cumsum().to_numpy()
-            else:
-                res = (g.cummin() if self.agg == "min" else g.cummax()).to_numpy()
-                with_state = has_state[codes]
-                cfull = carry[codes]
-                comb = np.minimum(res, cfull) if self.agg == "min" else np.maximum(res, cfull)
-                res = np.where(with_state, comb, res)
-            res = res.astype(acc, copy=False)
-        self.vals[slots] = res[last_idx]
-
-        out_rb = rb.set_column(vi, pa.field(vname, pa.from_numpy_dtype(acc)), pa.array(res))
-        if self.batch_mode:
-            self.seq += 1
-            self._store_last(slots, out_rb.take(pa.array(last_idx)))
+                first = sv[starts]
+                np.cumsum(sv, out=sv)
+                adj = sv[starts] - first - carry  # running total before the group, minus carry
+                sv -= np.repeat(adj, counts)
+                res_sorted = sv
+            elif n:
+                vmin, vmax = int(sv.min()), int(sv.max())
+                span = vmax - vmin + 1
+                if nu * span < 2**62:
+                    # segmented running max via one accumulate over (segment, value) packed keys
+                    seg = np.repeat(np.arange(nu, dtype=np.int64) * span, counts)
+                    if self.agg == "max":
+                        sv -= vmin
+                    else:
+                        np.subtract(vmax, sv, out=sv)
+                    sv += seg
+                    np.maximum.accumulate(sv, out=sv)
+                    sv -= seg
+                    if self.agg == "max":
+                        sv += vmin
+                        np.maximum(sv, np.repeat(carry, counts), out=sv)
+                    else:
+                        np.subtract(vmax, sv, out=sv)
+                        np.minimum(sv, np.repeat(carry, counts), out=sv)
+                    res_sorted = sv
+        if res_sorted is not None:
+            res = np.empty(n, dtype=acc)
+            res[order] = res_sorted
+            self.vals[slots] = res_sorted[ends - 1]
         else:
-            self.output.emit(Batch.from_arrow(out_rb))
-        return True
+            s = pd.Series(v, copy=False).groupby(codes, sort=False)
+            if self.agg == "sum":
+                res = (s.cumsum().to_numpy() + carry[codes]).astype(acc, copy=False)
+            elif self.agg == "min":
+                res = np.minimum(s.cummin().to_numpy(), carry[codes]).astype(acc, copy=False)
+            else:
+                res = np.maximum(s.cummax().to_numpy(), carry[codes]).astype(acc, copy=False)
+            self.vals[slots] = res[order[ends - 1]]
+        out_rb = rb.set_column(vi, pa.field(vname, pa.from_numpy_dtype(acc)), pa.array(res))
+        self.output.emit(Batch.from_arrow(out_rb))
 
     def _store_last(self, slots: np.ndarray, rb: pa.RecordBatch) -> None:
         group = self.groups.get(rb.schema)

@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import pyarrow as pa
 
-from yarnflink.common.records import Batch
+from yarnflink.common.records import KIND_KEY, Batch, with_kind
 from yarnflink.operators.base import OperatorContext, StreamOperator
 from yarnflink.operators.functions import (
     KeyedProcessFunction,
@@ -110,19 +110,31 @@ class MapBatchesOperator(UserFunctionOperator):
     def process_batch(self, batch: Batch) -> None:
         if len(batch) == 0:
             return
-        res = self.fn(batch.arrow())
+        rb_in = batch.arrow()
+        res = self.fn(rb_in)
         if isinstance(res, pa.RecordBatch):
             if res.num_rows:
-                self.output.emit(Batch.from_arrow(res))
+                self.output.emit(Batch.from_arrow(_fix_kind(rb_in, res)))
         elif isinstance(res, pa.Table):
             for rb in res.to_batches():
                 if rb.num_rows:
-                    self.output.emit(Batch.from_arrow(rb))
+                    self.output.emit(Batch.from_arrow(_fix_kind(rb_in, rb)))
         else:
             raise TypeError(
                 f"map_batches operator {self.operator_name!r}: the function must return a "
                 f"pyarrow.RecordBatch or pyarrow.Table, got {type(res).__name__}"
             )
+
+
+def _fix_kind(rb_in: pa.RecordBatch, rb_out: pa.RecordBatch) -> pa.RecordBatch:
+    """Drop a kind the output inherited from the input (pyarrow keeps schema metadata through
+    ``append_column``/``select``/...) when the columns changed: the columns then decide."""
+    md = rb_out.schema.metadata
+    if md and KIND_KEY in md and rb_out.schema.names != rb_in.schema.names:
+        in_md = rb_in.schema.metadata or {}
+        if in_md.get(KIND_KEY) == md[KIND_KEY]:
+            return with_kind(rb_out, None)
+    return rb_out
 
 
 class ProcessOperator(UserFunctionOperator):

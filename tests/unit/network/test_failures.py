@@ -224,7 +224,10 @@ def test_consumer_going_away_cancels_blocked_emit(make_env: EnvFactory, remote: 
     gate = cons.create_input_gate([InputChannelSpec("p", 0, prod.address)])
     big = make_batch(0, rows=200_000, cols=4)  # 6.4 MB: TCP buffers fill quickly
     emitter = Runner(lambda: [partition.emit(0, big) for _ in range(1000)])
-    wait_until(lambda: partition.buffered_bytes() >= 2 * big.nbytes, what="full subpartition")
+    if remote:  # a put completed after blocking: TCP and the consumer's queue are full
+        wait_until(lambda: partition.backpressure_ns > 0, what="backpressure")
+    else:  # the queue holds one 6.4 MB batch of its 8 MB; the next put blocks
+        wait_until(lambda: partition.buffered_bytes() >= big.nbytes, what="full subpartition")
     gate.close()
     emitter.join()
     assert isinstance(emitter.error, CancelledTransfer)
