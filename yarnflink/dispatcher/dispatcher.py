@@ -50,7 +50,7 @@ class Dispatcher(RpcEndpoint):
         self.rest_port = 0
         self.jobs: dict[str, JobEntry] = {}
         self.on_shutdown_request = on_shutdown_request
-        self._server: Any = None
+        self._rest_server: Any = None
         self._server_task: Optional[asyncio.Task[Any]] = None
         self.started_ms = int(time.time() * 1000)
 
@@ -61,7 +61,7 @@ class Dispatcher(RpcEndpoint):
     async def on_start(self) -> None:
         from yarnflink.dispatcher.rest import start_rest_server
 
-        self._server, self._server_task, self.rest_port = await start_rest_server(
+        self._rest_server, self._server_task, self.rest_port = await start_rest_server(
             self, self.rest_host, self._rest_port_config)
 
     async def on_stop(self) -> None:
@@ -69,8 +69,8 @@ class Dispatcher(RpcEndpoint):
         loop = asyncio.get_running_loop()
         for jm in masters:
             await loop.run_in_executor(None, jm.stop)
-        if self._server is not None:
-            self._server.should_exit = True
+        if self._rest_server is not None:
+            self._rest_server.should_exit = True
             if self._server_task is not None:
                 try:
                     await asyncio.wait_for(self._server_task, 5)

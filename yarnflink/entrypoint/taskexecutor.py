@@ -9,6 +9,7 @@ import threading
 from typing import Optional
 
 from yarnflink.common.config import Configuration
+from yarnflink.operators.memory import tune_allocator
 from yarnflink.taskexecutor.taskexecutor import TaskExecutor
 
 log = logging.getLogger(__name__)
@@ -16,6 +17,8 @@ log = logging.getLogger(__name__)
 
 def run_taskexecutor(config: Configuration, master_address: str, *, resource_id: Optional[str] = None,
                      parent_pid: Optional[int] = None) -> int:
+    # fewer page faults for the large temporary Arrow buffers of vectorized operators
+    tune_allocator()
     host = config.get("taskmanager.host") or "127.0.0.1"
     te = TaskExecutor(
         master_address, host=host,

@@ -5,8 +5,9 @@ a listener (called after every put into their queue, or when they fail), which a
 channel index to the gate's availability deque -- so ``next()`` never scans idle channels and
 serves channels with data round-robin, like Flink's ``inputChannelsWithData``.
 
-Lock order: gate lock -> queue / partition / registry locks. Listeners are called by the queues
-*outside* their own lock and only then take the gate lock, so the order is never inverted.
+Lock order: gate lock -> local channel lock -> queue / partition / registry locks. Listeners (and
+registry callbacks) are called outside those locks
+and only then take the gate lock, so the order is never inverted.
 """
 
 from __future__ import annotations

@@ -70,8 +70,9 @@ class KeyExtractor:
         return column_of(rb, self.field)[0]
 
     def keys_of_batch(self, batch: Batch) -> Union[pa.Array, list]:
-        """An Arrow column when available without converting to rows, else a list."""
-        if self.fn is None and batch.has_arrow and not batch.has_rows:
+        """An Arrow column when the batch has its Arrow form (and the key is a field), else a
+        list. Both give the same key groups."""
+        if self.fn is None and batch.has_arrow:
             rb = batch.arrow()
             idx = self.arrow_key_column(rb)
             if idx is not None:

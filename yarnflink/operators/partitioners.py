@@ -18,8 +18,9 @@ Partitionings:
   key_group(key))``, vectorized: channel ids per record, one stable argsort, one ``take``, slices.
   The order of the records of one channel (hence of one key) is preserved.
 
-Buffering: small outputs are coalesced per channel up to ``batch_rows`` rows (only batches of an
-identical schema are concatenated; a schema change flushes the channel first). Buffers are
+Buffering: outputs are coalesced per channel and sent in batches of exactly ``batch_rows`` rows
+(big inputs are sliced zero-copy), the remainder staying buffered; only batches of an identical
+schema are concatenated (a schema change flushes the channel first). Buffers are
 flushed when full, lazily on the next ``emit`` once the oldest buffered row is older than
 ``buffer_timeout_s`` (Flink's ``execution.buffer-timeout``), by ``flush()`` / ``flush_if_due()``
 which the Task should call periodically while it waits for input (``next_flush_deadline()`` says
@@ -187,27 +188,26 @@ class NetworkOutput:
         if buf and not buf[0].schema.equals(rb.schema, check_metadata=True):
             self._flush_channel(channel)
             buf = None
-        limit = self.batch_rows
-        if n >= limit:
-            if buf:
-                self._flush_channel(channel)
-            full = n - n % limit
-            for i in range(0, full, limit):
-                self._send(channel, rb.slice(i, limit))
-            if full == n:
-                return
-            rb = rb.slice(full)
-            n = rb.num_rows
-            buf = None
         if buf is None:
             buf = self._buffers[channel] = []
             self._counts[channel] = 0
         buf.append(rb)
-        self._counts[channel] += n
+        count = self._counts[channel] = self._counts[channel] + n
         if self._oldest is None:
             self._oldest = self.clock()
-        if self._counts[channel] >= limit:
-            self._flush_channel(channel)
+        limit = self.batch_rows
+        if count >= limit:
+            # send full batches of exactly ``limit`` rows; keep the rest buffered
+            merged = buf[0] if len(buf) == 1 else pa.concat_batches(buf)
+            full = count - count % limit
+            for i in range(0, full, limit):
+                self._send(channel, merged.slice(i, limit))
+            if full < count:
+                self._buffers[channel] = [merged.slice(full)]
+                self._counts[channel] = count - full
+            else:
+                del self._buffers[channel]
+                del self._counts[channel]
 
     def _scatter(self, rb: pa.RecordBatch, channels: np.ndarray) -> None:
         nc = self.num_channels

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import traceback
 from typing import Any, Callable, Optional
 
@@ -148,14 +149,23 @@ class Task:
             for batch in chain.source_batches():
                 self._check_cancelled()
                 chain.push(batch)
+                chain.flush_if_due()
         else:
             assert self.gate is not None, "a task without a source operator reads an input gate"
             while True:
-                item = self.gate.next()
+                # wait for input at most until buffered output is due (execution.buffer-timeout)
+                deadline = chain.next_flush_deadline()
+                timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+                try:
+                    item = self.gate.next(timeout)
+                except TimeoutError:
+                    chain.flush_if_due()
+                    continue
                 if item is None:
                     break
                 if item.batch is not None:
                     chain.push(Batch.from_arrow(item.batch))
+                chain.flush_if_due()
         self._check_cancelled()
         chain.end_input()
 

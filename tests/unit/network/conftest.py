@@ -1,18 +1,12 @@
-"""Fixtures of the network tests (and making the repo importable without installing it)."""
+"""Fixtures of the network tests."""
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import Callable, Iterator
 
 import pytest
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-if _ROOT not in sys.path:  # the repo is not installed into the venv
-    sys.path.insert(0, _ROOT)
-
-from yarnflink.network import ShuffleEnvironment  # noqa: E402
+from yarnflink.network import ShuffleEnvironment
 
 
 @pytest.fixture

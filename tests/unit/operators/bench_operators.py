@@ -1,6 +1,8 @@
 """In-process throughput of operator chains (a script, not a test).
 
-    .venv/bin/python tests/unit/operators/bench_operators.py [rows] [keys]
+    .venv/bin/python tests/unit/operators/bench_operators.py [rows] [keys] [--tune-malloc]
+
+``--tune-malloc`` first calls ``yarnflink.operators.memory.tune_allocator()``.
 
 Measures rows/s of
   1. sequence -> map_batches(key = x % keys, value = x)            (chain of 2)
@@ -95,8 +97,13 @@ def run_source_chain(ch):
 
 
 def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000_000
-    keys = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if "--tune-malloc" in sys.argv:
+        from yarnflink.operators.memory import tune_allocator
+
+        print("tune_allocator():", tune_allocator())
+    n = int(args[0]) if len(args) > 0 else 10_000_000
+    keys = int(args[1]) if len(args) > 1 else 10_000
 
     def kv(rb):
         x = rb.column(0)

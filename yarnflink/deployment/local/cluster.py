@@ -65,6 +65,10 @@ def start_local_cluster(config: Configuration, *, taskexecutors: int, workdir: P
                         timeout: float = 90.0) -> tuple[subprocess.Popen[bytes], dict[str, object]]:
     """Starts the master (which starts the TaskExecutors) and waits until all have registered."""
     workdir.mkdir(parents=True, exist_ok=True)
+    config = config.copy()
+    for key in ("rest.port", "jobmanager.rpc.port"):
+        if not config.contains(key):
+            config.set(key, "0")  # a local cluster takes free ports unless told otherwise
     info_file = workdir / "master.json"
     info_file.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "yarnflink.cli.main", "master", "start",
