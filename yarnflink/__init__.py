@@ -14,6 +14,7 @@ from yarnflink.api import (
     SlotSharingGroup,
     StreamExecutionEnvironment,
 )
+from yarnflink.api.connectors import DiscardingSink
 from yarnflink.common.config import Configuration
 from yarnflink.operators.functions import (
     FilterFunction,
@@ -30,6 +31,7 @@ __all__ = [
     "Configuration",
     "DataStream",
     "DataStreamSink",
+    "DiscardingSink",
     "FileSink",
     "FileSource",
     "FilterFunction",

@@ -81,3 +81,13 @@ class FileSink:
         from yarnflink.operators.specs import FileSinkSpec
 
         return FileSinkSpec(path=self.path, format=self.format, storage_options=dict(self.storage_options))  # type: ignore[arg-type]
+
+
+@dataclass
+class DiscardingSink:
+    """Drops every record (Flink's DiscardingSink), e.g. for benchmarks."""
+
+    def to_spec(self) -> Any:
+        from yarnflink.operators.specs import DiscardingSinkSpec
+
+        return DiscardingSinkSpec()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from yarnflink.api.common import SlotSharingGroup
-from yarnflink.api.connectors import FileSink
+from yarnflink.api.connectors import DiscardingSink, FileSink
 from yarnflink.api.transformations import Input, Transformation
 from yarnflink.jobgraph.jobgraph import MAX_PARALLELISM_LIMIT
 from yarnflink.operators.specs import (
@@ -281,9 +281,11 @@ class DataStream(_OperatorSettings):
         return self._view("rescale")
 
     # ------------------------------------------------------------------ sinks
-    def sink_to(self, sink: FileSink) -> "DataStreamSink":
+    def sink_to(self, sink: Union[FileSink, DiscardingSink]) -> "DataStreamSink":
+        if isinstance(sink, DiscardingSink):
+            return DataStreamSink(self._env, self._add("Discarding Sink", sink.to_spec(), "sink"))
         if not isinstance(sink, FileSink):
-            raise TypeError(f"sink_to() needs a FileSink, got {_describe(sink)}")
+            raise TypeError(f"sink_to() needs a FileSink or DiscardingSink, got {_describe(sink)}")
         return DataStreamSink(self._env, self._add("File Sink", sink.to_spec(), "sink"))
 
     def print(self, sink_identifier: Optional[str] = None) -> "DataStreamSink":

@@ -8,7 +8,7 @@ from yarnflink.operators import specs as S
 from yarnflink.operators.base import StreamOperator
 from yarnflink.operators.keyed import AggregateOperator, ReduceOperator
 from yarnflink.operators.partitioners import ChannelWriter, NetworkOutput
-from yarnflink.operators.sinks import CollectSink, FileSink, PrintSink
+from yarnflink.operators.sinks import CollectSink, DiscardingSink, FileSink, PrintSink
 from yarnflink.operators.sources import CollectionSource, FileSource, SequenceSource
 from yarnflink.operators.transforms import (
     FilterOperator,
@@ -32,6 +32,7 @@ OPERATORS: dict[type, type] = {
     S.FileSinkSpec: FileSink,
     S.PrintSinkSpec: PrintSink,
     S.CollectSinkSpec: CollectSink,
+    S.DiscardingSinkSpec: DiscardingSink,
 }
 
 

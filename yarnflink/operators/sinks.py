@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from yarnflink.common.records import KIND_PICKLE, Batch, record_kind, to_ipc_bytes
 from yarnflink.operators.base import OperatorContext, StreamOperator
-from yarnflink.operators.specs import CollectSinkSpec, FileSinkSpec, PrintSinkSpec
+from yarnflink.operators.specs import CollectSinkSpec, DiscardingSinkSpec, FileSinkSpec, PrintSinkSpec
 
 FILE_EXTENSIONS = {"jsonl": "jsonl", "parquet": "parquet", "csv": "csv"}
 
@@ -196,3 +196,13 @@ class CollectSink(SinkOperator):
     def process_batch(self, batch: Batch) -> None:
         if len(batch):
             self.ctx.send_to_coordinator("collect", to_ipc_bytes(batch.arrow()))
+
+
+class DiscardingSink(SinkOperator):
+    """Drops every record; counts them (Flink's DiscardingSink)."""
+
+    def __init__(self, spec: DiscardingSinkSpec):
+        self.records = 0
+
+    def process_batch(self, batch: Batch) -> None:
+        self.records += len(batch)

@@ -138,6 +138,13 @@ class CollectSinkSpec:
     kind: str = "sink"
 
 
+@dataclass
+class DiscardingSinkSpec:
+    """``sink_to(DiscardingSink())``: drops every record (Flink's DiscardingSink; benchmarks)."""
+
+    kind: str = "sink"
+
+
 # ----------------------------------------------------------------------------- keys
 @dataclass
 class KeySelectorSpec:
