@@ -42,16 +42,17 @@ def start_cluster(workdir: Path, taskexecutors: int = 2, slots: int = 2, **conf:
     config.set("jobmanager.rpc.port", "0")
     config.set("heartbeat.interval", "1 s")
     config.set("heartbeat.timeout", "10 s")
-    for k, v in conf.items():
-        config.set(k.replace("_", "."), v)
+    for k, v in conf.items():  # cluster_evenly__spread__out__slots -> cluster.evenly-spread-out-slots
+        config.set(k.replace("__", "-").replace("_", "."), v)
     proc, info = start_local_cluster(config, taskexecutors=taskexecutors, workdir=workdir, detached=False)
     return Cluster(proc, info, workdir)
 
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """One shared cluster: 2 TaskExecutors with 2 slots each."""
-    c = start_cluster(tmp_path_factory.mktemp("cluster"))
+    """One shared cluster: 2 TaskExecutors with 2 slots each; slots spread evenly, so a job at
+    parallelism 2 runs one subtask of each vertex on each TaskExecutor."""
+    c = start_cluster(tmp_path_factory.mktemp("cluster"), cluster_evenly__spread__out__slots="true")
     yield c
     c.stop()
 

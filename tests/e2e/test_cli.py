@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -131,6 +132,24 @@ def test_session_lifecycle_with_detached_run_list_and_cancel(tmp_path: Path, cli
         assert r.returncode == 0, r.stderr
         r = yarnflink("cancel", "f" * 32, env=cli_env, cwd=tmp_path)
         assert r.returncode == 1 and "not found" in r.stderr
+        bad = write(tmp_path / "bad.py", """
+            from yarnflink import StreamExecutionEnvironment
+            def check(x):
+                raise ValueError(f"unexpected record {x}")
+            env = StreamExecutionEnvironment.get_execution_environment()
+            env.from_sequence(1, 5).map(check).print()
+            env.execute("doomed")
+        """)
+        r = yarnflink("run", "-d", str(bad), env=cli_env, cwd=tmp_path)
+        bad_id = re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
+        deadline = time.monotonic() + 60
+        while True:  # the failure, with its Python traceback, shows in `yarnflink list`
+            r = yarnflink("list", env=cli_env, cwd=tmp_path)
+            if f"{bad_id}  FAILED" in r.stdout:
+                break
+            assert time.monotonic() < deadline, r.stdout
+            time.sleep(0.2)
+        assert "ValueError: unexpected record" in r.stdout and "in check" in r.stdout
     finally:
         r = yarnflink("session", "stop", session_id, env=cli_env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr

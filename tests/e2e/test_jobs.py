@@ -38,7 +38,11 @@ def test_word_count_over_a_million_words_across_task_executors(cluster: Cluster,
     lines = env.from_sequence(0, 99_999).map(lambda i: " ".join(WORDS[(i * 7 + k * 13) % 1000] for k in range(10)))
     counts = lines.flat_map(lambda line: [(w, 1) for w in line.split()]).key_by(lambda t: t[0]).sum(1)
     counts.sink_to(FileSink(str(tmp_path / "out"), format="jsonl"))
-    env.execute("wordcount")
+    result = env.execute("wordcount")
+    details = cluster.rest.job(result.get_job_id())
+    keyed = [v for v in details["vertices"] if "Keyed" in v["name"] or "Aggregation" in v["name"]][0]
+    # the keyed exchange crossed processes: its two subtasks ran on different TaskExecutors
+    assert len({s["taskmanager-id"] for s in keyed["subtasks"]}) == 2
 
     expected = collections.Counter(WORDS[(i * 7 + k * 13) % 1000] for i in range(100_000) for k in range(10))
     got = read_jsonl(tmp_path / "out")
