@@ -162,8 +162,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.detached:
             raise CliError("-d needs a running cluster: start one with 'yarnflink session start' or pass -m URL")
         n = args.taskexecutors or int(config.get("local.number-taskmanager"))
+        slots = int(config.get("taskmanager.numberOfTaskSlots"))
         print(f"No session running: starting a per-job local cluster with {n} TaskExecutors "
-              f"({config.get('taskmanager.numberOfTaskSlots')} slots each).", file=sys.stderr)
+              f"({slots} slot{'s' if slots != 1 else ''} each).", file=sys.stderr)
         workdir = Path(tempfile.mkdtemp(prefix="yarnflink-perjob-"))
         cluster_proc, info = start_local_cluster(config, taskexecutors=n, workdir=workdir,
                                                  detached=False, inherit_stdout=True)
