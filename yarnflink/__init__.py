@@ -16,6 +16,32 @@ from yarnflink.api import (
 )
 from yarnflink.api.connectors import DiscardingSink
 from yarnflink.common.config import Configuration
+from yarnflink.api.windowing import WindowedStream
+from yarnflink.operators.timers import TimeDomain
+from yarnflink.operators.watermarks import Duration, TimestampAssigner, Watermark, WatermarkStrategy
+from yarnflink.operators.windows import (
+    EventTimeSessionWindows,
+    OutputTag,
+    ProcessWindowFunction,
+    ProcessingTimeSessionWindows,
+    SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows,
+    Time,
+    TimeWindow,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+    WindowFunction,
+)
+from yarnflink.state.descriptors import (
+    AggregateFunction,
+    AggregatingStateDescriptor,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    ReducingStateDescriptor,
+    StateTtlConfig,
+    Types,
+    ValueStateDescriptor,
+)
 from yarnflink.operators.functions import (
     FilterFunction,
     FlatMapFunction,
@@ -47,4 +73,30 @@ __all__ = [
     "RuntimeExecutionMode",
     "SlotSharingGroup",
     "StreamExecutionEnvironment",
+    # state and event time
+    "AggregateFunction",
+    "AggregatingStateDescriptor",
+    "Duration",
+    "EventTimeSessionWindows",
+    "ListStateDescriptor",
+    "MapStateDescriptor",
+    "OutputTag",
+    "ProcessWindowFunction",
+    "ProcessingTimeSessionWindows",
+    "ReducingStateDescriptor",
+    "SlidingEventTimeWindows",
+    "SlidingProcessingTimeWindows",
+    "StateTtlConfig",
+    "Time",
+    "TimeDomain",
+    "TimeWindow",
+    "TimestampAssigner",
+    "TumblingEventTimeWindows",
+    "TumblingProcessingTimeWindows",
+    "Types",
+    "ValueStateDescriptor",
+    "Watermark",
+    "WatermarkStrategy",
+    "WindowFunction",
+    "WindowedStream",
 ]

@@ -21,6 +21,9 @@ class Cluster:
         self.rest_url = str(info["rest_url"])
         self.workdir = workdir
         self.rest = RestClient(self.rest_url)
+        #: the Authorization header for raw httpx calls (the cluster's REST token)
+        self.auth = dict(self.rest.headers)
+        self.info = info
 
     def executor(self) -> RestClusterExecutor:
         ex = RestClusterExecutor(self.rest_url)
@@ -42,6 +45,8 @@ def start_cluster(workdir: Path, taskexecutors: int = 2, slots: int = 2, **conf:
     config.set("jobmanager.rpc.port", "0")
     config.set("heartbeat.interval", "1 s")
     config.set("heartbeat.timeout", "10 s")
+    # a fixed cluster: the ResourceManager starts no TaskExecutors beyond the initial ones
+    config.set("slotmanager.number-of-slots.max", str(max(1, taskexecutors * slots)))
     for k, v in conf.items():  # cluster_evenly__spread__out__slots -> cluster.evenly-spread-out-slots
         config.set(k.replace("__", "-").replace("_", "."), v)
     proc, info = start_local_cluster(config, taskexecutors=taskexecutors, workdir=workdir, detached=False)
@@ -53,6 +58,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """One shared cluster: 2 TaskExecutors with 2 slots each; slots spread evenly, so a job at
     parallelism 2 runs one subtask of each vertex on each TaskExecutor."""
     c = start_cluster(tmp_path_factory.mktemp("cluster"), cluster_evenly__spread__out__slots="true")
+    yield c
+    c.stop()
+
+
+@pytest.fixture(scope="session")
+def monitoring_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """The dashboard, metrics and OpenAPI tests' cluster (2 TaskExecutors x 2 slots): metrics
+    fetched every 200 ms, the dashboard refreshing every 500 ms, Prometheus on free ports."""
+    c = start_cluster(tmp_path_factory.mktemp("monitoring"), metrics_fetcher_update__interval="200 ms",
+                      web_refresh__interval="500 ms", metrics_reporter_prom_port="0")
     yield c
     c.stop()
 

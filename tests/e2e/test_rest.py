@@ -19,9 +19,9 @@ def test_cluster_endpoints(cluster: Cluster) -> None:
     assert ov["taskmanagers"] == 2 and ov["slots-total"] == 4
     tms = cluster.rest.taskmanagers()
     assert len(tms) == 2 and all(tm["slotsNumber"] == 2 for tm in tms)
-    r = httpx.get(cluster.rest_url + "/config")
+    r = httpx.get(cluster.rest_url + "/config", headers=cluster.auth)
     assert r.status_code == 200 and "flink-version" in r.json()
-    spec = httpx.get(cluster.rest_url + "/openapi.json").json()
+    spec = httpx.get(cluster.rest_url + "/openapi.json", headers=cluster.auth).json()
     for path in ("/jobs", "/overview", "/jobs/overview", "/jobs/{jobid}", "/jobs/{jobid}/exceptions",
                  "/taskmanagers", "/config"):
         assert path in spec["paths"], path
@@ -35,7 +35,7 @@ def test_cluster_endpoints(cluster: Cluster) -> None:
     (json.dumps({"jobId": "xyz", "jobName": "x", "vertices": [{}]}).encode(), 400, "jobId must be 32"),
 ])
 def test_bad_job_submissions_get_clear_errors(cluster: Cluster, body: bytes, status: int, fragment: str) -> None:
-    r = httpx.post(cluster.rest_url + "/jobs", content=body, headers={"content-type": "application/json"})
+    r = httpx.post(cluster.rest_url + "/jobs", content=body, headers={"content-type": "application/json", **cluster.auth})
     assert r.status_code == status
     assert fragment in r.json()["errors"][0]
     assert cluster.rest.overview()["taskmanagers"] == 2  # the master keeps serving
@@ -43,16 +43,16 @@ def test_bad_job_submissions_get_clear_errors(cluster: Cluster, body: bytes, sta
 
 def test_oversized_body_is_refused(cluster: Cluster) -> None:
     r = httpx.post(cluster.rest_url + "/jobs", content=b"x" * (101 * 1024 * 1024),
-                   headers={"content-type": "application/json"}, timeout=60)
+                   headers={"content-type": "application/json", **cluster.auth}, timeout=60)
     assert r.status_code == 413 and "max-content-length" in r.json()["errors"][0]
 
 
 def test_unknown_and_malformed_job_ids(cluster: Cluster) -> None:
-    r = httpx.get(cluster.rest_url + "/jobs/" + "a" * 32)
+    r = httpx.get(cluster.rest_url + "/jobs/" + "a" * 32, headers=cluster.auth)
     assert r.status_code == 404 and "not found" in r.json()["errors"][0]
-    r = httpx.get(cluster.rest_url + "/jobs/nope/exceptions")
+    r = httpx.get(cluster.rest_url + "/jobs/nope/exceptions", headers=cluster.auth)
     assert r.status_code == 400 and "not a job id" in r.json()["errors"][0]
-    r = httpx.patch(cluster.rest_url + "/jobs/" + "a" * 32, params={"mode": "cancel"})
+    r = httpx.patch(cluster.rest_url + "/jobs/" + "a" * 32, params={"mode": "cancel"}, headers=cluster.auth)
     assert r.status_code == 404
 
 
@@ -69,7 +69,7 @@ def test_cancel_a_running_job(cluster: Cluster, executor) -> None:
     assert [v["parallelism"] for v in details["vertices"]] == [2] * len(details["vertices"])
     overview = {j["jid"]: j for j in cluster.rest.jobs_overview()}
     assert overview[job_id]["state"] == "RUNNING"
-    r = httpx.patch(f"{cluster.rest_url}/jobs/{job_id}", params={"mode": "cancel"})
+    r = httpx.patch(f"{cluster.rest_url}/jobs/{job_id}", params={"mode": "cancel"}, headers=cluster.auth)
     assert r.status_code == 202
     wait_until(lambda: cluster.rest.job(job_id)["state"] == "CANCELED", message="job canceled")
     assert all(v["status"] == "CANCELED" for v in cluster.rest.job(job_id)["vertices"])

@@ -6,11 +6,25 @@ import textwrap
 
 PURE_MODULES = [
     "yarnflink.resourcemanager.slotmanager",
+    "yarnflink.resourcemanager.resources",
+    "yarnflink.resourcemanager.heartbeat",
     "yarnflink.jobmaster.slotpool",
     "yarnflink.executiongraph.executiongraph",
     "yarnflink.scheduler.slotsharing",
+    "yarnflink.scheduler.regions",
+    "yarnflink.scheduler.strategy",
+    "yarnflink.scheduler.failover",
+    "yarnflink.scheduler.restart",
+    "yarnflink.scheduler.scheduler",
     "yarnflink.taskexecutor.slottable",
     "yarnflink.jobgraph.jobgraph",
+    "yarnflink.checkpoint.coordinator",
+    "yarnflink.checkpoint.barriers",
+    "yarnflink.checkpoint.assignment",
+    "yarnflink.checkpoint.metadata",
+    "yarnflink.state",
+    "yarnflink.operators.watermarks",
+    "yarnflink.operators.windows",
 ]
 FORBIDDEN = ["grpc", "kazoo", "skein", "fsspec", "pyspark"]
 

@@ -17,6 +17,32 @@ from yarnflink.api.environment import (
     get_default_executor,
     set_default_executor,
 )
+from yarnflink.api.windowing import WindowedStream
+from yarnflink.operators.timers import TimeDomain
+from yarnflink.operators.watermarks import Duration, TimestampAssigner, Watermark, WatermarkStrategy
+from yarnflink.operators.windows import (
+    EventTimeSessionWindows,
+    OutputTag,
+    ProcessWindowFunction,
+    ProcessingTimeSessionWindows,
+    SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows,
+    Time,
+    TimeWindow,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+    WindowFunction,
+)
+from yarnflink.state.descriptors import (
+    AggregateFunction,
+    AggregatingStateDescriptor,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    ReducingStateDescriptor,
+    StateTtlConfig,
+    Types,
+    ValueStateDescriptor,
+)
 from yarnflink.operators.functions import (
     FilterFunction,
     FlatMapFunction,
@@ -53,4 +79,30 @@ __all__ = [
     "StreamExecutionEnvironment",
     "get_default_executor",
     "set_default_executor",
+    # state and event time
+    "AggregateFunction",
+    "AggregatingStateDescriptor",
+    "Duration",
+    "EventTimeSessionWindows",
+    "ListStateDescriptor",
+    "MapStateDescriptor",
+    "OutputTag",
+    "ProcessWindowFunction",
+    "ProcessingTimeSessionWindows",
+    "ReducingStateDescriptor",
+    "SlidingEventTimeWindows",
+    "SlidingProcessingTimeWindows",
+    "StateTtlConfig",
+    "Time",
+    "TimeDomain",
+    "TimeWindow",
+    "TimestampAssigner",
+    "TumblingEventTimeWindows",
+    "TumblingProcessingTimeWindows",
+    "Types",
+    "ValueStateDescriptor",
+    "Watermark",
+    "WatermarkStrategy",
+    "WindowFunction",
+    "WindowedStream",
 ]

@@ -22,8 +22,9 @@ class RuntimeExecutionMode(enum.Enum):
 
 @dataclass(frozen=True)
 class SlotSharingGroup:
-    """A named slot sharing group with optional resource requirements (kept in the StreamGraph
-    for fine-grained resource management later; not yet used by scheduling).
+    """A named slot sharing group with optional resource requirements: the JobGraph carries them
+    and the JobMaster declares them as the group's ResourceProfile; the ResourceManager fits slots
+    to them with ``cluster.fine-grained-resource-management.enabled`` and ignores them otherwise.
 
     ``SlotSharingGroup("heavy", cpu_cores=2.0, task_heap_memory_mb=512)`` or PyFlink's
     ``SlotSharingGroup.builder("heavy").set_cpu_cores(2.0).build()``."""

@@ -27,6 +27,7 @@ from yarnflink.operators.specs import (
     PrintSinkSpec,
     ProcessSpec,
     ReduceSpec,
+    SparkSpec,
 )
 from yarnflink.streaming.graph import ChainingStrategy
 
@@ -249,10 +250,46 @@ class DataStream(_OperatorSettings):
             raise TypeError(f"map_batches() needs a function RecordBatch -> RecordBatch, got {_describe(func)}")
         return self._then("Map Batches", MapBatchesSpec(fn=func))
 
+    def transform_spark(self, fn: Callable[[Any], Any], schema: Any = None) -> "DataStream":
+        """A Spark step: ``fn(pyspark.sql.DataFrame) -> DataFrame`` runs in the TaskExecutor's
+        SparkSession on this subtask's input (BATCH: all of it at once; STREAMING: per micro-batch,
+        see ``spark.micro-batch.max-rows`` / ``max-delay``). ``schema``: a pyspark StructType or a
+        DDL string (``"word STRING, n BIGINT"``) naming and typing the record fields by position;
+        by default the records' Arrow schema. Result columns ``f0..fn`` give tuples downstream,
+        ``f0`` alone scalars, other names dicts."""
+        if not callable(fn) or isinstance(fn, type):
+            raise TypeError(f"transform_spark() needs a function DataFrame -> DataFrame, got {_describe(fn)}")
+        return self._then("Spark Transform", SparkSpec(fn=fn, schema=_spark_schema(schema, "transform_spark")))
+
+    def spark_sql(self, query: str, schema: Any = None) -> "DataStream":
+        """A Spark step running ``query`` with this subtask's input as the view ``input``
+        (``"SELECT word, count(*) AS n FROM input GROUP BY word"``); otherwise as ``transform_spark``."""
+        if not isinstance(query, str) or not query.strip():
+            raise TypeError(f"spark_sql() needs a non-empty SQL query string, got {query!r}")
+        return self._then("Spark SQL", SparkSpec(query=query, schema=_spark_schema(schema, "spark_sql")))
+
     def process(self, func: Any, output_type: Any = None) -> "DataStream":
         """``func``: a ProcessFunction (``process_element(value, ctx)``) or a callable."""
         fn = _process_function(func)
         return self._then("Process", ProcessSpec(fn=fn))
+
+    # ------------------------------------------------------------------ event time (yarnflink.api.windowing)
+    def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> "DataStream":
+        """Give records timestamps and emit watermarks: a ``WatermarkStrategy``."""
+        from yarnflink.operators.watermarks import TimestampsAndWatermarksSpec, WatermarkStrategy
+
+        if not isinstance(watermark_strategy, WatermarkStrategy):
+            raise TypeError(f"assign_timestamps_and_watermarks() needs a WatermarkStrategy, got {_describe(watermark_strategy)}")
+        return self._then("Timestamps/Watermarks", TimestampsAndWatermarksSpec(watermark_strategy))
+
+    def get_side_output(self, output_tag: Any) -> "DataStream":
+        """The records this operator sent to the side output ``output_tag`` (an ``OutputTag``)."""
+        from yarnflink.api.windowing import side_output
+
+        return side_output(self, output_tag)
+
+    def _side_output_producer(self) -> Transformation:
+        return self._op("get_side_output")
 
     # ------------------------------------------------------------------ partitioning
     def key_by(self, key_selector: Any, key_type: Any = None) -> "KeyedStream":
@@ -306,6 +343,16 @@ class DataStream(_OperatorSettings):
         return self._env._execute_and_collect(job_execution_name, limit)
 
 
+def _spark_schema(schema: Any, op: str) -> Any:
+    """None, a DDL string or a pyspark StructType (checked without importing pyspark)."""
+    if schema is None or (isinstance(schema, str) and schema.strip()):
+        return schema
+    if not isinstance(schema, str) and isinstance(getattr(schema, "fields", None), list):
+        return schema
+    raise TypeError(f"{op}(): schema must be a pyspark StructType or a DDL string such as "
+                    f"'word STRING, n BIGINT', got {_describe(schema)}")
+
+
 def _process_function(func: Any) -> Any:
     if isinstance(func, type) and hasattr(func, "process_element"):
         raise TypeError(f"process() needs a ProcessFunction instance or a function, got the class {func.__name__}")
@@ -357,6 +404,13 @@ class KeyedStream(DataStream):
         """``func``: a KeyedProcessFunction (state, timers) or a callable."""
         fn = _process_function(func)
         return self._then("KeyedProcess", ProcessSpec(fn=fn, key_selector=self.get_key_selector()))
+
+    def window(self, window_assigner: Any) -> Any:
+        """Keyed windows: ``window(TumblingEventTimeWindows.of(Time.seconds(5)))`` then
+        ``reduce`` / ``aggregate`` / ``process`` / ``apply`` (a ``WindowedStream``)."""
+        from yarnflink.api.windowing import WindowedStream
+
+        return WindowedStream(self, window_assigner)
 
 
 class DataStreamSink(_OperatorSettings):

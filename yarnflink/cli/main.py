@@ -1,8 +1,10 @@
 """The ``yarnflink`` command line, with Flink's flags where they fit.
 
     yarnflink run [-p N] [-d] [-D key=value]... [-m URL] job.py [args]
+    yarnflink run --application [-d] [-n N] job.py [args]   (the script runs in the cluster's master)
     yarnflink info [--json] job.py [args]
     yarnflink list | cancel JOBID
+    yarnflink logs [-t TASKEXECUTOR] [--stdout] [-n LINES] [--list]
     yarnflink session start --target local [-n N] [-s SLOTS] | session list | session stop ID
     yarnflink master start ...           (the master process; used by the deployments)
     yarnflink taskexecutor start --master HOST:PORT
@@ -48,6 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--session", metavar="ID", help="run on this session")
     run.add_argument("-n", "--taskexecutors", type=int, default=None,
                      help="TaskExecutors of the per-job local cluster (default: local.number-taskmanager)")
+    run.add_argument("--application", action="store_true",
+                     help="application mode: start a local cluster whose master runs the job file and ends with it")
+    run.add_argument("--target", choices=["local", "yarn"], default="local",
+                     help="where --per-job / --application clusters start, and -yid sessions live")
+    run.add_argument("-yid", "--application-id", metavar="APPID",
+                     help="run on this YARN session (default with --target yarn: the last one started)")
+    run.add_argument("--per-job", action="store_true",
+                     help="start a cluster for this job alone (with --target yarn: a YARN application)")
     run.add_argument("job", help="the job file (a Python script calling env.execute())")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the job file")
 
@@ -69,26 +79,55 @@ def build_parser() -> argparse.ArgumentParser:
     cancel.add_argument("--session", metavar="ID")
     cancel.add_argument("job_id")
 
+    logs = sub.add_parser("logs", help="show the log of the master or of a TaskExecutor")
+    _common(logs)
+    logs.add_argument("-m", "--jobmanager", metavar="URL")
+    logs.add_argument("--session", metavar="ID", help="this session's logs (also after it stopped)")
+    logs.add_argument("--workdir", type=Path, metavar="DIR",
+                      help="read the log files in this cluster directory (e.g. a per-job cluster's)")
+    logs.add_argument("-t", "--taskexecutor", metavar="ID|N",
+                      help="a TaskExecutor's log instead of the master's: its id, a unique prefix, or its number")
+    logs.add_argument("--stdout", action="store_true", help="the process's stdout/stderr (.out) instead of its log")
+    logs.add_argument("-n", "--lines", type=int, metavar="N", help="only the last N lines")
+    logs.add_argument("--list", action="store_true", help="list the log files")
+
     session = sub.add_parser("session", help="start, list and stop session clusters")
     ssub = session.add_subparsers(dest="session_command", required=True, metavar="ACTION")
     start = ssub.add_parser("start", help="start a session cluster in the background")
     _common(start)
-    start.add_argument("--target", choices=["local"], default="local")
+    start.add_argument("--target", choices=["local", "yarn"], default="local")
     start.add_argument("-n", "--taskexecutors", type=int, default=None)
     start.add_argument("-s", "--slots", type=int, default=None, help="slots per TaskExecutor")
-    ssub.add_parser("list", help="list sessions")
-    stop = ssub.add_parser("stop", help="stop a session")
+    start.add_argument("--jm-memory", type=int, metavar="MB", help="YARN: master container memory")
+    start.add_argument("--tm-memory", type=int, metavar="MB", help="YARN: TaskExecutor container memory")
+    start.add_argument("--queue", help="YARN queue")
+    start.add_argument("--name", help="YARN application name")
+    start.add_argument("--standby", type=int, default=0, metavar="N", help="YARN: standby masters (ZooKeeper HA)")
+    start.add_argument("-d", "--detached", action="store_true",
+                       help="YARN: return once submitted, without waiting for the REST address")
+    slist = ssub.add_parser("list", help="list sessions")
+    slist.add_argument("--target", choices=["local", "yarn"], default="local")
+    _common(slist)
+    stop = ssub.add_parser("stop", help="stop a session (a YARN one by its application id)")
+    _common(stop)
     stop.add_argument("session_id")
 
     master = sub.add_parser("master", help="run a master process (Dispatcher, ResourceManager, JobMasters)")
     msub = master.add_subparsers(dest="master_command", required=True, metavar="ACTION")
     mstart = msub.add_parser("start")
     _common(mstart)
-    mstart.add_argument("--local-taskexecutors", type=int, default=0)
+    mstart.add_argument("--local-taskexecutors", type=int, default=None,
+                        help="start TaskExecutor processes on demand, N at once (without: standalone)")
+    mstart.add_argument("--per-job", action="store_true", help="end once the jobs ended and the client is gone")
+    mstart.add_argument("--client-pid", type=int)
+    mstart.add_argument("--application", metavar="JOB_FILE", help="run this job file in the master, end with it")
+    mstart.add_argument("--application-arg", action="append", default=[], metavar="ARG")
     mstart.add_argument("--info-file", type=Path)
     mstart.add_argument("--workdir", type=Path)
     mstart.add_argument("--log-file", type=Path)
     mstart.add_argument("--inherit-stdout", action="store_true")
+    mstart.add_argument("--yarn", action="store_true", help="run as a skein ApplicationMaster (YARN containers)")
+    mstart.add_argument("--yarn-standby", action="store_true", help="a standby master of a YARN cluster")
 
     te = sub.add_parser("taskexecutor", help="run a TaskExecutor process")
     tsub = te.add_subparsers(dest="te_command", required=True, metavar="ACTION")
@@ -123,6 +162,10 @@ def _cluster_url(args: argparse.Namespace, config: Configuration) -> Optional[st
     if getattr(args, "jobmanager", None):
         url = args.jobmanager
         return url if url.startswith("http") else f"http://{url}"
+    if getattr(args, "application_id", None) or getattr(args, "target", "local") == "yarn":
+        from yarnflink.deployment.yarn.client import rest_url_of
+
+        return rest_url_of(config, getattr(args, "application_id", None))
     session = find_session(getattr(args, "session", None))
     if getattr(args, "session", None) and session is None:
         raise CliError(f"no session {args.session!r}; see 'yarnflink session list'")
@@ -156,18 +199,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = _config(args)
     if args.parallelism is not None:
         config.set("parallelism.default", str(args.parallelism))
-    url = _cluster_url(args, config)
+    if args.target == "yarn" and (args.application or args.per_job):
+        from yarnflink.deployment.yarn.cli import submit_job_cluster
+
+        code = submit_job_cluster(args, config)
+        if code is not None:
+            return code
+        url: Optional[str] = args.jobmanager
+    elif args.application:
+        return _run_application(args, config)
+    else:
+        url = _cluster_url(args, config)
     cluster_proc = None
     if url is None:
-        if args.detached:
-            raise CliError("-d needs a running cluster: start one with 'yarnflink session start' or pass -m URL")
         n = args.taskexecutors or int(config.get("local.number-taskmanager"))
         slots = int(config.get("taskmanager.numberOfTaskSlots"))
         print(f"No session running: starting a per-job local cluster with {n} TaskExecutors "
               f"({slots} slot{'s' if slots != 1 else ''} each).", file=sys.stderr)
         workdir = Path(tempfile.mkdtemp(prefix="yarnflink-perjob-"))
+        # a per-job cluster: it ends once its jobs ended and this client is gone (detached: at once)
         cluster_proc, info = start_local_cluster(config, taskexecutors=n, workdir=workdir,
-                                                 detached=False, inherit_stdout=True)
+                                                 detached=args.detached, inherit_stdout=not args.detached,
+                                                 master_args=["--per-job", "--client-pid", str(os.getpid())])
+        if args.detached:
+            cluster_proc = None  # it stops by itself when its job ends
         url = str(info["rest_url"])
         print(f"Local cluster at {url} (logs in {workdir}).", file=sys.stderr)
     if args.detached:
@@ -201,6 +256,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         set_default_executor(None)
         if cluster_proc is not None:
             stop_process(cluster_proc.pid)
+
+
+def _run_application(args: argparse.Namespace, config: Configuration) -> int:
+    from yarnflink.entrypoint.application import run_application_cluster
+
+    if not Path(args.job).is_file():
+        raise CliError(f"job file {args.job} does not exist")
+    n = args.taskexecutors or int(config.get("local.number-taskmanager"))
+    code = run_application_cluster(config, args.job, args.args, taskexecutors=n, detached=args.detached)
+    if code != 0:
+        print(f"The application failed (master exit status {code}).", file=sys.stderr)
+    return EXIT_OK if code == 0 else EXIT_FAILED
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -267,9 +334,28 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_logs(args: argparse.Namespace) -> int:
+    from yarnflink.client.logs import LogsError, run_logs
+
+    url = args.jobmanager if args.jobmanager else None
+    if url and not url.startswith("http"):
+        url = f"http://{url}"
+    try:
+        run_logs(args, url)
+    except LogsError as e:
+        raise CliError(str(e)) from None
+    return EXIT_OK
+
+
 def cmd_session(args: argparse.Namespace) -> int:
     from yarnflink.deployment.local.cluster import find_session, list_sessions, start_session, stop_session
 
+    if args.session_command == "start" and args.target == "yarn" or \
+            args.session_command == "list" and args.target == "yarn" or \
+            args.session_command == "stop" and args.session_id.startswith("application_"):
+        from yarnflink.deployment.yarn.cli import cmd_yarn_session
+
+        return cmd_yarn_session(args)
     if args.session_command == "start":
         _validate_positive("-n/--taskexecutors", args.taskexecutors)
         _validate_positive("-s/--slots", args.slots)
@@ -279,6 +365,8 @@ def cmd_session(args: argparse.Namespace) -> int:
         s = start_session(config, n, slots)
         print(f"Session {s.id} started: {n} TaskExecutors with {slots} slots each.")
         print(f"REST address: {s.rest_url}")
+        if s.token_file:  # the CLI finds it by itself; the dashboard asks for it once
+            print(f"REST token: in {s.token_file} (readable only by you)")
         print(f"Logs: {s.workdir}")
         print(f"Stop it with: yarnflink session stop {s.id}")
         return EXIT_OK
@@ -303,7 +391,10 @@ def cmd_master(args: argparse.Namespace) -> int:
 
     _setup_logging(args.log_file)
     return run_master(_config(args), local_taskexecutors=args.local_taskexecutors,
-                      info_file=args.info_file, workdir=args.workdir, inherit_stdout=args.inherit_stdout)
+                      info_file=args.info_file, workdir=args.workdir, inherit_stdout=args.inherit_stdout,
+                      per_job=args.per_job, client_pid=args.client_pid,
+                      application=[args.application, *args.application_arg] if args.application else None,
+                      yarn=args.yarn, yarn_standby=args.yarn_standby)
 
 
 def cmd_taskexecutor(args: argparse.Namespace) -> int:
@@ -313,18 +404,19 @@ def cmd_taskexecutor(args: argparse.Namespace) -> int:
     return run_taskexecutor(_config(args), args.master, resource_id=args.resource_id, parent_pid=args.parent_pid)
 
 
-COMMANDS = {"run": cmd_run, "info": cmd_info, "list": cmd_list, "cancel": cmd_cancel,
+COMMANDS = {"run": cmd_run, "info": cmd_info, "list": cmd_list, "cancel": cmd_cancel, "logs": cmd_logs,
             "session": cmd_session, "master": cmd_master, "taskexecutor": cmd_taskexecutor}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from yarnflink.client.rest_client import RestClientError
     from yarnflink.deployment.local.cluster import ClusterStartError
+    from yarnflink.deployment.yarn import YarnDeploymentError
 
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (CliError, ConfigError, ClusterStartError, RestClientError) as e:
+    except (CliError, ConfigError, ClusterStartError, RestClientError, YarnDeploymentError) as e:
         print(f"yarnflink {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE if isinstance(e, ConfigError) else EXIT_FAILED
     except KeyboardInterrupt:

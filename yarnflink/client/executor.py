@@ -1,8 +1,15 @@
-"""Runs JobGraphs on a cluster through its REST API: the executor ``yarnflink run`` installs."""
+"""Runs JobGraphs on a cluster through its REST API: the executor ``yarnflink run`` installs.
+
+Attached, it shows the job's progress on ``progress`` (stderr for ``yarnflink run``): every vertex
+with its state, running subtasks and records per second in and out, the job's restarts and its
+last checkpoint. On a terminal the block is redrawn in place every second; otherwise a block is
+printed when a state changes and every ``PLAIN_PROGRESS_INTERVAL_S`` seconds.
+"""
 
 from __future__ import annotations
 
 import base64
+import shutil
 import sys
 import time
 from typing import IO, Any, Iterator, Optional
@@ -78,14 +85,13 @@ class RestClusterExecutor:
 
     def wait(self, job_id: str, job_name: str = "") -> JobExecutionResult:
         """Waits for the job to end, printing progress; raises if it did not finish."""
-        last = ""
+        progress = ProgressPrinter(self.rest, self.progress) if self.progress is not None else None
         while True:
             details = self.rest.job(job_id)
-            line = _progress_line(details)
-            if self.progress is not None and line != last:
-                print(line, file=self.progress, flush=True)
-                last = line
-            if details["state"] in TERMINAL_STATES:
+            ended = details["state"] in TERMINAL_STATES
+            if progress is not None:
+                progress.update(details, final=ended)
+            if ended:
                 break
             time.sleep(self.poll_interval)
         while True:
@@ -103,13 +109,96 @@ class RestClusterExecutor:
                                   dict(r.get("accumulator-results", {})))
 
 
-def _progress_line(details: dict[str, Any]) -> str:
-    parts = []
-    for v in details.get("vertices", []):
-        running = v["tasks"].get("RUNNING", 0)
-        finished = v["tasks"].get("FINISHED", 0)
-        parts.append(f"{v['name']} [{v['status']} {running + finished}/{v['parallelism']}]")
-    return f"Job {details['jid']} {details['state']}: " + "; ".join(parts)
+#: Without a terminal, a progress block is printed at least this often while the job runs.
+PLAIN_PROGRESS_INTERVAL_S = 5.0
+TTY_PROGRESS_INTERVAL_S = 1.0
+
+
+def _rate(x: float) -> str:
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= size:
+            return f"{x / size:.1f}{unit}/s"
+    return f"{x:.0f}/s"
+
+
+def _count(x: float) -> str:
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= size:
+            return f"{x / size:.2f}{unit}"
+    return f"{x:.0f}"
+
+
+def progress_lines(details: dict[str, Any], restarts: Optional[int], checkpoint: str) -> list[str]:
+    """The progress block: the job, then one line per vertex."""
+    head = f"Job {details['jid']} ({details.get('name', '')}) {details['state']}"
+    extras = [f"restarts: {restarts if restarts is not None else '-'}", f"last checkpoint: {checkpoint}"]
+    lines = [f"{head}  [{', '.join(extras)}]"]
+    vertices = details.get("vertices", [])
+    width = min(48, max((len(v["name"]) for v in vertices), default=0))
+    for v in vertices:
+        tasks = v.get("tasks", {})
+        active = tasks.get("RUNNING", 0) + tasks.get("FINISHED", 0)
+        m = v.get("metrics") or {}
+        name = v["name"] if len(v["name"]) <= width else v["name"][: width - 1] + "~"
+        line = (f"  {name:<{width}}  {v['status']:<12} {active}/{v['parallelism']}"
+                f"  in {_rate(m.get('read-records-per-second', 0.0)):>9} ({_count(m.get('read-records', 0))})"
+                f"  out {_rate(m.get('write-records-per-second', 0.0)):>9} ({_count(m.get('write-records', 0))})")
+        level = m.get("backpressure-level")
+        if level and level != "ok":
+            line += f"  backpressure {level}"
+        lines.append(line)
+    return lines
+
+
+class ProgressPrinter:
+    def __init__(self, rest: RestClient, out: IO[str], *, clock: Any = time.monotonic) -> None:
+        self.rest = rest
+        self.out = out
+        self.clock = clock
+        try:
+            self.tty = bool(out.isatty())
+        except (AttributeError, ValueError):
+            self.tty = False
+        self.interval = TTY_PROGRESS_INTERVAL_S if self.tty else PLAIN_PROGRESS_INTERVAL_S
+        self._last_time = -float("inf")
+        self._last_signature: Optional[tuple[Any, ...]] = None
+        self._drawn = 0
+
+    def _extras(self, job_id: str) -> tuple[Optional[int], str]:
+        restarts: Optional[int] = None
+        checkpoint = "none"
+        try:
+            for m in self.rest.get_json(f"/jobs/{job_id}/metrics", get="numRestarts"):
+                if m.get("id") == "numRestarts":
+                    restarts = int(float(m["value"]))
+            latest = (self.rest.get_json(f"/jobs/{job_id}/checkpoints").get("latest") or {}).get("completed")
+            if latest:
+                checkpoint = f"#{latest.get('id')}"
+                if latest.get("end_to_end_duration") is not None:
+                    checkpoint += f" in {int(latest['end_to_end_duration'])} ms"
+                size = latest.get("checkpointed_size", latest.get("state_size"))
+                if size is not None:
+                    checkpoint += f", {_count(float(size))}B"
+        except Exception:  # noqa: BLE001 - progress is best effort; the job result is what counts
+            pass
+        return restarts, checkpoint
+
+    def update(self, details: dict[str, Any], final: bool = False) -> None:
+        signature = (details["state"], tuple((v["status"], tuple(sorted(v.get("tasks", {}).items())))
+                                             for v in details.get("vertices", [])))
+        now = self.clock()
+        if not final and signature == self._last_signature and now - self._last_time < self.interval:
+            return
+        self._last_signature, self._last_time = signature, now
+        lines = progress_lines(details, *self._extras(details["jid"]))
+        if self.tty:
+            cols = shutil.get_terminal_size((120, 24)).columns
+            lines = [line[: max(20, cols - 1)] for line in lines]
+            if self._drawn:
+                self.out.write(f"\x1b[{self._drawn}F\x1b[J")
+            self._drawn = 0 if final else len(lines)
+        self.out.write("\n".join(lines) + "\n")
+        self.out.flush()
 
 
 def stderr() -> IO[str]:

@@ -422,9 +422,228 @@ SLOT_REQUEST_TIMEOUT = _opt(
     "slot.request.timeout", "duration", "300 s",
     "How long a job waits for the slots it requested before failing.",
 )
+SLOT_IDLE_TIMEOUT = _opt(
+    "slot.idle.timeout", "duration", "50 s",
+    "How long a JobMaster keeps a slot whose tasks have ended (for the next region or a restart) "
+    "before giving it back.",
+)
+
+# --- failure recovery (yarnflink.scheduler)
+RESTART_STRATEGY = _opt(
+    "restart-strategy.type", "enum", None,
+    "Restart strategy of jobs: none (also off, disable), fixed-delay (fixeddelay), failure-rate "
+    "(failurerate) or exponential-delay (exponentialdelay). If unset: none, or exponential-delay "
+    "when checkpointing is enabled.",
+    choices=("none", "off", "disable", "fixed-delay", "fixeddelay", "failure-rate", "failurerate",
+             "exponential-delay", "exponentialdelay"),
+)
+RESTART_FIXED_DELAY_ATTEMPTS = _opt(
+    "restart-strategy.fixed-delay.attempts", "int", 1,
+    "Restarts before the job is declared failed (fixed-delay).",
+    min_value=0,
+)
+RESTART_FIXED_DELAY_DELAY = _opt(
+    "restart-strategy.fixed-delay.delay", "duration", "1 s",
+    "Delay between a failure and the restart (fixed-delay).",
+)
+RESTART_FAILURE_RATE_MAX = _opt(
+    "restart-strategy.failure-rate.max-failures-per-interval", "int", 1,
+    "Most failures within one failure-rate-interval before the job is declared failed (failure-rate).",
+    min_value=1,
+)
+RESTART_FAILURE_RATE_INTERVAL = _opt(
+    "restart-strategy.failure-rate.failure-rate-interval", "duration", "1 min",
+    "Time window in which failures are counted (failure-rate).",
+)
+RESTART_FAILURE_RATE_DELAY = _opt(
+    "restart-strategy.failure-rate.delay", "duration", "1 s",
+    "Delay between a failure and the restart (failure-rate).",
+)
+RESTART_EXP_INITIAL_BACKOFF = _opt(
+    "restart-strategy.exponential-delay.initial-backoff", "duration", "1 s",
+    "First delay between a failure and the restart (exponential-delay).",
+)
+RESTART_EXP_MAX_BACKOFF = _opt(
+    "restart-strategy.exponential-delay.max-backoff", "duration", "1 min",
+    "Longest delay between a failure and the restart (exponential-delay).",
+)
+RESTART_EXP_MULTIPLIER = _opt(
+    "restart-strategy.exponential-delay.backoff-multiplier", "float", 1.5,
+    "Factor by which the delay grows with each restart (exponential-delay; must be > 1).",
+)
+RESTART_EXP_RESET_THRESHOLD = _opt(
+    "restart-strategy.exponential-delay.reset-backoff-threshold", "duration", "1 h",
+    "After this long without a failure the delay and the attempt count start over (exponential-delay).",
+)
+RESTART_EXP_JITTER = _opt(
+    "restart-strategy.exponential-delay.jitter-factor", "float", 0.1,
+    "Random part of each delay, as a fraction of it, added or subtracted (exponential-delay; 0 to 1).",
+    min_value=0, max_value=1,
+)
+RESTART_EXP_ATTEMPTS = _opt(
+    "restart-strategy.exponential-delay.attempts-before-reset-backoff", "int", 2**31 - 1,
+    "Restarts before the job is declared failed, counted since the last reset of the delay (exponential-delay).",
+    min_value=1,
+)
+FAILOVER_STRATEGY = _opt(
+    "jobmanager.execution.failover-strategy", "enum", "region",
+    "What a task failure restarts: 'full' (every task), 'region' (the failed task's pipelined region, "
+    "the producer regions of results it could not read, and consumer regions that depend on restarted "
+    "results) or 'individual' (the failed task alone; only for jobs whose tasks exchange no data).",
+    choices=("full", "region", "individual"),
+)
+EXCEPTION_HISTORY_SIZE = _opt(
+    "web.exception-history-size", "int", 16,
+    "Number of failures a job's exception history keeps (GET /jobs/:jobid/exceptions).",
+    min_value=1,
+)
+BATCH_SHUFFLE_MODE = _opt(
+    "execution.batch-shuffle-mode", "enum", "ALL_EXCHANGES_BLOCKING",
+    "Exchanges of BATCH jobs: ALL_EXCHANGES_BLOCKING (results are written to the producer's local "
+    "disk and read by the next region, which starts when they are complete) or ALL_EXCHANGES_PIPELINED.",
+    choices=("ALL_EXCHANGES_BLOCKING", "ALL_EXCHANGES_PIPELINED"),
+)
 CLUSTER_EVENLY_SPREAD_OUT_SLOTS = _opt(
     "cluster.evenly-spread-out-slots", "bool", False,
     "Allocate slots from the least used TaskManager instead of filling one TaskManager first.",
+)
+HEARTBEAT_RPC_FAILURE_THRESHOLD = _opt(
+    "heartbeat.rpc-failure-threshold", "int", 2,
+    "Number of consecutive heartbeat RPCs that fail because the target is unreachable before the "
+    "target is considered lost (detection after about heartbeat.interval times this); -1 disables it.",
+    min_value=-1,
+)
+FINE_GRAINED_RESOURCE_MANAGEMENT = _opt(
+    "cluster.fine-grained-resource-management.enabled", "bool", False,
+    "Carve slots out of a TaskManager's total resources to fit each slot sharing group's "
+    "ResourceProfile; otherwise all slots are equal and profiles are ignored.",
+)
+SLOTMANAGER_MAX_SLOTS = _opt(
+    "slotmanager.number-of-slots.max", "int", 2**31 - 1,
+    "Maximum number of slots the cluster allocates (TaskManagers the ResourceManager starts count with "
+    "all their slots). No effect on standalone clusters, whose TaskManagers register by themselves.",
+    min_value=1,
+)
+SLOTMANAGER_MIN_SLOTS = _opt(
+    "slotmanager.number-of-slots.min", "int", 0,
+    "Minimum number of slots the cluster keeps: TaskManagers for them are started at once and not "
+    "released when idle. No effect on standalone clusters. A local session started with -n N "
+    "defaults it to N times the slots per TaskManager.",
+    min_value=0,
+)
+RM_TASKMANAGER_TIMEOUT = _opt(
+    "resourcemanager.taskmanager-timeout", "duration", "30 s",
+    "A TaskManager the ResourceManager started that has been idle (no allocated slot) this long is "
+    "stopped, unless the cluster would drop below slotmanager.number-of-slots.min.",
+)
+RM_TASKMANAGER_REGISTRATION_TIMEOUT = _opt(
+    "resourcemanager.taskmanager-registration.timeout", "duration", "5 min",
+    "A started TaskManager that has not registered within this time is stopped (a failed start) and "
+    "requested anew.",
+)
+RM_START_WORKER_MAX_FAILURE_RATE = _opt(
+    "resourcemanager.start-worker.max-failure-rate", "float", 10.0,
+    "Maximum number of failed TaskManager starts per minute; beyond it, starting TaskManagers pauses "
+    "for resourcemanager.start-worker.retry-interval.",
+    min_value=0,
+)
+RM_START_WORKER_RETRY_INTERVAL = _opt(
+    "resourcemanager.start-worker.retry-interval", "duration", "3 s",
+    "How long starting TaskManagers pauses once resourcemanager.start-worker.max-failure-rate is exceeded.",
+)
+TM_CPU_CORES = _opt(
+    "taskmanager.cpu.cores", "float", None,
+    "CPU cores a TaskManager offers to its slots (default: its number of slots).",
+    min_value=0,
+)
+TM_TASK_HEAP = _opt(
+    "taskmanager.memory.task.heap.size", "memory", None,
+    "Task heap a TaskManager offers to its slots (default: derived from taskmanager.memory.process.size "
+    "as Flink does; 384 mb for 1728m).",
+)
+TM_TASK_OFF_HEAP = _opt(
+    "taskmanager.memory.task.off-heap.size", "memory", "0 bytes",
+    "Task off-heap memory a TaskManager offers to its slots.",
+)
+TM_MANAGED_MEMORY = _opt(
+    "taskmanager.memory.managed.size", "memory", None,
+    "Managed memory a TaskManager offers to its slots (default: 0.4 of its Flink memory; 512 mb for 1728m).",
+)
+
+# --- high availability (yarnflink.highavailability)
+HA_TYPE = _opt(
+    "high-availability.type", "enum", "NONE",
+    "NONE: one master, no failover. ZOOKEEPER: masters elect a leader in ZooKeeper; JobGraphs, job "
+    "results and checkpoint pointers survive the leader.",
+    choices=("NONE", "ZOOKEEPER"),
+)
+HA_ZOOKEEPER_QUORUM = _opt(
+    "high-availability.zookeeper.quorum", "str", None,
+    "ZooKeeper servers as host:port,host:port,... (required with high-availability.type: ZOOKEEPER).",
+)
+HA_ZOOKEEPER_PATH_ROOT = _opt(
+    "high-availability.zookeeper.path.root", "str", "/yarnflink",
+    "ZooKeeper node under which every cluster keeps its HA data.",
+)
+HA_CLUSTER_ID = _opt(
+    "high-availability.cluster-id", "str", "/default",
+    "Identifies the cluster: its HA data lives under path.root/cluster-id in ZooKeeper and under "
+    "storageDir/cluster-id on the file system.",
+)
+# YARN deployment (yarnflink.deployment.yarn; docs/yarn.md)
+YARN_APPLICATION_QUEUE = _opt("yarn.application.queue", "str", None, "YARN queue of the application.")
+YARN_APPLICATION_NAME = _opt("yarn.application.name", "str", None,
+                             "YARN application name (default: 'yarnflink <mode>').")
+YARN_APPLICATION_ATTEMPTS = _opt("yarn.application-attempts", "int", 1,
+                                 "How often YARN starts the ApplicationMaster (skein max_attempts).", min_value=1)
+YARN_CONTAINERS_VCORES = _opt("yarn.containers.vcores", "int", None,
+                              "vcores of a TaskExecutor container (default: taskmanager.numberOfTaskSlots).",
+                              min_value=1)
+YARN_SHIP_ARCHIVES = _opt("yarn.ship-archives", "str", None,
+                          "Comma-separated packed Python environments (conda-pack/venv-pack .tar.gz) shipped "
+                          "to every container; the first one's bin/python runs yarnflink.")
+YARN_PYTHON_EXECUTABLE = _opt("yarn.python.executable", "str", None,
+                              "Python interpreter present on every node (default: python3, or the first "
+                              "shipped archive's bin/python).")
+JM_PROCESS_SIZE = _opt("jobmanager.memory.process.size", "memory", "1600m",
+                       "Total process memory of the master (the YARN ApplicationMaster container).")
+KERBEROS_PRINCIPAL = _opt("security.kerberos.login.principal", "str", None,
+                          "Kerberos principal used to submit to YARN (with the keytab).")
+KERBEROS_KEYTAB = _opt("security.kerberos.login.keytab", "str", None, "Keytab file of the Kerberos principal.")
+HA_STORAGE_DIR = _opt(
+    "high-availability.storageDir", "str", None,
+    "File system URL (fsspec: hdfs://, s3://, file://) for HA data too big for ZooKeeper: JobGraphs "
+    "and the job result store (required with high-availability.type: ZOOKEEPER).",
+)
+HA_ZOOKEEPER_SESSION_TIMEOUT = _opt(
+    "high-availability.zookeeper.client.session-timeout", "duration", "60000 ms",
+    "ZooKeeper session timeout: a master whose session expires has lost its leadership.",
+)
+HA_ZOOKEEPER_CONNECTION_TIMEOUT = _opt(
+    "high-availability.zookeeper.client.connection-timeout", "duration", "15000 ms",
+    "How long to wait for the first connection to ZooKeeper.",
+)
+HA_ZOOKEEPER_RETRY_WAIT = _opt(
+    "high-availability.zookeeper.client.retry-wait", "duration", "5000 ms",
+    "Initial pause before a failed ZooKeeper operation is retried (doubling each time).",
+)
+HA_ZOOKEEPER_MAX_RETRY_ATTEMPTS = _opt(
+    "high-availability.zookeeper.client.max-retry-attempts", "int", 3,
+    "How often a failed ZooKeeper operation is retried.",
+    min_value=0,
+)
+HA_ZOOKEEPER_TOLERATE_SUSPENDED = _opt(
+    "high-availability.zookeeper.client.tolerate-suspended-connections", "bool", False,
+    "Keep leadership while the ZooKeeper connection is suspended (for a third of the session timeout, "
+    "after which the session may expire) instead of giving it up at once.",
+)
+JOB_RESULT_STORE_STORAGE_PATH = _opt(
+    "job-result-store.storage-path", "str", None,
+    "Where the job result store keeps its entries (default: storageDir/job-result-store/cluster-id).",
+)
+JOB_RESULT_STORE_DELETE_ON_COMMIT = _opt(
+    "job-result-store.delete-on-commit", "bool", True,
+    "Delete a job's result entry once its cleanup is done, instead of keeping it marked clean.",
 )
 
 # --- local deployment
@@ -432,6 +651,175 @@ LOCAL_NUMBER_TASKMANAGER = _opt(
     "local.number-taskmanager", "int", 2,
     "Number of TaskManagers a local cluster starts.",
     min_value=1,
+)
+
+# --- state, checkpoints, event time (yarnflink.state, yarnflink.checkpoint)
+STATE_BACKEND_TYPE = _opt(
+    "state.backend.type", "enum", "hashmap",
+    "Keyed state backend: hashmap (state on the heap, organised by key group).",
+    choices=("hashmap",),
+)
+CHECKPOINTING_INTERVAL = _opt(
+    "execution.checkpointing.interval", "duration", None,
+    "Interval between periodic checkpoints; unset disables checkpointing.",
+)
+CHECKPOINTING_TIMEOUT = _opt(
+    "execution.checkpointing.timeout", "duration", "10 min",
+    "A checkpoint not completed within this time is aborted (counts as a failed checkpoint).",
+)
+CHECKPOINTING_MIN_PAUSE = _opt(
+    "execution.checkpointing.min-pause", "duration", "0 ms",
+    "Minimal time between the end of one checkpoint and the start of the next.",
+)
+CHECKPOINTING_MAX_CONCURRENT = _opt(
+    "execution.checkpointing.max-concurrent-checkpoints", "int", 1,
+    "Largest number of checkpoints in progress at the same time.",
+    min_value=1,
+)
+CHECKPOINTING_MODE = _opt(
+    "execution.checkpointing.mode", "enum", "EXACTLY_ONCE",
+    "EXACTLY_ONCE (aligned barriers) or AT_LEAST_ONCE (barriers are not aligned).",
+    choices=("EXACTLY_ONCE", "AT_LEAST_ONCE"),
+)
+CHECKPOINTING_TOLERABLE_FAILURES = _opt(
+    "execution.checkpointing.tolerable-failed-checkpoints", "int", 0,
+    "Consecutive checkpoint failures tolerated before the job fails.",
+    min_value=0,
+)
+CHECKPOINTING_NUM_RETAINED = _opt(
+    "execution.checkpointing.num-retained", "int", 1,
+    "Number of completed checkpoints kept; older ones are deleted.",
+    min_value=1,
+)
+CHECKPOINTING_EXTERNALIZED_RETENTION = _opt(
+    "execution.checkpointing.externalized-checkpoint-retention", "enum", "NO_EXTERNALIZED_CHECKPOINTS",
+    "What happens to completed checkpoints when the job ends: NO_EXTERNALIZED_CHECKPOINTS (deleted), "
+    "DELETE_ON_CANCELLATION (kept if the job fails), RETAIN_ON_CANCELLATION (kept if cancelled or failed).",
+    choices=("NO_EXTERNALIZED_CHECKPOINTS", "DELETE_ON_CANCELLATION", "RETAIN_ON_CANCELLATION"),
+)
+CHECKPOINTING_DIR = _opt(
+    "execution.checkpointing.dir", "str", None,
+    "Checkpoint directory: file://, s3:// (s3fs) or hdfs:// (pyarrow); checkpoints go to <dir>/<job-id>/chk-<n>.",
+)
+CHECKPOINTING_SAVEPOINT_DIR = _opt(
+    "execution.checkpointing.savepoint-dir", "str", None,
+    "Default directory of savepoints.",
+)
+CHECKPOINTING_INLINE_THRESHOLD = _opt(
+    "execution.checkpointing.data-inline-threshold", "memory", "20 kb",
+    "State smaller than this is stored inline in the checkpoint's _metadata instead of its own file.",
+)
+SAVEPOINT_PATH = _opt(
+    "execution.savepoint.path", "str", None,
+    "Savepoint or retained checkpoint to restore the job from.",
+)
+SAVEPOINT_IGNORE_UNCLAIMED_STATE = _opt(
+    "execution.savepoint.ignore-unclaimed-state", "bool", False,
+    "Allow restoring a savepoint that has state of operators the job no longer contains.",
+)
+AUTO_WATERMARK_INTERVAL = _opt(
+    "pipeline.auto-watermark-interval", "duration", "200 ms",
+    "Interval of periodic watermark emission; 0 disables periodic watermarks.",
+)
+S3_ENDPOINT = _opt(
+    "s3.endpoint", "str", None,
+    "S3 endpoint URL for s3:// paths (e.g. a MinIO or test server).",
+)
+S3_ACCESS_KEY = _opt("s3.access-key", "str", None, "S3 access key for s3:// paths.")
+S3_SECRET_KEY = _opt("s3.secret-key", "str", None, "S3 secret key for s3:// paths.")
+S3_PATH_STYLE_ACCESS = _opt(
+    "s3.path.style.access", "bool", False,
+    "Address buckets by path (https://endpoint/bucket) instead of by virtual host.",
+)
+
+# --- metrics and web dashboard (yarnflink.metrics, yarnflink.dispatcher)
+METRICS_REPORTERS = _opt(
+    "metrics.reporters", "str", None,
+    "Comma-separated names of the metric reporters to start; unset starts every reporter that has "
+    "metrics.reporter.<name>.* keys set. yarnflink has one reporter: 'prom' (Prometheus).",
+)
+METRICS_PROM_FACTORY = _opt(
+    "metrics.reporter.prom.factory.class", "str", None,
+    "Factory of the 'prom' reporter (accepted for Flink compatibility; setting it enables the Prometheus endpoint).",
+)
+METRICS_PROM_PORT = _opt(
+    "metrics.reporter.prom.port", "str", "9249",
+    "Port of the Prometheus endpoint of the master and of each TaskExecutor: a port, a range "
+    "('9250-9260') or a list; each process takes the first free one, 0 takes any free port. "
+    "Setting it enables the endpoint.",
+)
+METRICS_PROM_HOST = _opt(
+    "metrics.reporter.prom.host", "str", "127.0.0.1",
+    "Address the Prometheus endpoint binds to (yarnflink: loopback by default; Flink binds every interface).",
+)
+METRICS_FETCHER_UPDATE_INTERVAL = _opt(
+    "metrics.fetcher.update-interval", "duration", "10 s",
+    "How often the REST API and dashboard fetch task and TaskExecutor metrics from the TaskExecutors "
+    "(requests in between are answered from the last fetch).",
+)
+WEB_REFRESH_INTERVAL = _opt(
+    "web.refresh-interval", "duration", "3 s",
+    "Refresh interval of the web dashboard.",
+)
+WEB_CANCEL_ENABLE = _opt(
+    "web.cancel.enable", "bool", True,
+    "Whether jobs can be cancelled from the web dashboard.",
+)
+
+# --- security (yarnflink.security; Flink's security.ssl.* keys with PEM files instead of keystores)
+SECURITY_REST_AUTHENTICATION = _opt(
+    "security.rest.authentication", "enum", "token",
+    "How REST clients authenticate: 'token' (a bearer token generated per cluster; every endpoint "
+    "but /health requires it) or 'none' (whoever reaches the port may use the API).",
+    choices=("token", "none"),
+)
+SECURITY_REST_TOKEN_FILE = _opt(
+    "security.rest.token-file", "str", None,
+    "File holding the REST bearer token (mode 0600). A local cluster generates it in its working directory.",
+)
+SECURITY_SSL_REST_ENABLED = _opt(
+    "security.ssl.rest.enabled", "bool", False,
+    "Serve the REST API over HTTPS.",
+)
+SECURITY_SSL_REST_CERT = _opt(
+    "security.ssl.rest.cert", "str", None,
+    "PEM certificate (chain) of the REST server; a local cluster issues one from its CA if unset.",
+)
+SECURITY_SSL_REST_KEY = _opt(
+    "security.ssl.rest.key", "str", None,
+    "PEM private key of security.ssl.rest.cert.",
+)
+SECURITY_SSL_REST_CA = _opt(
+    "security.ssl.rest.ca", "str", None,
+    "PEM CA certificate(s) REST clients trust (default: the system's trust store).",
+)
+SECURITY_SSL_INTERNAL_ENABLED = _opt(
+    "security.ssl.internal.enabled", "bool", True,
+    "Mutual TLS with the cluster's CA for gRPC between master and TaskExecutors and for the data "
+    "transport between TaskExecutors.",
+)
+SECURITY_SSL_INTERNAL_CERT = _opt(
+    "security.ssl.internal.cert", "str", None,
+    "PEM certificate of this process, issued by the cluster's CA (a local cluster generates it).",
+)
+SECURITY_SSL_INTERNAL_KEY = _opt(
+    "security.ssl.internal.key", "str", None,
+    "PEM private key of security.ssl.internal.cert.",
+)
+SECURITY_SSL_INTERNAL_CA = _opt(
+    "security.ssl.internal.ca", "str", None,
+    "PEM certificate of the cluster's CA: peers must present a certificate it issued.",
+)
+
+# --- Spark steps (yarnflink.operators.spark; other spark.* keys go to the TaskExecutor's SparkSession)
+SPARK_MICRO_BATCH_MAX_ROWS = _opt(
+    "spark.micro-batch.max-rows", "int", 100_000,
+    "STREAMING: most rows a Spark step (transform_spark, spark_sql) hands to Spark at once.",
+    min_value=1,
+)
+SPARK_MICRO_BATCH_MAX_DELAY = _opt(
+    "spark.micro-batch.max-delay", "duration", "1 s",
+    "STREAMING: longest time a record waits in a Spark step's micro-batch before the batch runs.",
 )
 
 

@@ -49,6 +49,8 @@ import pyarrow as pa
 Field = Union[int, str]
 
 KIND_KEY = b"yarnflink.kind"
+TIMESTAMPS_KEY = b"yarnflink.timestamps"
+TIMESTAMPS_COLUMN = "__yarnflink_timestamp"
 KIND_SCALAR = "scalar"
 KIND_TUPLE = "tuple"
 KIND_ROW = "row"
@@ -84,13 +86,15 @@ class Batch:
     RecordBatch. Each conversion is done at most once and cached. Treat both forms as
     immutable (they may be shared by several downstream operators)."""
 
-    __slots__ = ("_rows", "_rb")
+    __slots__ = ("_rows", "_rb", "_ts")
 
-    def __init__(self, rows: Optional[list] = None, rb: Optional[pa.RecordBatch] = None):
+    def __init__(self, rows: Optional[list] = None, rb: Optional[pa.RecordBatch] = None,
+                 timestamps: Any = None):
         if rows is None and rb is None:
             rows = []
         self._rows = rows
         self._rb = rb
+        self._ts = timestamps  # event-time timestamps (int64 numpy array, ms) or None
 
     @staticmethod
     def from_rows(rows: list) -> "Batch":
@@ -104,7 +108,29 @@ class Batch:
             rb = table_to_batch(rb)
         elif not isinstance(rb, pa.RecordBatch):
             raise TypeError(f"Batch.from_arrow expects a pyarrow.RecordBatch, got {type(rb).__name__}")
+        md = rb.schema.metadata
+        if md and TIMESTAMPS_KEY in md:  # timestamps travel as an extra column (see wire_arrow)
+            i = rb.schema.get_field_index(TIMESTAMPS_COLUMN)
+            ts = rb.column(i).to_numpy(zero_copy_only=False)
+            md = {k: v for k, v in md.items() if k != TIMESTAMPS_KEY}
+            return Batch(rb=rb.remove_column(i).replace_schema_metadata(md or None), timestamps=ts)
         return Batch(rb=rb)
+
+    @property
+    def timestamps(self) -> Any:
+        """Per-record event-time timestamps (int64 numpy array, ms) or None."""
+        return self._ts
+
+    def wire_arrow(self) -> pa.RecordBatch:
+        """The Arrow form to send to another task: with timestamps, as an extra column that
+        ``from_arrow`` strips again."""
+        rb = self.arrow()
+        if self._ts is None:
+            return rb
+        md = dict(rb.schema.metadata or {})
+        md[TIMESTAMPS_KEY] = b"1"
+        rb = rb.append_column(TIMESTAMPS_COLUMN, pa.array(self._ts, type=pa.int64()))
+        return rb.replace_schema_metadata(md)
 
     @property
     def has_rows(self) -> bool:

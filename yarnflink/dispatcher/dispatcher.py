@@ -11,11 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from yarnflink.common.config import Configuration
+from yarnflink.dispatcher.metric_fetcher import MetricFetcher
+from yarnflink.dispatcher.views import job_config_json, monitoring_snapshot, plan_json, with_metrics
 from yarnflink.jobgraph.jobgraph import JobGraph
 from yarnflink.jobmaster.jobmaster import JobMaster
 from yarnflink.jobmaster.views import exceptions_json, job_overview
+from yarnflink.metrics.store import MetricStore, TaskMetricsEntry, merge_entries
 from yarnflink.resourcemanager.resourcemanager import ResourceManager
 from yarnflink.rpc.endpoint import RpcEndpoint
+from yarnflink.rpc.gateways import GatewayPool
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +41,9 @@ class JobEntry:
     #: Snapshot taken when the job ended for good: details, exceptions, collected results.
     archive: Optional[dict[str, Any]] = None
     terminated: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Flink's plan (vertices with their inputs) and the job's configuration, kept from submission
+    plan: dict[str, Any] = field(default_factory=dict)
+    job_config: dict[str, Any] = field(default_factory=dict)
 
 
 class Dispatcher(RpcEndpoint):
@@ -53,20 +60,38 @@ class Dispatcher(RpcEndpoint):
         self._rest_server: Any = None
         self._server_task: Optional[asyncio.Task[Any]] = None
         self.started_ms = int(time.time() * 1000)
+        #: task and TaskExecutor metrics for the REST API and dashboard (yarnflink.metrics)
+        self.metric_store = MetricStore()
+        self.metric_fetcher: Optional[MetricFetcher] = None
+        self._gateways: Optional[GatewayPool] = None
+        self._metric_reporter: Any = None
 
     @property
     def rest_url(self) -> str:
-        return f"http://{self.rest_host}:{self.rest_port}"
+        scheme = "https" if self.config.get("security.ssl.rest.enabled") else "http"
+        return f"{scheme}://{self.rest_host}:{self.rest_port}"
 
     async def on_start(self) -> None:
         from yarnflink.dispatcher.rest import start_rest_server
 
+        from yarnflink.dispatcher.monitoring import start_master_reporter
+
+        self._gateways = GatewayPool()
+        self.metric_fetcher = MetricFetcher(self.rm, self.metric_store, self._gateways,
+                                            self.config.get_seconds("metrics.fetcher.update-interval") or 0.0)
         self._rest_server, self._server_task, self.rest_port = await start_rest_server(
             self, self.rest_host, self._rest_port_config)
+        self._metric_reporter = start_master_reporter(self)
 
     async def on_stop(self) -> None:
+        from yarnflink.metrics.prometheus import stop_reporter
+
         masters = [e.master for e in self.jobs.values() if e.master is not None]
         loop = asyncio.get_running_loop()
+        if self._metric_reporter is not None:
+            await loop.run_in_executor(None, stop_reporter, self._metric_reporter)
+        if self._gateways is not None:
+            await self._gateways.close()
         for jm in masters:
             await loop.run_in_executor(None, jm.stop)
         if self._rest_server is not None:
@@ -81,8 +106,18 @@ class Dispatcher(RpcEndpoint):
     async def submit_job(self, job_graph: JobGraph) -> None:
         if job_graph.job_id in self.jobs:
             raise DuplicateJobSubmission(f"job {job_graph.job_id} was already submitted")
-        entry = JobEntry(job_graph.job_id, job_graph.job_name, int(time.time() * 1000))
+        entry = JobEntry(job_graph.job_id, job_graph.job_name, int(time.time() * 1000),
+                         plan=plan_json(job_graph), job_config=job_config_json(job_graph, self.config.to_dict()))
         self.jobs[job_graph.job_id] = entry
+        try:
+            await self._start_job_master(entry, job_graph)
+        except BaseException:
+            # a JobMaster that could not start leaves no half-registered job behind
+            self.jobs.pop(job_graph.job_id, None)
+            raise
+        log.info("submitted job %s (%s)", job_graph.job_name, job_graph.job_id)
+
+    async def _start_job_master(self, entry: JobEntry, job_graph: JobGraph) -> None:
         cfg = self.config
         jm = JobMaster(
             job_graph, self.rest_host if self.rest_host not in ("0.0.0.0", "") else "127.0.0.1",
@@ -91,10 +126,10 @@ class Dispatcher(RpcEndpoint):
             slot_request_timeout_s=cfg.get_seconds("slot.request.timeout"),
             heartbeat_interval_s=cfg.get_seconds("heartbeat.interval"),
             heartbeat_timeout_s=cfg.get_seconds("heartbeat.timeout"),
+            config=cfg,  # restart and failover strategies, slot.idle.timeout (the job's config wins)
         )
         entry.master = jm
         await asyncio.get_running_loop().run_in_executor(None, jm.start)
-        log.info("submitted job %s (%s)", job_graph.job_name, job_graph.job_id)
 
     def _job_terminated_on_jm_loop(self, jm: JobMaster) -> None:
         """Called on the JobMaster's loop: snapshot there, then hand over to our loop."""
@@ -102,6 +137,7 @@ class Dispatcher(RpcEndpoint):
             "details": jm.details(),
             "exceptions": exceptions_json(jm.eg),
             "collected": jm.collected_payloads(),
+            **monitoring_snapshot(jm),  # final task metrics, checkpoint statistics, restarts
         }
         self.call_soon(self._job_terminated, jm.job_id, archive)
 
@@ -109,6 +145,10 @@ class Dispatcher(RpcEndpoint):
         entry = self.jobs.get(job_id)
         if entry is None:
             return
+        archive["metrics"] = merge_entries(self.metric_store.job_tasks(job_id), archive["finals"])
+        self.metric_store.drop_job(job_id)
+        if self.metric_fetcher is not None:
+            self.metric_fetcher.ended_jobs.add(job_id)
         entry.archive = archive
         jm, entry.master = entry.master, None
         entry.terminated.set()
@@ -116,9 +156,21 @@ class Dispatcher(RpcEndpoint):
             # give the JobMaster a moment to free its slots, then stop its thread
             async def stop_later() -> None:
                 await asyncio.sleep(2.0)
+                await self._archive_late_metrics(entry, jm)
                 await asyncio.get_running_loop().run_in_executor(None, jm.stop)
 
             asyncio.ensure_future(stop_later())
+
+    async def _archive_late_metrics(self, entry: JobEntry, jm: JobMaster) -> None:
+        """Final task metrics that reached the JobMaster after the job ended (a task that finished
+        while it was being cancelled) join the archive."""
+        try:
+            late = await jm.call_async(_as_coro(lambda: monitoring_snapshot(jm)["finals"]))
+        except Exception:  # noqa: BLE001 - the archive keeps what it has
+            log.debug("late metrics of job %s not read", entry.job_id, exc_info=True)
+            return
+        if entry.archive is not None and late:
+            entry.archive["metrics"] = merge_entries(entry.archive["metrics"].values(), late)
 
     def entry(self, job_id: str) -> JobEntry:
         e = self.jobs.get(job_id)
@@ -157,6 +209,27 @@ class Dispatcher(RpcEndpoint):
             except UnknownJob:
                 continue
         return out
+
+    # ------------------------------------------------------------------ monitoring (dashboard, metrics)
+    async def job_monitoring(self, job_id: str) -> dict[str, Any]:
+        """Details, task metrics (newest per subtask), checkpoint statistics and restarts of a job;
+        a running job's task metrics are fetched first (at most once per update interval)."""
+        e = self.entry(job_id)
+        if e.archive is None and self.metric_fetcher is not None:
+            await self.metric_fetcher.update()
+        if e.archive is not None:
+            return {"details": e.archive["details"], "metrics": e.archive["metrics"],
+                    "checkpoints": e.archive["checkpoints"], "num_restarts": e.archive["num_restarts"]}
+        jm = e.master
+        assert jm is not None
+        snap: dict[str, Any] = await jm.call_async(_as_coro(lambda: {"details": jm.details(), **monitoring_snapshot(jm)}))
+        live: list[TaskMetricsEntry] = self.metric_store.job_tasks(job_id)
+        snap["metrics"] = merge_entries(live, snap.pop("finals"))
+        return snap
+
+    async def job_details_with_metrics(self, job_id: str) -> dict[str, Any]:
+        snap = await self.job_monitoring(job_id)
+        return with_metrics(snap["details"], snap["metrics"], self.entry(job_id).plan)
 
 
 def _as_coro(fn: Callable[[], Any]) -> Callable[[], Any]:

@@ -18,7 +18,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from yarnflink.dispatcher import rest_models as m
+from yarnflink.dispatcher.rest_monitoring import NotFound, monitoring_router
+from yarnflink.dispatcher.rest_openapi import doc, install_openapi_fixups
 from yarnflink.jobgraph.jobgraph import JobGraph, JobGraphError
+from yarnflink.security.limits import JobGraphTooLarge, check_job_graph_size
+from yarnflink.security.rest import install_rest_security, uvicorn_ssl_options
 from yarnflink.version import __version__
 
 if TYPE_CHECKING:
@@ -42,10 +47,12 @@ def _error(status: int, message: str) -> JSONResponse:
 
 def create_app(dispatcher: "Dispatcher") -> FastAPI:
     from yarnflink.dispatcher.dispatcher import DuplicateJobSubmission, UnknownJob
+    from yarnflink.jobmaster.jobmaster import JobSubmissionException
 
     app = FastAPI(title="yarnflink REST API", version=__version__,
                   description="Flink's REST API paths and shapes, served by the yarnflink Dispatcher.")
     max_body = int(dispatcher.config.get("rest.server.max-content-length"))
+    install_rest_security(app, dispatcher.config)  # token auth, /health, /login, body limits
 
     @app.exception_handler(RestError)
     async def _rest_error(_: Request, e: RestError) -> JSONResponse:
@@ -54,6 +61,10 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
     @app.exception_handler(UnknownJob)
     async def _unknown_job(_: Request, e: UnknownJob) -> JSONResponse:
         return _error(404, f"Job {e.args[0]} not found")
+
+    @app.exception_handler(NotFound)
+    async def _not_found(_: Request, e: NotFound) -> JSONResponse:
+        return _error(404, str(e))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_: Request, e: StarletteHTTPException) -> JSONResponse:
@@ -70,17 +81,24 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
         return _error(500, f"Internal server error: {type(e).__name__}: {e}")
 
     # ------------------------------------------------------------------ cluster
-    @app.get("/config", summary="Dashboard configuration")
+    @app.get("/config", summary="Dashboard configuration", response_model=None, responses=doc(m.DashboardConfiguration))
     async def config() -> dict[str, Any]:
-        return {"refresh-interval": 3000, "timezone-name": "UTC", "timezone-offset": 0,
-                "flink-version": __version__, "flink-revision": "yarnflink",
-                "features": {"web-submit": False, "web-cancel": True, "web-history": False}}
+        from yarnflink.metrics.prometheus import active_reporter_address
 
-    @app.get("/jobmanager/config", summary="The master's configuration as key/value pairs")
+        refresh = dispatcher.config.get_seconds("web.refresh-interval") or 3.0
+        prom = active_reporter_address()
+        return {"refresh-interval": int(refresh * 1000), "timezone-name": "UTC", "timezone-offset": 0,
+                "flink-version": __version__, "flink-revision": "yarnflink",
+                "features": {"web-submit": False, "web-cancel": bool(dispatcher.config.get("web.cancel.enable")),
+                             "web-history": False},
+                "metric-reporters": {"prom": prom} if prom else {}}
+
+    @app.get("/jobmanager/config", summary="The master's configuration as key/value pairs",
+             response_model=None, responses=doc(list[m.ConfigEntry]))
     async def jobmanager_config() -> list[dict[str, str]]:
         return [{"key": k, "value": v} for k, v in sorted(dispatcher.config.to_dict().items())]
 
-    @app.get("/overview", summary="Cluster overview")
+    @app.get("/overview", summary="Cluster overview", response_model=None, responses=doc(m.ClusterOverview))
     async def overview() -> dict[str, Any]:
         tms, total, free = await dispatcher.rm.call_async(dispatcher.rm.slot_totals)
         states = [o["state"] for o in await dispatcher.overviews()]
@@ -91,17 +109,21 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
             "jobs-failed": states.count("FAILED"), "flink-version": __version__, "flink-commit": "yarnflink",
         }
 
-    @app.get("/taskmanagers", summary="All registered TaskExecutors and their slots")
+    @app.get("/taskmanagers", summary="All registered TaskExecutors and their slots",
+             response_model=None, responses=doc(m.TaskManagersList))
     async def taskmanagers() -> dict[str, Any]:
         return {"taskmanagers": await dispatcher.rm.call_async(dispatcher.rm.task_managers_info)}
 
-    @app.delete("/cluster", summary="Shut the cluster down")
+    @app.delete("/cluster", summary="Shut the cluster down", response_model=None, responses=doc(m.Empty))
     async def shutdown() -> dict[str, Any]:
         asyncio.get_running_loop().call_later(0.2, dispatcher.on_shutdown_request)
         return {}
 
     # ------------------------------------------------------------------ jobs
-    @app.post("/jobs", status_code=202, summary="Submit a JobGraph (JSON body)")
+    @app.post("/jobs", status_code=202, summary="Submit a JobGraph (JSON body)", response_model=None,
+              responses=doc(m.SubmitResponse, 202, conflict=True),
+              openapi_extra={"requestBody": {"required": True, "content": {
+                  "application/json": {"schema": m.JOB_GRAPH_SCHEMA}}}})
     async def submit(request: Request) -> dict[str, Any]:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > max_body:
@@ -113,33 +135,40 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
                 raise RestError(413, f"request body exceeds rest.server.max-content-length ({max_body} bytes)")
         try:
             data = json.loads(bytes(body))
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:  # RecursionError: nesting too deep
             raise RestError(400, f"request body is not JSON: {e}") from None
         if isinstance(data, dict) and "jobGraph" in data:
             data = data["jobGraph"]
         try:
             graph = JobGraph.from_json(data)
+            check_job_graph_size(graph)
+        except JobGraphTooLarge as e:
+            raise RestError(413, f"JobGraph too large: {e}") from None
         except JobGraphError as e:
             raise RestError(400, f"invalid JobGraph: {e}") from None
         try:
             await dispatcher.submit_job(graph)
         except DuplicateJobSubmission as e:
             raise RestError(409, str(e)) from None
+        except JobSubmissionException as e:  # e.g. failover-strategy 'individual' for a job with exchanges
+            raise RestError(400, f"job not accepted: {e}") from None
         return {"jobUrl": f"/jobs/{graph.job_id}"}
 
-    @app.get("/jobs", summary="Job ids and states")
+    @app.get("/jobs", summary="Job ids and states", response_model=None, responses=doc(m.JobIdsWithStatus))
     async def jobs() -> dict[str, Any]:
         return {"jobs": [{"id": o["jid"], "status": o["state"]} for o in await dispatcher.overviews()]}
 
-    @app.get("/jobs/overview", summary="Overview of all jobs")
+    @app.get("/jobs/overview", summary="Overview of all jobs", response_model=None, responses=doc(m.JobsOverview))
     async def jobs_overview() -> dict[str, Any]:
         return {"jobs": await dispatcher.overviews()}
 
-    @app.get("/jobs/{jobid}", summary="Details of a job: vertices with state and parallelism")
+    @app.get("/jobs/{jobid}", summary="Details of a job: vertices with state, parallelism and metrics, and its plan",
+             response_model=None, responses=doc(m.JobDetails))
     async def job(jobid: str) -> dict[str, Any]:
-        return await dispatcher.job_details(_job_id(jobid))
+        return await dispatcher.job_details_with_metrics(_job_id(jobid))
 
-    @app.patch("/jobs/{jobid}", status_code=202, summary="Cancel a job (mode=cancel)")
+    @app.patch("/jobs/{jobid}", status_code=202, summary="Cancel a job (mode=cancel)", response_model=None,
+               responses=doc(m.Empty, 202, conflict=True))
     async def cancel(jobid: str, mode: Optional[str] = Query(default="cancel")) -> dict[str, Any]:
         if mode not in ("cancel", None):
             raise RestError(400, f"unsupported mode {mode!r}; supported: cancel")
@@ -150,11 +179,13 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
                 raise RestError(409, f"Job {job_id} is already {details['state']}")
         return {}
 
-    @app.get("/jobs/{jobid}/exceptions", summary="Exception history of a job")
+    @app.get("/jobs/{jobid}/exceptions", summary="Exception history of a job", response_model=None,
+             responses=doc(m.JobExceptions))
     async def exceptions(jobid: str) -> dict[str, Any]:
         return await dispatcher.job_exceptions(_job_id(jobid))
 
-    @app.get("/jobs/{jobid}/execution-result", summary="Result of a job once it has ended")
+    @app.get("/jobs/{jobid}/execution-result", summary="Result of a job once it has ended", response_model=None,
+             responses=doc(m.JobExecutionResult))
     async def execution_result(jobid: str) -> dict[str, Any]:
         job_id = _job_id(jobid)
         entry = dispatcher.entry(job_id)
@@ -173,7 +204,7 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
                     "collect": [base64.b64encode(p).decode("ascii") for p in entry.archive["collected"]],
                 },
                 "failure-cause": (
-                    {"class": exc["exceptionHistory"]["entries"][-1]["exceptionName"],
+                    {"class": exc["exceptionHistory"]["entries"][0]["exceptionName"],  # newest first
                      "stack-trace": exc["root-exception"],
                      "serialized-throwable": ""}
                     if state == "FAILED" and exc["root-exception"] else None
@@ -181,12 +212,13 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
             },
         }
 
-    @app.get("/jobs/{jobid}/plan", summary="The JobGraph of a job")
+    @app.get("/jobs/{jobid}/plan", summary="The JobGraph of a job: vertices with their inputs",
+             response_model=None, responses=doc(m.JobPlan))
     async def plan(jobid: str) -> dict[str, Any]:
-        details = await dispatcher.job_details(_job_id(jobid))
-        return {"plan": {"jid": details["jid"], "name": details["name"], "type": details["job-type"],
-                         "nodes": [{"id": v["id"], "parallelism": v["parallelism"], "operator": "",
-                                    "description": v["name"]} for v in details["vertices"]]}}
+        return {"plan": dispatcher.entry(_job_id(jobid)).plan}
+
+    app.include_router(monitoring_router(dispatcher))  # dashboard, metrics, logs
+    install_openapi_fixups(app)
 
     return app
 
@@ -210,7 +242,8 @@ async def start_rest_server(dispatcher: "Dispatcher", host: str, port: int) -> t
     sock.listen(128)
     sock.setblocking(False)
     config = uvicorn.Config(create_app(dispatcher), log_level="warning", access_log=False,
-                            lifespan="off", timeout_graceful_shutdown=2)
+                            lifespan="off", timeout_graceful_shutdown=2,
+                            **uvicorn_ssl_options(dispatcher.config))  # type: ignore[arg-type]
     server = uvicorn.Server(config)
     task = asyncio.ensure_future(server.serve(sockets=[sock]))
     while not server.started:

@@ -9,7 +9,11 @@ import threading
 from typing import Optional
 
 from yarnflink.common.config import Configuration
+from yarnflink.metrics.prometheus import start_reporter, stop_reporter
+from yarnflink.metrics.taskexecutor import prometheus_samples
 from yarnflink.operators.memory import tune_allocator
+from yarnflink.resourcemanager.resources import worker_spec_from_config
+from yarnflink.security import prepare_taskexecutor
 from yarnflink.taskexecutor.taskexecutor import TaskExecutor
 
 log = logging.getLogger(__name__)
@@ -19,6 +23,7 @@ def run_taskexecutor(config: Configuration, master_address: str, *, resource_id:
                      parent_pid: Optional[int] = None) -> int:
     # fewer page faults for the large temporary Arrow buffers of vectorized operators
     tune_allocator()
+    prepare_taskexecutor(config)  # mutual TLS with the cluster's CA (security.ssl.internal.*)
     host = config.get("taskmanager.host") or "127.0.0.1"
     te = TaskExecutor(
         master_address, host=host,
@@ -29,16 +34,22 @@ def run_taskexecutor(config: Configuration, master_address: str, *, resource_id:
         buffer_timeout_s=config.get_seconds("execution.buffer-timeout") or 0.1,
         max_buffers_per_channel=int(config.get("taskmanager.network.memory.buffers-per-channel")),
         max_bytes_per_channel=int(config.get("taskmanager.network.memory.max-bytes-per-channel")),
+        total_resources=worker_spec_from_config(config).total,
+        heartbeat_interval_s=config.get_seconds("heartbeat.interval") or 10.0,
+        heartbeat_timeout_s=config.get_seconds("heartbeat.timeout") or 50.0,
+        rpc_failure_threshold=int(config.get("heartbeat.rpc-failure-threshold")),
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     te.start()
+    reporter = start_reporter(config, lambda: prometheus_samples(te))  # metrics.reporter.prom.*
     log.info("TaskExecutor %s serving at %s, data at %s", te.resource_id, te.address, te.shuffle.address)
     while not stop.wait(0.5):
         # a TaskExecutor started by a master goes when that master goes, even after kill -9
         if parent_pid is not None and os.getppid() != parent_pid:
             log.warning("parent process %d is gone; stopping", parent_pid)
             break
+    stop_reporter(reporter)
     te.stop()
     return 0

@@ -13,7 +13,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
-from yarnflink.jobgraph.jobgraph import JobGraph, JobVertex
+from yarnflink.jobgraph.jobgraph import JobEdge, JobGraph, JobVertex
+
+#: Partitionings where producer subtask i feeds only consumer subtask i (Flink's POINTWISE).
+POINTWISE = frozenset({"forward"})
 
 
 class ExecutionState(str, enum.Enum):
@@ -72,6 +75,11 @@ class Failure:
     task_name: str = ""
     endpoint: str = ""
     task_manager_id: str = ""
+    #: Failover: the tasks this failure restarted ("name (i/n)"), failures that came with it
+    #: (e.g. the other tasks of a lost TaskExecutor), and the lost upstream partition if any.
+    restarted_tasks: list[str] = field(default_factory=list)
+    concurrent: list["Failure"] = field(default_factory=list)
+    partition_id: str = ""
 
 
 @dataclass
@@ -108,14 +116,26 @@ class Execution:
         return True
 
 
-@dataclass
+@dataclass(eq=False)
 class IntermediateResultPartition:
+    """The result of one producer subtask for one data set. Its id names the producer's current
+    attempt, so every attempt writes (and consumers read) a partition of its own."""
+
     dataset_id: str
     producer: "ExecutionVertex"
+    result_type: str = "PIPELINED_BOUNDED"
+    partitioning: str = "forward"
 
     @property
     def partition_id(self) -> str:
-        return f"{self.dataset_id}-{self.producer.subtask_index}-{self.producer.current.attempt_id}"
+        return self.partition_id_of(self.producer.current)
+
+    def partition_id_of(self, execution: "Execution") -> str:
+        return f"{self.dataset_id}-{self.producer.subtask_index}-{execution.attempt_id}"
+
+    @property
+    def blocking(self) -> bool:
+        return self.result_type == "BLOCKING"
 
 
 class ExecutionVertex:
@@ -135,6 +155,13 @@ class ExecutionVertex:
         self.prior.append(self.current)
         self.current = Execution(self, self.current.attempt_number + 1)
         return self.current
+
+    def last_slot(self) -> Optional[LogicalSlot]:
+        """The slot of the newest attempt that had one (sticky redeployment prefers it)."""
+        for e in (self.current, *reversed(self.prior)):
+            if e.slot is not None:
+                return e.slot
+        return None
 
 
 class ExecutionJobVertex:
@@ -177,9 +204,14 @@ class ExecutionGraph:
         self.status = JobStatus.CREATED
         self.timestamps: dict[str, int] = {JobStatus.INITIALIZING.value: now_ms(), JobStatus.CREATED.value: now_ms()}
         self.failures: list[Failure] = []
+        self.num_restarts = 0
+        self.exception_history_size = 16  # web.exception-history-size
+        self._edge_of: dict[str, JobEdge] = {e.source: e for e in job_graph.edges}
         for d in job_graph.datasets:
+            edge = self._edge_of.get(d.id)
             for ev in self._by_id[d.producer].task_vertices:
-                ev.produced[d.id] = IntermediateResultPartition(d.id, ev)
+                ev.produced[d.id] = IntermediateResultPartition(
+                    d.id, ev, d.result_type, edge.partitioning if edge else "forward")
 
     @property
     def job_id(self) -> str:
@@ -187,6 +219,49 @@ class ExecutionGraph:
 
     def vertex(self, vertex_id: str) -> ExecutionJobVertex:
         return self._by_id[vertex_id]
+
+    def all_vertices(self) -> Iterator[ExecutionVertex]:
+        for ejv in self.job_vertices:
+            yield from ejv.task_vertices
+
+    # ------------------------------------------------------------------ topology
+    def consumers_of(self, partition: IntermediateResultPartition) -> list[ExecutionVertex]:
+        """The subtasks reading ``partition`` (one for forward, every consumer subtask otherwise)."""
+        edge = self._edge_of.get(partition.dataset_id)
+        if edge is None:
+            return []
+        consumer = self._by_id[edge.target]
+        if edge.partitioning in POINTWISE:
+            return [consumer.task_vertices[partition.producer.subtask_index]]
+        return list(consumer.task_vertices)
+
+    def consumed_partitions(self, ev: ExecutionVertex) -> list[IntermediateResultPartition]:
+        """The partitions ``ev`` reads, input by input (as its deployment descriptor lists them)."""
+        out: list[IntermediateResultPartition] = []
+        jg = self.job_graph
+        for edge in jg.inputs_of(ev.job_vertex.id):
+            producer = self._by_id[jg.dataset(edge.source).producer]
+            if edge.partitioning in POINTWISE:
+                out.append(producer.task_vertices[ev.subtask_index].produced[edge.source])
+            else:
+                out.extend(p.produced[edge.source] for p in producer.task_vertices)
+        return out
+
+    def find_partition(self, partition_id: str) -> Optional[tuple[IntermediateResultPartition, Execution]]:
+        """The partition an id names and the producer attempt that wrote it (None if unknown)."""
+        dataset_id, _, rest = partition_id.partition("-")
+        subtask_s, _, attempt_id = rest.partition("-")
+        d = next((d for d in self.job_graph.datasets if d.id == dataset_id), None)
+        if d is None or not subtask_s.isdigit():
+            return None
+        vertices = self._by_id[d.producer].task_vertices
+        if int(subtask_s) >= len(vertices):
+            return None
+        ev = vertices[int(subtask_s)]
+        for e in (ev.current, *ev.prior):
+            if e.attempt_id == attempt_id:
+                return ev.produced[dataset_id], e
+        return None
 
     def executions(self) -> Iterator[Execution]:
         for ejv in self.job_vertices:

@@ -23,6 +23,7 @@ RESULT_TYPES = ("PIPELINED_BOUNDED", "BLOCKING")
 RUNTIME_MODES = ("STREAMING", "BATCH")
 MAX_VERTICES = 10_000
 MAX_PARALLELISM_LIMIT = 32_768  # Flink's upper bound for max parallelism (2^15)
+SLOT_SHARING_GROUP_RESOURCES = frozenset({"cpuCores", "taskHeapMemoryMB", "taskOffHeapMemoryMB", "managedMemoryMB"})
 
 
 class JobGraphError(ValueError):
@@ -82,6 +83,9 @@ class JobGraph:
     edges: list[JobEdge]
     runtime_mode: str = "STREAMING"
     config: dict[str, str] = field(default_factory=dict)
+    #: slot sharing group name -> its resources (``cpuCores``, ``taskHeapMemoryMB``,
+    #: ``taskOffHeapMemoryMB``, ``managedMemoryMB``), for the groups declared with resources
+    slot_sharing_groups: dict[str, dict[str, float]] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ navigation
     def vertex(self, vertex_id: str) -> JobVertex:
@@ -116,6 +120,7 @@ class JobGraph:
             "jobName": self.job_name,
             "runtimeMode": self.runtime_mode,
             "config": dict(self.config),
+            "slotSharingGroups": {k: dict(v) for k, v in self.slot_sharing_groups.items()},
             "vertices": [
                 {
                     "id": v.id,
@@ -195,9 +200,25 @@ class _Parser:
             edges=edges,
             runtime_mode=mode,
             config=dict(config),
+            slot_sharing_groups=self.slot_sharing_groups(d.get("slotSharingGroups", {})),
         )
         validate_topology(graph)
         return graph
+
+    @staticmethod
+    def slot_sharing_groups(data: Any) -> dict[str, dict[str, float]]:
+        if not isinstance(data, dict):
+            raise JobGraphError("jobGraph.slotSharingGroups must be an object of group name -> resources")
+        out: dict[str, dict[str, float]] = {}
+        for name, res in data.items():
+            path = f"jobGraph.slotSharingGroups[{name!r}]"
+            if not isinstance(res, dict) or not set(res) <= SLOT_SHARING_GROUP_RESOURCES:
+                raise JobGraphError(f"{path} must be an object with keys among {sorted(SLOT_SHARING_GROUP_RESOURCES)}")
+            for k, v in res.items():
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1e12:
+                    raise JobGraphError(f"{path}.{k} must be a number >= 0, got {v!r}")
+            out[str(name)] = {k: float(v) for k, v in res.items()}
+        return out
 
     def vertex(self, data: Any, path: str) -> JobVertex:
         d = self._obj(data, path)

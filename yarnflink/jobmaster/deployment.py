@@ -3,11 +3,10 @@ partitions it produces and the input channels it reads (with the producers' loca
 
 from __future__ import annotations
 
-from yarnflink.executiongraph.executiongraph import ExecutionGraph, ExecutionVertex
+from yarnflink.executiongraph.executiongraph import POINTWISE, ExecutionGraph, ExecutionVertex
 from yarnflink.rpc.pb import taskexecutor_pb2 as te_pb
 
-#: Partitionings where producer subtask i feeds only consumer subtask i (Flink's POINTWISE).
-POINTWISE = frozenset({"forward"})
+__all__ = ["POINTWISE", "build_tdd"]
 
 
 def build_tdd(eg: ExecutionGraph, ev: ExecutionVertex) -> te_pb.TaskDeploymentDescriptor:
@@ -43,6 +42,7 @@ def build_tdd(eg: ExecutionGraph, ev: ExecutionVertex) -> te_pb.TaskDeploymentDe
             partitioning=edge.partitioning,
             key_selector=edge.key_selector or b"",
             consumer_vertex_id=consumer.id,
+            result_type=dataset.result_type,
         ))
     for edge in jg.inputs_of(jv.id):
         producer = eg.vertex(jg.dataset(edge.source).producer)

@@ -1,7 +1,15 @@
-"""JobMaster: runs one job. Expands the JobGraph into an ExecutionGraph, declares the slots it
-needs at the ResourceManager, takes the slots TaskExecutors offer, deploys every task (eager
-scheduling: all slots first, then all tasks in topological order), tracks their states and ends the
-job. Without a restart strategy (the failover issue adds them) any task failure fails the job.
+"""JobMaster: runs one job. Expands the JobGraph into an ExecutionGraph and drives the job's
+``DefaultScheduler`` (yarnflink.scheduler): it feeds it events -- slots offered, task states,
+TaskExecutors lost, timers -- and carries out the actions it decides: deploy and cancel tasks,
+release result partitions, free slots, declare the slots needed at the ResourceManager, probe a
+TaskExecutor that may be dead. Scheduling is eager for streaming jobs and region by region for
+batch jobs; failures are recovered per ``jobmanager.execution.failover-strategy`` and
+``restart-strategy.*``.
+
+Dead TaskExecutors are noticed without waiting for the heartbeat timeout: an RPC that finds one
+unreachable (deploy, cancel, a probe) and a consumer that loses its data connection to one (its
+``PartitionException`` names the partition, whose producer's TaskExecutor is then probed) make it
+lost at once; heartbeats and the ResourceManager's notice remain the backstop.
 """
 
 from __future__ import annotations
@@ -15,12 +23,12 @@ from typing import Any, Callable, Optional
 
 import grpc
 
+from yarnflink.common.config import ConfigError, Configuration
 from yarnflink.executiongraph.executiongraph import (
     Execution,
     ExecutionGraph,
     ExecutionState,
     Failure,
-    JobStatus,
     now_ms,
 )
 from yarnflink.jobgraph.jobgraph import JobGraph
@@ -35,12 +43,47 @@ from yarnflink.rpc.pb import (
     resourcemanager_pb2,
     taskexecutor_pb2,
 )
-from yarnflink.scheduler.slotsharing import compute_slot_sharing
+from yarnflink.scheduler import restart
+from yarnflink.scheduler.scheduler import (
+    Action,
+    CancelTask,
+    CheckTaskManager,
+    DeclareResources,
+    DefaultScheduler,
+    DeployTask,
+    FreeSlot,
+    JobTerminated,
+    ReleasePartitions,
+    TaskManagerLost,
+)
+from yarnflink.scheduler.slotsharing import ExecutionSlotSharingGroup
 
 log = logging.getLogger(__name__)
 
 #: Collected results kept for the client (execute_and_collect) are bounded.
 MAX_COLLECTED_BYTES = 512 * 1024 * 1024
+#: How long a probe of a possibly dead TaskExecutor may take before it counts as alive.
+PROBE_TIMEOUT_S = 3.0
+
+
+class JobSubmissionException(ValueError):
+    """The job cannot run as submitted and configured (the REST API answers 400)."""
+
+
+def job_configuration(cluster: Optional[Configuration], job_graph: JobGraph) -> Configuration:
+    """The cluster's configuration overridden by the job's own entries (as in Flink)."""
+    config = cluster.copy() if cluster is not None else Configuration()
+    for key, value in job_graph.config.items():
+        try:
+            config.set(key, value, source="the job's configuration")
+        except ConfigError as e:
+            raise JobSubmissionException(str(e)) from None
+    return config
+
+
+def _unreachable(e: grpc.aio.AioRpcError) -> bool:
+    """The peer's process is not there (connection refused): not a slow or busy peer."""
+    return e.code() == grpc.StatusCode.UNAVAILABLE
 
 
 class JobMaster(RpcEndpoint):
@@ -48,7 +91,8 @@ class JobMaster(RpcEndpoint):
                  on_terminated: Callable[["JobMaster"], None],
                  slot_request_timeout_s: float = 300.0,
                  heartbeat_interval_s: float = 10.0,
-                 heartbeat_timeout_s: float = 50.0) -> None:
+                 heartbeat_timeout_s: float = 50.0,
+                 config: Optional[Configuration] = None) -> None:
         super().__init__(f"JobMaster-{job_graph.job_id[:8]}")
         self.job_graph = job_graph
         self.host = host
@@ -59,15 +103,30 @@ class JobMaster(RpcEndpoint):
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self.jobmaster_id = uuid.uuid4().hex  # fencing token of this JobMaster
         self.rm_token = ""
+        self.config = job_configuration(config, job_graph)
         self.eg = ExecutionGraph(job_graph)
-        self.slot_pool = SlotPool()
-        self.shared_slots = compute_slot_sharing(self.eg)
-        self.slot_pool.required = len(self.shared_slots)
+        try:
+            self.scheduler = DefaultScheduler(
+                self.eg,
+                failover_strategy=str(self.config.get("jobmanager.execution.failover-strategy")),
+                restart_strategy=restart.from_configuration(self.config),
+                slot_pool=SlotPool(idle_timeout_s=self.config.get_seconds("slot.idle.timeout") or 0.0),
+                slot_request_timeout_s=slot_request_timeout_s)
+        except ValueError as e:  # an invalid strategy or option (ConfigError is a ValueError)
+            raise JobSubmissionException(str(e)) from None
+        self.slot_pool = self.scheduler.pool
+        self.eg.exception_history_size = int(self.config.get("web.exception-history-size"))
         self.gateways = GatewayPool()
-        self.collected: dict[int, list[bytes]] = {}
+        #: collected results (execute_and_collect) by sink subtask: (attempt id, payload)
+        self.collected: dict[int, list[tuple[str, bytes]]] = {}
+        #: final task metrics (Flink's IOMetrics) by execution attempt id; read by the Dispatcher
+        self.final_io_metrics: dict[str, dict[str, float]] = {}
         self._collected_bytes = 0
-        self._deployed = False
         self._timers: list[asyncio.Task[Any]] = []
+        self._io: set[asyncio.Task[Any]] = set()  # RPCs in flight for the scheduler's actions
+        self._timer: Optional[asyncio.TimerHandle] = None
+        self._declaring: Optional[asyncio.Task[None]] = None
+        self._declare_again = False
         self._terminated_notified = False
 
     @property
@@ -78,49 +137,37 @@ class JobMaster(RpcEndpoint):
     def address(self) -> str:
         return f"{self.host}:{self.rpc_port}"
 
+    @property
+    def num_restarts(self) -> int:
+        return self.eg.num_restarts
+
+    @property
+    def shared_slots(self) -> list[ExecutionSlotSharingGroup]:
+        """The shared slots the job needs now (held or waited for): what it declares."""
+        needed = self.slot_pool.needed_keys()
+        return [g for g in self.scheduler.groups if g.key in needed]
+
     # ------------------------------------------------------------------ lifecycle
     async def on_start(self) -> None:
         await self.serve(jobmaster_pb2_grpc.add_JobMasterGatewayServicer_to_server,
                          _Servicer(self), self.host, 0)
-        self.eg.transition_to(JobStatus.RUNNING)
-        for ejv in self.eg.job_vertices:
-            for ev in ejv.task_vertices:
-                ev.current.transition(ExecutionState.SCHEDULED)
+        self._apply(self.scheduler.start(time.monotonic()))
         self._timers.append(asyncio.ensure_future(self._request_slots()))
-        self._timers.append(asyncio.ensure_future(self._slot_request_timeout()))
         self._timers.append(asyncio.ensure_future(self._monitor_task_managers()))
 
     async def on_stop(self) -> None:
         for t in self._timers:
             t.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
         await self.gateways.close()
 
     async def _request_slots(self) -> None:
-        rm = self.gateways.resource_manager(self.rm_address)
-        try:
-            resp = await rm.RegisterJobMaster(resourcemanager_pb2.RegisterJobMasterRequest(
-                job_id=self.job_id, jobmaster_address=self.address, jobmaster_id=self.jobmaster_id),
-                timeout=RPC_TIMEOUT_S)
-            self.rm_token = resp.fencing_token
-            await rm.DeclareRequiredResources(resourcemanager_pb2.DeclareRequiredResourcesRequest(
-                fencing_token=self.rm_token, job_id=self.job_id, jobmaster_address=self.address,
-                jobmaster_id=self.jobmaster_id,
-                requirements=[resourcemanager_pb2.ResourceRequirement(number_of_slots=self.slot_pool.required)],
-            ), timeout=RPC_TIMEOUT_S)
-        except grpc.aio.AioRpcError as e:
-            self.fail_job(Failure("ResourceManagerConnectionException",
-                                  f"could not reach the ResourceManager at {self.rm_address}: {e.details()}",
-                                  "", now_ms()))
+        # registration, requirements per slot sharing group, heartbeats: yarnflink.jobmaster.rm_connection
+        from yarnflink.jobmaster.rm_connection import ResourceManagerConnection, requirements_of
 
-    async def _slot_request_timeout(self) -> None:
-        await asyncio.sleep(self.slot_request_timeout_s)
-        if not self._deployed and not self.eg.status.globally_terminal:
-            self.fail_job(Failure(
-                "NoResourceAvailableException",
-                f"Could not acquire the minimum required resources: the job needs "
-                f"{self.slot_pool.required} slots and got {len(self.slot_pool.slots)} within "
-                f"slot.request.timeout ({self.slot_request_timeout_s:.0f} s)",
-                "", now_ms()))
+        self.rm_connection = ResourceManagerConnection(self, requirements_of(self.shared_slots, self.job_graph))
+        await self.rm_connection.run()
 
     async def _monitor_task_managers(self) -> None:
         while True:
@@ -130,31 +177,67 @@ class JobMaster(RpcEndpoint):
                 if now - tm.last_heartbeat > self.heartbeat_timeout_s:
                     self.task_manager_lost(tm.resource_id, f"heartbeat of TaskManager {tm.resource_id} timed out")
 
-    # ------------------------------------------------------------------ slots
-    def slots_offered(self, resource_id: str, offers: list[tuple[str, int]]) -> list[str]:
-        if self.eg.status != JobStatus.RUNNING or self._deployed:
-            return []
-        accepted = self.slot_pool.offer_slots(resource_id, offers)
-        if self.slot_pool.has_all_slots():
-            # deploy after this RPC returns, so the TaskExecutor knows the slots are accepted
-            asyncio.get_running_loop().call_soon(self._deploy_all)
-        return accepted
+    # ------------------------------------------------------------------ the scheduler's actions
+    def _apply(self, actions: list[Action]) -> None:
+        for a in actions:
+            if isinstance(a, DeployTask):
+                self._spawn(self._deploy(a.execution))
+            elif isinstance(a, CancelTask):
+                self._spawn(self._cancel_remote(a.execution))
+            elif isinstance(a, ReleasePartitions):
+                self._spawn(self._release_partitions(a))
+            elif isinstance(a, FreeSlot):
+                self._spawn(self._free_slot(a))
+            elif isinstance(a, DeclareResources):
+                self._declare_requirements()
+            elif isinstance(a, CheckTaskManager):
+                self._spawn(self._check_task_manager(a))
+            elif isinstance(a, TaskManagerLost):
+                self._spawn(self._report_task_manager_lost(a))
+            elif isinstance(a, JobTerminated):
+                self._job_terminated(a)
+        self._arm_timer()
 
-    def _deploy_all(self) -> None:
-        if self._deployed or self.eg.status != JobStatus.RUNNING:
-            return
-        self._deployed = True
-        slots = list(self.slot_pool.slots.values())
-        for shared, slot in zip(self.shared_slots, slots):
-            for ev in shared.vertices:
-                ev.current.slot = slot
-        for ejv in self.eg.job_vertices:  # topological order
-            for ev in ejv.task_vertices:
-                asyncio.ensure_future(self._deploy(ev.current))
+    def _spawn(self, coro: Any) -> None:
+        t = asyncio.ensure_future(coro)
+        self._io.add(t)
+        t.add_done_callback(self._io.discard)
+
+    def _arm_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        deadline = self.scheduler.next_deadline()
+        if deadline is not None and not self.eg.status.globally_terminal:
+            delay = max(0.0, deadline - time.monotonic()) + 0.001
+            self._timer = asyncio.get_running_loop().call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._apply(self.scheduler.on_timer(time.monotonic()))
+
+    def _declare_requirements(self) -> None:
+        """Declares the slots needed now at the ResourceManager (coalesced: one call at a time,
+        the last one carries the newest requirements)."""
+        self._declare_again = True
+        if self._declaring is None or self._declaring.done():
+            self._declaring = asyncio.ensure_future(self._declare_loop())
+
+    async def _declare_loop(self) -> None:
+        from yarnflink.jobmaster.rm_connection import requirements_of
+
+        while self._declare_again:
+            self._declare_again = False
+            connection = getattr(self, "rm_connection", None)
+            if connection is None:
+                return  # not connected yet: the connection declares shared_slots when it starts
+            try:
+                await connection.declare(requirements_of(self.shared_slots, self.job_graph))
+            except grpc.aio.AioRpcError as e:
+                log.info("job %s: declaring requirements failed (%s); the connection declares again "
+                         "when it re-registers", self.job_id, e.details())
 
     async def _deploy(self, execution: Execution) -> None:
-        if not execution.transition(ExecutionState.DEPLOYING):
-            return
         slot = execution.slot
         assert slot is not None
         try:
@@ -163,69 +246,13 @@ class JobMaster(RpcEndpoint):
                                                    tdd=build_tdd(self.eg, execution.vertex)),
                 timeout=RPC_TIMEOUT_S)
         except grpc.aio.AioRpcError as e:
-            self.execution_failed(execution, Failure(
+            if _unreachable(e):
+                self.task_manager_lost(slot.resource_id, f"TaskManager {slot.resource_id} at {slot.rpc_address} "
+                                                         f"is unreachable (deploying a task: {e.details()})")
+            self._apply(self.scheduler.deploy_failed(execution, Failure(
                 "TaskDeploymentException", f"could not deploy to {slot.rpc_address}: {e.details()}",
-                "", now_ms(), execution.vertex.task_name_with_subtask, slot.rpc_address, slot.resource_id))
-
-    # ------------------------------------------------------------------ task states
-    def update_task_state(self, attempt_id: str, state: ExecutionState,
-                          error: Optional[common_pb2.SerializedThrowable]) -> bool:
-        execution = self.eg.find_execution(attempt_id)
-        if execution is None or execution is not execution.vertex.current:
-            return False
-        if state == ExecutionState.FAILED:
-            slot = execution.slot
-            self.execution_failed(execution, Failure(
-                error.exception_class if error else "Exception",
-                error.message if error else "task failed",
-                error.traceback if error else "",
-                now_ms(), execution.vertex.task_name_with_subtask,
-                slot.data_address if slot else "", slot.resource_id if slot else ""))
-            return True
-        if not execution.transition(state):
-            return False
-        self._check_job_end()
-        return True
-
-    def execution_failed(self, execution: Execution, failure: Failure) -> None:
-        if not execution.transition(ExecutionState.FAILED):
-            if execution.state.terminal:
-                return
-            execution.state = ExecutionState.FAILED
-        execution.failure = failure
-        self.eg.failures.append(failure)
-        if self.eg.status in (JobStatus.RUNNING, JobStatus.CREATED):
-            log.info("job %s failing: %s in %s", self.job_id, failure.exception_class, failure.task_name)
-            self.eg.transition_to(JobStatus.FAILING)
-            self._cancel_all()
-        self._check_job_end()
-
-    def fail_job(self, failure: Failure) -> None:
-        """A failure of the job as a whole (not of one task)."""
-        if self.eg.status.globally_terminal:
-            return
-        self.eg.failures.append(failure)
-        self.eg.transition_to(JobStatus.FAILING)
-        self._cancel_all()
-        self._check_job_end()
-
-    def cancel(self) -> bool:
-        if self.eg.status.globally_terminal or self.eg.status == JobStatus.CANCELLING:
-            return False
-        self.eg.transition_to(JobStatus.CANCELLING)
-        self._cancel_all()
-        self._check_job_end()
-        return True
-
-    def _cancel_all(self) -> None:
-        for execution in self.eg.executions():
-            if execution.state.terminal:
-                continue
-            if execution.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED) or execution.slot is None:
-                execution.transition(ExecutionState.CANCELED)
-                continue
-            execution.transition(ExecutionState.CANCELING)
-            asyncio.ensure_future(self._cancel_remote(execution))
+                "", now_ms(), execution.vertex.task_name_with_subtask, slot.data_address, slot.resource_id),
+                time.monotonic()))
 
     async def _cancel_remote(self, execution: Execution) -> None:
         slot = execution.slot
@@ -236,53 +263,110 @@ class JobMaster(RpcEndpoint):
                                                    execution_id=execution.attempt_id),
                 timeout=RPC_TIMEOUT_S)
         except grpc.aio.AioRpcError as e:
-            # the TaskExecutor is gone: its task is gone with it
+            # the TaskExecutor is gone (its tasks are gone with it) or the task already ended
             log.info("cancel of %s failed (%s); marking it canceled", execution.attempt_id, e.details())
-            if execution.transition(ExecutionState.CANCELED):
-                self._check_job_end()
+            if _unreachable(e):
+                self.task_manager_lost(slot.resource_id, f"TaskManager {slot.resource_id} at {slot.rpc_address} "
+                                                         f"is unreachable (cancelling a task: {e.details()})")
+            self._apply(self.scheduler.cancel_failed(execution, time.monotonic()))
+
+    async def _check_task_manager(self, a: CheckTaskManager) -> None:
+        try:
+            await self.gateways.task_executor(a.rpc_address).RequestTaskExecutorInfo(
+                taskexecutor_pb2.TaskExecutorInfoRequest(), timeout=PROBE_TIMEOUT_S)
+        except grpc.aio.AioRpcError as e:
+            if _unreachable(e):
+                self.task_manager_lost(a.resource_id, f"TaskManager {a.resource_id} at {a.rpc_address} is "
+                                                      f"unreachable (a consumer lost its data connection; "
+                                                      f"probe: {e.details()})")
+                return
+        self._apply(self.scheduler.task_manager_checked(a.resource_id, time.monotonic()))
+
+    async def _report_task_manager_lost(self, a: TaskManagerLost) -> None:
+        """Tells the ResourceManager, so the dead TaskExecutor's slots stop counting as allocated
+        and the restart gets slots elsewhere without waiting for its heartbeat timeout."""
+        if not self.rm_token:
+            return
+        try:
+            await self.gateways.resource_manager(self.rm_address).DisconnectTaskExecutor(
+                resourcemanager_pb2.DisconnectTaskExecutorRequest(
+                    fencing_token=self.rm_token, resource_id=a.resource_id,
+                    cause=f"the JobMaster of job {self.job_id} lost it: {a.cause}"),
+                timeout=RPC_TIMEOUT_S)
+        except grpc.aio.AioRpcError as e:
+            log.info("telling the ResourceManager about lost TaskManager %s failed: %s", a.resource_id, e.details())
+
+    async def _release_partitions(self, a: ReleasePartitions) -> None:
+        try:
+            await self.gateways.task_executor(a.rpc_address).ReleasePartitions(
+                taskexecutor_pb2.ReleasePartitionsRequest(job_id=self.job_id, partition_ids=list(a.partition_ids)),
+                timeout=RPC_TIMEOUT_S)
+        except grpc.aio.AioRpcError as e:
+            log.debug("releasing partitions at %s failed: %s", a.rpc_address, e.details())
+
+    async def _free_slot(self, a: FreeSlot) -> None:
+        try:
+            await self.gateways.task_executor(a.slot.rpc_address).FreeSlot(
+                taskexecutor_pb2.FreeSlotRequest(allocation_id=a.slot.allocation_id, cause=a.cause),
+                timeout=RPC_TIMEOUT_S)
+        except grpc.aio.AioRpcError as e:
+            log.debug("freeing slot %s failed: %s", a.slot.allocation_id, e.details())
+
+    # ------------------------------------------------------------------ events
+    def slots_offered(self, resource_id: str, offers: list[tuple[str, int]]) -> list[str]:
+        accepted, actions = self.scheduler.slots_offered(resource_id, offers, time.monotonic())
+        # deploy after this RPC returns, so the TaskExecutor knows the slots are accepted
+        asyncio.get_running_loop().call_soon(self._apply, actions)
+        return accepted
+
+    def update_task_state(self, attempt_id: str, state: ExecutionState,
+                          error: Optional[common_pb2.SerializedThrowable], failed_partition_id: str = "") -> bool:
+        execution = self.eg.find_execution(attempt_id)
+        if execution is None or execution is not execution.vertex.current:
+            return False
+        failure = None
+        if state == ExecutionState.FAILED:
+            slot = execution.slot
+            failure = Failure(
+                error.exception_class if error else "Exception",
+                error.message if error else "task failed",
+                error.traceback if error else "",
+                now_ms(), execution.vertex.task_name_with_subtask,
+                slot.data_address if slot else "", slot.resource_id if slot else "",
+                partition_id=failed_partition_id)
+        self._apply(self.scheduler.task_state_changed(attempt_id, state, failure, time.monotonic()))
+        return True
+
+    def fail_job(self, failure: Failure) -> None:
+        """A failure of the job as a whole (not of one task): no restart."""
+        self._apply(self.scheduler.fail_job(failure, time.monotonic()))
+
+    def cancel(self) -> bool:
+        now = time.monotonic()
+        cancelled = self.scheduler.cancel(now)
+        self._apply(self.scheduler.take_actions(now))
+        return cancelled
 
     def task_manager_lost(self, resource_id: str, cause: str) -> None:
-        lost = self.slot_pool.release_task_manager(resource_id)
-        allocations = {s.allocation_id for s in lost}
-        for execution in list(self.eg.executions()):
-            if execution.slot and execution.slot.allocation_id in allocations and not execution.state.terminal:
-                if execution.state == ExecutionState.CANCELING:
-                    execution.transition(ExecutionState.CANCELED)
-                    continue
-                self.execution_failed(execution, Failure(
-                    "TaskManagerLostException", cause, "", now_ms(),
-                    execution.vertex.task_name_with_subtask, execution.slot.data_address, resource_id))
-        self._check_job_end()
+        self._apply(self.scheduler.task_manager_lost(
+            resource_id, Failure("TaskManagerLostException", cause, "", now_ms(), task_manager_id=resource_id),
+            time.monotonic()))
 
-    def _check_job_end(self) -> None:
-        status = self.eg.status
-        if status.globally_terminal:
-            return
-        if status == JobStatus.RUNNING and self.eg.all_finished():
-            self._terminate(JobStatus.FINISHED)
-        elif status == JobStatus.FAILING and self.eg.all_terminal():
-            self._terminate(JobStatus.FAILED)
-        elif status == JobStatus.CANCELLING and self.eg.all_terminal():
-            self._terminate(JobStatus.CANCELED)
-
-    def _terminate(self, status: JobStatus) -> None:
-        self.eg.transition_to(status)
-        log.info("job %s (%s) %s", self.job_graph.job_name, self.job_id, status.value)
-        asyncio.ensure_future(self._release_resources())
+    def _job_terminated(self, a: JobTerminated) -> None:
+        log.info("job %s (%s) %s", self.job_graph.job_name, self.job_id, a.status.value)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if not self._terminated_notified:
             self._terminated_notified = True
             self.on_terminated(self)
+        self._spawn(self._disconnect_resource_manager())
 
-    async def _release_resources(self) -> None:
-        for slot in self.slot_pool.release_all():
-            te = self.gateways.task_executor(slot.rpc_address)
-            try:
-                await te.ReleasePartitions(taskexecutor_pb2.ReleasePartitionsRequest(job_id=self.job_id),
-                                           timeout=RPC_TIMEOUT_S)
-                await te.FreeSlot(taskexecutor_pb2.FreeSlotRequest(
-                    allocation_id=slot.allocation_id, cause=f"job {self.eg.status.value}"), timeout=RPC_TIMEOUT_S)
-            except grpc.aio.AioRpcError:
-                pass
+    async def _disconnect_resource_manager(self) -> None:
+        await asyncio.sleep(0)  # the slot frees and partition releases of the same batch start first
+        pending = [t for t in self._io if t is not asyncio.current_task()]
+        if pending:
+            await asyncio.wait(pending, timeout=RPC_TIMEOUT_S)
         try:
             await self.gateways.resource_manager(self.rm_address).DisconnectJobMaster(
                 resourcemanager_pb2.DisconnectJobMasterRequest(
@@ -294,18 +378,25 @@ class JobMaster(RpcEndpoint):
     # ------------------------------------------------------------------ collect sink
     def add_collected(self, attempt_id: str, payload: bytes) -> None:
         execution = self.eg.find_execution(attempt_id)
-        if execution is None:
-            return
+        if execution is None or execution is not execution.vertex.current:
+            return  # output of an attempt that a restart replaced
         self._collected_bytes += len(payload)
         if self._collected_bytes > MAX_COLLECTED_BYTES:
             self.fail_job(Failure("CollectSinkException",
                                   f"execute_and_collect() results exceed {MAX_COLLECTED_BYTES} bytes; "
                                   f"write large results with a FileSink instead", "", now_ms()))
             return
-        self.collected.setdefault(execution.vertex.subtask_index, []).append(payload)
+        self.collected.setdefault(execution.vertex.subtask_index, []).append((attempt_id, payload))
 
     def collected_payloads(self) -> list[bytes]:
-        return [p for i in sorted(self.collected) for p in self.collected[i]]
+        """The results of each sink subtask's latest attempt (a restarted sink's earlier output is dropped)."""
+        out = []
+        for i in sorted(self.collected):
+            for attempt_id, payload in self.collected[i]:
+                execution = self.eg.find_execution(attempt_id)
+                if execution is not None and execution is execution.vertex.current:
+                    out.append(payload)
+        return out
 
     # ------------------------------------------------------------------ views (REST)
     def details(self) -> dict[str, Any]:
@@ -320,7 +411,7 @@ class _Servicer(jobmaster_pb2_grpc.JobMasterGatewayServicer):
 
     async def RegisterTaskManager(self, request: Any, context: Any) -> Any:
         await check_fencing(context, self.jm.jobmaster_id, request.jobmaster_id, "JobMaster")
-        self.jm.slot_pool.register_task_manager(
+        self.jm.scheduler.register_task_manager(
             request.resource_id, request.rpc_address, request.data_address, time.monotonic())
         return common_pb2.Ack()
 
@@ -336,8 +427,11 @@ class _Servicer(jobmaster_pb2_grpc.JobMasterGatewayServicer):
             state = ExecutionState(request.state)
         except ValueError:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unknown execution state {request.state!r}")
+        if request.io_metrics and self.jm.eg.find_execution(request.execution_id) is not None:
+            self.jm.final_io_metrics[request.execution_id] = dict(request.io_metrics)
         self.jm.update_task_state(request.execution_id, state,
-                                  request.error if request.HasField("error") else None)
+                                  request.error if request.HasField("error") else None,
+                                  request.failed_partition_id)
         return common_pb2.Ack()
 
     async def SendCoordinationData(self, request: Any, context: Any) -> Any:

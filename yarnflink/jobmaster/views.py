@@ -61,6 +61,7 @@ def job_details(eg: ExecutionGraph) -> dict[str, Any]:
         "timestamps": dict(eg.timestamps),
         "vertices": vertices,
         "status-counts": status_counts,
+        "numRestarts": eg.num_restarts,
     }
 
 
@@ -79,8 +80,11 @@ def job_overview(details: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def failure_json(f: Failure) -> dict[str, Any]:
-    return {
+def failure_json(f: Failure, concurrent: bool = True) -> dict[str, Any]:
+    """One exception history entry (Flink's shape). yarnflink adds ``restartedTasks``: the tasks
+    the failure restarted (empty when it failed the job) and ``partitionId``: the upstream result
+    a consumer could not read."""
+    out: dict[str, Any] = {
         "exceptionName": f.exception_class,
         "message": f.message,
         "stacktrace": f.traceback or f"{f.exception_class}: {f.message}",
@@ -89,16 +93,24 @@ def failure_json(f: Failure) -> dict[str, Any]:
         "endpoint": f.endpoint or None,
         "taskManagerId": f.task_manager_id or None,
         "failureLabels": {},
+        "restartedTasks": list(f.restarted_tasks),
+        "partitionId": f.partition_id or None,
     }
+    if concurrent:
+        out["concurrentExceptions"] = [failure_json(c, concurrent=False) for c in f.concurrent]
+    return out
 
 
-def exceptions_json(eg: ExecutionGraph) -> dict[str, Any]:
+def exceptions_json(eg: ExecutionGraph, size: int = 16) -> dict[str, Any]:
+    """Every failure of the job, newest first (``web.exception-history-size`` of them); the root
+    exception is the newest one (the one that failed the job, once it failed)."""
+    size = getattr(eg, "exception_history_size", size)
     entries = [failure_json(f) for f in reversed(eg.failures)]
-    root = eg.failures[0] if eg.failures else None
+    root = eg.failures[-1] if eg.failures else None
     return {
         "root-exception": (root.traceback or f"{root.exception_class}: {root.message}") if root else None,
         "timestamp": root.timestamp_ms if root else None,
         "all-exceptions": [],
-        "truncated": False,
-        "exceptionHistory": {"entries": entries, "truncated": False},
+        "truncated": len(entries) > size,
+        "exceptionHistory": {"entries": entries[:size], "truncated": len(entries) > size},
     }

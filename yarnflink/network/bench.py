@@ -1,6 +1,6 @@
 """Throughput micro-benchmark of the shuffle stack (not a test).
 
-    python -m yarnflink.network.bench [--rows 65536] [--cols 4] [--seconds 3]
+    python -m yarnflink.network.bench [--rows 65536] [--cols 4] [--seconds 3] [--tls DIR]
 
 Prints MB/s and rows/s for: a local channel, a remote channel with producer and consumer in this
 process (they share one GIL), and a remote channel whose producer is a separate process (the
@@ -19,6 +19,9 @@ import numpy as np
 import pyarrow as pa
 
 from yarnflink.network import InputChannelSpec, ShuffleEnvironment
+
+#: ``--tls DIR`` for the producer process too (mutual TLS as in a cluster, material in DIR)
+_TLS_ARGS: list[str] = []
 
 
 def make_batch(rows: int, cols: int) -> pa.RecordBatch:
@@ -85,7 +88,7 @@ def producer_process(rows: int, cols: int, seconds: float) -> None:
 def bench_cross_process(rows: int, cols: int, seconds: float) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "yarnflink.network.bench", "--producer",
-         "--rows", str(rows), "--cols", str(cols), "--seconds", str(seconds)],
+         "--rows", str(rows), "--cols", str(cols), "--seconds", str(seconds), *_TLS_ARGS],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
     assert proc.stdin and proc.stdout
@@ -108,7 +111,15 @@ def main() -> None:
     ap.add_argument("--cols", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--producer", action="store_true")
+    ap.add_argument("--tls", metavar="DIR", help="mutual TLS on the data sockets, with a cluster's material in DIR")
     args = ap.parse_args()
+    if args.tls:
+        from pathlib import Path
+
+        from yarnflink.security import install_directory_material
+
+        install_directory_material(Path(args.tls))
+        _TLS_ARGS[:] = ["--tls", args.tls]
     if args.producer:
         producer_process(args.rows, args.cols, args.seconds)
         return

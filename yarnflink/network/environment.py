@@ -9,15 +9,37 @@ every other channel is remote (TCP, Arrow IPC).
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import threading
-from typing import Optional
+from typing import Optional, Union
 
+from yarnflink.network.blocking import BlockingResultPartition
 from yarnflink.network.common import InputChannelSpec
 from yarnflink.network.errors import CancelledTransfer
 from yarnflink.network.gate import InputGate
 from yarnflink.network.partition import PartitionRegistry, ResultPartition
 from yarnflink.network.queues import MemoryAccount
 from yarnflink.network.transport import PartitionServer
+
+
+def _remove_orphaned_spill_dirs(parent: str) -> None:
+    """Deletes ``yarnflink-shuffle-<pid>-*`` directories whose process is gone."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split("-")
+        if len(parts) < 4 or not name.startswith("yarnflink-shuffle-") or not parts[2].isdigit():
+            continue
+        try:
+            os.kill(int(parts[2]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+        except OSError:
+            pass
 
 
 class ShuffleEnvironment:
@@ -29,6 +51,7 @@ class ShuffleEnvironment:
         max_buffers_per_channel: int = 8,
         max_bytes_per_channel: int = 8 * 1024 * 1024,
         partition_request_timeout: float = 30.0,
+        spill_dir: Optional[str] = None,
     ) -> None:
         if max_buffers_per_channel < 1 or max_bytes_per_channel < 1:
             raise ValueError("channel bounds must be positive")
@@ -44,6 +67,8 @@ class ShuffleEnvironment:
         self._gates: set[InputGate] = set()
         self._started = False
         self._closed = False
+        self._spill_parent = spill_dir
+        self._spill_dir: Optional[str] = None  # created on the first blocking partition
 
     def start(self) -> None:
         """Bind the data server and start its accept thread (daemon)."""
@@ -62,8 +87,29 @@ class ShuffleEnvironment:
             raise RuntimeError("shuffle environment not started")
         return self._server.address
 
-    def create_result_partition(self, partition_id: str, num_subpartitions: int) -> ResultPartition:
-        """Create and register a pipelined partition; waiting consumers are woken up."""
+    @property
+    def spill_dir(self) -> str:
+        """This environment's directory for blocking partitions (removed on close; the ones of
+        processes that were killed are removed by the next environment that spills there)."""
+        with self._lock:
+            if self._spill_dir is None:
+                parent = self._spill_parent or tempfile.gettempdir()
+                _remove_orphaned_spill_dirs(parent)
+                self._spill_dir = tempfile.mkdtemp(prefix=f"yarnflink-shuffle-{os.getpid()}-", dir=parent)
+            return self._spill_dir
+
+    def create_result_partition(
+        self, partition_id: str, num_subpartitions: int, *, blocking: bool = False
+    ) -> Union[ResultPartition, BlockingResultPartition]:
+        """Create and register a partition; waiting consumers are woken up. ``blocking``: spilled
+        to local disk, readable after it is finished, re-readable until released."""
+        if blocking:
+            blocking_partition = BlockingResultPartition(
+                partition_id, num_subpartitions, self.spill_dir,
+                on_dispose=self._registry.unregister,  # type: ignore[arg-type]
+            )
+            self._registry.register(blocking_partition)  # type: ignore[arg-type]
+            return blocking_partition
         partition = ResultPartition(
             partition_id,
             num_subpartitions,
@@ -118,6 +164,8 @@ class ShuffleEnvironment:
         self._server.close(timeout)
         for gate in gates:
             gate.close()
+        if self._spill_dir is not None:
+            shutil.rmtree(self._spill_dir, ignore_errors=True)
 
     def memory_in_use(self) -> int:
         """Bytes buffered right now in all subpartition and remote-channel queues."""

@@ -42,6 +42,7 @@ from yarnflink.network.protocol import (
     send_frame,
 )
 from yarnflink.network.queues import BoundedQueue
+from yarnflink.security.internal import wrap_data_client_socket, wrap_data_server_socket
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,8 @@ def _configure(sock: socket.socket) -> None:
 
 
 def create_server_socket(host: str, port: int, backlog: int = 128) -> socket.socket:
-    return socket.create_server((host, port), backlog=backlog)
+    # mutual TLS with the cluster's CA when installed (handshake on each connection's first read)
+    return wrap_data_server_socket(socket.create_server((host, port), backlog=backlog))
 
 
 def connect_to(address: str, timeout: float) -> socket.socket:
@@ -67,6 +69,7 @@ def connect_to(address: str, timeout: float) -> socket.socket:
     sock = socket.create_connection((host, port), timeout=timeout)
     try:
         _configure(sock)
+        sock = wrap_data_client_socket(sock, host)  # TLS handshake within `timeout`, if installed
         sock.settimeout(None)
     except OSError:
         sock.close()

@@ -38,6 +38,11 @@ class OperatorContext:
     send_to_coordinator: Callable[[str, bytes], None] = lambda kind, payload: None
     #: True while the task should keep running (false after cancel).
     is_running: Callable[[], bool] = lambda: True
+    #: Stable id of the operator in the job (for checkpointed state; the node hash or uid).
+    operator_id: str = ""
+    #: The task's ``yarnflink.state.task_state.TaskStateManager`` (restored state, checkpoint
+    #: streams); None: operators start with empty state.
+    state: Optional[Any] = None
 
 
 class Output(Protocol):
@@ -60,6 +65,13 @@ class StreamOperator:
 
     def end_input(self) -> None:
         self.output.end_input()
+
+    def process_watermark(self, watermark: Any) -> None:
+        """An event-time watermark (``yarnflink.operators.watermarks.Watermark``) arrived: by
+        default it is forwarded; event-time operators fire timers first."""
+        emit = getattr(self.output, "emit_watermark", None)
+        if emit is not None:
+            emit(watermark)
 
     def close(self) -> None:
         pass

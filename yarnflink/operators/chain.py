@@ -49,8 +49,22 @@ class _ChainOutput:
         for n in self.networks:
             n.emit(batch)
 
+    def emit_watermark(self, watermark: Any) -> None:
+        for t in self.targets:
+            t.process_watermark(watermark)
+        for n in self.networks:
+            f = getattr(n, "emit_watermark", None)
+            if f is not None:
+                f(watermark)
+
     def end_input(self) -> None:
         pass
+
+
+def operator_id_of(node_id: int, uid: str = "") -> str:
+    """The id under which an operator's state is checkpointed: its uid, else its StreamGraph node id
+    (the JobMaster's CheckpointCoordinator names operators the same way)."""
+    return uid or f"node-{node_id}"
 
 
 class ChainError(ValueError):
@@ -136,8 +150,12 @@ class OperatorChain:
 
     def open(self) -> None:
         """Open every operator, tail first (so downstream is ready before upstream emits)."""
+        uids = {d.node_id: (getattr(d, "uid", "") or "") for d in self.descriptors}
         for nid in reversed(self.order):
-            self.operators[nid].open(self.ctx_factory(self.names[nid]))
+            ctx = self.ctx_factory(self.names[nid])
+            if not getattr(ctx, "operator_id", "x"):
+                ctx.operator_id = operator_id_of(nid, uids[nid])  # stable id of its checkpointed state
+            self.operators[nid].open(ctx)
             self._opened.append(nid)
 
     def source_batches(self) -> Iterator[Batch]:
@@ -147,6 +165,11 @@ class OperatorChain:
 
     def push(self, batch: Batch) -> None:
         self.head.process_batch(batch)
+
+    def process_watermark(self, watermark: Any) -> None:
+        """A watermark from the task's input (the combined one of its channels, see
+        ``yarnflink.operators.watermarks.StatusWatermarkValve``) enters at the head."""
+        self.head.process_watermark(watermark)
 
     def end_input(self) -> None:
         """End every operator once, in topological order, then the network outputs."""
@@ -183,18 +206,29 @@ class OperatorChain:
             if f is not None:
                 f()
 
+    def _timed_operators(self) -> list[Any]:
+        """Operators that buffer input until a deadline (``next_flush_deadline`` /
+        ``flush_if_due``, e.g. a Spark step's micro-batch), in topological order."""
+        ops = self.__dict__.get("_timed")
+        if ops is None:
+            ops = self._timed = [self.operators[n] for n in self.order if hasattr(self.operators[n], "flush_if_due")]
+        return ops
+
     def flush_if_due(self) -> None:
-        """Flush the network outputs whose buffer timeout has expired."""
+        """Run the operators whose buffered input is due, then flush the network outputs whose
+        buffer timeout has expired."""
+        for op in self._timed_operators():
+            op.flush_if_due()
         for net in self.network_outputs:
             f = getattr(net, "flush_if_due", None)
             if f is not None:
                 f()
 
     def next_flush_deadline(self) -> Optional[float]:
-        """Earliest ``time.monotonic()`` at which a network output has rows due, or None."""
+        """Earliest ``time.monotonic()`` at which an operator or a network output has rows due, or None."""
         deadlines = [
             d
-            for net in self.network_outputs
+            for net in [*self._timed_operators(), *self.network_outputs]
             if (d := getattr(net, "next_flush_deadline", lambda: None)()) is not None
         ]
         return min(deadlines) if deadlines else None

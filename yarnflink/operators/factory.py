@@ -10,13 +10,16 @@ from yarnflink.operators.keyed import AggregateOperator, ReduceOperator
 from yarnflink.operators.partitioners import ChannelWriter, NetworkOutput
 from yarnflink.operators.sinks import CollectSink, DiscardingSink, FileSink, PrintSink
 from yarnflink.operators.sources import CollectionSource, FileSource, SequenceSource
+from yarnflink.operators.spark import SparkOperator
+from yarnflink.operators.timers import create_process_operator
 from yarnflink.operators.transforms import (
     FilterOperator,
     FlatMapOperator,
     MapBatchesOperator,
     MapOperator,
-    ProcessOperator,
 )
+from yarnflink.operators.watermarks import TimestampsAndWatermarksOperator, TimestampsAndWatermarksSpec
+from yarnflink.operators.windows import SideOutputSelectOperator, SideOutputSelectSpec, WindowOperator, WindowSpec
 
 OPERATORS: dict[type, type] = {
     S.CollectionSourceSpec: CollectionSource,
@@ -26,13 +29,17 @@ OPERATORS: dict[type, type] = {
     S.FlatMapSpec: FlatMapOperator,
     S.FilterSpec: FilterOperator,
     S.MapBatchesSpec: MapBatchesOperator,
-    S.ProcessSpec: ProcessOperator,
+    S.SparkSpec: SparkOperator,
+    S.ProcessSpec: create_process_operator,  # type: ignore[dict-item]  # keyed: state and timers
     S.ReduceSpec: ReduceOperator,
     S.AggregateSpec: AggregateOperator,
     S.FileSinkSpec: FileSink,
     S.PrintSinkSpec: PrintSink,
     S.CollectSinkSpec: CollectSink,
     S.DiscardingSinkSpec: DiscardingSink,
+    TimestampsAndWatermarksSpec: TimestampsAndWatermarksOperator,
+    WindowSpec: WindowOperator,
+    SideOutputSelectSpec: SideOutputSelectOperator,
 }
 
 

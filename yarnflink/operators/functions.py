@@ -42,6 +42,33 @@ class RuntimeContext:
     def get_operator_name(self) -> str:
         return self._ctx.operator_name
 
+    # keyed state (yarnflink.state): a keyed operator sets ``_keyed_backend``
+    def _keyed_state(self, state_descriptor: Any, kind: str, method: str) -> Any:
+        backend = getattr(self, "_keyed_backend", None)
+        if backend is None:
+            raise RuntimeError(
+                f"{method}({state_descriptor!r}): keyed state is only available in a function "
+                "applied after key_by() (e.g. a KeyedProcessFunction)"
+            )
+        if getattr(state_descriptor, "kind", None) != kind:
+            raise TypeError(f"{method}() needs a {kind} state descriptor, got {state_descriptor!r}")
+        return backend.get_partitioned_state(state_descriptor)
+
+    def get_state(self, state_descriptor: Any) -> Any:
+        return self._keyed_state(state_descriptor, "value", "get_state")
+
+    def get_list_state(self, state_descriptor: Any) -> Any:
+        return self._keyed_state(state_descriptor, "list", "get_list_state")
+
+    def get_map_state(self, state_descriptor: Any) -> Any:
+        return self._keyed_state(state_descriptor, "map", "get_map_state")
+
+    def get_reducing_state(self, state_descriptor: Any) -> Any:
+        return self._keyed_state(state_descriptor, "reducing", "get_reducing_state")
+
+    def get_aggregating_state(self, state_descriptor: Any) -> Any:
+        return self._keyed_state(state_descriptor, "aggregating", "get_aggregating_state")
+
 
 class Function:
     """Base of all rich functions: ``open(runtime_context)`` before the first record,

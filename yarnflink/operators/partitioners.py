@@ -102,6 +102,8 @@ class NetworkOutput:
         self._lock = threading.Lock()
         self._finished = False
         self.records_out = 0
+        self.bytes_out = 0  # Arrow bytes handed to the writer (numBytesOut)
+        self.send_started_ns = 0  # monotonic_ns when the writer call in progress began (0: none)
 
     # ------------------------------------------------------------------ Output
     def emit(self, batch: Batch) -> None:
@@ -114,15 +116,15 @@ class NetworkOutput:
             self.records_out += n
             p = self.partitioning
             if p == "forward":
-                self._add(self.forward_channel, batch.arrow())
+                self._add(self.forward_channel, batch.wire_arrow())
             elif p == "hash":
                 self._hash(batch)
             elif p in ("rebalance", "rescale"):
-                self._round_robin(batch.arrow())
+                self._round_robin(batch.wire_arrow())
             elif p == "broadcast":
-                self._add(_BROADCAST, batch.arrow())
+                self._add(_BROADCAST, batch.wire_arrow())
             else:  # shuffle
-                rb = batch.arrow()
+                rb = batch.wire_arrow()
                 self._scatter(rb, self._rng.integers(0, self.num_channels, size=rb.num_rows))
             t = self.buffer_timeout_s
             if self._oldest is not None and t >= 0 and (t == 0 or self.clock() - self._oldest >= t):
@@ -135,6 +137,18 @@ class NetworkOutput:
             self._flush_all()
             self._finished = True
         self.writer.finish()
+
+    def emit_watermark(self, watermark: object) -> None:
+        """Send a watermark (an event) to every channel, after the rows buffered before it.
+        A writer without ``emit_event`` drops it."""
+        send = getattr(self.writer, "emit_event", None)
+        if send is None:
+            return
+        with self._lock:
+            if self._finished:
+                return
+            self._flush_all()
+            send(watermark)
 
     # ------------------------------------------------------------------ flushing
     def flush(self) -> None:
@@ -164,10 +178,16 @@ class NetworkOutput:
 
     # ------------------------------------------------------------------ internals
     def _send(self, channel: int, rb: pa.RecordBatch) -> None:
-        if channel == _BROADCAST:
-            self.writer.broadcast(rb)
-        else:
-            self.writer.emit(channel, rb)
+        self.bytes_out += rb.nbytes
+        # while a full queue blocks the writer, metrics readers count the time as backpressure
+        self.send_started_ns = time.monotonic_ns()
+        try:
+            if channel == _BROADCAST:
+                self.writer.broadcast(rb)
+            else:
+                self.writer.emit(channel, rb)
+        finally:
+            self.send_started_ns = 0
 
     def _flush_channel(self, channel: int) -> None:
         buf = self._buffers.pop(channel, None)
@@ -231,7 +251,7 @@ class NetworkOutput:
     def _hash(self, batch: Batch) -> None:
         keys = self.keys.keys_of_batch(batch)
         channels = operator_indices_for_keys(keys, self.max_parallelism, self.num_channels)
-        self._scatter(batch.arrow(), channels)
+        self._scatter(batch.wire_arrow(), channels)
 
     def _round_robin(self, rb: pa.RecordBatch) -> None:
         nc = self.num_channels

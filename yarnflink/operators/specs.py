@@ -76,6 +76,19 @@ class MapBatchesSpec:
 
 
 @dataclass
+class SparkSpec:
+    """``transform_spark(fn)`` (fn: pyspark DataFrame -> DataFrame) or ``spark_sql(query)`` (the
+    input is the temp view ``input``); ``schema``: a pyspark StructType, a DDL string, or None
+    (from the records' Arrow schema). See ``yarnflink.operators.spark``."""
+
+    fn: Optional[Callable[[Any], Any]] = None
+    query: Optional[str] = None
+    schema: Any = None
+    runtime_mode: RuntimeMode = "STREAMING"
+    kind: str = "spark"
+
+
+@dataclass
 class ProcessSpec:
     """``process(ProcessFunction | KeyedProcessFunction | callable)``; ``keyed`` if after key_by."""
 

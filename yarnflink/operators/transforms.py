@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import numpy as np
 import pyarrow as pa
 
 from yarnflink.common.records import KIND_KEY, Batch, with_kind
@@ -58,7 +59,7 @@ class MapOperator(UserFunctionOperator):
     def process_batch(self, batch: Batch) -> None:
         rows = batch.rows()
         if rows:
-            self.output.emit(Batch.from_rows(list(map(self.fn, rows))))
+            self.output.emit(Batch(list(map(self.fn, rows)), None, batch.timestamps))
 
 
 class FlatMapOperator(UserFunctionOperator):
@@ -71,6 +72,8 @@ class FlatMapOperator(UserFunctionOperator):
         fn = self.fn
         out: list = []
         extend = out.extend
+        ts = batch.timestamps
+        ends: Optional[list] = None if ts is None else []  # outputs inherit their input's timestamp
         for r in batch.rows():
             res = fn(r)
             if res is not None:
@@ -80,8 +83,12 @@ class FlatMapOperator(UserFunctionOperator):
                         f"iterable (or be a generator), got {type(res).__name__}"
                     )
                 extend(res)
+            if ends is not None:
+                ends.append(len(out))
         if out:
-            self.output.emit(Batch.from_rows(out))
+            if ends is not None:
+                ts = np.repeat(ts, np.diff(np.array([0] + ends)))
+            self.output.emit(Batch(out, None, ts))
 
 
 class FilterOperator(UserFunctionOperator):
@@ -93,12 +100,18 @@ class FilterOperator(UserFunctionOperator):
     def process_batch(self, batch: Batch) -> None:
         fn = self.fn
         rows = batch.rows()
-        out = [r for r in rows if fn(r)]
+        ts = batch.timestamps
+        if ts is not None:
+            keep = np.fromiter((bool(fn(r)) for r in rows), dtype=bool, count=len(rows))
+            out = [r for r, k in zip(rows, keep) if k]
+            ts = ts[keep]
+        else:
+            out = [r for r in rows if fn(r)]
         if len(out) == len(rows):
             if out:
                 self.output.emit(batch)  # unchanged: keep the cached forms
         elif out:
-            self.output.emit(Batch.from_rows(out))
+            self.output.emit(Batch(out, None, ts))
 
 
 class MapBatchesOperator(UserFunctionOperator):

@@ -1,5 +1,10 @@
-"""Credentials for internal gRPC. Plaintext on loopback for now; the security issue adds mutual
-TLS with a per-cluster CA here, in this one place."""
+"""Credentials for internal gRPC: mutual TLS with the cluster's CA (``yarnflink.security.internal``).
+
+Every gRPC server of a process requires a client certificate issued by its cluster's CA, and
+every channel presents this process's certificate and verifies the server's against the same CA
+(and the target's host name). ``None`` (plaintext) only when no material is installed: components
+built in-process by tests, or ``security.ssl.internal.enabled: false``.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,14 @@ from typing import Optional
 
 import grpc
 
+from yarnflink.security.internal import current
+
 
 def server_credentials() -> Optional[grpc.ServerCredentials]:
-    return None
+    material = current()
+    return material.grpc_server_credentials() if material is not None else None
 
 
 def channel_credentials() -> Optional[grpc.ChannelCredentials]:
-    return None
+    material = current()
+    return material.grpc_channel_credentials() if material is not None else None

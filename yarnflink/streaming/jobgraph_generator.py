@@ -11,7 +11,10 @@
   chainable outputs, and its inputs' hashes. So the same program gives the same ids, and a uid
   pins an id across program changes. A JobVertex takes its head's hash; an IntermediateDataSet's
   id is derived from the hashes of both ends of its edge.
-* One IntermediateDataSet (PIPELINED_BOUNDED) per non-chained edge.
+* One IntermediateDataSet per non-chained edge: PIPELINED_BOUNDED, or BLOCKING in BATCH mode
+  (``execution.batch-shuffle-mode: ALL_EXCHANGES_BLOCKING``, Flink's default), which makes every
+  exchange a pipelined-region boundary: regions run one after another and failover restarts them
+  alone.
 * Max parallelism: the head operator's (else another chained operator's), else the graph's
   (``pipeline.max-parallelism`` / env), else Flink's default derived from the parallelism.
 """
@@ -152,6 +155,7 @@ def create_job_graph(graph: StreamGraph, job_id: Optional[str] = None) -> JobGra
     datasets: list[IntermediateDataSet] = []
     job_edges: list[JobEdge] = []
     dataset_of_edge: dict[int, str] = {}  # id(StreamEdge) -> dataset id
+    result_type = _result_type(graph)
 
     heads.sort(key=lambda h: topo_index[h.id])
     for head in heads:
@@ -161,7 +165,7 @@ def create_job_graph(graph: StreamGraph, job_id: Optional[str] = None) -> JobGra
                     continue
                 ds_id = _hash("dataset", hashes[e.source_id].hex(), hashes[e.target_id].hex(), idx).hex()
                 dataset_of_edge[id(e)] = ds_id
-                datasets.append(IntermediateDataSet(id=ds_id, producer=vertex_id[head.id]))
+                datasets.append(IntermediateDataSet(id=ds_id, producer=vertex_id[head.id], result_type=result_type))
 
     vertices: list[JobVertex] = []
     for head in heads:
@@ -214,7 +218,28 @@ def create_job_graph(graph: StreamGraph, job_id: Optional[str] = None) -> JobGra
         edges=job_edges,
         runtime_mode=graph.runtime_mode,
         config=dict(graph.config),
+        slot_sharing_groups=_slot_sharing_group_resources(graph),
     )
+
+
+def _slot_sharing_group_resources(graph: StreamGraph) -> dict[str, dict[str, float]]:
+    """The resources of the slot sharing groups given as SlotSharingGroup objects with resources."""
+    out: dict[str, dict[str, float]] = {}
+    for name, ssg in graph.slot_sharing_groups.items():
+        res = {key: float(value) for key, value in (
+            ("cpuCores", getattr(ssg, "cpu_cores", None)), ("taskHeapMemoryMB", getattr(ssg, "task_heap_memory_mb", None)),
+            ("taskOffHeapMemoryMB", getattr(ssg, "task_off_heap_memory_mb", None)),
+            ("managedMemoryMB", getattr(ssg, "managed_memory_mb", None))) if value is not None}
+        if res:
+            out[name] = res
+    return out
+
+
+def _result_type(graph: StreamGraph) -> str:
+    if graph.runtime_mode != "BATCH":
+        return "PIPELINED_BOUNDED"
+    mode = str(graph.config.get("execution.batch-shuffle-mode", "ALL_EXCHANGES_BLOCKING")).upper()
+    return "PIPELINED_BOUNDED" if mode == "ALL_EXCHANGES_PIPELINED" else "BLOCKING"
 
 
 def _vertex_max_parallelism(graph: StreamGraph, head: StreamNode, members: list[StreamNode]) -> int:

@@ -1,5 +1,11 @@
 """TaskExecutor: offers its slots, runs tasks in threads, and keeps heartbeats with the
 ResourceManager and the JobMasters it works for. Serves the TaskExecutorGateway (proto/).
+
+Heartbeats: the ResourceManager asks (HeartbeatFromResourceManager) and gets the slot report; a
+ResourceManager silent for ``heartbeat.timeout`` is registered at again. This TaskExecutor sends
+heartbeats to the JobMasters of its slots; a JobMaster that does not answer for ``heartbeat.timeout``,
+or is unreachable ``heartbeat.rpc-failure-threshold`` times in a row, is lost: its job's tasks are
+cancelled and its slots freed.
 """
 
 from __future__ import annotations
@@ -8,6 +14,7 @@ import asyncio
 import logging
 import os
 import socket
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -16,7 +23,10 @@ import grpc
 import psutil
 
 from yarnflink.executiongraph.executiongraph import ExecutionState
+from yarnflink.metrics.taskexecutor import fill_info, final_io_metrics
 from yarnflink.network import ShuffleEnvironment
+from yarnflink.resourcemanager.heartbeat import HeartbeatMonitor
+from yarnflink.resourcemanager.resources import UNKNOWN, ResourceProfile
 from yarnflink.rpc.endpoint import RpcEndpoint
 from yarnflink.rpc.gateways import RPC_TIMEOUT_S, GatewayPool
 from yarnflink.rpc.pb import (
@@ -26,6 +36,7 @@ from yarnflink.rpc.pb import (
     taskexecutor_pb2,
     taskexecutor_pb2_grpc,
 )
+from yarnflink.spark.session import holder as spark_sessions
 from yarnflink.taskexecutor.slottable import SlotAllocationError, SlotState, TaskSlotTable
 from yarnflink.taskexecutor.task import Task
 
@@ -48,19 +59,24 @@ class TaskExecutor(RpcEndpoint):
     def __init__(self, resource_manager_address: str, *, host: str = "127.0.0.1", rpc_port: int = 0,
                  data_port: int = 0, num_slots: int = 1, resource_id: Optional[str] = None,
                  buffer_timeout_s: float = 0.1, max_buffers_per_channel: int = 8,
-                 max_bytes_per_channel: int = 8 * 1024 * 1024) -> None:
+                 max_bytes_per_channel: int = 8 * 1024 * 1024, total_resources: ResourceProfile = UNKNOWN,
+                 heartbeat_interval_s: float = 10.0, heartbeat_timeout_s: float = 50.0,
+                 rpc_failure_threshold: int = 2) -> None:
         super().__init__("TaskExecutor")
         self.rm_address = resource_manager_address
         self.host = host
         self._rpc_port_config = rpc_port
         self.resource_id = resource_id or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
-        self.slot_table = TaskSlotTable(num_slots)
+        self.slot_table = TaskSlotTable(num_slots, total_resources)
         self.shuffle = ShuffleEnvironment(host, data_port, max_buffers_per_channel=max_buffers_per_channel,
                                           max_bytes_per_channel=max_bytes_per_channel)
         self.buffer_timeout_s = buffer_timeout_s
         self.gateways = GatewayPool()
         self.rm_token = ""
-        self.heartbeat_interval_s = 10.0
+        self.heartbeat_interval_s = heartbeat_interval_s
+        self.heartbeat_timeout_s = heartbeat_timeout_s
+        self._last_rm_heartbeat = 0.0
+        self.jm_heartbeats = HeartbeatMonitor(heartbeat_timeout_s, rpc_failure_threshold)
         self.tasks: dict[str, Task] = {}
         self.job_managers: dict[str, JobManagerConnection] = {}
         self.partitions_by_job: dict[str, set[str]] = {}
@@ -74,6 +90,7 @@ class TaskExecutor(RpcEndpoint):
     # ------------------------------------------------------------------ lifecycle
     async def on_start(self) -> None:
         self.registered = asyncio.Event()
+        spark_sessions.configure(num_slots=len(self.slot_table.slots))  # Spark steps: a thread per slot
         self.shuffle.start()
         await self.serve(taskexecutor_pb2_grpc.add_TaskExecutorGatewayServicer_to_server,
                          _Servicer(self), self.host, self._rpc_port_config)
@@ -94,6 +111,7 @@ class TaskExecutor(RpcEndpoint):
             t.cancel()
         await self.gateways.close()
         await asyncio.get_running_loop().run_in_executor(None, self.shuffle.close)
+        await asyncio.get_running_loop().run_in_executor(None, spark_sessions.stop)  # and its JVM
 
     def _spawn(self, coro: Any) -> "asyncio.Task[Any]":
         t = asyncio.ensure_future(coro)
@@ -104,9 +122,10 @@ class TaskExecutor(RpcEndpoint):
     # ------------------------------------------------------------------ ResourceManager
     def _slot_report(self) -> common_pb2.SlotReport:
         return common_pb2.SlotReport(slots=[
-            common_pb2.SlotStatus(slot_index=s.index, allocation_id=s.allocation_id, job_id=s.job_id)
+            common_pb2.SlotStatus(slot_index=s.index, allocation_id=s.allocation_id, job_id=s.job_id,
+                                  profile=_profile_pb(s.profile))
             for s in self.slot_table.slots
-        ])
+        ], version=self.slot_table.version)
 
     async def _register(self) -> None:
         delay = 0.05
@@ -115,11 +134,13 @@ class TaskExecutor(RpcEndpoint):
             try:
                 resp = await rm.RegisterTaskExecutor(resourcemanager_pb2.RegisterTaskExecutorRequest(
                     resource_id=self.resource_id, rpc_address=self.address,
-                    data_address=self.shuffle.address, num_slots=len(self.slot_table.slots),
+                    data_address=self.shuffle.address, num_slots=self.slot_table.num_slots,
+                    total_profile=_profile_pb(self.slot_table.total),
+                    default_slot_profile=_profile_pb(self.slot_table.default_slot),
                     slot_report=self._slot_report(), pid=os.getpid(), hostname=socket.gethostname(),
                 ), timeout=RPC_TIMEOUT_S)
                 self.rm_token = resp.fencing_token
-                self.heartbeat_interval_s = max(0.05, resp.heartbeat_interval_ms / 1000)
+                self._last_rm_heartbeat = time.monotonic()
                 log.info("registered at ResourceManager %s as %s", self.rm_address, self.resource_id)
                 self.registered.set()
                 return
@@ -128,22 +149,23 @@ class TaskExecutor(RpcEndpoint):
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
+    def heartbeat_from_resource_manager(self, token: str) -> bool:
+        if not token or token != self.rm_token:
+            return False
+        self._last_rm_heartbeat = time.monotonic()
+        return True
+
     async def _registration_and_heartbeats(self) -> None:
         await self._register()
-        rm = self.gateways.resource_manager(self.rm_address)
         while True:
             await asyncio.sleep(self.heartbeat_interval_s)
-            try:
-                resp = await rm.HeartbeatFromTaskExecutor(resourcemanager_pb2.TaskExecutorHeartbeat(
-                    fencing_token=self.rm_token, resource_id=self.resource_id,
-                    slot_report=self._slot_report()), timeout=RPC_TIMEOUT_S)
-                if not resp.known:
-                    await self._register()
-            except grpc.aio.AioRpcError as e:
-                if e.code() == grpc.StatusCode.FAILED_PRECONDITION:  # new ResourceManager leader
-                    await self._register()
-                else:
-                    log.warning("heartbeat to ResourceManager failed: %s", e.details())
+            now = time.monotonic()
+            if now - self._last_rm_heartbeat > self.heartbeat_timeout_s:
+                log.warning("no heartbeat from the ResourceManager for %.0f s; registering again",
+                            now - self._last_rm_heartbeat)
+                await self._register()
+            for job_id in self.jm_heartbeats.timed_out(now):
+                self._spawn(self._job_manager_lost(job_id, f"heartbeat of the JobMaster of job {job_id} timed out"))
             for conn in list(self.job_managers.values()):
                 self._spawn(self._heartbeat_job_manager(conn))
 
@@ -153,21 +175,47 @@ class TaskExecutor(RpcEndpoint):
                 jobmaster_pb2.TaskManagerHeartbeat(
                     jobmaster_id=conn.jobmaster_id, resource_id=self.resource_id,
                     running_execution_ids=[t.execution_id for t in self.tasks.values() if t.job_id == conn.job_id]),
-                timeout=RPC_TIMEOUT_S)
+                timeout=self.heartbeat_timeout_s)
         except grpc.aio.AioRpcError as e:
-            log.info("heartbeat to JobMaster of job %s failed: %s", conn.job_id, e.details())
+            if self.job_managers.get(conn.job_id) is not conn:
+                return
+            if e.code() == grpc.StatusCode.FAILED_PRECONDITION:  # that JobMaster no longer leads the job
+                await self._job_manager_lost(conn.job_id, f"the JobMaster of job {conn.job_id} refused: {e.details()}")
+            elif e.code() == grpc.StatusCode.UNAVAILABLE and self.jm_heartbeats.rpc_failed(conn.job_id):
+                await self._job_manager_lost(conn.job_id, f"the JobMaster of job {conn.job_id} is unreachable")
+            else:
+                log.info("heartbeat to JobMaster of job %s failed: %s", conn.job_id, e.details())
+            return
+        if self.job_managers.get(conn.job_id) is conn:
+            self.jm_heartbeats.received(conn.job_id, time.monotonic())
+
+    async def _job_manager_lost(self, job_id: str, cause: str) -> None:
+        """Flink's TaskExecutor on a JobMaster heartbeat timeout: the job's tasks go, its slots are freed."""
+        self.jm_heartbeats.unmonitor(job_id)
+        slots = self.slot_table.slots_of_job(job_id)
+        if not slots:
+            self._close_job_connection(job_id)
+            return
+        log.warning("%s; freeing its %d slots", cause, len(slots))
+        for slot in slots:
+            await self.free_slot(slot.allocation_id, cause)
 
     # ------------------------------------------------------------------ slots
-    async def request_slot(self, r: taskexecutor_pb2.RequestSlotRequest) -> None:
-        self.slot_table.allocate(r.slot_index, r.job_id, r.allocation_id)
+    async def request_slot(self, r: taskexecutor_pb2.RequestSlotRequest) -> taskexecutor_pb2.RequestSlotResponse:
+        slot = self.slot_table.allocate(r.slot_index, r.job_id, r.allocation_id, _profile(r.profile))
         conn = self.job_managers.get(r.job_id)
         if conn is None or conn.jobmaster_id != r.jobmaster_id:
+            if conn is not None:
+                self._close_job_connection(r.job_id)
             conn = JobManagerConnection(r.job_id, r.jobmaster_address, r.jobmaster_id)
             conn.sender = self._spawn(self._send_updates(conn))
             self.job_managers[r.job_id] = conn
-        self._spawn(self._offer_slot(conn, r.allocation_id, r.slot_index))
+            self.jm_heartbeats.monitor(r.job_id, time.monotonic())
+        self._spawn(self._offer_slot(conn, r.allocation_id, slot.index, slot.profile))
+        return taskexecutor_pb2.RequestSlotResponse(slot_index=slot.index, slot_report_version=self.slot_table.version)
 
-    async def _offer_slot(self, conn: JobManagerConnection, allocation_id: str, slot_index: int) -> None:
+    async def _offer_slot(self, conn: JobManagerConnection, allocation_id: str, slot_index: int,
+                          profile: ResourceProfile = UNKNOWN) -> None:
         jm = self.gateways.job_master(conn.address)
         try:
             await jm.RegisterTaskManager(jobmaster_pb2.RegisterTaskManagerRequest(
@@ -175,7 +223,8 @@ class TaskExecutor(RpcEndpoint):
                 rpc_address=self.address, data_address=self.shuffle.address), timeout=RPC_TIMEOUT_S)
             resp = await jm.OfferSlots(jobmaster_pb2.OfferSlotsRequest(
                 jobmaster_id=conn.jobmaster_id, resource_id=self.resource_id,
-                offers=[jobmaster_pb2.SlotOffer(allocation_id=allocation_id, slot_index=slot_index)]),
+                offers=[jobmaster_pb2.SlotOffer(allocation_id=allocation_id, slot_index=slot_index,
+                                                profile=_profile_pb(profile))]),
                 timeout=RPC_TIMEOUT_S)
             accepted = allocation_id in resp.accepted_allocation_ids
         except grpc.aio.AioRpcError as e:
@@ -201,12 +250,13 @@ class TaskExecutor(RpcEndpoint):
         try:
             await self.gateways.resource_manager(self.rm_address).NotifySlotAvailable(
                 resourcemanager_pb2.NotifySlotAvailableRequest(
-                    fencing_token=self.rm_token, resource_id=self.resource_id,
-                    slot_index=freed.index, allocation_id=allocation_id), timeout=RPC_TIMEOUT_S)
+                    fencing_token=self.rm_token, resource_id=self.resource_id, slot_index=freed.index,
+                    allocation_id=allocation_id, slot_report_version=self.slot_table.version), timeout=RPC_TIMEOUT_S)
         except grpc.aio.AioRpcError as e:
             log.info("NotifySlotAvailable failed (%s); the next heartbeat reports the slot", e.details())
 
     def _close_job_connection(self, job_id: str) -> None:
+        self.jm_heartbeats.unmonitor(job_id)
         conn = self.job_managers.pop(job_id, None)
         if conn is not None and conn.sender is not None:
             # let queued state updates drain before the sender stops
@@ -251,7 +301,9 @@ class TaskExecutor(RpcEndpoint):
         if conn is None:
             return
         conn.updates.put_nowait(jobmaster_pb2.TaskExecutionState(
-            jobmaster_id=conn.jobmaster_id, execution_id=task.execution_id, state=state.value, error=error))
+            jobmaster_id=conn.jobmaster_id, execution_id=task.execution_id, state=state.value, error=error,
+            io_metrics=final_io_metrics(task) if state.terminal else {},
+            failed_partition_id=task.failed_partition_id if state == ExecutionState.FAILED else ""))
 
     async def _send_updates(self, conn: JobManagerConnection) -> None:
         jm = self.gateways.job_master(conn.address)
@@ -291,7 +343,9 @@ class TaskExecutor(RpcEndpoint):
             resource_id=self.resource_id, slot_report=self._slot_report(),
             tasks=[taskexecutor_pb2.TaskInfo(execution_id=t.execution_id, job_id=t.job_id, task_name=t.name,
                                              subtask_index=t.tdd.subtask_index, state=t.state.value,
-                                             slot_index=slot_of.get(t.execution_id, -1))
+                                             slot_index=slot_of.get(t.execution_id, -1),
+                                             allocation_id=t.tdd.allocation_id, vertex_id=t.tdd.vertex_id,
+                                             attempt_number=t.tdd.attempt_number)
                    for t in self.tasks.values()],
             rss_bytes=psutil.Process().memory_info().rss,
             network_memory_in_use=self.shuffle.memory_in_use(),
@@ -307,10 +361,9 @@ class _Servicer(taskexecutor_pb2_grpc.TaskExecutorGatewayServicer):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
                                 "slot request from a ResourceManager that is not the one this TaskExecutor registered at")
         try:
-            await self.te.request_slot(request)
+            return await self.te.request_slot(request)
         except SlotAllocationError as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
-        return common_pb2.Ack()
 
     async def SubmitTask(self, request: Any, context: Any) -> Any:
         try:
@@ -327,6 +380,18 @@ class _Servicer(taskexecutor_pb2_grpc.TaskExecutorGatewayServicer):
             await context.abort(grpc.StatusCode.NOT_FOUND, f"no task {request.execution_id} here")
         return common_pb2.Ack()
 
+    async def TriggerCheckpoint(self, request: Any, context: Any) -> Any:
+        task = self.te.tasks.get(request.execution_id)  # checkpoints: see yarnflink/taskexecutor/task.py
+        if task is not None:
+            task.trigger_checkpoint(request.checkpoint_id, request.timestamp, request.is_savepoint)
+        return common_pb2.Ack()
+
+    async def NotifyCheckpoint(self, request: Any, context: Any) -> Any:
+        task = self.te.tasks.get(request.execution_id)
+        if task is not None:
+            task.notify_checkpoint(request.checkpoint_id, request.completed)
+        return common_pb2.Ack()
+
     async def FreeSlot(self, request: Any, context: Any) -> Any:
         await self.te.free_slot(request.allocation_id, request.cause)
         return common_pb2.Ack()
@@ -341,7 +406,22 @@ class _Servicer(taskexecutor_pb2_grpc.TaskExecutorGatewayServicer):
         return common_pb2.Ack()
 
     async def RequestTaskExecutorInfo(self, request: Any, context: Any) -> Any:
-        return self.te.info()
+        return fill_info(self.te.info(), self.te, request)  # metrics and logs: yarnflink.metrics
+
+    async def HeartbeatFromResourceManager(self, request: Any, context: Any) -> Any:
+        if not self.te.heartbeat_from_resource_manager(request.resource_manager_token):
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                "heartbeat from a ResourceManager this TaskExecutor is not registered at")
+        return taskexecutor_pb2.ResourceManagerHeartbeatResponse(slot_report=self.te._slot_report())
+
+
+def _profile(p: common_pb2.ResourceProfile) -> ResourceProfile:
+    return ResourceProfile(round(p.cpu_cores, 6), p.task_heap_mb, p.task_off_heap_mb, p.managed_memory_mb)
+
+
+def _profile_pb(p: ResourceProfile) -> common_pb2.ResourceProfile:
+    return common_pb2.ResourceProfile(cpu_cores=p.cpu_cores, task_heap_mb=p.task_heap_mb,
+                                      task_off_heap_mb=p.task_off_heap_mb, managed_memory_mb=p.managed_memory_mb)
 
 
 __all__ = ["TaskExecutor", "SlotState"]

@@ -1,5 +1,13 @@
 """The embedded local cluster: a master process with N TaskExecutor processes on this machine,
-as a background session (``yarnflink session start --target local``) or for one job."""
+as a background session (``yarnflink session start --target local``) or for one job.
+
+Each cluster gets its own security material at start (``yarnflink.security``): a CA with the
+certificate its processes use for mutual TLS, and the REST token, as 0600 files in
+``<workdir>/security/`` (0700; the workdir itself is 0700). Processes find them through
+configuration entries holding the paths; clients of this machine find the token through the
+session's ``session.json`` (``session_credentials``) or, for a cluster this process started,
+through ``yarnflink.security.client.register``.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +20,12 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from yarnflink.client.rest_client import RestClient, RestClientError
 from yarnflink.common.config import Configuration
+from yarnflink.security.client import RestCredentials, register, url_key
+from yarnflink.security.material import ensure_cluster_security, private_directory
 
 
 class ClusterStartError(Exception):
@@ -33,10 +43,22 @@ class LocalSession:
     taskexecutors: int
     slots: int
     created: float
+    #: The REST token's file (0600) and the CA of the REST certificate ("" if none).
+    token_file: str = ""
+    rest_ca: str = ""
 
     @property
     def alive(self) -> bool:
         return _pid_alive(self.pid)
+
+
+def session_credentials(url: str) -> Optional[RestCredentials]:
+    """The token and CA of the local session serving ``url``, if any."""
+    key = url_key(url)
+    for s in reversed(list_sessions()):
+        if url_key(s.rest_url) == key:
+            return RestCredentials(s.token_file or None, s.rest_ca or None)
+    return None
 
 
 def sessions_dir() -> Path:
@@ -62,10 +84,13 @@ def _pid_alive(pid: int) -> bool:
 
 def start_local_cluster(config: Configuration, *, taskexecutors: int, workdir: Path,
                         detached: bool, inherit_stdout: bool = False,
-                        timeout: float = 90.0) -> tuple[subprocess.Popen[bytes], dict[str, object]]:
-    """Starts the master (which starts the TaskExecutors) and waits until all have registered."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    config = config.copy()
+                        timeout: float = 90.0, master_args: Sequence[str] = (),
+                        wait_for_taskexecutors: bool = True) -> tuple[subprocess.Popen[bytes], dict[str, object]]:
+    """Starts the master (which starts the TaskExecutors) and waits until all have registered.
+    The returned info has ``rest_url``, ``rpc_address``, ``token_file`` and ``rest_ca`` ("" when
+    off), and this process's RestClients find the credentials by the URL."""
+    private_directory(workdir)
+    config = ensure_cluster_security(config, workdir / "security")
     for key in ("rest.port", "jobmanager.rpc.port"):
         if not config.contains(key):
             config.set(key, "0")  # a local cluster takes free ports unless told otherwise
@@ -76,6 +101,7 @@ def start_local_cluster(config: Configuration, *, taskexecutors: int, workdir: P
            "--workdir", str(workdir), "--log-file", str(workdir / "master.log")]
     if inherit_stdout:
         cmd.append("--inherit-stdout")
+    cmd += list(master_args)  # --per-job, --application (yarnflink.entrypoint.master)
     for k, v in config.to_dict().items():
         cmd += ["-D", f"{k}={v}"]
     out = open(workdir / "master.out", "ab")
@@ -91,10 +117,14 @@ def start_local_cluster(config: Configuration, *, taskexecutors: int, workdir: P
             raise ClusterStartError(f"the master did not start within {timeout:.0f}s:\n{_tail(workdir)}")
         time.sleep(0.05)
     info = json.loads(info_file.read_text())
-    with RestClient(str(info["rest_url"])) as rest:
+    credentials = RestCredentials.from_config(config)
+    info["token_file"] = credentials.token_file or ""
+    info["rest_ca"] = credentials.ca_file or ""
+    register(str(info["rest_url"]), credentials)
+    with RestClient(str(info["rest_url"]), credentials=credentials) as rest:
         while True:
             try:
-                if rest.overview()["taskmanagers"] >= taskexecutors:
+                if not wait_for_taskexecutors or rest.overview()["taskmanagers"] >= taskexecutors:
                     break
             except RestClientError:
                 pass
@@ -141,7 +171,8 @@ def start_session(config: Configuration, taskexecutors: int, slots: int) -> Loca
     config.set("taskmanager.numberOfTaskSlots", str(slots))
     proc, info = start_local_cluster(config, taskexecutors=taskexecutors, workdir=workdir, detached=True)
     session = LocalSession(session_id, "local", proc.pid, str(info["rest_url"]), str(info["rpc_address"]),
-                           str(workdir), taskexecutors, slots, time.time())
+                           str(workdir), taskexecutors, slots, time.time(),
+                           token_file=str(info["token_file"]), rest_ca=str(info["rest_ca"]))
     path = workdir / "session.json"
     path.write_text(json.dumps(asdict(session), indent=2))
     os.chmod(path, 0o600)
@@ -171,7 +202,8 @@ def stop_session(session: LocalSession) -> bool:
     stopped = True
     if session.alive:
         try:
-            with RestClient(session.rest_url, timeout=5) as rest:
+            credentials = RestCredentials(session.token_file or None, session.rest_ca or None)
+            with RestClient(session.rest_url, timeout=5, credentials=credentials) as rest:
                 rest.shutdown()
             deadline = time.monotonic() + 20
             while session.alive and time.monotonic() < deadline:

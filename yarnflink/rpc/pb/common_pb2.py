@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dyarnflink/rpc/pb/common.proto\x12\ryarnflink.rpc\"\x05\n\x03\x41\x63k\"U\n\x0fResourceProfile\x12\x11\n\tcpu_cores\x18\x01 \x01(\x01\x12\x14\n\x0ctask_heap_mb\x18\x02 \x01(\x03\x12\x19\n\x11managed_memory_mb\x18\x03 \x01(\x03\"x\n\nSlotStatus\x12\x12\n\nslot_index\x18\x01 \x01(\x05\x12/\n\x07profile\x18\x02 \x01(\x0b\x32\x1e.yarnflink.rpc.ResourceProfile\x12\x15\n\rallocation_id\x18\x03 \x01(\t\x12\x0e\n\x06job_id\x18\x04 \x01(\t\"6\n\nSlotReport\x12(\n\x05slots\x18\x01 \x03(\x0b\x32\x19.yarnflink.rpc.SlotStatus\"R\n\x13SerializedThrowable\x12\x17\n\x0f\x65xception_class\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x11\n\ttraceback\x18\x03 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dyarnflink/rpc/pb/common.proto\x12\ryarnflink.rpc\"\x05\n\x03\x41\x63k\"o\n\x0fResourceProfile\x12\x11\n\tcpu_cores\x18\x01 \x01(\x01\x12\x14\n\x0ctask_heap_mb\x18\x02 \x01(\x03\x12\x19\n\x11managed_memory_mb\x18\x03 \x01(\x03\x12\x18\n\x10task_off_heap_mb\x18\x04 \x01(\x03\"x\n\nSlotStatus\x12\x12\n\nslot_index\x18\x01 \x01(\x05\x12/\n\x07profile\x18\x02 \x01(\x0b\x32\x1e.yarnflink.rpc.ResourceProfile\x12\x15\n\rallocation_id\x18\x03 \x01(\t\x12\x0e\n\x06job_id\x18\x04 \x01(\t\"G\n\nSlotReport\x12(\n\x05slots\x18\x01 \x03(\x0b\x32\x19.yarnflink.rpc.SlotStatus\x12\x0f\n\x07version\x18\x02 \x01(\x03\"R\n\x13SerializedThrowable\x12\x17\n\x0f\x65xception_class\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x11\n\ttraceback\x18\x03 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,11 +34,11 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ACK']._serialized_start=48
   _globals['_ACK']._serialized_end=53
   _globals['_RESOURCEPROFILE']._serialized_start=55
-  _globals['_RESOURCEPROFILE']._serialized_end=140
-  _globals['_SLOTSTATUS']._serialized_start=142
-  _globals['_SLOTSTATUS']._serialized_end=262
-  _globals['_SLOTREPORT']._serialized_start=264
-  _globals['_SLOTREPORT']._serialized_end=318
-  _globals['_SERIALIZEDTHROWABLE']._serialized_start=320
-  _globals['_SERIALIZEDTHROWABLE']._serialized_end=402
+  _globals['_RESOURCEPROFILE']._serialized_end=166
+  _globals['_SLOTSTATUS']._serialized_start=168
+  _globals['_SLOTSTATUS']._serialized_end=288
+  _globals['_SLOTREPORT']._serialized_start=290
+  _globals['_SLOTREPORT']._serialized_end=361
+  _globals['_SERIALIZEDTHROWABLE']._serialized_start=363
+  _globals['_SERIALIZEDTHROWABLE']._serialized_end=445
 # @@protoc_insertion_point(module_scope)

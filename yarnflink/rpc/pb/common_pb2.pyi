@@ -11,14 +11,16 @@ class Ack(_message.Message):
     def __init__(self) -> None: ...
 
 class ResourceProfile(_message.Message):
-    __slots__ = ("cpu_cores", "task_heap_mb", "managed_memory_mb")
+    __slots__ = ("cpu_cores", "task_heap_mb", "managed_memory_mb", "task_off_heap_mb")
     CPU_CORES_FIELD_NUMBER: _ClassVar[int]
     TASK_HEAP_MB_FIELD_NUMBER: _ClassVar[int]
     MANAGED_MEMORY_MB_FIELD_NUMBER: _ClassVar[int]
+    TASK_OFF_HEAP_MB_FIELD_NUMBER: _ClassVar[int]
     cpu_cores: float
     task_heap_mb: int
     managed_memory_mb: int
-    def __init__(self, cpu_cores: _Optional[float] = ..., task_heap_mb: _Optional[int] = ..., managed_memory_mb: _Optional[int] = ...) -> None: ...
+    task_off_heap_mb: int
+    def __init__(self, cpu_cores: _Optional[float] = ..., task_heap_mb: _Optional[int] = ..., managed_memory_mb: _Optional[int] = ..., task_off_heap_mb: _Optional[int] = ...) -> None: ...
 
 class SlotStatus(_message.Message):
     __slots__ = ("slot_index", "profile", "allocation_id", "job_id")
@@ -33,10 +35,12 @@ class SlotStatus(_message.Message):
     def __init__(self, slot_index: _Optional[int] = ..., profile: _Optional[_Union[ResourceProfile, _Mapping]] = ..., allocation_id: _Optional[str] = ..., job_id: _Optional[str] = ...) -> None: ...
 
 class SlotReport(_message.Message):
-    __slots__ = ("slots",)
+    __slots__ = ("slots", "version")
     SLOTS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
     slots: _containers.RepeatedCompositeFieldContainer[SlotStatus]
-    def __init__(self, slots: _Optional[_Iterable[_Union[SlotStatus, _Mapping]]] = ...) -> None: ...
+    version: int
+    def __init__(self, slots: _Optional[_Iterable[_Union[SlotStatus, _Mapping]]] = ..., version: _Optional[int] = ...) -> None: ...
 
 class SerializedThrowable(_message.Message):
     __slots__ = ("exception_class", "message", "traceback")

@@ -25,13 +25,15 @@ _sym_db = _symbol_database.Default()
 from yarnflink.rpc.pb import common_pb2 as yarnflink_dot_rpc_dot_pb_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n yarnflink/rpc/pb/jobmaster.proto\x12\ryarnflink.rpc\x1a\x1dyarnflink/rpc/pb/common.proto\"\x82\x01\n\x1aRegisterTaskManagerRequest\x12\x14\n\x0cjobmaster_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x13\n\x0bresource_id\x18\x03 \x01(\t\x12\x13\n\x0brpc_address\x18\x04 \x01(\t\x12\x14\n\x0c\x64\x61ta_address\x18\x05 \x01(\t\"g\n\tSlotOffer\x12\x15\n\rallocation_id\x18\x01 \x01(\t\x12\x12\n\nslot_index\x18\x02 \x01(\x05\x12/\n\x07profile\x18\x03 \x01(\x0b\x32\x1e.yarnflink.rpc.ResourceProfile\"h\n\x11OfferSlotsRequest\x12\x14\n\x0cjobmaster_id\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12(\n\x06offers\x18\x03 \x03(\x0b\x32\x18.yarnflink.rpc.SlotOffer\"5\n\x12OfferSlotsResponse\x12\x1f\n\x17\x61\x63\x63\x65pted_allocation_ids\x18\x01 \x03(\t\"\x82\x01\n\x12TaskExecutionState\x12\x14\n\x0cjobmaster_id\x18\x01 \x01(\t\x12\x14\n\x0c\x65xecution_id\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12\x31\n\x05\x65rror\x18\x04 \x01(\x0b\x32\".yarnflink.rpc.SerializedThrowable\"]\n\x10\x43oordinationData\x12\x14\n\x0cjobmaster_id\x18\x01 \x01(\t\x12\x14\n\x0c\x65xecution_id\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0f\n\x07payload\x18\x04 \x01(\x0c\"`\n\x14TaskManagerHeartbeat\x12\x14\n\x0cjobmaster_id\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12\x1d\n\x15running_execution_ids\x18\x03 \x03(\t\"X\n\x1c\x44isconnectTaskManagerRequest\x12\x14\n\x0cjobmaster_id\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12\r\n\x05\x63\x61use\x18\x03 \x01(\t2\x8a\x04\n\x10JobMasterGateway\x12T\n\x13RegisterTaskManager\x12).yarnflink.rpc.RegisterTaskManagerRequest\x1a\x12.yarnflink.rpc.Ack\x12Q\n\nOfferSlots\x12 .yarnflink.rpc.OfferSlotsRequest\x1a!.yarnflink.rpc.OfferSlotsResponse\x12Q\n\x18UpdateTaskExecutionState\x12!.yarnflink.rpc.TaskExecutionState\x1a\x12.yarnflink.rpc.Ack\x12K\n\x14SendCoordinationData\x12\x1f.yarnflink.rpc.CoordinationData\x1a\x12.yarnflink.rpc.Ack\x12S\n\x18HeartbeatFromTaskManager\x12#.yarnflink.rpc.TaskManagerHeartbeat\x1a\x12.yarnflink.rpc.Ack\x12X\n\x15\x44isconnectTaskManager\x12+.yarnflink.rpc.DisconnectTaskManagerRequest\x1a\x12.yarnflink.rpc.Ackb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n yarnflink/rpc/pb/jobmaster.proto\x12\ryarnflink.rpc\x1a\x1dyarnflink/rpc/pb/common.proto\"\x82\x01\n\x1aRegisterTaskManagerRequest\x12\x14\n\x0cjobmaster_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x13\n\x0bresource_id\x18\x03 \x01(\t\x12\x13\n\x0brpc_address\x18\x04 \x01(\t\x12\x14\n\x0c\x64\x61ta_address\x18\x05 \x01(\t\"g\n\tSlotOffer\x12\x15\n\rallocation_id\x18\x01 \x01(\t\x12\x12\n\nslot_index\x18\x02 \x01(\x05\x12/\n\x07profile\x18\x03 \x01(\x0b\x32\x1e.yarnflink.rpc.ResourceProfile\"h\n\x11OfferSlotsRequest\x12\x14\n\x0cjobmaster_id\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12(\n\x06offers\x18\x03 \x03(\x0b\x32\x18.yarnflink.rpc.SlotOffer\"5\n\x12OfferSlotsResponse\x12\x1f\n\x17\x61\x63\x63\x65pted_allocation_ids\x18\x01 \x03(\t\"\x97\x02\n\x12TaskExecutionState\x12\x14\n\x0cjobmaster_id\x18\x01 \x01(\t\x12\x14\n\x0c\x65xecution_id\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12\x31\n\x05\x65rror\x18\x04 \x01(\x0b\x32\".yarnflink.rpc.SerializedThrowable\x12\x44\n\nio_metrics\x18\x05 \x03(\x0b\x32\x30.yarnflink.rpc.TaskExecutionState.IoMetricsEntry\x12\x1b\n\x13\x66\x61iled_partition_id\x18\x06 \x01(\t\x1a\x30\n\x0eIoMetricsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"]\n\x10\x43oordinationData\x12\x14\n\x0cjobmaster_id\x18\x01 \x01(\t\x12\x14\n\x0c\x65xecution_id\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0f\n\x07payload\x18\x04 \x01(\x0c\"`\n\x14TaskManagerHeartbeat\x12\x14\n\x0cjobmaster_id\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12\x1d\n\x15running_execution_ids\x18\x03 \x03(\t\"X\n\x1c\x44isconnectTaskManagerRequest\x12\x14\n\x0cjobmaster_id\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12\r\n\x05\x63\x61use\x18\x03 \x01(\t2\x8a\x04\n\x10JobMasterGateway\x12T\n\x13RegisterTaskManager\x12).yarnflink.rpc.RegisterTaskManagerRequest\x1a\x12.yarnflink.rpc.Ack\x12Q\n\nOfferSlots\x12 .yarnflink.rpc.OfferSlotsRequest\x1a!.yarnflink.rpc.OfferSlotsResponse\x12Q\n\x18UpdateTaskExecutionState\x12!.yarnflink.rpc.TaskExecutionState\x1a\x12.yarnflink.rpc.Ack\x12K\n\x14SendCoordinationData\x12\x1f.yarnflink.rpc.CoordinationData\x1a\x12.yarnflink.rpc.Ack\x12S\n\x18HeartbeatFromTaskManager\x12#.yarnflink.rpc.TaskManagerHeartbeat\x1a\x12.yarnflink.rpc.Ack\x12X\n\x15\x44isconnectTaskManager\x12+.yarnflink.rpc.DisconnectTaskManagerRequest\x1a\x12.yarnflink.rpc.Ackb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'yarnflink.rpc.pb.jobmaster_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_TASKEXECUTIONSTATE_IOMETRICSENTRY']._loaded_options = None
+  _globals['_TASKEXECUTIONSTATE_IOMETRICSENTRY']._serialized_options = b'8\001'
   _globals['_REGISTERTASKMANAGERREQUEST']._serialized_start=83
   _globals['_REGISTERTASKMANAGERREQUEST']._serialized_end=213
   _globals['_SLOTOFFER']._serialized_start=215
@@ -41,13 +43,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_OFFERSLOTSRESPONSE']._serialized_start=426
   _globals['_OFFERSLOTSRESPONSE']._serialized_end=479
   _globals['_TASKEXECUTIONSTATE']._serialized_start=482
-  _globals['_TASKEXECUTIONSTATE']._serialized_end=612
-  _globals['_COORDINATIONDATA']._serialized_start=614
-  _globals['_COORDINATIONDATA']._serialized_end=707
-  _globals['_TASKMANAGERHEARTBEAT']._serialized_start=709
-  _globals['_TASKMANAGERHEARTBEAT']._serialized_end=805
-  _globals['_DISCONNECTTASKMANAGERREQUEST']._serialized_start=807
-  _globals['_DISCONNECTTASKMANAGERREQUEST']._serialized_end=895
-  _globals['_JOBMASTERGATEWAY']._serialized_start=898
-  _globals['_JOBMASTERGATEWAY']._serialized_end=1420
+  _globals['_TASKEXECUTIONSTATE']._serialized_end=761
+  _globals['_TASKEXECUTIONSTATE_IOMETRICSENTRY']._serialized_start=713
+  _globals['_TASKEXECUTIONSTATE_IOMETRICSENTRY']._serialized_end=761
+  _globals['_COORDINATIONDATA']._serialized_start=763
+  _globals['_COORDINATIONDATA']._serialized_end=856
+  _globals['_TASKMANAGERHEARTBEAT']._serialized_start=858
+  _globals['_TASKMANAGERHEARTBEAT']._serialized_end=954
+  _globals['_DISCONNECTTASKMANAGERREQUEST']._serialized_start=956
+  _globals['_DISCONNECTTASKMANAGERREQUEST']._serialized_end=1044
+  _globals['_JOBMASTERGATEWAY']._serialized_start=1047
+  _globals['_JOBMASTERGATEWAY']._serialized_end=1569
 # @@protoc_insertion_point(module_scope)

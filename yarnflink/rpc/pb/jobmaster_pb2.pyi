@@ -48,16 +48,27 @@ class OfferSlotsResponse(_message.Message):
     def __init__(self, accepted_allocation_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TaskExecutionState(_message.Message):
-    __slots__ = ("jobmaster_id", "execution_id", "state", "error")
+    __slots__ = ("jobmaster_id", "execution_id", "state", "error", "io_metrics", "failed_partition_id")
+    class IoMetricsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
     JOBMASTER_ID_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    IO_METRICS_FIELD_NUMBER: _ClassVar[int]
+    FAILED_PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
     jobmaster_id: str
     execution_id: str
     state: str
     error: _common_pb2.SerializedThrowable
-    def __init__(self, jobmaster_id: _Optional[str] = ..., execution_id: _Optional[str] = ..., state: _Optional[str] = ..., error: _Optional[_Union[_common_pb2.SerializedThrowable, _Mapping]] = ...) -> None: ...
+    io_metrics: _containers.ScalarMap[str, float]
+    failed_partition_id: str
+    def __init__(self, jobmaster_id: _Optional[str] = ..., execution_id: _Optional[str] = ..., state: _Optional[str] = ..., error: _Optional[_Union[_common_pb2.SerializedThrowable, _Mapping]] = ..., io_metrics: _Optional[_Mapping[str, float]] = ..., failed_partition_id: _Optional[str] = ...) -> None: ...
 
 class CoordinationData(_message.Message):
     __slots__ = ("jobmaster_id", "execution_id", "kind", "payload")

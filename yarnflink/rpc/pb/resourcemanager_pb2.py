@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from yarnflink.rpc.pb import common_pb2 as yarnflink_dot_rpc_dot_pb_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&yarnflink/rpc/pb/resourcemanager.proto\x12\ryarnflink.rpc\x1a\x1dyarnflink/rpc/pb/common.proto\"\xb4\x02\n\x1bRegisterTaskExecutorRequest\x12\x13\n\x0bresource_id\x18\x01 \x01(\t\x12\x13\n\x0brpc_address\x18\x02 \x01(\t\x12\x14\n\x0c\x64\x61ta_address\x18\x03 \x01(\t\x12\x11\n\tnum_slots\x18\x04 \x01(\x05\x12<\n\x14\x64\x65\x66\x61ult_slot_profile\x18\x05 \x01(\x0b\x32\x1e.yarnflink.rpc.ResourceProfile\x12\x35\n\rtotal_profile\x18\x06 \x01(\x0b\x32\x1e.yarnflink.rpc.ResourceProfile\x12.\n\x0bslot_report\x18\x07 \x01(\x0b\x32\x19.yarnflink.rpc.SlotReport\x12\x0b\n\x03pid\x18\x08 \x01(\x05\x12\x10\n\x08hostname\x18\t \x01(\t\"\xb1\x01\n\x1cRegisterTaskExecutorResponse\x12\x17\n\x0fregistration_id\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\t\x12$\n\x1cresource_manager_resource_id\x18\x03 \x01(\t\x12\x1d\n\x15heartbeat_interval_ms\x18\x04 \x01(\x03\x12\x1c\n\x14heartbeat_timeout_ms\x18\x05 \x01(\x03\"s\n\x15TaskExecutorHeartbeat\x12\x15\n\rfencing_token\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12.\n\x0bslot_report\x18\x03 \x01(\x0b\x32\x19.yarnflink.rpc.SlotReport\"\"\n\x11HeartbeatResponse\x12\r\n\x05known\x18\x01 \x01(\x08\"s\n\x1aNotifySlotAvailableRequest\x12\x15\n\rfencing_token\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12\x12\n\nslot_index\x18\x03 \x01(\x05\x12\x15\n\rallocation_id\x18\x04 \x01(\t\"Z\n\x1d\x44isconnectTaskExecutorRequest\x12\x15\n\rfencing_token\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12\r\n\x05\x63\x61use\x18\x03 \x01(\t\"[\n\x18RegisterJobMasterRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x19\n\x11jobmaster_address\x18\x02 \x01(\t\x12\x14\n\x0cjobmaster_id\x18\x03 \x01(\t\"2\n\x19RegisterJobMasterResponse\x12\x15\n\rfencing_token\x18\x01 \x01(\t\"_\n\x13ResourceRequirement\x12/\n\x07profile\x18\x01 \x01(\x0b\x32\x1e.yarnflink.rpc.ResourceProfile\x12\x17\n\x0fnumber_of_slots\x18\x02 \x01(\x05\"\xb3\x01\n\x1f\x44\x65\x63lareRequiredResourcesRequest\x12\x15\n\rfencing_token\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x19\n\x11jobmaster_address\x18\x03 \x01(\t\x12\x38\n\x0crequirements\x18\x04 \x03(\x0b\x32\".yarnflink.rpc.ResourceRequirement\x12\x14\n\x0cjobmaster_id\x18\x05 \x01(\t\"R\n\x1a\x44isconnectJobMasterRequest\x12\x15\n\rfencing_token\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\r\n\x05\x63\x61use\x18\x03 \x01(\t2\xbe\x05\n\x16ResourceManagerGateway\x12o\n\x14RegisterTaskExecutor\x12*.yarnflink.rpc.RegisterTaskExecutorRequest\x1a+.yarnflink.rpc.RegisterTaskExecutorResponse\x12\x63\n\x19HeartbeatFromTaskExecutor\x12$.yarnflink.rpc.TaskExecutorHeartbeat\x1a .yarnflink.rpc.HeartbeatResponse\x12T\n\x13NotifySlotAvailable\x12).yarnflink.rpc.NotifySlotAvailableRequest\x1a\x12.yarnflink.rpc.Ack\x12Z\n\x16\x44isconnectTaskExecutor\x12,.yarnflink.rpc.DisconnectTaskExecutorRequest\x1a\x12.yarnflink.rpc.Ack\x12\x66\n\x11RegisterJobMaster\x12\'.yarnflink.rpc.RegisterJobMasterRequest\x1a(.yarnflink.rpc.RegisterJobMasterResponse\x12^\n\x18\x44\x65\x63lareRequiredResources\x12..yarnflink.rpc.DeclareRequiredResourcesRequest\x1a\x12.yarnflink.rpc.Ack\x12T\n\x13\x44isconnectJobMaster\x12).yarnflink.rpc.DisconnectJobMasterRequest\x1a\x12.yarnflink.rpc.Ackb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&yarnflink/rpc/pb/resourcemanager.proto\x12\ryarnflink.rpc\x1a\x1dyarnflink/rpc/pb/common.proto\"\xb4\x02\n\x1bRegisterTaskExecutorRequest\x12\x13\n\x0bresource_id\x18\x01 \x01(\t\x12\x13\n\x0brpc_address\x18\x02 \x01(\t\x12\x14\n\x0c\x64\x61ta_address\x18\x03 \x01(\t\x12\x11\n\tnum_slots\x18\x04 \x01(\x05\x12<\n\x14\x64\x65\x66\x61ult_slot_profile\x18\x05 \x01(\x0b\x32\x1e.yarnflink.rpc.ResourceProfile\x12\x35\n\rtotal_profile\x18\x06 \x01(\x0b\x32\x1e.yarnflink.rpc.ResourceProfile\x12.\n\x0bslot_report\x18\x07 \x01(\x0b\x32\x19.yarnflink.rpc.SlotReport\x12\x0b\n\x03pid\x18\x08 \x01(\x05\x12\x10\n\x08hostname\x18\t \x01(\t\"\xb1\x01\n\x1cRegisterTaskExecutorResponse\x12\x17\n\x0fregistration_id\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\t\x12$\n\x1cresource_manager_resource_id\x18\x03 \x01(\t\x12\x1d\n\x15heartbeat_interval_ms\x18\x04 \x01(\x03\x12\x1c\n\x14heartbeat_timeout_ms\x18\x05 \x01(\x03\"\x90\x01\n\x1aNotifySlotAvailableRequest\x12\x15\n\rfencing_token\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12\x12\n\nslot_index\x18\x03 \x01(\x05\x12\x15\n\rallocation_id\x18\x04 \x01(\t\x12\x1b\n\x13slot_report_version\x18\x05 \x01(\x03\"Z\n\x1d\x44isconnectTaskExecutorRequest\x12\x15\n\rfencing_token\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12\r\n\x05\x63\x61use\x18\x03 \x01(\t\"[\n\x18RegisterJobMasterRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x19\n\x11jobmaster_address\x18\x02 \x01(\t\x12\x14\n\x0cjobmaster_id\x18\x03 \x01(\t\"\x98\x01\n\x19RegisterJobMasterResponse\x12\x15\n\rfencing_token\x18\x01 \x01(\t\x12\x1d\n\x15heartbeat_interval_ms\x18\x02 \x01(\x03\x12\x1c\n\x14heartbeat_timeout_ms\x18\x03 \x01(\x03\x12\'\n\x1fheartbeat_rpc_failure_threshold\x18\x04 \x01(\x05\"{\n\x13ResourceRequirement\x12/\n\x07profile\x18\x01 \x01(\x0b\x32\x1e.yarnflink.rpc.ResourceProfile\x12\x17\n\x0fnumber_of_slots\x18\x02 \x01(\x05\x12\x1a\n\x12slot_sharing_group\x18\x03 \x01(\t\"\xb3\x01\n\x1f\x44\x65\x63lareRequiredResourcesRequest\x12\x15\n\rfencing_token\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x19\n\x11jobmaster_address\x18\x03 \x01(\t\x12\x38\n\x0crequirements\x18\x04 \x03(\x0b\x32\".yarnflink.rpc.ResourceRequirement\x12\x14\n\x0cjobmaster_id\x18\x05 \x01(\t\"R\n\x1a\x44isconnectJobMasterRequest\x12\x15\n\rfencing_token\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\r\n\x05\x63\x61use\x18\x03 \x01(\t\"Q\n\x12JobMasterHeartbeat\x12\x15\n\rfencing_token\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x14\n\x0cjobmaster_id\x18\x03 \x01(\t\"+\n\x1aJobMasterHeartbeatResponse\x12\r\n\x05known\x18\x01 \x01(\x08\x32\xc1\x05\n\x16ResourceManagerGateway\x12o\n\x14RegisterTaskExecutor\x12*.yarnflink.rpc.RegisterTaskExecutorRequest\x1a+.yarnflink.rpc.RegisterTaskExecutorResponse\x12T\n\x13NotifySlotAvailable\x12).yarnflink.rpc.NotifySlotAvailableRequest\x1a\x12.yarnflink.rpc.Ack\x12Z\n\x16\x44isconnectTaskExecutor\x12,.yarnflink.rpc.DisconnectTaskExecutorRequest\x1a\x12.yarnflink.rpc.Ack\x12\x66\n\x11RegisterJobMaster\x12\'.yarnflink.rpc.RegisterJobMasterRequest\x1a(.yarnflink.rpc.RegisterJobMasterResponse\x12^\n\x18\x44\x65\x63lareRequiredResources\x12..yarnflink.rpc.DeclareRequiredResourcesRequest\x1a\x12.yarnflink.rpc.Ack\x12T\n\x13\x44isconnectJobMaster\x12).yarnflink.rpc.DisconnectJobMasterRequest\x1a\x12.yarnflink.rpc.Ack\x12\x66\n\x16HeartbeatFromJobMaster\x12!.yarnflink.rpc.JobMasterHeartbeat\x1a).yarnflink.rpc.JobMasterHeartbeatResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,24 +36,24 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_REGISTERTASKEXECUTORREQUEST']._serialized_end=397
   _globals['_REGISTERTASKEXECUTORRESPONSE']._serialized_start=400
   _globals['_REGISTERTASKEXECUTORRESPONSE']._serialized_end=577
-  _globals['_TASKEXECUTORHEARTBEAT']._serialized_start=579
-  _globals['_TASKEXECUTORHEARTBEAT']._serialized_end=694
-  _globals['_HEARTBEATRESPONSE']._serialized_start=696
-  _globals['_HEARTBEATRESPONSE']._serialized_end=730
-  _globals['_NOTIFYSLOTAVAILABLEREQUEST']._serialized_start=732
-  _globals['_NOTIFYSLOTAVAILABLEREQUEST']._serialized_end=847
-  _globals['_DISCONNECTTASKEXECUTORREQUEST']._serialized_start=849
-  _globals['_DISCONNECTTASKEXECUTORREQUEST']._serialized_end=939
-  _globals['_REGISTERJOBMASTERREQUEST']._serialized_start=941
-  _globals['_REGISTERJOBMASTERREQUEST']._serialized_end=1032
-  _globals['_REGISTERJOBMASTERRESPONSE']._serialized_start=1034
-  _globals['_REGISTERJOBMASTERRESPONSE']._serialized_end=1084
-  _globals['_RESOURCEREQUIREMENT']._serialized_start=1086
-  _globals['_RESOURCEREQUIREMENT']._serialized_end=1181
-  _globals['_DECLAREREQUIREDRESOURCESREQUEST']._serialized_start=1184
-  _globals['_DECLAREREQUIREDRESOURCESREQUEST']._serialized_end=1363
-  _globals['_DISCONNECTJOBMASTERREQUEST']._serialized_start=1365
-  _globals['_DISCONNECTJOBMASTERREQUEST']._serialized_end=1447
-  _globals['_RESOURCEMANAGERGATEWAY']._serialized_start=1450
-  _globals['_RESOURCEMANAGERGATEWAY']._serialized_end=2152
+  _globals['_NOTIFYSLOTAVAILABLEREQUEST']._serialized_start=580
+  _globals['_NOTIFYSLOTAVAILABLEREQUEST']._serialized_end=724
+  _globals['_DISCONNECTTASKEXECUTORREQUEST']._serialized_start=726
+  _globals['_DISCONNECTTASKEXECUTORREQUEST']._serialized_end=816
+  _globals['_REGISTERJOBMASTERREQUEST']._serialized_start=818
+  _globals['_REGISTERJOBMASTERREQUEST']._serialized_end=909
+  _globals['_REGISTERJOBMASTERRESPONSE']._serialized_start=912
+  _globals['_REGISTERJOBMASTERRESPONSE']._serialized_end=1064
+  _globals['_RESOURCEREQUIREMENT']._serialized_start=1066
+  _globals['_RESOURCEREQUIREMENT']._serialized_end=1189
+  _globals['_DECLAREREQUIREDRESOURCESREQUEST']._serialized_start=1192
+  _globals['_DECLAREREQUIREDRESOURCESREQUEST']._serialized_end=1371
+  _globals['_DISCONNECTJOBMASTERREQUEST']._serialized_start=1373
+  _globals['_DISCONNECTJOBMASTERREQUEST']._serialized_end=1455
+  _globals['_JOBMASTERHEARTBEAT']._serialized_start=1457
+  _globals['_JOBMASTERHEARTBEAT']._serialized_end=1538
+  _globals['_JOBMASTERHEARTBEATRESPONSE']._serialized_start=1540
+  _globals['_JOBMASTERHEARTBEATRESPONSE']._serialized_end=1583
+  _globals['_RESOURCEMANAGERGATEWAY']._serialized_start=1586
+  _globals['_RESOURCEMANAGERGATEWAY']._serialized_end=2291
 # @@protoc_insertion_point(module_scope)

@@ -43,33 +43,19 @@ class RegisterTaskExecutorResponse(_message.Message):
     heartbeat_timeout_ms: int
     def __init__(self, registration_id: _Optional[str] = ..., fencing_token: _Optional[str] = ..., resource_manager_resource_id: _Optional[str] = ..., heartbeat_interval_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ...) -> None: ...
 
-class TaskExecutorHeartbeat(_message.Message):
-    __slots__ = ("fencing_token", "resource_id", "slot_report")
-    FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
-    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
-    SLOT_REPORT_FIELD_NUMBER: _ClassVar[int]
-    fencing_token: str
-    resource_id: str
-    slot_report: _common_pb2.SlotReport
-    def __init__(self, fencing_token: _Optional[str] = ..., resource_id: _Optional[str] = ..., slot_report: _Optional[_Union[_common_pb2.SlotReport, _Mapping]] = ...) -> None: ...
-
-class HeartbeatResponse(_message.Message):
-    __slots__ = ("known",)
-    KNOWN_FIELD_NUMBER: _ClassVar[int]
-    known: bool
-    def __init__(self, known: _Optional[bool] = ...) -> None: ...
-
 class NotifySlotAvailableRequest(_message.Message):
-    __slots__ = ("fencing_token", "resource_id", "slot_index", "allocation_id")
+    __slots__ = ("fencing_token", "resource_id", "slot_index", "allocation_id", "slot_report_version")
     FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
     SLOT_INDEX_FIELD_NUMBER: _ClassVar[int]
     ALLOCATION_ID_FIELD_NUMBER: _ClassVar[int]
+    SLOT_REPORT_VERSION_FIELD_NUMBER: _ClassVar[int]
     fencing_token: str
     resource_id: str
     slot_index: int
     allocation_id: str
-    def __init__(self, fencing_token: _Optional[str] = ..., resource_id: _Optional[str] = ..., slot_index: _Optional[int] = ..., allocation_id: _Optional[str] = ...) -> None: ...
+    slot_report_version: int
+    def __init__(self, fencing_token: _Optional[str] = ..., resource_id: _Optional[str] = ..., slot_index: _Optional[int] = ..., allocation_id: _Optional[str] = ..., slot_report_version: _Optional[int] = ...) -> None: ...
 
 class DisconnectTaskExecutorRequest(_message.Message):
     __slots__ = ("fencing_token", "resource_id", "cause")
@@ -92,18 +78,26 @@ class RegisterJobMasterRequest(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., jobmaster_address: _Optional[str] = ..., jobmaster_id: _Optional[str] = ...) -> None: ...
 
 class RegisterJobMasterResponse(_message.Message):
-    __slots__ = ("fencing_token",)
+    __slots__ = ("fencing_token", "heartbeat_interval_ms", "heartbeat_timeout_ms", "heartbeat_rpc_failure_threshold")
     FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_RPC_FAILURE_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     fencing_token: str
-    def __init__(self, fencing_token: _Optional[str] = ...) -> None: ...
+    heartbeat_interval_ms: int
+    heartbeat_timeout_ms: int
+    heartbeat_rpc_failure_threshold: int
+    def __init__(self, fencing_token: _Optional[str] = ..., heartbeat_interval_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., heartbeat_rpc_failure_threshold: _Optional[int] = ...) -> None: ...
 
 class ResourceRequirement(_message.Message):
-    __slots__ = ("profile", "number_of_slots")
+    __slots__ = ("profile", "number_of_slots", "slot_sharing_group")
     PROFILE_FIELD_NUMBER: _ClassVar[int]
     NUMBER_OF_SLOTS_FIELD_NUMBER: _ClassVar[int]
+    SLOT_SHARING_GROUP_FIELD_NUMBER: _ClassVar[int]
     profile: _common_pb2.ResourceProfile
     number_of_slots: int
-    def __init__(self, profile: _Optional[_Union[_common_pb2.ResourceProfile, _Mapping]] = ..., number_of_slots: _Optional[int] = ...) -> None: ...
+    slot_sharing_group: str
+    def __init__(self, profile: _Optional[_Union[_common_pb2.ResourceProfile, _Mapping]] = ..., number_of_slots: _Optional[int] = ..., slot_sharing_group: _Optional[str] = ...) -> None: ...
 
 class DeclareRequiredResourcesRequest(_message.Message):
     __slots__ = ("fencing_token", "job_id", "jobmaster_address", "requirements", "jobmaster_id")
@@ -128,3 +122,19 @@ class DisconnectJobMasterRequest(_message.Message):
     job_id: str
     cause: str
     def __init__(self, fencing_token: _Optional[str] = ..., job_id: _Optional[str] = ..., cause: _Optional[str] = ...) -> None: ...
+
+class JobMasterHeartbeat(_message.Message):
+    __slots__ = ("fencing_token", "job_id", "jobmaster_id")
+    FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    JOBMASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    fencing_token: str
+    job_id: str
+    jobmaster_id: str
+    def __init__(self, fencing_token: _Optional[str] = ..., job_id: _Optional[str] = ..., jobmaster_id: _Optional[str] = ...) -> None: ...
+
+class JobMasterHeartbeatResponse(_message.Message):
+    __slots__ = ("known",)
+    KNOWN_FIELD_NUMBER: _ClassVar[int]
+    known: bool
+    def __init__(self, known: _Optional[bool] = ...) -> None: ...

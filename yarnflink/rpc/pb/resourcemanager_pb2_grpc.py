@@ -40,11 +40,6 @@ class ResourceManagerGatewayStub:
                 request_serializer=yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.RegisterTaskExecutorRequest.SerializeToString,
                 response_deserializer=yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.RegisterTaskExecutorResponse.FromString,
                 _registered_method=True)
-        self.HeartbeatFromTaskExecutor = channel.unary_unary(
-                '/yarnflink.rpc.ResourceManagerGateway/HeartbeatFromTaskExecutor',
-                request_serializer=yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.TaskExecutorHeartbeat.SerializeToString,
-                response_deserializer=yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.HeartbeatResponse.FromString,
-                _registered_method=True)
         self.NotifySlotAvailable = channel.unary_unary(
                 '/yarnflink.rpc.ResourceManagerGateway/NotifySlotAvailable',
                 request_serializer=yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.NotifySlotAvailableRequest.SerializeToString,
@@ -70,18 +65,17 @@ class ResourceManagerGatewayStub:
                 request_serializer=yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.DisconnectJobMasterRequest.SerializeToString,
                 response_deserializer=yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
+        self.HeartbeatFromJobMaster = channel.unary_unary(
+                '/yarnflink.rpc.ResourceManagerGateway/HeartbeatFromJobMaster',
+                request_serializer=yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.JobMasterHeartbeat.SerializeToString,
+                response_deserializer=yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.JobMasterHeartbeatResponse.FromString,
+                _registered_method=True)
 
 
 class ResourceManagerGatewayServicer:
     """Missing associated documentation comment in .proto file."""
 
     def RegisterTaskExecutor(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def HeartbeatFromTaskExecutor(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -117,6 +111,12 @@ class ResourceManagerGatewayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def HeartbeatFromJobMaster(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ResourceManagerGatewayServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -124,11 +124,6 @@ def add_ResourceManagerGatewayServicer_to_server(servicer, server):
                     servicer.RegisterTaskExecutor,
                     request_deserializer=yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.RegisterTaskExecutorRequest.FromString,
                     response_serializer=yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.RegisterTaskExecutorResponse.SerializeToString,
-            ),
-            'HeartbeatFromTaskExecutor': grpc.unary_unary_rpc_method_handler(
-                    servicer.HeartbeatFromTaskExecutor,
-                    request_deserializer=yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.TaskExecutorHeartbeat.FromString,
-                    response_serializer=yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.HeartbeatResponse.SerializeToString,
             ),
             'NotifySlotAvailable': grpc.unary_unary_rpc_method_handler(
                     servicer.NotifySlotAvailable,
@@ -154,6 +149,11 @@ def add_ResourceManagerGatewayServicer_to_server(servicer, server):
                     servicer.DisconnectJobMaster,
                     request_deserializer=yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.DisconnectJobMasterRequest.FromString,
                     response_serializer=yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.SerializeToString,
+            ),
+            'HeartbeatFromJobMaster': grpc.unary_unary_rpc_method_handler(
+                    servicer.HeartbeatFromJobMaster,
+                    request_deserializer=yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.JobMasterHeartbeat.FromString,
+                    response_serializer=yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.JobMasterHeartbeatResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -183,33 +183,6 @@ class ResourceManagerGateway:
             '/yarnflink.rpc.ResourceManagerGateway/RegisterTaskExecutor',
             yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.RegisterTaskExecutorRequest.SerializeToString,
             yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.RegisterTaskExecutorResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def HeartbeatFromTaskExecutor(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/yarnflink.rpc.ResourceManagerGateway/HeartbeatFromTaskExecutor',
-            yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.TaskExecutorHeartbeat.SerializeToString,
-            yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.HeartbeatResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -345,6 +318,33 @@ class ResourceManagerGateway:
             '/yarnflink.rpc.ResourceManagerGateway/DisconnectJobMaster',
             yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.DisconnectJobMasterRequest.SerializeToString,
             yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def HeartbeatFromJobMaster(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yarnflink.rpc.ResourceManagerGateway/HeartbeatFromJobMaster',
+            yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.JobMasterHeartbeat.SerializeToString,
+            yarnflink_dot_rpc_dot_pb_dot_resourcemanager__pb2.JobMasterHeartbeatResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -38,7 +38,7 @@ class TaskExecutorGatewayStub:
         self.RequestSlot = channel.unary_unary(
                 '/yarnflink.rpc.TaskExecutorGateway/RequestSlot',
                 request_serializer=yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.RequestSlotRequest.SerializeToString,
-                response_deserializer=yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.FromString,
+                response_deserializer=yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.RequestSlotResponse.FromString,
                 _registered_method=True)
         self.SubmitTask = channel.unary_unary(
                 '/yarnflink.rpc.TaskExecutorGateway/SubmitTask',
@@ -70,6 +70,21 @@ class TaskExecutorGatewayStub:
                 request_serializer=yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.TaskExecutorInfoRequest.SerializeToString,
                 response_deserializer=yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.TaskExecutorInfo.FromString,
                 _registered_method=True)
+        self.HeartbeatFromResourceManager = channel.unary_unary(
+                '/yarnflink.rpc.TaskExecutorGateway/HeartbeatFromResourceManager',
+                request_serializer=yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.ResourceManagerHeartbeat.SerializeToString,
+                response_deserializer=yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.ResourceManagerHeartbeatResponse.FromString,
+                _registered_method=True)
+        self.TriggerCheckpoint = channel.unary_unary(
+                '/yarnflink.rpc.TaskExecutorGateway/TriggerCheckpoint',
+                request_serializer=yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.CheckpointRequest.SerializeToString,
+                response_deserializer=yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.FromString,
+                _registered_method=True)
+        self.NotifyCheckpoint = channel.unary_unary(
+                '/yarnflink.rpc.TaskExecutorGateway/NotifyCheckpoint',
+                request_serializer=yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.CheckpointNotification.SerializeToString,
+                response_deserializer=yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.FromString,
+                _registered_method=True)
 
 
 class TaskExecutorGatewayServicer:
@@ -77,6 +92,7 @@ class TaskExecutorGatewayServicer:
 
     def RequestSlot(self, request, context):
         """The ResourceManager assigns a slot to a job: the TaskExecutor offers it to that JobMaster.
+        slot_index -1 asks for a dynamic slot carved out of the free resources (fine-grained).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -118,13 +134,33 @@ class TaskExecutorGatewayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def HeartbeatFromResourceManager(self, request, context):
+        """The ResourceManager's heartbeat; the answer carries the payload, the slot report.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TriggerCheckpoint(self, request, context):
+        """Checkpoints: the JobMaster triggers a source task; notifies every task of completion/abort.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def NotifyCheckpoint(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TaskExecutorGatewayServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'RequestSlot': grpc.unary_unary_rpc_method_handler(
                     servicer.RequestSlot,
                     request_deserializer=yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.RequestSlotRequest.FromString,
-                    response_serializer=yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.SerializeToString,
+                    response_serializer=yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.RequestSlotResponse.SerializeToString,
             ),
             'SubmitTask': grpc.unary_unary_rpc_method_handler(
                     servicer.SubmitTask,
@@ -156,6 +192,21 @@ def add_TaskExecutorGatewayServicer_to_server(servicer, server):
                     request_deserializer=yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.TaskExecutorInfoRequest.FromString,
                     response_serializer=yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.TaskExecutorInfo.SerializeToString,
             ),
+            'HeartbeatFromResourceManager': grpc.unary_unary_rpc_method_handler(
+                    servicer.HeartbeatFromResourceManager,
+                    request_deserializer=yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.ResourceManagerHeartbeat.FromString,
+                    response_serializer=yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.ResourceManagerHeartbeatResponse.SerializeToString,
+            ),
+            'TriggerCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.TriggerCheckpoint,
+                    request_deserializer=yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.CheckpointRequest.FromString,
+                    response_serializer=yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.SerializeToString,
+            ),
+            'NotifyCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.NotifyCheckpoint,
+                    request_deserializer=yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.CheckpointNotification.FromString,
+                    response_serializer=yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'yarnflink.rpc.TaskExecutorGateway', rpc_method_handlers)
@@ -183,7 +234,7 @@ class TaskExecutorGateway:
             target,
             '/yarnflink.rpc.TaskExecutorGateway/RequestSlot',
             yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.RequestSlotRequest.SerializeToString,
-            yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.FromString,
+            yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.RequestSlotResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -346,6 +397,87 @@ class TaskExecutorGateway:
             '/yarnflink.rpc.TaskExecutorGateway/RequestTaskExecutorInfo',
             yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.TaskExecutorInfoRequest.SerializeToString,
             yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.TaskExecutorInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def HeartbeatFromResourceManager(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yarnflink.rpc.TaskExecutorGateway/HeartbeatFromResourceManager',
+            yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.ResourceManagerHeartbeat.SerializeToString,
+            yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.ResourceManagerHeartbeatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TriggerCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yarnflink.rpc.TaskExecutorGateway/TriggerCheckpoint',
+            yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.CheckpointRequest.SerializeToString,
+            yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NotifyCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yarnflink.rpc.TaskExecutorGateway/NotifyCheckpoint',
+            yarnflink_dot_rpc_dot_pb_dot_taskexecutor__pb2.CheckpointNotification.SerializeToString,
+            yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,

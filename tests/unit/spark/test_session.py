@@ -1,0 +1,119 @@
+"""The process-wide SparkSession holder on real PySpark: one session serves concurrent steps (as
+the slots of a TaskExecutor), configuration reaches it, a cancelled task's Spark job is
+cancelled, and ``test_stop.py`` (run last) stops it."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import pytest
+
+from yarnflink.common.records import Batch
+from yarnflink.operators.specs import SparkSpec
+from yarnflink.spark.session import holder, session_conf
+
+from .conftest import open_step, run_step, wait_until
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def test_concurrent_steps_share_one_session_and_keep_their_inputs_apart(spark) -> None:
+    starts = holder.starts
+    seen: list[str] = []
+    ops: list = []
+    results: dict[int, list] = {}
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(2)
+
+    def slot(i: int) -> None:
+        def fn(df):
+            seen.append(df.sparkSession.sparkContext.applicationId)
+            barrier.wait(60)  # both steps have their input DataFrame at once
+            return df.selectExpr("f0", f"{i} AS slot")
+
+        try:
+            data = [[i * 1000 + k for k in range(500)]]
+            for _ in range(3):
+                op, out = run_step(SparkSpec(fn=fn), data, "BATCH")
+                ops.append(op)
+                results.setdefault(i, []).append(out.rows)
+            op, out = run_step(SparkSpec(query=f"SELECT f0, {i} AS slot FROM input"), data, "BATCH")
+            ops.append(op)
+            results[i].append(out.rows)
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+            barrier.abort()
+
+    threads = [threading.Thread(target=slot, args=(i,)) for i in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(150)
+    assert not errors, errors
+    for i in (1, 2):
+        expected = [{"f0": i * 1000 + k, "slot": i} for k in range(500)]
+        assert results[i] == [expected] * 4  # never the other slot's input view
+    assert holder.starts == starts  # no second session
+    assert set(seen) == {spark.sparkContext.applicationId}
+    assert all(op._spark.sparkContext is spark.sparkContext for op in ops)  # one SparkContext, one JVM
+    assert len({id(op._spark) for op in ops}) == 8  # each step its own session (input view, SQL conf)
+
+
+def test_the_session_is_local_with_a_thread_per_slot_on_loopback_without_ui(spark) -> None:
+    conf = spark.sparkContext.getConf()
+    assert spark.sparkContext.master == "local[2]"
+    assert conf.get("spark.driver.bindAddress") == "127.0.0.1"
+    assert conf.get("spark.driver.host") == "127.0.0.1"
+    assert conf.get("spark.ui.enabled") == "false"
+    assert spark.sparkContext.uiWebUrl is None
+
+
+def test_spark_keys_of_the_configuration_reach_spark() -> None:
+    conf = session_conf({"spark.executor.memory": "3g", "spark.ui.enabled": "true", "parallelism.default": "4",
+                         "spark.micro-batch.max-rows": "10", "spark.sql.shuffle.partitions": "9"},
+                        threads=3, local_dir="/tmp/x")
+    assert conf["spark.master"] == "local[3]"
+    assert conf["spark.executor.memory"] == "3g"
+    assert conf["spark.ui.enabled"] == "true"  # an explicit key wins over the default
+    assert conf["spark.sql.shuffle.partitions"] == "9"
+    assert conf["spark.pyspark.python"] == sys.executable
+    assert "spark.micro-batch.max-rows" not in conf and "parallelism.default" not in conf
+
+
+def test_a_jobs_sql_keys_apply_to_its_steps_only(spark) -> None:
+    def fn(df):
+        s = df.sparkSession
+        return s.createDataFrame([(s.conf.get("spark.sql.shuffle.partitions"),)], "v STRING")
+
+    _, out = run_step(SparkSpec(fn=fn), [[1]], "BATCH", **{"spark.sql.shuffle.partitions": "7"})
+    assert out.rows == [{"v": "7"}]
+    _, out = run_step(SparkSpec(fn=fn), [[1]], "BATCH")
+    assert out.rows == [{"v": "2"}]  # the session's default: one per slot
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+
+
+def test_a_cancelled_task_cancels_its_spark_job(spark) -> None:
+    running = threading.Event()
+    running.set()
+    op, _ = open_step(SparkSpec(fn=lambda df: df.sparkSession.range(0, 10**13, numPartitions=2)
+                                .selectExpr("sum(id * id) AS s")), "BATCH", is_running=running.is_set)
+    op.process_batch(Batch.from_rows([1]))
+    failure: list[BaseException] = []
+
+    def end() -> None:
+        try:
+            op.end_input()
+        except BaseException as e:  # noqa: BLE001
+            failure.append(e)
+
+    t = threading.Thread(target=end)
+    t.start()
+    tracker = spark.sparkContext.statusTracker()
+    wait_until(lambda: tracker.getActiveJobsIds() or not t.is_alive(), timeout=60, message="the Spark job")
+    assert t.is_alive(), failure  # the job runs (for hours)
+    running.clear()  # the task is cancelled
+    t.join(60)
+    assert not t.is_alive(), "the Spark job was not cancelled"
+    assert failure and "cancel" in str(failure[0]).lower()
+    wait_until(lambda: not tracker.getActiveJobsIds(), timeout=30, message="no active Spark job")

@@ -1,0 +1,31 @@
+"""Checkpoints: the CheckpointCoordinator (pure), barrier handling at task inputs (pure), state
+assignment on restore (pure), the ``_metadata`` format, and storage through fsspec/pyarrow
+(``storage``: the only module here that does I/O; import it explicitly)."""
+
+from yarnflink.checkpoint.assignment import RestoreVertex, assign_state
+from yarnflink.checkpoint.barriers import (
+    AlignedBarrierHandler,
+    BarrierTracker,
+    CancelCheckpointMarker,
+    CheckpointBarrier,
+    create_barrier_handler,
+)
+from yarnflink.checkpoint.config import CheckpointConfig
+from yarnflink.checkpoint.coordinator import CheckpointCoordinator, CheckpointTask
+from yarnflink.checkpoint.metadata import CheckpointMetadataError, CompletedCheckpoint, OperatorState
+
+__all__ = [
+    "AlignedBarrierHandler",
+    "BarrierTracker",
+    "CancelCheckpointMarker",
+    "CheckpointBarrier",
+    "CheckpointConfig",
+    "CheckpointCoordinator",
+    "CheckpointMetadataError",
+    "CheckpointTask",
+    "CompletedCheckpoint",
+    "OperatorState",
+    "RestoreVertex",
+    "assign_state",
+    "create_barrier_handler",
+]

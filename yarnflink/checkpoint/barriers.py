@@ -1,0 +1,262 @@
+"""Checkpoint barriers and their handling at a task's input (pure logic).
+
+Barriers (and cancellation markers) travel in the data streams as events
+(``ResultPartition.emit_event``). A task with several input channels feeds each element of its
+input gate into a handler, which answers with actions:
+
+* ``ProcessBuffer(channel, item)`` -- hand the item (a batch, a watermark, any non-barrier
+  event) to the operator chain now;
+* ``TriggerCheckpointOnBarrier(barrier)`` -- snapshot the chain's state, then forward the barrier
+  downstream (``OperatorChain`` outputs);
+* ``AbortCheckpointOnBarrier(checkpoint_id, reason)`` -- decline the checkpoint to the
+  coordinator and forward a ``CancelCheckpointMarker``.
+
+Two variants (``execution.checkpointing.mode``):
+
+* ``AlignedBarrierHandler`` (EXACTLY_ONCE): once the first barrier of checkpoint n arrives, the
+  channels that delivered it are blocked; their items are held back (in arrival order) until
+  every live channel has delivered barrier n, then the snapshot is triggered and the held items
+  are released. The snapshot thus reflects exactly the records before barrier n on every channel.
+  A barrier of a newer checkpoint or a cancellation marker aborts the alignment in progress.
+* ``BarrierTracker`` (AT_LEAST_ONCE, no alignment): nothing is ever blocked; the snapshot is
+  triggered when barrier n has arrived on every live channel. Records after the barrier on a fast
+  channel may be in the snapshot, so replay after recovery can duplicate them.
+
+An ended channel (end of partition) no longer takes part: it will deliver nothing more.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Union
+
+EXACTLY_ONCE = "EXACTLY_ONCE"
+AT_LEAST_ONCE = "AT_LEAST_ONCE"
+
+
+# ----------------------------------------------------------------------------- events in streams
+@dataclass(frozen=True)
+class CheckpointBarrier:
+    checkpoint_id: int
+    timestamp: int
+    is_savepoint: bool = False
+
+
+@dataclass(frozen=True)
+class CancelCheckpointMarker:
+    checkpoint_id: int
+
+
+# ----------------------------------------------------------------------------- actions
+@dataclass(frozen=True)
+class ProcessBuffer:
+    channel: int
+    item: Any
+
+
+@dataclass(frozen=True)
+class TriggerCheckpointOnBarrier:
+    barrier: CheckpointBarrier
+
+
+@dataclass(frozen=True)
+class AbortCheckpointOnBarrier:
+    checkpoint_id: int
+    reason: str
+
+
+HandlerAction = Union[ProcessBuffer, TriggerCheckpointOnBarrier, AbortCheckpointOnBarrier]
+
+# abort reasons (Flink's CheckpointFailureReason names)
+SUBSUMED_BY_NEWER = "CHECKPOINT_DECLINED_SUBSUMED"
+CANCELLED_ON_BARRIER = "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER"
+
+
+class _Base:
+    def __init__(self, num_channels: int):
+        if num_channels < 1:
+            raise ValueError(f"a barrier handler needs at least one channel, got {num_channels}")
+        self.num_channels = num_channels
+        self.ended: set[int] = set()
+        self.latest_triggered = 0  # highest checkpoint id triggered or aborted here
+
+    def _check(self, channel: int) -> None:
+        if not 0 <= channel < self.num_channels:
+            raise ValueError(f"channel {channel} out of range (0..{self.num_channels - 1})")
+
+    def _live(self) -> set[int]:
+        return set(range(self.num_channels)) - self.ended
+
+
+class AlignedBarrierHandler(_Base):
+    """EXACTLY_ONCE: aligned barriers (see module doc)."""
+
+    def __init__(self, num_channels: int):
+        super().__init__(num_channels)
+        self.current: int = 0  # checkpoint being aligned (0: none)
+        self.current_barrier: CheckpointBarrier | None = None
+        self.blocked: set[int] = set()
+        self._held: deque[tuple[int, Any]] = deque()
+
+    @property
+    def is_aligning(self) -> bool:
+        return self.current != 0
+
+    def on_buffer(self, channel: int, item: Any) -> list[HandlerAction]:
+        self._check(channel)
+        if channel in self.blocked:
+            self._held.append((channel, item))
+            return []
+        return [ProcessBuffer(channel, item)]
+
+    def on_barrier(self, channel: int, barrier: CheckpointBarrier) -> list[HandlerAction]:
+        self._check(channel)
+        n = barrier.checkpoint_id
+        if channel in self.blocked:
+            # a channel delivers its barriers in order: a second barrier while blocked is newer
+            self._held.append((channel, barrier))
+            return []
+        if (n <= self.latest_triggered and n != self.current) or n < self.current:
+            return []  # an old checkpoint (already triggered or aborted here)
+        actions: list[HandlerAction] = []
+        while self.current and n > self.current:
+            actions += self._abort(SUBSUMED_BY_NEWER, f"barrier of checkpoint {n} arrived before checkpoint "
+                                   f"{self.current} was aligned")
+            actions += self._drain_released()  # may start aligning n already (held barriers)
+        if not self.current:
+            self.current = n
+            self.current_barrier = barrier
+        self.blocked.add(channel)
+        return actions + self._maybe_complete()
+
+    def on_cancel_marker(self, channel: int, marker: CancelCheckpointMarker) -> list[HandlerAction]:
+        self._check(channel)
+        n = marker.checkpoint_id
+        if channel in self.blocked:
+            self._held.append((channel, marker))
+            return []
+        if n == self.current:
+            return self._abort(CANCELLED_ON_BARRIER, f"checkpoint {n} was cancelled upstream") + self._drain_released()
+        if n > self.latest_triggered:
+            actions: list[HandlerAction] = []
+            if self.current:
+                actions += self._abort(SUBSUMED_BY_NEWER, f"checkpoint {n} was cancelled before {self.current} was aligned")
+            self.latest_triggered = n
+            actions.append(AbortCheckpointOnBarrier(n, f"{CANCELLED_ON_BARRIER}: checkpoint {n} was cancelled upstream"))
+            return actions + self._drain_released()
+        return []
+
+    def on_end_of_partition(self, channel: int) -> list[HandlerAction]:
+        self._check(channel)
+        self.ended.add(channel)
+        if self.current:
+            return self._maybe_complete()
+        return []
+
+    # ------------------------------------------------------------------ internals
+    def _maybe_complete(self) -> list[HandlerAction]:
+        if not self.current or not self._live() <= self.blocked:
+            return []
+        barrier = self.current_barrier
+        assert barrier is not None
+        self.latest_triggered = max(self.latest_triggered, self.current)
+        self.current = 0
+        self.current_barrier = None
+        self.blocked.clear()
+        return [TriggerCheckpointOnBarrier(barrier)] + self._drain_released()
+
+    def _abort(self, reason: str, message: str) -> list[HandlerAction]:
+        n = self.current
+        self.latest_triggered = max(self.latest_triggered, n)
+        self.current = 0
+        self.current_barrier = None
+        self.blocked.clear()
+        return [AbortCheckpointOnBarrier(n, f"{reason}: {message}")]
+
+    def _drain_released(self) -> list[HandlerAction]:
+        """Replay held items (in arrival order) now that no channel is blocked; a held barrier
+        may start a new alignment, after which later items of its channel are held again."""
+        actions: list[HandlerAction] = []
+        held, self._held = self._held, deque()
+        while held:
+            channel, item = held.popleft()
+            if isinstance(item, CheckpointBarrier):
+                actions += self.on_barrier(channel, item)
+            elif isinstance(item, CancelCheckpointMarker):
+                actions += self.on_cancel_marker(channel, item)
+            else:
+                actions += self.on_buffer(channel, item)
+        return actions
+
+    @property
+    def held_items(self) -> int:
+        return len(self._held)
+
+
+class BarrierTracker(_Base):
+    """AT_LEAST_ONCE: counts barriers, never blocks (Flink's CheckpointBarrierTracker)."""
+
+    def __init__(self, num_channels: int):
+        super().__init__(num_channels)
+        self._seen: dict[int, tuple[CheckpointBarrier, set[int]]] = {}  # pending checkpoints
+
+    blocked: frozenset = frozenset()
+
+    def on_buffer(self, channel: int, item: Any) -> list[HandlerAction]:
+        self._check(channel)
+        return [ProcessBuffer(channel, item)]
+
+    def on_barrier(self, channel: int, barrier: CheckpointBarrier) -> list[HandlerAction]:
+        self._check(channel)
+        n = barrier.checkpoint_id
+        if n <= self.latest_triggered:
+            return []
+        entry = self._seen.setdefault(n, (barrier, set()))
+        entry[1].add(channel)
+        return self._complete_ready()
+
+    def on_cancel_marker(self, channel: int, marker: CancelCheckpointMarker) -> list[HandlerAction]:
+        self._check(channel)
+        n = marker.checkpoint_id
+        if n <= self.latest_triggered:
+            return []
+        actions: list[HandlerAction] = []
+        for older in sorted(k for k in self._seen if k < n):
+            del self._seen[older]
+            actions.append(AbortCheckpointOnBarrier(older, f"{SUBSUMED_BY_NEWER}: checkpoint {n} was cancelled"))
+        self._seen.pop(n, None)
+        self.latest_triggered = n
+        actions.append(AbortCheckpointOnBarrier(n, f"{CANCELLED_ON_BARRIER}: checkpoint {n} was cancelled upstream"))
+        return actions
+
+    def on_end_of_partition(self, channel: int) -> list[HandlerAction]:
+        self._check(channel)
+        self.ended.add(channel)
+        return self._complete_ready()
+
+    def _complete_ready(self) -> list[HandlerAction]:
+        live = self._live()
+        actions: list[HandlerAction] = []
+        for n in sorted(self._seen):
+            barrier, channels = self._seen[n]
+            if live <= channels:
+                for older in sorted(k for k in self._seen if k < n):
+                    del self._seen[older]
+                    actions.append(AbortCheckpointOnBarrier(older, f"{SUBSUMED_BY_NEWER}: checkpoint {n} completed first"))
+                del self._seen[n]
+                self.latest_triggered = n
+                actions.append(TriggerCheckpointOnBarrier(barrier))
+                break
+        if actions and any(live <= ch for _, ch in self._seen.values()):
+            actions += self._complete_ready()
+        return actions
+
+
+def create_barrier_handler(mode: str, num_channels: int) -> Union[AlignedBarrierHandler, BarrierTracker]:
+    """The handler for ``execution.checkpointing.mode``."""
+    if mode == EXACTLY_ONCE:
+        return AlignedBarrierHandler(num_channels)
+    if mode == AT_LEAST_ONCE:
+        return BarrierTracker(num_channels)
+    raise ValueError(f"unknown checkpointing mode {mode!r}; expected {EXACTLY_ONCE} or {AT_LEAST_ONCE}")

@@ -1,0 +1,64 @@
+"""Checkpointing settings from a job's configuration (Flink's ``CheckpointConfig``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Union
+
+from yarnflink.common.config import (
+    CHECKPOINTING_DIR,
+    CHECKPOINTING_EXTERNALIZED_RETENTION,
+    CHECKPOINTING_INLINE_THRESHOLD,
+    CHECKPOINTING_INTERVAL,
+    CHECKPOINTING_MAX_CONCURRENT,
+    CHECKPOINTING_MIN_PAUSE,
+    CHECKPOINTING_MODE,
+    CHECKPOINTING_NUM_RETAINED,
+    CHECKPOINTING_TIMEOUT,
+    CHECKPOINTING_TOLERABLE_FAILURES,
+    Configuration,
+)
+
+EXACTLY_ONCE = "EXACTLY_ONCE"
+AT_LEAST_ONCE = "AT_LEAST_ONCE"
+
+
+def _ms(td: Any) -> Optional[int]:
+    return None if td is None else int(td.total_seconds() * 1000)
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    interval_ms: Optional[int] = None  # None: periodic checkpoints disabled
+    timeout_ms: int = 600_000
+    min_pause_ms: int = 0
+    max_concurrent: int = 1
+    mode: str = EXACTLY_ONCE
+    tolerable_failures: int = 0
+    num_retained: int = 1
+    externalized_retention: str = "NO_EXTERNALIZED_CHECKPOINTS"
+    directory: Optional[str] = None
+    inline_threshold: int = 20 * 1024
+
+    @property
+    def periodic(self) -> bool:
+        return self.interval_ms is not None and self.interval_ms > 0
+
+    @staticmethod
+    def from_configuration(conf: Union[Configuration, Mapping[str, str], None]) -> "CheckpointConfig":
+        if conf is None:
+            conf = Configuration()
+        elif not isinstance(conf, Configuration):
+            conf = Configuration.from_dict(conf, source="job configuration")
+        return CheckpointConfig(
+            interval_ms=_ms(conf.get(CHECKPOINTING_INTERVAL)),
+            timeout_ms=_ms(conf.get(CHECKPOINTING_TIMEOUT)) or 0,
+            min_pause_ms=_ms(conf.get(CHECKPOINTING_MIN_PAUSE)) or 0,
+            max_concurrent=conf.get(CHECKPOINTING_MAX_CONCURRENT),
+            mode=conf.get(CHECKPOINTING_MODE),
+            tolerable_failures=conf.get(CHECKPOINTING_TOLERABLE_FAILURES),
+            num_retained=conf.get(CHECKPOINTING_NUM_RETAINED),
+            externalized_retention=conf.get(CHECKPOINTING_EXTERNALIZED_RETENTION),
+            directory=conf.get(CHECKPOINTING_DIR),
+            inline_threshold=conf.get(CHECKPOINTING_INLINE_THRESHOLD),
+        )

@@ -1,0 +1,465 @@
+"""CheckpointCoordinator: the JobMaster's checkpoint protocol as pure logic.
+
+``handle(event) -> list[action]``: events are what happened (a timer tick, a task's
+acknowledgement or decline, a timeout, a task finishing, the metadata write's outcome); actions
+are what the driver must do (trigger tasks, write ``_metadata``, notify tasks, delete state, fail
+the job). No I/O, no clock: every event carries the time (ms).
+
+Protocol (Flink's):
+
+1. ``Tick(now)``: when periodic checkpointing is due (``interval``, ``min-pause`` after the last
+   completion, fewer than ``max-concurrent-checkpoints`` pending, every unfinished task running),
+   a PendingCheckpoint is created and ``TriggerCheckpoint`` goes to the tasks that start it: the
+   unfinished tasks whose upstream tasks have all finished (the sources while they run).
+   ``ScheduleTimeout`` asks the driver for a ``CheckpointTimeout`` at ``now + timeout`` (a later
+   ``Tick`` expires it too).
+2. Every unfinished task acknowledges with its ``TaskStateSnapshot``; a finished task counts as
+   acknowledged. When all have, the checkpoint is finalized: ``WriteMetadata``.
+3. ``MetadataWritten``: the checkpoint is complete. Older pending checkpoints are subsumed
+   (aborted, not counted as failures), the completed-checkpoint store keeps ``num-retained``
+   (``DiscardCheckpoint`` for older ones), and tasks get ``NotifyCheckpointComplete``.
+4. A decline, a timeout or a failed metadata write aborts the checkpoint: ``NotifyCheckpointAborted``
+   and ``DiscardState`` of what was acknowledged; it counts as a failure. More than
+   ``tolerable-failed-checkpoints`` consecutive failures: ``FailJob``.
+5. Acknowledgements for unknown, aborted or completed checkpoints, or from an old attempt, are
+   late: their state is discarded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from yarnflink.checkpoint.config import CheckpointConfig
+from yarnflink.checkpoint.metadata import CompletedCheckpoint, OperatorState
+from yarnflink.state.handles import StreamStateHandle, TaskStateSnapshot
+
+CREATED, RUNNING, FINISHED = "CREATED", "RUNNING", "FINISHED"
+
+# abort reasons (Flink's CheckpointFailureReason); those in COUNTED fail the job past the threshold
+DECLINED = "CHECKPOINT_DECLINED"
+EXPIRED = "CHECKPOINT_EXPIRED"
+FINALIZE_FAILURE = "FINALIZE_CHECKPOINT_FAILURE"
+SUBSUMED = "CHECKPOINT_SUBSUMED"
+TASK_FAILURE = "TASK_FAILURE"
+COORDINATOR_SHUTDOWN = "CHECKPOINT_COORDINATOR_SHUTDOWN"
+JOB_FAILING = "JOB_FAILOVER"
+COUNTED = frozenset({DECLINED, EXPIRED, FINALIZE_FAILURE})
+
+
+# ----------------------------------------------------------------------------- topology
+@dataclass(frozen=True)
+class CheckpointTask:
+    """One subtask (ExecutionVertex) as the coordinator sees it."""
+
+    task_id: str
+    vertex_id: str
+    subtask_index: int
+    parallelism: int
+    max_parallelism: int
+    operator_ids: tuple[str, ...] = ()
+    upstream: tuple[str, ...] = ()  # task ids this task reads from
+
+
+# ----------------------------------------------------------------------------- events
+@dataclass(frozen=True)
+class Tick:
+    now: int
+
+
+@dataclass(frozen=True)
+class TriggerSavepoint:
+    now: int
+    target_directory: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class TaskRunning:
+    task_id: str
+    attempt: int = 0
+
+
+@dataclass(frozen=True)
+class TaskFinished:
+    task_id: str
+    now: int = 0
+
+
+@dataclass(frozen=True)
+class TaskFailed:
+    """The task failed or is restarted: pending checkpoints cannot complete (not counted)."""
+
+    task_id: str
+    now: int = 0
+
+
+@dataclass(frozen=True)
+class AcknowledgeCheckpoint:
+    checkpoint_id: int
+    task_id: str
+    state: Optional[TaskStateSnapshot] = None
+    attempt: int = 0
+    now: int = 0
+
+
+@dataclass(frozen=True)
+class DeclineCheckpoint:
+    checkpoint_id: int
+    task_id: str
+    reason: str = ""
+    attempt: int = 0
+    now: int = 0
+
+
+@dataclass(frozen=True)
+class CheckpointTimeout:
+    checkpoint_id: int
+    now: int
+
+
+@dataclass(frozen=True)
+class MetadataWritten:
+    checkpoint_id: int
+    external_pointer: str
+    now: int
+
+
+@dataclass(frozen=True)
+class MetadataWriteFailed:
+    checkpoint_id: int
+    reason: str
+    now: int
+
+
+@dataclass(frozen=True)
+class JobTerminated:
+    status: str  # FINISHED | CANCELED | FAILED | SUSPENDED
+
+
+Event = Union[Tick, TriggerSavepoint, TaskRunning, TaskFinished, TaskFailed, AcknowledgeCheckpoint,
+              DeclineCheckpoint, CheckpointTimeout, MetadataWritten, MetadataWriteFailed, JobTerminated]
+
+
+# ----------------------------------------------------------------------------- actions
+@dataclass(frozen=True)
+class TriggerCheckpoint:
+    checkpoint_id: int
+    timestamp: int
+    tasks: tuple[str, ...]
+    mode: str
+    is_savepoint: bool = False
+
+
+@dataclass(frozen=True)
+class ScheduleTimeout:
+    checkpoint_id: int
+    deadline: int
+
+
+@dataclass(frozen=True)
+class WriteMetadata:
+    checkpoint: CompletedCheckpoint
+    target_directory: Optional[str] = None  # savepoints: where to; checkpoints: the job's chk-<n>
+
+
+@dataclass(frozen=True)
+class NotifyCheckpointComplete:
+    checkpoint_id: int
+    tasks: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NotifyCheckpointAborted:
+    checkpoint_id: int
+    tasks: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class DiscardState:
+    """Delete state files of an aborted checkpoint or of a late acknowledgement."""
+
+    checkpoint_id: int
+    handles: tuple[StreamStateHandle, ...]
+
+
+@dataclass(frozen=True)
+class DiscardCheckpoint:
+    """Delete a completed checkpoint (its directory and files)."""
+
+    checkpoint: CompletedCheckpoint
+
+
+@dataclass(frozen=True)
+class FailJob:
+    reason: str
+
+
+Action = Union[TriggerCheckpoint, ScheduleTimeout, WriteMetadata, NotifyCheckpointComplete,
+               NotifyCheckpointAborted, DiscardState, DiscardCheckpoint, FailJob]
+
+
+# ----------------------------------------------------------------------------- state
+@dataclass
+class PendingCheckpoint:
+    checkpoint_id: int
+    timestamp: int
+    deadline: int
+    is_savepoint: bool
+    target_directory: Optional[str]
+    not_yet_acknowledged: set[str]
+    acknowledged: dict[str, Optional[TaskStateSnapshot]] = field(default_factory=dict)
+    finalizing: Optional[CompletedCheckpoint] = None
+
+    def handles(self) -> tuple[StreamStateHandle, ...]:
+        return tuple(h for s in self.acknowledged.values() if s is not None for h in s.stream_handles())
+
+
+# Which completed checkpoints are deleted when the job ends, per retention policy (Flink's
+# CheckpointProperties: discardFinished / discardCancelled / discardFailed / discardSuspended).
+_DISCARD_ON = {
+    "NO_EXTERNALIZED_CHECKPOINTS": {"FINISHED", "CANCELED", "FAILED", "SUSPENDED"},
+    "DELETE_ON_CANCELLATION": {"FINISHED", "CANCELED"},
+    "RETAIN_ON_CANCELLATION": {"FINISHED"},
+}
+
+
+class CheckpointCoordinator:
+    def __init__(
+        self,
+        job_id: str,
+        tasks: list[CheckpointTask],
+        config: CheckpointConfig,
+        *,
+        completed: Optional[list[CompletedCheckpoint]] = None,
+        next_checkpoint_id: Optional[int] = None,
+        start_time: int = 0,
+    ):
+        if config.mode not in ("EXACTLY_ONCE", "AT_LEAST_ONCE"):
+            raise ValueError(f"unknown checkpointing mode {config.mode!r}")
+        self.job_id = job_id
+        self.config = config
+        self.tasks = {t.task_id: t for t in tasks}
+        for t in tasks:
+            for u in t.upstream:
+                if u not in self.tasks:
+                    raise ValueError(f"task {t.task_id} reads from unknown task {u}")
+        self.status = {t: CREATED for t in self.tasks}
+        self.attempts = {t: 0 for t in self.tasks}
+        self.pending: dict[int, PendingCheckpoint] = {}
+        self.completed: list[CompletedCheckpoint] = sorted(completed or [], key=lambda c: c.checkpoint_id)
+        last = self.completed[-1].checkpoint_id if self.completed else 0
+        self.next_checkpoint_id = max(next_checkpoint_id or 1, last + 1)
+        self.consecutive_failures = 0
+        self.last_completion: Optional[int] = None
+        self.next_trigger = start_time + (config.interval_ms or 0)
+        self.shutdown = False
+
+    # ------------------------------------------------------------------ queries
+    def latest_completed(self) -> Optional[CompletedCheckpoint]:
+        return self.completed[-1] if self.completed else None
+
+    def next_wakeup(self) -> Optional[int]:
+        """When the driver should send the next ``Tick`` (None: only on events)."""
+        times = [p.deadline for p in self.pending.values() if p.finalizing is None]
+        if self.config.periodic and not self.shutdown:
+            times.append(self.next_trigger)
+        return min(times) if times else None
+
+    def _unfinished(self) -> list[str]:
+        return [t for t, s in self.status.items() if s != FINISHED]
+
+    def _trigger_tasks(self) -> tuple[str, ...]:
+        return tuple(sorted(
+            t for t in self._unfinished()
+            if all(self.status[u] == FINISHED for u in self.tasks[t].upstream)
+        ))
+
+    # ------------------------------------------------------------------ dispatch
+    def handle(self, event: Event) -> list[Action]:
+        method = getattr(self, "_on_" + type(event).__name__, None)
+        if method is None:
+            raise TypeError(f"unknown event {event!r}")
+        return method(event)
+
+    def _on_Tick(self, e: Tick) -> list[Action]:
+        actions: list[Action] = []
+        for p in sorted(self.pending.values(), key=lambda p: p.checkpoint_id):
+            if p.finalizing is None and p.deadline <= e.now and p.checkpoint_id in self.pending:
+                actions += self._abort(p.checkpoint_id, EXPIRED, e.now, f"checkpoint {p.checkpoint_id} expired before completing")
+        if self.config.periodic and not self.shutdown and e.now >= self.next_trigger:
+            actions += self._try_trigger(e.now, savepoint=False, target=None)
+        return actions
+
+    def _on_TriggerSavepoint(self, e: TriggerSavepoint) -> list[Action]:
+        return self._try_trigger(e.now, savepoint=True, target=e.target_directory)
+
+    def _try_trigger(self, now: int, savepoint: bool, target: Optional[str]) -> list[Action]:
+        if self.shutdown:
+            return []
+        unfinished = self._unfinished()
+        if not unfinished:
+            return []
+        if not savepoint:
+            if len(self.pending) >= self.config.max_concurrent:
+                return []  # stays due: triggered on the first tick after a pending one ends
+            if self.config.min_pause_ms > 0 and self.last_completion is not None:
+                earliest = self.last_completion + self.config.min_pause_ms
+                if now < earliest or self.pending:
+                    self.next_trigger = max(self.next_trigger, earliest)
+                    return []
+        if any(self.status[t] != RUNNING for t in unfinished):
+            return []  # not all required tasks are running yet (not a failure)
+        cid = self.next_checkpoint_id
+        self.next_checkpoint_id += 1
+        deadline = now + self.config.timeout_ms
+        self.pending[cid] = PendingCheckpoint(cid, now, deadline, savepoint, target, set(unfinished))
+        if not savepoint:
+            self.next_trigger = now + (self.config.interval_ms or 0)
+        return [
+            TriggerCheckpoint(cid, now, self._trigger_tasks(), self.config.mode, savepoint),
+            ScheduleTimeout(cid, deadline),
+        ]
+
+    def _on_TaskRunning(self, e: TaskRunning) -> list[Action]:
+        self._check_task(e.task_id)
+        self.status[e.task_id] = RUNNING
+        self.attempts[e.task_id] = e.attempt
+        return []
+
+    def _on_TaskFinished(self, e: TaskFinished) -> list[Action]:
+        self._check_task(e.task_id)
+        self.status[e.task_id] = FINISHED
+        actions: list[Action] = []
+        for cid in sorted(self.pending):
+            p = self.pending.get(cid)
+            if p is not None and e.task_id in p.not_yet_acknowledged:
+                actions += self._acknowledged(p, e.task_id, None)
+        return actions
+
+    def _on_TaskFailed(self, e: TaskFailed) -> list[Action]:
+        self._check_task(e.task_id)
+        self.status[e.task_id] = CREATED
+        actions: list[Action] = []
+        for cid in sorted(self.pending):
+            if self.pending[cid].finalizing is None:
+                actions += self._abort(cid, TASK_FAILURE, e.now, f"task {e.task_id} failed")
+        return actions
+
+    def _on_AcknowledgeCheckpoint(self, e: AcknowledgeCheckpoint) -> list[Action]:
+        self._check_task(e.task_id)
+        p = self.pending.get(e.checkpoint_id)
+        late = (
+            p is None
+            or p.finalizing is not None
+            or e.attempt != self.attempts[e.task_id]
+            or e.task_id not in p.not_yet_acknowledged
+        )
+        if late:
+            handles = tuple(e.state.stream_handles()) if e.state is not None else ()
+            return [DiscardState(e.checkpoint_id, handles)] if handles else []
+        return self._acknowledged(p, e.task_id, e.state)
+
+    def _acknowledged(self, p: PendingCheckpoint, task_id: str, state: Optional[TaskStateSnapshot]) -> list[Action]:
+        p.not_yet_acknowledged.discard(task_id)
+        p.acknowledged[task_id] = state
+        if p.not_yet_acknowledged:
+            return []
+        p.finalizing = self._build_completed(p)
+        return [WriteMetadata(p.finalizing, p.target_directory)]
+
+    def _build_completed(self, p: PendingCheckpoint) -> CompletedCheckpoint:
+        ops: dict[str, OperatorState] = {}
+        for t in self.tasks.values():
+            for op_id in t.operator_ids:
+                ops.setdefault(op_id, OperatorState(op_id, t.parallelism, t.max_parallelism))
+        for task_id, snap in p.acknowledged.items():
+            if snap is None:
+                continue
+            t = self.tasks[task_id]
+            for op_id, st in snap.subtask_states.items():
+                if st.is_empty():
+                    continue
+                op = ops.setdefault(op_id, OperatorState(op_id, t.parallelism, t.max_parallelism))
+                op.subtask_states[t.subtask_index] = st
+        return CompletedCheckpoint(self.job_id, p.checkpoint_id, p.timestamp, ops, is_savepoint=p.is_savepoint)
+
+    def _on_DeclineCheckpoint(self, e: DeclineCheckpoint) -> list[Action]:
+        self._check_task(e.task_id)
+        p = self.pending.get(e.checkpoint_id)
+        if p is None or p.finalizing is not None or e.attempt != self.attempts[e.task_id]:
+            return []
+        return self._abort(e.checkpoint_id, DECLINED, e.now,
+                           f"task {e.task_id} declined checkpoint {e.checkpoint_id}: {e.reason}")
+
+    def _on_CheckpointTimeout(self, e: CheckpointTimeout) -> list[Action]:
+        p = self.pending.get(e.checkpoint_id)
+        if p is None or p.finalizing is not None:
+            return []
+        return self._abort(e.checkpoint_id, EXPIRED, e.now, f"checkpoint {e.checkpoint_id} expired before completing")
+
+    def _on_MetadataWriteFailed(self, e: MetadataWriteFailed) -> list[Action]:
+        p = self.pending.get(e.checkpoint_id)
+        if p is None or p.finalizing is None:
+            return []
+        return self._abort(e.checkpoint_id, FINALIZE_FAILURE, e.now,
+                           f"writing the metadata of checkpoint {e.checkpoint_id} failed: {e.reason}")
+
+    def _on_MetadataWritten(self, e: MetadataWritten) -> list[Action]:
+        p = self.pending.get(e.checkpoint_id)
+        if p is None or p.finalizing is None:
+            return []
+        del self.pending[e.checkpoint_id]
+        done = p.finalizing
+        done.external_pointer = e.external_pointer
+        done.completion_timestamp = e.now
+        actions: list[Action] = []
+        if not p.is_savepoint:
+            self.consecutive_failures = 0
+            self.last_completion = e.now
+            for cid in sorted(self.pending):
+                q = self.pending[cid]
+                if cid < e.checkpoint_id and not q.is_savepoint and q.finalizing is None:
+                    actions += self._abort(cid, SUBSUMED, e.now, f"subsumed by checkpoint {e.checkpoint_id}")
+        notify = tuple(sorted(t for t in p.acknowledged if self.status[t] == RUNNING))
+        actions.append(NotifyCheckpointComplete(e.checkpoint_id, notify))
+        if not p.is_savepoint:
+            self.completed.append(done)
+            while len(self.completed) > self.config.num_retained:
+                actions.append(DiscardCheckpoint(self.completed.pop(0)))
+        return actions
+
+    def _on_JobTerminated(self, e: JobTerminated) -> list[Action]:
+        self.shutdown = True
+        actions: list[Action] = []
+        for cid in sorted(self.pending):
+            actions += self._abort(cid, COORDINATOR_SHUTDOWN, 0, f"the job is {e.status}")
+        if e.status in _DISCARD_ON.get(self.config.externalized_retention, set()):
+            actions += [DiscardCheckpoint(c) for c in self.completed]
+            self.completed = []
+        return actions
+
+    # ------------------------------------------------------------------ aborting
+    def _abort(self, cid: int, reason: str, now: int, message: str) -> list[Action]:
+        p = self.pending.pop(cid)
+        tasks = tuple(sorted(t for t in set(p.acknowledged) | p.not_yet_acknowledged if self.status[t] == RUNNING))
+        actions: list[Action] = [NotifyCheckpointAborted(cid, tasks, f"{reason}: {message}")]
+        handles = p.handles()
+        if handles:
+            actions.append(DiscardState(cid, handles))
+        if reason in COUNTED and not p.is_savepoint:
+            self.consecutive_failures += 1
+            if self.consecutive_failures > self.config.tolerable_failures:
+                self.consecutive_failures = 0
+                actions.append(FailJob(
+                    "Exceeded checkpoint tolerable failure threshold "
+                    f"({self.config.tolerable_failures}); the latest checkpoint failed with {reason}: {message}"
+                ))
+                for other in sorted(self.pending):
+                    if self.pending[other].finalizing is None:
+                        actions += self._abort(other, JOB_FAILING, now, "the job fails")
+        return actions
+
+    def _check_task(self, task_id: str) -> None:
+        if task_id not in self.tasks:
+            raise KeyError(f"unknown task {task_id!r}")

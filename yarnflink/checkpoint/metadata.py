@@ -1,0 +1,135 @@
+"""CompletedCheckpoint and the ``_metadata`` file format (pure: no I/O).
+
+``_metadata`` = 4-byte magic ``YFCK``, 2-byte format version, 4-byte CRC32 of the payload, 8-byte
+payload length (all big-endian), then the payload: UTF-8 JSON of the checkpoint (state handles,
+small state inline as base64). A truncated or altered file fails the length or CRC check and is
+reported as corrupted; a file from another format version is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from yarnflink.state.handles import OperatorSubtaskState, StreamStateHandle
+
+MAGIC = b"YFCK"
+VERSION = 1
+_HEADER = struct.Struct(">4sHIQ")
+METADATA_FILE_NAME = "_metadata"
+
+
+class CheckpointMetadataError(Exception):
+    """A ``_metadata`` file is missing, corrupted or does not fit the job; the message names the
+    path and the problem."""
+
+    def __init__(self, path: str, problem: str):
+        super().__init__(f"checkpoint metadata {path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+@dataclass
+class OperatorState:
+    """The state of one operator (all subtasks) in a checkpoint (Flink's ``OperatorState``)."""
+
+    operator_id: str
+    parallelism: int
+    max_parallelism: int
+    subtask_states: dict[int, OperatorSubtaskState] = field(default_factory=dict)
+
+    @property
+    def state_size(self) -> int:
+        return sum(s.state_size for s in self.subtask_states.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "operator_id": self.operator_id,
+            "parallelism": self.parallelism,
+            "max_parallelism": self.max_parallelism,
+            "subtasks": {str(i): s.to_json() for i, s in sorted(self.subtask_states.items())},
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "OperatorState":
+        return OperatorState(
+            str(d["operator_id"]),
+            int(d["parallelism"]),
+            int(d["max_parallelism"]),
+            {int(i): OperatorSubtaskState.from_json(s) for i, s in d.get("subtasks", {}).items()},
+        )
+
+
+@dataclass
+class CompletedCheckpoint:
+    job_id: str
+    checkpoint_id: int
+    timestamp: int
+    operator_states: dict[str, OperatorState] = field(default_factory=dict)
+    is_savepoint: bool = False
+    completion_timestamp: int = 0
+    #: where it is stored (the ``chk-<n>`` directory or the savepoint directory); set on write
+    external_pointer: Optional[str] = None
+
+    @property
+    def state_size(self) -> int:
+        return sum(o.state_size for o in self.operator_states.values())
+
+    def stream_handles(self) -> list[StreamStateHandle]:
+        return [h for o in self.operator_states.values() for s in o.subtask_states.values()
+                for h in s.stream_handles()]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "checkpoint_id": self.checkpoint_id,
+            "timestamp": self.timestamp,
+            "completion_timestamp": self.completion_timestamp,
+            "is_savepoint": self.is_savepoint,
+            "operators": [o.to_json() for _, o in sorted(self.operator_states.items())],
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any], external_pointer: Optional[str] = None) -> "CompletedCheckpoint":
+        ops = [OperatorState.from_json(o) for o in d.get("operators", [])]
+        return CompletedCheckpoint(
+            job_id=str(d["job_id"]),
+            checkpoint_id=int(d["checkpoint_id"]),
+            timestamp=int(d["timestamp"]),
+            operator_states={o.operator_id: o for o in ops},
+            is_savepoint=bool(d.get("is_savepoint", False)),
+            completion_timestamp=int(d.get("completion_timestamp", 0)),
+            external_pointer=external_pointer,
+        )
+
+
+def serialize_metadata(checkpoint: CompletedCheckpoint) -> bytes:
+    payload = json.dumps(checkpoint.to_json(), separators=(",", ":"), sort_keys=True).encode("utf-8")
+    return _HEADER.pack(MAGIC, VERSION, zlib.crc32(payload), len(payload)) + payload
+
+
+def deserialize_metadata(data: bytes, path: str = "<bytes>") -> CompletedCheckpoint:
+    """Parse a ``_metadata`` file; ``CheckpointMetadataError`` naming ``path`` if it is not a
+    complete, intact metadata file of this format."""
+    if len(data) == 0:
+        raise CheckpointMetadataError(path, "the file is empty (the checkpoint was not completed)")
+    if len(data) < _HEADER.size:
+        raise CheckpointMetadataError(path, f"the file is truncated ({len(data)} bytes, shorter than the header)")
+    magic, version, crc, length = _HEADER.unpack_from(data)
+    if magic != MAGIC:
+        raise CheckpointMetadataError(path, f"not a yarnflink checkpoint metadata file (magic {magic!r})")
+    if version != VERSION:
+        raise CheckpointMetadataError(path, f"unsupported metadata format version {version} (this yarnflink reads {VERSION})")
+    payload = data[_HEADER.size:]
+    if len(payload) != length:
+        raise CheckpointMetadataError(path, f"the file is truncated or padded: {len(payload)} payload bytes, header says {length}")
+    if zlib.crc32(payload) != crc:
+        raise CheckpointMetadataError(path, "checksum mismatch: the file is corrupted")
+    try:
+        d = json.loads(payload.decode("utf-8"))
+        return CompletedCheckpoint.from_json(d)
+    except (ValueError, KeyError, TypeError) as e:
+        raise CheckpointMetadataError(path, f"unreadable content: {type(e).__name__}: {e}") from None

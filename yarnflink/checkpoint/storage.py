@@ -1,0 +1,333 @@
+"""Checkpoint storage on a file system, through fsspec (``file://``, ``s3://`` with s3fs,
+``hdfs://`` with pyarrow's HadoopFileSystem). The driver side of the CheckpointCoordinator and of
+the state backends; the pure core never imports this module.
+
+Layout (Flink's)::
+
+    <execution.checkpointing.dir>/<job-id>/
+        chk-<n>/_metadata          written last, atomically
+        chk-<n>/<state files>      exclusive state of checkpoint n (Arrow IPC)
+        shared/                    state shared between checkpoints
+        taskowned/                 state owned by tasks
+
+A state file smaller than ``execution.checkpointing.data-inline-threshold`` is not written: its
+bytes go inline into ``_metadata``. ``_metadata`` is written with one atomic step: a temporary
+file renamed into place on file systems that rename atomically (local, HDFS), a single PUT on
+object stores (an S3 object appears whole or not at all). A ``chk-<n>`` directory without
+``_metadata`` is an unfinished checkpoint and is never restored; ``find_latest_valid`` falls back
+to the newest checkpoint whose metadata is intact and whose state files exist.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional, TypeVar
+
+from yarnflink.checkpoint.metadata import (
+    METADATA_FILE_NAME,
+    CheckpointMetadataError,
+    CompletedCheckpoint,
+    deserialize_metadata,
+    serialize_metadata,
+)
+from yarnflink.state.handles import ByteStreamStateHandle, FileStateHandle, StreamStateHandle
+from yarnflink.state.streams import EXCLUSIVE, SHARED, TASKOWNED
+
+_CHK = re.compile(r"^chk-(\d+)$")
+_ATOMIC_RENAME_PROTOCOLS = {"file", "local", "hdfs", "arrow_hdfs", "memory"}
+T = TypeVar("T")
+
+
+class CheckpointStorageError(Exception):
+    """The checkpoint storage cannot be used (unreachable endpoint, missing library, permission,
+    ...); the message names the path and the problem."""
+
+    def __init__(self, path: str, problem: str):
+        super().__init__(f"checkpoint storage {path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+def _describe(e: BaseException) -> str:
+    text = str(e) or repr(e)
+    return f"{type(e).__name__}: {text}"
+
+
+def _io(path: str, what: str, fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except (CheckpointStorageError, CheckpointMetadataError):
+        raise
+    except FileNotFoundError as e:
+        raise CheckpointStorageError(path, f"{what} failed: not found ({e})") from e
+    except Exception as e:  # noqa: BLE001 - every file system error becomes one clear error
+        raise CheckpointStorageError(path, f"{what} failed: {_describe(e)}") from e
+
+
+def storage_options_from_config(conf: Optional[Mapping[str, Any]], url: str) -> dict[str, Any]:
+    """fsspec storage options for ``url`` from Flink's keys (``s3.endpoint``, ``s3.access-key``,
+    ``s3.secret-key``, ``s3.path.style.access``)."""
+    conf = conf or {}
+    if not url.startswith(("s3://", "s3a://")):
+        return {}
+    get = conf.get
+    opts: dict[str, Any] = {}
+    if get("s3.endpoint"):
+        opts["endpoint_url"] = str(get("s3.endpoint"))
+    if get("s3.access-key"):
+        opts["key"] = str(get("s3.access-key"))
+    if get("s3.secret-key"):
+        opts["secret"] = str(get("s3.secret-key"))
+    if str(get("s3.path.style.access", "false")).lower() == "true":
+        opts["config_kwargs"] = {"s3": {"addressing_style": "path"}}
+    return opts
+
+
+def filesystem_for(url: str, storage_options: Optional[Mapping[str, Any]] = None) -> tuple[Any, str]:
+    """``(fsspec file system, path without protocol)`` for ``url``; CheckpointStorageError if
+    the file system cannot be created (unknown scheme, missing s3fs / Hadoop client, ...)."""
+    import fsspec.core
+
+    if url.startswith("s3a://"):
+        url = "s3://" + url[len("s3a://"):]
+
+    def make() -> tuple[Any, str]:
+        return fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+
+    try:
+        return make()
+    except ImportError as e:
+        scheme = url.split("://", 1)[0]
+        hint = {"s3": "install s3fs (pip install yarnflink[s3])",
+                "hdfs": "pyarrow needs a Hadoop client (libhdfs, HADOOP_HOME, CLASSPATH)"}.get(scheme, "")
+        raise CheckpointStorageError(url, f"no file system for {scheme}://: {e}{'; ' + hint if hint else ''}") from e
+    except Exception as e:  # noqa: BLE001
+        hint = ""
+        if url.startswith("hdfs://"):
+            hint = ("; pyarrow's HadoopFileSystem needs a Hadoop client: libhdfs (ARROW_LIBHDFS_DIR or "
+                    "HADOOP_HOME), JAVA_HOME and CLASSPATH=$(hadoop classpath --glob)")
+        raise CheckpointStorageError(url, f"cannot open the file system: {_describe(e)}{hint}") from e
+
+
+def _url(fs: Any, path: str) -> str:
+    return fs.unstrip_protocol(path)
+
+
+def read_stream_handle(handle: StreamStateHandle, storage_options: Optional[Mapping[str, Any]] = None) -> bytes:
+    """The bytes of a state handle (inline, or a file read through fsspec)."""
+    if isinstance(handle, ByteStreamStateHandle):
+        return handle.data
+    fs, path = filesystem_for(handle.path, storage_options)
+    data = _io(handle.path, "reading the state file", lambda: fs.cat_file(path))
+    if len(data) != handle.size:
+        raise CheckpointStorageError(handle.path, f"the state file has {len(data)} bytes, the checkpoint recorded {handle.size}")
+    return data
+
+
+def make_reader(storage_options: Optional[Mapping[str, Any]] = None) -> Callable[[StreamStateHandle], bytes]:
+    return lambda h: read_stream_handle(h, storage_options)
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:80] or "state"
+
+
+class FsCheckpointStreamFactory:
+    """Writes state files under a checkpoint's directories (``CheckpointStreamFactory``)."""
+
+    def __init__(self, fs: Any, exclusive_dir: str, shared_dir: str, taskowned_dir: str, inline_threshold: int):
+        self.fs = fs
+        self.dirs = {EXCLUSIVE: exclusive_dir, SHARED: shared_dir, TASKOWNED: taskowned_dir}
+        self.inline_threshold = inline_threshold
+
+    def write_state(self, data: bytes, name: str, scope: str = EXCLUSIVE) -> StreamStateHandle:
+        if len(data) < self.inline_threshold:
+            return ByteStreamStateHandle(name, bytes(data))
+        if scope not in self.dirs:
+            raise ValueError(f"unknown state scope {scope!r}")
+        path = posixpath.join(self.dirs[scope], f"{_safe_name(name)}-{uuid.uuid4().hex}.arrow")
+        url = _url(self.fs, path)
+        _io(url, "writing a state file", lambda: self.fs.pipe_file(path, bytes(data)))
+        return FileStateHandle(url, len(data))
+
+
+@dataclass
+class LatestValid:
+    """What ``find_latest_valid`` found: the checkpoint (None if none is usable) and why newer
+    ones were skipped."""
+
+    checkpoint: Optional[CompletedCheckpoint]
+    skipped: list[CheckpointMetadataError] = field(default_factory=list)
+
+
+class FsCheckpointStorage:
+    """The checkpoints of one job under ``<checkpoint_dir>/<job_id>``."""
+
+    def __init__(
+        self,
+        checkpoint_dir: str,
+        job_id: str,
+        *,
+        storage_options: Optional[Mapping[str, Any]] = None,
+        inline_threshold: int = 20 * 1024,
+    ):
+        if not checkpoint_dir:
+            raise CheckpointStorageError("<unset>", "execution.checkpointing.dir is not set")
+        self.checkpoint_dir = checkpoint_dir.rstrip("/")
+        self.job_id = job_id
+        self.storage_options = dict(storage_options or {})
+        self.inline_threshold = inline_threshold
+        self.fs, base = filesystem_for(self.checkpoint_dir, self.storage_options)
+        self.job_path = posixpath.join(base.rstrip("/"), job_id)
+        self.shared_path = posixpath.join(self.job_path, "shared")
+        self.taskowned_path = posixpath.join(self.job_path, "taskowned")
+
+    # ------------------------------------------------------------------ locations
+    @property
+    def job_url(self) -> str:
+        return _url(self.fs, self.job_path)
+
+    def checkpoint_path(self, checkpoint_id: int) -> str:
+        return posixpath.join(self.job_path, f"chk-{checkpoint_id}")
+
+    def checkpoint_url(self, checkpoint_id: int) -> str:
+        return _url(self.fs, self.checkpoint_path(checkpoint_id))
+
+    def initialize(self) -> None:
+        """Create the job's directories; fails fast with a clear error if the storage is
+        unreachable."""
+        for p in (self.job_path, self.shared_path, self.taskowned_path):
+            _io(_url(self.fs, p), "creating the checkpoint directory", lambda p=p: self.fs.makedirs(p, exist_ok=True))
+
+    def stream_factory(self, checkpoint_id: int) -> FsCheckpointStreamFactory:
+        chk = self.checkpoint_path(checkpoint_id)
+        _io(_url(self.fs, chk), "creating the checkpoint directory", lambda: self.fs.makedirs(chk, exist_ok=True))
+        return FsCheckpointStreamFactory(self.fs, chk, self.shared_path, self.taskowned_path, self.inline_threshold)
+
+    def savepoint_stream_factory(self, savepoint_url: str) -> FsCheckpointStreamFactory:
+        fs, path = filesystem_for(savepoint_url, self.storage_options)
+        _io(savepoint_url, "creating the savepoint directory", lambda: fs.makedirs(path, exist_ok=True))
+        return FsCheckpointStreamFactory(fs, path, path, path, self.inline_threshold)
+
+    # ------------------------------------------------------------------ metadata
+    def write_metadata(self, checkpoint: CompletedCheckpoint, target_directory: Optional[str] = None) -> str:
+        """Write ``_metadata`` atomically (last step of a checkpoint); returns the directory URL
+        (the checkpoint's external pointer)."""
+        if target_directory is not None:
+            fs, directory = filesystem_for(target_directory, self.storage_options)
+        else:
+            fs, directory = self.fs, self.checkpoint_path(checkpoint.checkpoint_id)
+        data = serialize_metadata(checkpoint)
+        final = posixpath.join(directory, METADATA_FILE_NAME)
+        url = _url(fs, final)
+
+        def write() -> None:
+            fs.makedirs(directory, exist_ok=True)
+            protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+            if _ATOMIC_RENAME_PROTOCOLS & set(protocols):
+                tmp = posixpath.join(directory, f".{METADATA_FILE_NAME}.inprogress-{uuid.uuid4().hex}")
+                fs.pipe_file(tmp, data)
+                fs.mv(tmp, final)
+            else:
+                fs.pipe_file(final, data)  # one PUT: visible whole or not at all
+
+        _io(url, "writing the checkpoint metadata", write)
+        return _url(fs, directory)
+
+    def read_metadata(self, location: str) -> CompletedCheckpoint:
+        """The checkpoint at ``location`` (a ``chk-<n>`` / savepoint directory URL, or its
+        ``_metadata`` file); CheckpointMetadataError if missing or corrupted."""
+        fs, path = filesystem_for(location, self.storage_options)
+        if posixpath.basename(path.rstrip("/")) != METADATA_FILE_NAME:
+            path = posixpath.join(path.rstrip("/"), METADATA_FILE_NAME)
+        url = _url(fs, path)
+        try:
+            data = fs.cat_file(path)
+        except FileNotFoundError:
+            raise CheckpointMetadataError(url, "the file does not exist (the checkpoint was not completed, or was deleted)") from None
+        except Exception as e:  # noqa: BLE001
+            raise CheckpointStorageError(url, f"reading the checkpoint metadata failed: {_describe(e)}") from e
+        checkpoint = deserialize_metadata(data, url)
+        checkpoint.external_pointer = _url(fs, posixpath.dirname(path))
+        return checkpoint
+
+    def checkpoint_ids(self) -> list[int]:
+        """Ids of the ``chk-<n>`` directories (complete or not), ascending."""
+        def ls() -> list[str]:
+            self.fs.invalidate_cache(self.job_path)  # other processes may have written since
+            try:
+                return self.fs.ls(self.job_path, detail=False)
+            except FileNotFoundError:
+                return []
+
+        names = _io(self.job_url, "listing checkpoints", ls)
+        ids = []
+        for name in names:
+            m = _CHK.match(posixpath.basename(name.rstrip("/")))
+            if m:
+                ids.append(int(m.group(1)))
+        return sorted(ids)
+
+    def validate(self, checkpoint: CompletedCheckpoint) -> None:
+        """CheckpointMetadataError if a state file the checkpoint refers to is missing."""
+        for h in checkpoint.stream_handles():
+            if isinstance(h, FileStateHandle):
+                fs, path = filesystem_for(h.path, self.storage_options)
+                if not _io(h.path, "checking a state file", lambda: fs.exists(path)):
+                    raise CheckpointMetadataError(
+                        checkpoint.external_pointer or self.checkpoint_url(checkpoint.checkpoint_id),
+                        f"state file {h.path} is missing",
+                    )
+
+    def find_latest_valid(self) -> LatestValid:
+        """The newest checkpoint that can be restored, skipping (and reporting) newer ones whose
+        ``_metadata`` is missing or corrupted or whose state files are missing."""
+        skipped: list[CheckpointMetadataError] = []
+        for cid in reversed(self.checkpoint_ids()):
+            try:
+                c = self.read_metadata(self.checkpoint_url(cid))
+                if c.checkpoint_id != cid:
+                    raise CheckpointMetadataError(self.checkpoint_url(cid), f"it describes checkpoint {c.checkpoint_id}, not {cid}")
+                if c.job_id != self.job_id:
+                    raise CheckpointMetadataError(self.checkpoint_url(cid), f"it belongs to job {c.job_id}, not {self.job_id}")
+                self.validate(c)
+                return LatestValid(c, skipped)
+            except CheckpointMetadataError as e:
+                skipped.append(e)
+        return LatestValid(None, skipped)
+
+    # ------------------------------------------------------------------ deletion
+    def discard_checkpoint(self, checkpoint: CompletedCheckpoint) -> None:
+        """Delete a completed checkpoint: its state files outside its directory, then the
+        directory (``_metadata`` first, so a crash midway never leaves a restorable half)."""
+        pointer = checkpoint.external_pointer or self.checkpoint_url(checkpoint.checkpoint_id)
+        fs, directory = filesystem_for(pointer, self.storage_options)
+        meta = posixpath.join(directory, METADATA_FILE_NAME)
+
+        def rm() -> None:
+            if fs.exists(meta):
+                fs.rm_file(meta)
+            for h in checkpoint.stream_handles():
+                if isinstance(h, FileStateHandle):
+                    hfs, hpath = filesystem_for(h.path, self.storage_options)
+                    if not hpath.startswith(directory.rstrip("/") + "/") and hfs.exists(hpath):
+                        hfs.rm_file(hpath)
+            if fs.exists(directory):
+                fs.rm(directory, recursive=True)
+
+        _io(pointer, "deleting the checkpoint", rm)
+
+    def discard_state(self, handles: list[StreamStateHandle]) -> None:
+        for h in handles:
+            if isinstance(h, FileStateHandle):
+                fs, path = filesystem_for(h.path, self.storage_options)
+                _io(h.path, "deleting a state file", lambda fs=fs, path=path: fs.rm_file(path) if fs.exists(path) else None)
+
+    def discard_incomplete(self, checkpoint_id: int) -> None:
+        """Delete the directory of a checkpoint that never completed."""
+        path = self.checkpoint_path(checkpoint_id)
+        _io(self.checkpoint_url(checkpoint_id), "deleting the checkpoint directory",
+            lambda: self.fs.rm(path, recursive=True) if self.fs.exists(path) else None)

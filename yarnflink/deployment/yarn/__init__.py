@@ -1,0 +1,22 @@
+"""YARN deployment through skein (docs/yarn.md): the application spec (``spec``), the
+ResourceManagerDriver that runs TaskExecutors as containers (``driver``), the ApplicationMaster
+side (``master``) and the client side: session, per-job and application submission (``client``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class YarnDeploymentError(Exception):
+    """A problem the user can fix (missing skein, no HDFS, unknown application); printed without
+    a traceback by the CLI."""
+
+
+def import_skein() -> Any:
+    try:
+        import skein
+    except ImportError:
+        raise YarnDeploymentError("the YARN target needs skein: pip install 'skein>=0.8' "
+                                  "(and a Hadoop client configuration in HADOOP_CONF_DIR)") from None
+    return skein

@@ -1,0 +1,169 @@
+"""The client side of YARN deployment: submitting session, per-job and application clusters,
+finding a session's REST address by application id (or the last one started), listing and
+stopping them. skein is reached through ``client_factory`` (tests pass a fake client)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from yarnflink.common.config import Configuration
+from yarnflink.deployment.yarn import YarnDeploymentError, import_skein
+from yarnflink.deployment.yarn.spec import (
+    REST_URL_KEY, ClusterRequest, build_application_spec, check_staging_filesystem, job_files,
+    ship_configuration,
+)
+
+ClientFactory = Callable[[Configuration], Any]
+LIVE_STATES = ("SUBMITTED", "ACCEPTED", "RUNNING")
+
+
+def skein_client(config: Configuration) -> Any:
+    """A ``skein.Client`` (its own driver, TLS to the ApplicationMaster by skein's default
+    Security), logged in with the Kerberos principal and keytab when configured."""
+    skein = import_skein()
+    principal = config.get("security.kerberos.login.principal")
+    keytab = config.get("security.kerberos.login.keytab")
+    if bool(principal) != bool(keytab):
+        raise YarnDeploymentError("Kerberos needs both security.kerberos.login.principal and .keytab")
+    if keytab and not Path(keytab).is_file():
+        raise YarnDeploymentError(f"keytab {keytab} does not exist")
+    return skein.Client(principal=principal, keytab=keytab) if principal else skein.Client()
+
+
+@dataclass
+class YarnCluster:
+    app_id: str
+    rest_url: str
+    mode: str
+    created: float
+    token_file: str = ""  # the REST token (0600, in the staging directory) and REST CA, "" if off
+    rest_ca: str = ""
+
+
+def _record_file(app_id: str) -> Path:
+    from yarnflink.deployment.local.cluster import sessions_dir
+
+    return sessions_dir() / f"yarn-{app_id}.json"
+
+
+def record_session(cluster: YarnCluster) -> None:
+    path = _record_file(cluster.app_id)
+    path.write_text(json.dumps(asdict(cluster)))
+    os.chmod(path, 0o600)
+
+
+def last_session() -> Optional[YarnCluster]:
+    from yarnflink.deployment.local.cluster import sessions_dir
+
+    records = []
+    for p in sessions_dir().glob("yarn-*.json"):
+        try:
+            records.append(YarnCluster(**json.loads(p.read_text())))
+        except (OSError, ValueError, TypeError):
+            continue
+    return max(records, key=lambda r: r.created) if records else None
+
+
+def submit_cluster(config: Configuration, request: ClusterRequest, *, client_factory: ClientFactory = skein_client,
+                   timeout: float = 300.0, staging: Optional[Path] = None, wait_rest: bool = True) -> YarnCluster:
+    """Submits the application and (``wait_rest``) waits until its master published the REST address."""
+    from yarnflink.security.client import RestCredentials, register
+    from yarnflink.security.material import ensure_cluster_security, private_directory
+
+    check_staging_filesystem(os.environ.get("HADOOP_CONF_DIR"))
+    staging = staging or Path(tempfile.mkdtemp(prefix="yarnflink-yarn-"))
+    private_directory(staging)
+    config = ensure_cluster_security(config, staging / "security")
+    _, files = ship_configuration(config, staging)
+    if request.job_file:
+        files.update(job_files(request.job_file))
+    spec = build_application_spec(config, request, files)
+    client = client_factory(config)
+    app_id = client.submit(spec)
+    creds = RestCredentials.from_config(config)
+    cluster = YarnCluster(app_id, "", request.mode, time.time(), creds.token_file or "", creds.ca_file or "")
+    if wait_rest:
+        cluster.rest_url = wait_for_rest_url(client, app_id, timeout)
+        if request.mode == "session":
+            record_session(cluster)
+        register(cluster.rest_url, creds)
+    return cluster
+
+
+def wait_for_rest_url(client: Any, app_id: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        report = client.application_report(app_id)
+        state = str(report.state)
+        if state in ("FINISHED", "FAILED", "KILLED"):
+            raise YarnDeploymentError(f"YARN application {app_id} ended ({state}) before its master started: "
+                                      f"{report.diagnostics or 'see yarn logs -applicationId ' + app_id}")
+        if state == "RUNNING":
+            app = client.connect(app_id, wait=False)
+            value = app.kv.get(REST_URL_KEY)
+            if value:
+                return value.decode() if isinstance(value, bytes) else str(value)
+        if time.monotonic() > deadline:
+            raise YarnDeploymentError(f"YARN application {app_id} published no REST address within "
+                                      f"{timeout:.0f}s (state {state})")
+        time.sleep(0.5)
+
+
+def rest_url_of(config: Configuration, app_id: Optional[str], *,
+                client_factory: ClientFactory = skein_client) -> str:
+    """The REST address of application ``app_id``, or of the last YARN session started."""
+    if app_id is None:
+        last = last_session()
+        if last is None:
+            raise YarnDeploymentError("no YARN session: start one with 'yarnflink session start --target yarn' "
+                                      "or pass -yid APPLICATION_ID")
+        app_id = last.app_id
+    client = client_factory(config)
+    try:
+        report = client.application_report(app_id)
+    except Exception as e:
+        raise YarnDeploymentError(f"no YARN application {app_id}: {e}") from None
+    if str(report.state) != "RUNNING":
+        raise YarnDeploymentError(f"YARN application {app_id} is {report.state}")
+    value = client.connect(app_id, wait=False).kv.get(REST_URL_KEY)
+    if not value:
+        raise YarnDeploymentError(f"YARN application {app_id} is not a yarnflink cluster (no REST address)")
+    url = value.decode() if isinstance(value, bytes) else str(value)
+    _register_session_credentials(app_id, url)
+    return url
+
+
+def _register_session_credentials(app_id: str, url: str) -> None:
+    """A session this machine started: its REST token and CA are in the staging directory."""
+    from yarnflink.security.client import RestCredentials, register
+
+    path = _record_file(app_id)
+    if path.is_file():
+        rec = YarnCluster(**json.loads(path.read_text()))
+        register(url, RestCredentials(rec.token_file or None, rec.rest_ca or None))
+
+
+def list_clusters(config: Configuration, *, client_factory: ClientFactory = skein_client) -> list[Any]:
+    """Live YARN applications started by yarnflink (tagged ``yarnflink``)."""
+    client = client_factory(config)
+    apps = client.get_applications(states=list(LIVE_STATES))
+    return [a for a in apps if "yarnflink" in set(a.tags or ())]
+
+
+def stop_cluster(config: Configuration, app_id: str, *, client_factory: ClientFactory = skein_client) -> None:
+    """Shuts the application down through its ApplicationMaster, else kills it through YARN."""
+    client = client_factory(config)
+    try:
+        client.connect(app_id, wait=False).shutdown("SUCCEEDED", diagnostics="stopped by yarnflink session stop")
+    except Exception:
+        try:
+            client.kill_application(app_id)
+        except Exception as e:
+            raise YarnDeploymentError(f"cannot stop YARN application {app_id}: {e}") from None
+    _record_file(app_id).unlink(missing_ok=True)

@@ -1,0 +1,61 @@
+"""The ApplicationMaster side: what ``yarnflink master start --yarn`` changes when the master runs
+as a skein ``Master`` script (``yarnflink.entrypoint.master.run_master`` calls ``prepare``).
+
+It binds RPC and REST to this host (not loopback), takes free ports, defaults
+``high-availability.cluster-id`` to the YARN application id, builds the YARN driver on the
+ApplicationMaster's skein client and, once the master runs, publishes the REST address in the
+application's key-value store (``spec.REST_URL_KEY``), where clients read it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from typing import Any, Callable, Mapping, Optional
+
+from yarnflink.common.config import Configuration
+from yarnflink.deployment.yarn import import_skein
+from yarnflink.deployment.yarn.driver import YarnResourceManagerDriver
+from yarnflink.deployment.yarn.spec import REST_URL_KEY
+
+log = logging.getLogger(__name__)
+
+
+def yarn_master_config(config: Configuration, env: Mapping[str, str], host: str) -> Configuration:
+    """Pure: the master's configuration inside a container of application ``SKEIN_APPLICATION_ID``."""
+    config = config.copy()
+    if not config.contains("jobmanager.rpc.address"):
+        config.set("jobmanager.rpc.address", host)
+    if not config.contains("rest.address"):
+        config.set("rest.address", host)
+    if not config.contains("rest.bind-address"):
+        config.set("rest.bind-address", host)
+    for key in ("rest.port", "jobmanager.rpc.port"):
+        if not config.contains(key):
+            config.set(key, "0")  # many masters share a node: take free ports
+    app_id = env.get("SKEIN_APPLICATION_ID")
+    if app_id and not config.contains("high-availability.cluster-id"):
+        config.set("high-availability.cluster-id", app_id)
+    return config
+
+
+def prepare(config: Configuration, *, standby: bool = False, app_client: Any = None,
+            env: Optional[Mapping[str, str]] = None) -> tuple[Configuration, YarnResourceManagerDriver,
+                                                              Callable[[dict[str, object]], None]]:
+    """The master's configuration, its YARN driver, and the hook that publishes the started
+    master's info (a standby master publishes nothing until the HA wiring makes it leader)."""
+    env = os.environ if env is None else env
+    if app_client is None:
+        app_client = import_skein().ApplicationClient.from_current()
+    config = yarn_master_config(config, env, socket.getfqdn())
+    driver = YarnResourceManagerDriver(app_client)
+
+    def publish(info: dict[str, object]) -> None:
+        if standby:
+            return
+        app_client.kv[REST_URL_KEY] = str(info["rest_url"]).encode()
+        log.info("published the REST address %s for YARN application %s", info["rest_url"],
+                 env.get("SKEIN_APPLICATION_ID"))
+
+    return config, driver, publish

@@ -1,0 +1,80 @@
+"""High availability: leader election, leader retrieval and durable HA metadata (Flink's
+``flink-runtime/highavailability`` and ``leaderelection`` / ``leaderretrieval``).
+
+::
+
+    HighAvailabilityServices (services.py) ....... made by create_ha_services(config)
+     +-- StandaloneHaServices ........... high-availability.type: NONE (always leader, fixed addresses)
+     +-- ZooKeeperHaServices ............ ZOOKEEPER (zookeeper/services.py; kazoo + fsspec)
+     +-- EmbeddedHaServices ............. tests: leadership on demand (embedded.py)
+
+    LeaderElection (leaderelection.py) ........... pure state machine: events in, actions out
+    LeaderElectionService (election_service.py) .. runs it on its own loop; contenders register here
+     +-- driver: ZooKeeperLeaderElectionDriver (zookeeper/leaderelection.py) | standalone | embedded
+    LeaderRetrievalService (leaderretrieval.py) .. who leads a component, every change
+     +-- driver: ZooKeeperLeaderRetrievalDriver (zookeeper/leaderretrieval.py) | fixed | embedded
+    JobGraphStore, JobResultStore, CheckpointIDCounter, CompletedCheckpointPointerStore (stores.py)
+     +-- ZooKeeper pointers (zookeeper/stores.py), files in the storageDir (filesystem.py), in memory
+
+This package's top level imports neither kazoo nor fsspec; the ZooKeeper forms load on demand.
+"""
+
+from yarnflink.highavailability.election_service import (
+    LeaderContender,
+    LeaderElectionHandle,
+    LeaderElectionService,
+)
+from yarnflink.highavailability.embedded import EmbeddedHaServices
+from yarnflink.highavailability.errors import HaStoreError, HighAvailabilityError, LeadershipLostError
+from yarnflink.highavailability.leaderelection import LeaderElection, LeaderFence, LeaderInformation
+from yarnflink.highavailability.leaderretrieval import LeaderRetrievalService
+from yarnflink.highavailability.services import (
+    DISPATCHER,
+    RESOURCE_MANAGER,
+    REST_SERVER,
+    HighAvailabilityServices,
+    StandaloneHaServices,
+    create_ha_services,
+    ha_enabled,
+    job_master_component,
+)
+from yarnflink.highavailability.stores import (
+    CheckpointIDCounter,
+    CompletedCheckpointPointerStore,
+    JobGraphStore,
+    JobResult,
+    JobResultStore,
+    RecoveryPlan,
+    plan_recovery,
+    recover_jobs,
+)
+
+__all__ = [
+    "DISPATCHER",
+    "RESOURCE_MANAGER",
+    "REST_SERVER",
+    "CheckpointIDCounter",
+    "CompletedCheckpointPointerStore",
+    "EmbeddedHaServices",
+    "HaStoreError",
+    "HighAvailabilityError",
+    "HighAvailabilityServices",
+    "JobGraphStore",
+    "JobResult",
+    "JobResultStore",
+    "LeaderContender",
+    "LeaderElection",
+    "LeaderElectionHandle",
+    "LeaderElectionService",
+    "LeaderFence",
+    "LeaderInformation",
+    "LeaderRetrievalService",
+    "LeadershipLostError",
+    "RecoveryPlan",
+    "StandaloneHaServices",
+    "create_ha_services",
+    "ha_enabled",
+    "job_master_component",
+    "plan_recovery",
+    "recover_jobs",
+]

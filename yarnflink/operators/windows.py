@@ -1,0 +1,616 @@
+"""Keyed windows (Flink's ``WindowOperator``): tumbling, sliding and session windows in event
+or processing time, with reduce, aggregate, process and apply window functions, allowed lateness
+and a side output for late data.
+
+Window contents live in the operator's keyed state backend (namespace = the window): a
+ReducingState (reduce), an AggregatingState (aggregate) or a ListState (process/apply). Session
+windows keep, per key, a merging-window set (window -> the window whose state holds its
+contents). Triggers are Flink's defaults: an event-time window fires when the watermark passes its
+end (``EventTimeTrigger``), a processing-time window when the clock does (``ProcessingTimeTrigger``).
+An element that arrives after its window fired but within ``allowed_lateness`` fires the window
+again with the updated contents; its state is removed when the watermark passes
+``window end + allowed lateness``. Later elements are dropped, or sent to the late-data side
+output. Results carry the timestamp ``window.max_timestamp()``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Optional
+
+import numpy as np
+
+from yarnflink.common.keygroups import key_group_ids
+from yarnflink.common.records import Batch
+from yarnflink.operators.base import OperatorContext, StreamOperator
+from yarnflink.operators.functions import Function, RuntimeContext
+from yarnflink.operators.keys import KeyExtractor
+from yarnflink.operators.specs import KeySelectorSpec
+from yarnflink.operators.timers import InternalTimerService
+from yarnflink.operators.watermarks import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
+from yarnflink.state.descriptors import (
+    AggregatingStateDescriptor,
+    ListStateDescriptor,
+    ReducingStateDescriptor,
+    ValueStateDescriptor,
+    check_aggregate_function,
+    to_millis,
+)
+from yarnflink.state.task_state import keyed_state_backend_for
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Time:
+    """PyFlink's ``Time`` (window sizes): ``Time.seconds(5)``."""
+
+    def __init__(self, millis: int):
+        self.millis = int(millis)
+
+    @staticmethod
+    def milliseconds(n: int) -> "Time":
+        return Time(n)
+
+    @staticmethod
+    def seconds(n: float) -> "Time":
+        return Time(round(n * 1000))
+
+    @staticmethod
+    def minutes(n: float) -> "Time":
+        return Time(round(n * 60_000))
+
+    @staticmethod
+    def hours(n: float) -> "Time":
+        return Time(round(n * 3_600_000))
+
+    @staticmethod
+    def days(n: float) -> "Time":
+        return Time(round(n * 86_400_000))
+
+    def to_milliseconds(self) -> int:
+        return self.millis
+
+    def __repr__(self) -> str:
+        return f"Time({self.millis} ms)"
+
+
+@dataclass(frozen=True, order=True)
+class TimeWindow:
+    """``[start, end)`` in milliseconds."""
+
+    start: int
+    end: int
+
+    def max_timestamp(self) -> int:
+        return self.end - 1
+
+    def get_start(self) -> int:
+        return self.start
+
+    def get_end(self) -> int:
+        return self.end
+
+    def intersects(self, other: "TimeWindow") -> bool:
+        return self.start <= other.end and self.end >= other.start
+
+    def cover(self, other: "TimeWindow") -> "TimeWindow":
+        return TimeWindow(min(self.start, other.start), max(self.end, other.end))
+
+    @staticmethod
+    def get_window_start_with_offset(timestamp: int, offset: int, window_size: int) -> int:
+        return timestamp - (timestamp - offset) % window_size
+
+
+def merge_time_windows(windows: Iterable[TimeWindow]) -> list[tuple[TimeWindow, list[TimeWindow]]]:
+    """Flink's ``TimeWindow.mergeWindows``: groups of overlapping windows, each with its cover
+    (only groups of more than one window)."""
+    ordered = sorted(windows)
+    groups: list[tuple[TimeWindow, list[TimeWindow]]] = []
+    for w in ordered:
+        if groups and groups[-1][0].intersects(w):
+            cover, members = groups[-1]
+            groups[-1] = (cover.cover(w), members + [w])
+        else:
+            groups.append((w, [w]))
+    return [(c, m) for c, m in groups if len(m) > 1]
+
+
+# ----------------------------------------------------------------------------- assigners
+class WindowAssigner:
+    event_time = True
+    merging = False
+
+    def assign_windows(self, timestamp: int) -> list[TimeWindow]:
+        raise NotImplementedError
+
+    def is_event_time(self) -> bool:
+        return self.event_time
+
+
+def _positive(value: Any, what: str) -> int:
+    ms = to_millis(value, what)
+    if ms <= 0:
+        raise ValueError(f"{what}: must be positive, got {ms} ms")
+    return ms
+
+
+class TumblingEventTimeWindows(WindowAssigner):
+    def __init__(self, size: int, offset: int = 0):
+        if abs(offset) >= size:
+            raise ValueError(f"TumblingWindows: |offset| must be smaller than the size ({offset} ms, {size} ms)")
+        self.size, self.offset = size, offset
+
+    @classmethod
+    def of(cls, size: Any, offset: Any = 0) -> "TumblingEventTimeWindows":
+        return cls(_positive(size, f"{cls.__name__}.of() size"), to_millis(offset, f"{cls.__name__}.of() offset"))
+
+    def assign_windows(self, timestamp: int) -> list[TimeWindow]:
+        start = TimeWindow.get_window_start_with_offset(timestamp, self.offset, self.size)
+        return [TimeWindow(start, start + self.size)]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.size})"
+
+
+class TumblingProcessingTimeWindows(TumblingEventTimeWindows):
+    event_time = False
+
+
+class SlidingEventTimeWindows(WindowAssigner):
+    def __init__(self, size: int, slide: int, offset: int = 0):
+        if abs(offset) >= slide:
+            raise ValueError(f"SlidingWindows: |offset| must be smaller than the slide ({offset} ms, {slide} ms)")
+        self.size, self.slide, self.offset = size, slide, offset
+
+    @classmethod
+    def of(cls, size: Any, slide: Any, offset: Any = 0) -> "SlidingEventTimeWindows":
+        return cls(_positive(size, f"{cls.__name__}.of() size"), _positive(slide, f"{cls.__name__}.of() slide"),
+                   to_millis(offset, f"{cls.__name__}.of() offset"))
+
+    def assign_windows(self, timestamp: int) -> list[TimeWindow]:
+        last_start = TimeWindow.get_window_start_with_offset(timestamp, self.offset, self.slide)
+        return [TimeWindow(s, s + self.size) for s in range(last_start, timestamp - self.size, -self.slide)]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.size}, {self.slide})"
+
+
+class SlidingProcessingTimeWindows(SlidingEventTimeWindows):
+    event_time = False
+
+
+class EventTimeSessionWindows(WindowAssigner):
+    merging = True
+
+    def __init__(self, gap: int):
+        self.gap = gap
+
+    @classmethod
+    def with_gap(cls, gap: Any) -> "EventTimeSessionWindows":
+        return cls(_positive(gap, f"{cls.__name__}.with_gap()"))
+
+    def assign_windows(self, timestamp: int) -> list[TimeWindow]:
+        return [TimeWindow(timestamp, timestamp + self.gap)]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.gap})"
+
+
+class ProcessingTimeSessionWindows(EventTimeSessionWindows):
+    event_time = False
+
+
+# ----------------------------------------------------------------------------- functions
+class ProcessWindowFunction(Function):
+    """``process(key, context, elements) -> iterable`` once per window firing."""
+
+    class Context:
+        def __init__(self, op: "WindowOperator"):
+            self._op = op
+            self._window: Optional[TimeWindow] = None
+
+        def window(self) -> TimeWindow:
+            assert self._window is not None
+            return self._window
+
+        def current_processing_time(self) -> int:
+            return self._op.clock()
+
+        def current_watermark(self) -> int:
+            return self._op.timers.current_watermark if self._op.timers is not None else MIN_TIMESTAMP
+
+    def process(self, key: Any, context: "ProcessWindowFunction.Context", elements: Iterable[Any]) -> Iterable[Any]:
+        raise NotImplementedError
+
+    def clear(self, context: "ProcessWindowFunction.Context") -> None:
+        pass
+
+
+class WindowFunction(Function):
+    """``apply(key, window, inputs) -> iterable`` once per window firing."""
+
+    def apply(self, key: Any, window: TimeWindow, inputs: Iterable[Any]) -> Iterable[Any]:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class OutputTag:
+    """Names a side output: ``OutputTag("late-data")``."""
+
+    tag_id: str
+    type_info: Any = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tag_id, str) or not self.tag_id:
+            raise ValueError(f"an OutputTag needs a non-empty id, got {self.tag_id!r}")
+
+    def get_tag_id(self) -> str:
+        return self.tag_id
+
+
+@dataclass(frozen=True)
+class SideOutputRecord:
+    """A record for the side output ``tag_id``, in the operator's output stream until a
+    ``SideOutputSelectOperator`` picks it (``get_side_output``) or drops it (the main output)."""
+
+    tag_id: str
+    value: Any
+
+
+@dataclass
+class WindowSpec:
+    """``key_by(...).window(assigner)...`` then ``reduce`` / ``aggregate`` / ``process`` / ``apply``.
+    ``function``: the ReduceFunction / AggregateFunction (None for process/apply);
+    ``window_function``: the ProcessWindowFunction / WindowFunction (optional for reduce/aggregate)."""
+
+    assigner: WindowAssigner
+    key_selector: KeySelectorSpec
+    function_kind: str  # reduce | aggregate | process | apply
+    function: Any = None
+    window_function: Any = None
+    allowed_lateness_ms: int = 0
+    late_data_tag: Optional[str] = None
+    kind: str = "window"
+
+
+@dataclass
+class SideOutputSelectSpec:
+    """The main output (``tag_id`` None: drop side records) or one side output of an operator."""
+
+    tag_id: Optional[str] = None
+    kind: str = "side_output"
+
+
+class SideOutputSelectOperator(StreamOperator):
+    def __init__(self, spec: SideOutputSelectSpec):
+        self.tag_id = spec.tag_id
+
+    def process_batch(self, batch: Batch) -> None:
+        rows = batch.rows()
+        ts = batch.timestamps
+        if self.tag_id is None:
+            keep = [type(r) is not SideOutputRecord for r in rows]
+            if all(keep):
+                if rows:
+                    self.output.emit(batch)
+                return
+            out = [r for r, k in zip(rows, keep) if k]
+        else:
+            tag = self.tag_id
+            keep = [type(r) is SideOutputRecord and r.tag_id == tag for r in rows]
+            out = [r.value for r, k in zip(rows, keep) if k]
+        if out:
+            self.output.emit(Batch(out, None, None if ts is None else ts[np.array(keep, dtype=bool)]))
+
+
+# ----------------------------------------------------------------------------- operator
+_CONTENTS = "window-contents"
+_MERGING = "merging-window-set"
+
+
+class WindowOperator(StreamOperator):
+    def __init__(self, spec: WindowSpec):
+        self.spec = spec
+        self.assigner = spec.assigner
+        self.event_time = spec.assigner.is_event_time()
+        self.merging = spec.assigner.merging
+        self.keys = KeyExtractor(spec.key_selector)
+        self.allowed_lateness = spec.allowed_lateness_ms if self.event_time else 0
+        self.late_tag = spec.late_data_tag
+        self.clock: Callable[[], int] = _now_ms
+        self.timers: Optional[InternalTimerService] = None
+        self.num_late_records_dropped = 0
+        self._out: list = []
+        self._out_ts: list = []
+        kind = spec.function_kind
+        if kind == "reduce":
+            fn = spec.function
+            reduce = getattr(fn, "reduce", None)
+            self._reduce = reduce if callable(reduce) else fn
+            self._descriptor: Any = ReducingStateDescriptor(_CONTENTS, self._reduce)
+        elif kind == "aggregate":
+            self._agg = check_aggregate_function(spec.function, "aggregate()")
+            self._descriptor = AggregatingStateDescriptor(_CONTENTS, self._agg)
+        elif kind in ("process", "apply"):
+            self._descriptor = ListStateDescriptor(_CONTENTS)
+        else:
+            raise ValueError(f"unknown window function kind {kind!r}")
+        self._kind = kind
+        self._wfn = spec.window_function
+        self._rich = [f for f in (spec.function, spec.window_function, self.keys.rich)
+                      if f is not None and callable(getattr(f, "open", None)) and not isinstance(f, type)]
+
+    # ------------------------------------------------------------------ lifecycle
+    def open(self, ctx: OperatorContext) -> None:
+        super().open(ctx)
+        self.backend = keyed_state_backend_for(ctx, clock=lambda: self.clock())
+        self.contents = self.backend.get_partitioned_state(self._descriptor)
+        self.merging_sets = self.backend.get_partitioned_state(ValueStateDescriptor(_MERGING)) if self.merging else None
+        self.timers = InternalTimerService(self.backend, "window-timers", self._on_event_time,
+                                           self._on_processing_time, clock=lambda: self.clock())
+        self.wctx = ProcessWindowFunction.Context(self)
+        for f in self._rich:
+            f.open(RuntimeContext(ctx))
+
+    def close(self) -> None:
+        for f in self._rich:
+            f.close()
+        if getattr(self, "backend", None) is not None:
+            self.backend.dispose()
+
+    # ------------------------------------------------------------------ elements
+    def process_batch(self, batch: Batch) -> None:
+        self._fire_processing_timers()
+        rows = batch.rows()
+        if not rows:
+            return
+        keys = self.keys.keys_of_rows(rows)
+        kgs = key_group_ids(keys, self.ctx.max_parallelism).tolist()
+        if self.event_time:
+            ts = batch.timestamps
+            if ts is None:
+                raise ValueError(
+                    f"window operator {self.ctx.operator_name!r}: the records have no timestamps. Event-time "
+                    "windows need assign_timestamps_and_watermarks(...) before key_by(), or use a "
+                    "processing-time window assigner"
+                )
+            ts_list = ts.tolist()
+        else:
+            now = self.clock()
+            ts_list = [now] * len(rows)
+        late: list = []
+        late_ts: list = []
+        backend, timers = self.backend, self.timers
+        for i, (key, value) in enumerate(zip(keys, rows)):
+            backend.set_current_key(key, kgs[i])
+            t = ts_list[i]
+            skipped = True
+            for window in self.assigner.assign_windows(t):
+                if self.merging:
+                    window = self._add_merging_window(window)
+                    if self._is_window_late(window):
+                        self._retire(window)
+                        continue
+                    state_window = self._merging_set()[window]
+                elif self._is_window_late(window):
+                    continue
+                else:
+                    state_window = window
+                skipped = False
+                self.contents.set_current_namespace(state_window)
+                self.contents.add(value)
+                if self._trigger_on_element(window):
+                    self._emit_window(key, window, state_window)
+                self._register_cleanup_timer(window)
+            if skipped and self._is_element_late(t):
+                if self.late_tag is not None:
+                    late.append(SideOutputRecord(self.late_tag, value))
+                    late_ts.append(t)
+                else:
+                    self.num_late_records_dropped += 1
+        self._flush()
+        if late:
+            self.output.emit(Batch(late, None, np.array(late_ts, dtype=np.int64)))
+        assert timers is not None
+
+    # ------------------------------------------------------------------ time
+    def process_watermark(self, watermark: Any) -> None:
+        if isinstance(watermark, Watermark):
+            self.timers.advance_watermark(watermark.timestamp)  # type: ignore[union-attr]
+            self._flush()
+        super().process_watermark(watermark)
+
+    def end_input(self) -> None:
+        if self.event_time and self.timers.current_watermark < MAX_TIMESTAMP:  # type: ignore[union-attr]
+            self.timers.advance_watermark(MAX_TIMESTAMP)  # type: ignore[union-attr]
+            self._flush()
+        self.output.end_input()
+
+    def on_processing_time(self, now: int) -> None:
+        self.timers.on_processing_time(now)  # type: ignore[union-attr]
+        self._flush()
+
+    def next_processing_time(self) -> Optional[int]:
+        return self.timers.next_processing_time() if self.timers is not None else None
+
+    def _fire_processing_timers(self) -> None:
+        if not self.event_time and self.timers is not None and self.timers.processing_queue:
+            self.on_processing_time(self.clock())
+
+    @property
+    def current_watermark(self) -> int:
+        return self.timers.current_watermark if self.timers is not None else MIN_TIMESTAMP
+
+    def _cleanup_time(self, window: TimeWindow) -> int:
+        if not self.event_time:
+            return window.max_timestamp()
+        t = window.max_timestamp() + self.allowed_lateness
+        return t if t >= window.max_timestamp() else MAX_TIMESTAMP
+
+    def _is_window_late(self, window: TimeWindow) -> bool:
+        return self.event_time and self._cleanup_time(window) <= self.current_watermark
+
+    def _is_element_late(self, timestamp: int) -> bool:
+        return self.event_time and timestamp + self.allowed_lateness <= self.current_watermark
+
+    def _register_cleanup_timer(self, window: TimeWindow) -> None:
+        t = self._cleanup_time(window)
+        if t == MAX_TIMESTAMP:
+            return
+        if self.event_time:
+            self.timers.register_event_time_timer(window, t)  # type: ignore[union-attr]
+        else:
+            self.timers.register_processing_time_timer(window, t)  # type: ignore[union-attr]
+
+    # default triggers: EventTimeTrigger / ProcessingTimeTrigger
+    def _trigger_on_element(self, window: TimeWindow) -> bool:
+        if self.event_time:
+            if window.max_timestamp() <= self.current_watermark:
+                return True  # late but within the allowed lateness: fire again
+            self.timers.register_event_time_timer(window, window.max_timestamp())  # type: ignore[union-attr]
+            return False
+        self.timers.register_processing_time_timer(window, window.max_timestamp())  # type: ignore[union-attr]
+        return False
+
+    def _trigger_clear(self, window: TimeWindow) -> None:
+        if self.event_time:
+            self.timers.delete_event_time_timer(window, window.max_timestamp())  # type: ignore[union-attr]
+        else:
+            self.timers.delete_processing_time_timer(window, window.max_timestamp())  # type: ignore[union-attr]
+
+    def _on_event_time(self, timestamp: int, key: Any, window: TimeWindow) -> None:
+        if not self.event_time:
+            return
+        self._on_timer(timestamp, key, window)
+
+    def _on_processing_time(self, timestamp: int, key: Any, window: TimeWindow) -> None:
+        if self.event_time:
+            return
+        self._on_timer(timestamp, key, window)
+
+    def _on_timer(self, timestamp: int, key: Any, window: TimeWindow) -> None:
+        if self.merging:
+            state_window = self._merging_set().get(window)
+            if state_window is None:
+                return  # the window was merged into another one
+        else:
+            state_window = window
+        if timestamp == window.max_timestamp():
+            self._emit_window(key, window, state_window)
+        if timestamp == self._cleanup_time(window):
+            self._clear_all_state(window, state_window)
+
+    def _clear_all_state(self, window: TimeWindow, state_window: TimeWindow) -> None:
+        self.contents.set_current_namespace(state_window)
+        self.contents.clear()
+        self._trigger_clear(window)
+        if self._kind == "process" and self._wfn is not None:
+            self.wctx._window = window
+            self._wfn.clear(self.wctx)
+        if self.merging:
+            self._retire(window)
+
+    # ------------------------------------------------------------------ merging (sessions)
+    def _merging_set(self) -> dict:
+        return self.merging_sets.value() or {}  # type: ignore[union-attr]
+
+    def _retire(self, window: TimeWindow) -> None:
+        mapping = self._merging_set()
+        if window in mapping:
+            del mapping[window]
+            self.merging_sets.update(mapping or None)  # type: ignore[union-attr]
+
+    def _add_merging_window(self, new: TimeWindow) -> TimeWindow:
+        """Flink's ``MergingWindowSet.addWindow``: the window ``new`` ends up in."""
+        mapping = dict(self._merging_set())
+        result = new
+        merged_new = False
+        for cover, members in merge_time_windows(list(mapping) + [new]):
+            members = list(members)
+            if new in members:
+                members.remove(new)
+                merged_new = True
+                result = cover
+            if not members:
+                continue
+            state_result = mapping[members[0]]
+            merged_state = [mapping.pop(w) for w in members]
+            mapping[cover] = state_result
+            merged_state.remove(state_result)
+            if not (len(members) == 1 and members[0] == cover):
+                self._merge(cover, members, state_result, merged_state)
+        if not merged_new and new not in mapping:
+            mapping[new] = new
+        self.merging_sets.update(mapping)  # type: ignore[union-attr]
+        return result
+
+    def _merge(self, cover: TimeWindow, merged: list[TimeWindow], state_result: TimeWindow,
+               merged_state: list[TimeWindow]) -> None:
+        # EventTimeTrigger.onMerge: a timer for the merged window if it can still fire
+        if self.event_time:
+            if cover.max_timestamp() > self.current_watermark:
+                self.timers.register_event_time_timer(cover, cover.max_timestamp())  # type: ignore[union-attr]
+        else:
+            self.timers.register_processing_time_timer(cover, cover.max_timestamp())  # type: ignore[union-attr]
+        for w in merged:
+            self._trigger_clear(w)
+            t = self._cleanup_time(w)
+            if t != MAX_TIMESTAMP:
+                if self.event_time:
+                    self.timers.delete_event_time_timer(w, t)  # type: ignore[union-attr]
+                else:
+                    self.timers.delete_processing_time_timer(w, t)  # type: ignore[union-attr]
+        if merged_state:
+            self.contents.merge_namespaces(state_result, merged_state)
+
+    # ------------------------------------------------------------------ output
+    def _emit_window(self, key: Any, window: TimeWindow, state_window: TimeWindow) -> None:
+        self.contents.set_current_namespace(state_window)
+        if self._kind == "reduce":
+            v = self.contents.get()
+            if v is None:
+                return
+            results: Any = self._window_fn(key, window, [v])
+        elif self._kind == "aggregate":
+            acc = self.contents.get_accumulator()
+            if acc is None:
+                return
+            results = self._window_fn(key, window, [self._agg.get_result(acc)])
+        else:
+            elements = self.contents.get()
+            if not elements:
+                return
+            results = self._window_fn(key, window, elements)
+        if results is None:
+            return
+        if not hasattr(results, "__iter__"):
+            raise TypeError(f"window operator {self.ctx.operator_name!r}: the window function must return an "
+                            f"iterable (or yield), got {type(results).__name__}")
+        n = len(self._out)
+        self._out.extend(results)
+        self._out_ts.extend([window.max_timestamp()] * (len(self._out) - n))
+
+    def _window_fn(self, key: Any, window: TimeWindow, elements: list) -> Any:
+        wfn = self._wfn
+        if wfn is None:
+            return elements  # reduce / aggregate without a window function: the result itself
+        process = getattr(wfn, "process", None)
+        if callable(process):
+            self.wctx._window = window
+            return process(key, self.wctx, elements)
+        apply = getattr(wfn, "apply", None)
+        if callable(apply):
+            return apply(key, window, elements)
+        return wfn(key, window, elements)
+
+    def _flush(self) -> None:
+        if self._out:
+            self.output.emit(Batch(self._out, None, np.array(self._out_ts, dtype=np.int64)))
+            self._out, self._out_ts = [], []
+
+    # ------------------------------------------------------------------ checkpoints
+    def snapshot_state(self, checkpoint_id: int, timestamp: int, stream_factory: Any = None) -> list:
+        return [self.backend.snapshot(checkpoint_id, timestamp, stream_factory)]

@@ -1,0 +1,498 @@
+"""DefaultScheduler: the JobMaster's decisions about one job, as a pure state machine.
+
+Events in (the job starts, slots arrive, tasks change state, a TaskExecutor is lost, time passes),
+actions out (deploy, cancel, release partitions, free slots, declare the slots needed, probe a
+TaskExecutor, the job ended). The JobMaster turns actions into RPCs; this module does no I/O and
+reads no clock: every event carries ``now`` (monotonic seconds), failures carry their wall-clock
+timestamps.
+
+It combines a ``SchedulingStrategy`` (eager for streaming, pipelined regions for batch), a
+``FailoverStrategy`` (full / individual / region: what a failure restarts), a
+``RestartBackoffTimeStrategy`` (whether and when to restart) and the ``SlotPool`` (slots per slot
+sharing group, sticky across restarts).
+
+Restart protocol: a failure computes the restart set; its running tasks are cancelled; once every
+one of them is terminal, the backoff has passed and no TaskExecutor probe is open, each gets a new
+Execution attempt and the scheduling strategy schedules them again (into the slots they had when
+those are still held). Blocking partitions that a restarted producer had written are released.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Optional, Union
+
+from yarnflink.executiongraph.executiongraph import (
+    Execution,
+    ExecutionGraph,
+    ExecutionState,
+    ExecutionVertex,
+    Failure,
+    IntermediateResultPartition,
+    JobStatus,
+    LogicalSlot,
+)
+from yarnflink.jobmaster.slotpool import SlotPool
+from yarnflink.scheduler.failover import create_failover_strategy
+from yarnflink.scheduler.regions import RegionTopology
+from yarnflink.scheduler.restart import NoRestartBackoffTimeStrategy, RestartBackoffTimeStrategy
+from yarnflink.scheduler.slotsharing import ExecutionSlotSharingGroup, compute_slot_sharing
+from yarnflink.scheduler.strategy import (
+    Batch,
+    EagerSchedulingStrategy,
+    PipelinedRegionSchedulingStrategy,
+    SchedulingStrategy,
+)
+
+
+# ----------------------------------------------------------------------------- actions
+@dataclass(frozen=True)
+class DeployTask:
+    execution: Execution
+
+
+@dataclass(frozen=True)
+class CancelTask:
+    execution: Execution
+
+
+@dataclass(frozen=True)
+class ReleasePartitions:
+    """Drop partitions at a TaskExecutor; no ids: every partition of the job there."""
+
+    rpc_address: str
+    partition_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FreeSlot:
+    slot: LogicalSlot
+    cause: str
+
+
+@dataclass(frozen=True)
+class DeclareResources:
+    slots: int
+
+
+@dataclass(frozen=True)
+class CheckTaskManager:
+    """Find out whether a TaskExecutor is still alive; answer with ``task_manager_checked``."""
+
+    resource_id: str
+    rpc_address: str
+
+
+@dataclass(frozen=True)
+class TaskManagerLost:
+    """This job found a TaskExecutor dead (tell the ResourceManager, so it frees its slots)."""
+
+    resource_id: str
+    cause: str
+
+
+@dataclass(frozen=True)
+class JobTerminated:
+    status: JobStatus
+
+
+Action = Union[DeployTask, CancelTask, ReleasePartitions, FreeSlot, DeclareResources, CheckTaskManager,
+               TaskManagerLost, JobTerminated]
+
+_DEPLOYED = frozenset({ExecutionState.DEPLOYING, ExecutionState.INITIALIZING, ExecutionState.RUNNING})
+_BUSY = _DEPLOYED | {ExecutionState.SCHEDULED, ExecutionState.CANCELING}
+
+
+@dataclass
+class PendingRestart:
+    vertices: list[ExecutionVertex]
+    due: float
+    failure: Failure
+
+
+class DefaultScheduler:
+    def __init__(self, eg: ExecutionGraph, *, failover_strategy: str = "region",
+                 restart_strategy: Optional[RestartBackoffTimeStrategy] = None,
+                 slot_pool: Optional[SlotPool] = None, lazy: Optional[bool] = None,
+                 slot_request_timeout_s: float = 300.0) -> None:
+        self.eg = eg
+        self.topology = RegionTopology(eg)
+        if lazy is None:  # batch (blocking exchanges): regions one after another
+            lazy = any(d.result_type == "BLOCKING" for d in eg.job_graph.datasets)
+        self.lazy = lazy
+        self.groups = compute_slot_sharing(eg, per_region=lazy)
+        self._group_of: dict[int, ExecutionSlotSharingGroup] = {
+            id(v): g for g in self.groups for v in g.vertices}
+        self.scheduling: SchedulingStrategy = (
+            PipelinedRegionSchedulingStrategy(self.topology, self.is_available) if lazy
+            else EagerSchedulingStrategy(eg))
+        self.failover = create_failover_strategy(failover_strategy, eg, self.topology, self.is_available)
+        self.restart_strategy = restart_strategy or NoRestartBackoffTimeStrategy()
+        self.pool = slot_pool if slot_pool is not None else SlotPool()
+        self.slot_request_timeout_s = slot_request_timeout_s
+        self.restarts: list[PendingRestart] = []
+        self._batches: list[Batch] = []  # scheduled, waiting for slots
+        self._unavailable: set[str] = set()  # partition ids lost with their TaskExecutor or released
+        self._checks: dict[str, str] = {}  # resource id -> rpc address of open probes
+        self._lost_task_managers: set[str] = set()
+        self._declared = -1
+        self._out: list[Action] = []
+        self._release: dict[str, list[str]] = {}  # rpc address -> partition ids to release
+
+    # ------------------------------------------------------------------ queries
+    def is_available(self, p: IntermediateResultPartition) -> bool:
+        """A blocking partition can be read: its producer's current attempt finished and the
+        partition has been neither lost nor released."""
+        return p.producer.current.state == ExecutionState.FINISHED and p.partition_id not in self._unavailable
+
+    def group_of(self, ev: ExecutionVertex) -> ExecutionSlotSharingGroup:
+        return self._group_of[id(ev)]
+
+    def next_deadline(self) -> Optional[float]:
+        """When ``on_timer`` should run next (monotonic seconds), if ever."""
+        times = [r.due for r in self.restarts]
+        idle = self.pool.next_idle_expiry()
+        if idle is not None:
+            times.append(idle)
+        oldest = self.pool.oldest_pending()
+        if oldest is not None:
+            times.append(oldest + self.slot_request_timeout_s)
+        return min(times, default=None)
+
+    # ------------------------------------------------------------------ events
+    def start(self, now: float) -> list[Action]:
+        self.eg.transition_to(JobStatus.RUNNING)
+        self._schedule(self.scheduling.start(), now)
+        return self._flush(now)
+
+    def register_task_manager(self, resource_id: str, rpc_address: str, data_address: str, now: float) -> None:
+        """A TaskExecutor that offers slots to this job (again: one found dead may come back)."""
+        self._lost_task_managers.discard(resource_id)
+        self.pool.register_task_manager(resource_id, rpc_address, data_address, now)
+
+    def slots_offered(self, resource_id: str, offers: list[tuple[str, int]],
+                      now: float) -> tuple[list[str], list[Action]]:
+        if self.eg.status != JobStatus.RUNNING:
+            return [], []
+        accepted, _ = self.pool.offer_slots(resource_id, offers, now)
+        return accepted, self._flush(now)
+
+    def task_state_changed(self, attempt_id: str, state: ExecutionState, failure: Optional[Failure],
+                           now: float) -> list[Action]:
+        execution = self.eg.find_execution(attempt_id)
+        if execution is None or execution is not execution.vertex.current:
+            return []
+        ev = execution.vertex
+        if state == ExecutionState.FAILED:
+            failure = failure or Failure("Exception", "task failed", "", 0, ev.task_name_with_subtask)
+            if execution.state == ExecutionState.CANCELING or self.eg.status != JobStatus.RUNNING:
+                # a task we are cancelling (restart or job end) failed on its way out
+                self._note_concurrent(ev, failure)
+                execution.state = ExecutionState.FAILED if self.eg.status == JobStatus.FAILING else \
+                    ExecutionState.CANCELED
+                execution.failure = failure
+                self._group_maybe_done(ev, now)
+            elif not execution.state.terminal:
+                lost = self._lost_partition(failure)
+                self._handle_failure([(ev, failure)], failure, now, lost)
+        elif execution.transition(state):
+            if state == ExecutionState.FINISHED and self._pending_restart_of(ev) is None:
+                self._finished(ev, now)
+            elif state.terminal:
+                self._group_maybe_done(ev, now)
+        return self._flush(now)
+
+    def deploy_failed(self, execution: Execution, failure: Failure, now: float) -> list[Action]:
+        if execution is execution.vertex.current and execution.state == ExecutionState.DEPLOYING:
+            if self.eg.status == JobStatus.RUNNING:
+                self._handle_failure([(execution.vertex, failure)], failure, now)
+            else:
+                execution.state = ExecutionState.FAILED
+                self._group_maybe_done(execution.vertex, now)
+        return self._flush(now)
+
+    def cancel_failed(self, execution: Execution, now: float) -> list[Action]:
+        """The cancel RPC failed: the task's TaskExecutor is gone (or the task already ended)."""
+        if execution.transition(ExecutionState.CANCELED):
+            self._group_maybe_done(execution.vertex, now)
+        return self._flush(now)
+
+    def task_manager_checked(self, resource_id: str, now: float) -> list[Action]:
+        """A probe found the TaskExecutor alive."""
+        self._checks.pop(resource_id, None)
+        return self._flush(now)
+
+    def task_manager_lost(self, resource_id: str, failure: Failure, now: float) -> list[Action]:
+        """``failure`` (class, message, time) describes the loss; each affected task gets a copy."""
+        self._checks.pop(resource_id, None)
+        known = resource_id in self.pool.task_managers or any(
+            e.slot is not None and e.slot.resource_id == resource_id for e in self.eg.executions())
+        if resource_id in self._lost_task_managers or not known:
+            return self._flush(now)
+        self._lost_task_managers.add(resource_id)
+        self._out.append(TaskManagerLost(resource_id, failure.message))
+        self.pool.release_task_manager(resource_id)  # groups that lost their slot ask again
+        failed: list[tuple[ExecutionVertex, Failure]] = []
+        for ev in self.eg.all_vertices():
+            e = ev.current
+            if e.slot is None or e.slot.resource_id != resource_id:
+                continue
+            for p in ev.produced.values():
+                self._unavailable.add(p.partition_id)
+            if e.state == ExecutionState.CANCELING:
+                e.transition(ExecutionState.CANCELED)
+            elif e.state in _DEPLOYED:
+                failed.append((ev, dataclasses.replace(
+                    failure, task_name=ev.task_name_with_subtask, endpoint=e.slot.data_address,
+                    task_manager_id=resource_id, concurrent=[], restarted_tasks=[])))
+            elif e.state == ExecutionState.FINISHED and self._results_needed(ev):
+                failed.append((ev, dataclasses.replace(
+                    failure, task_name=ev.task_name_with_subtask, endpoint=e.slot.data_address,
+                    task_manager_id=resource_id, concurrent=[], restarted_tasks=[],
+                    message=f"{failure.message}; the results of {ev.task_name_with_subtask} kept there are lost")))
+        if failed:
+            primary = failed[0][1]
+            primary.concurrent.extend(f for _, f in failed[1:])
+            self._handle_failure(failed, primary, now)
+        else:
+            for g in self.groups:
+                self._group_maybe_done(g.vertices[0], now)
+        return self._flush(now)
+
+    def on_timer(self, now: float) -> list[Action]:
+        for slot in self.pool.expire_idle(now):
+            self._out.append(FreeSlot(slot, f"idle for slot.idle.timeout ({self.pool.idle_timeout_s:g} s)"))
+        oldest = self.pool.oldest_pending()
+        if (oldest is not None and now - oldest >= self.slot_request_timeout_s
+                and self.eg.status == JobStatus.RUNNING):
+            self._fail_job(Failure(
+                "NoResourceAvailableException",
+                f"Could not acquire the minimum required resources: {len(self.pool.pending)} slot "
+                f"request(s) unfulfilled within slot.request.timeout ({self.slot_request_timeout_s:g} s); "
+                f"the job holds {len(self.pool.slots)} slot(s)", "", 0), now)
+        return self._flush(now)
+
+    def cancel(self, now: float) -> bool:
+        if self.eg.status.globally_terminal or self.eg.status == JobStatus.CANCELLING:
+            return False
+        self.eg.transition_to(JobStatus.CANCELLING)
+        self._cancel_everything(now)
+        return True
+
+    def fail_job(self, failure: Failure, now: float) -> list[Action]:
+        """A failure of the job as a whole (not of one task): no restart."""
+        self._fail_job(failure, now)
+        return self._flush(now)
+
+    def take_actions(self, now: float) -> list[Action]:
+        """Actions produced by ``cancel`` (which returns a bool)."""
+        return self._flush(now)
+
+    # ------------------------------------------------------------------ scheduling
+    def _schedule(self, batches: list[Batch], now: float) -> None:
+        for batch in batches:
+            vertices = [v for v in batch if v.current.state == ExecutionState.CREATED]
+            if not vertices:
+                continue
+            for v in vertices:
+                v.current.transition(ExecutionState.SCHEDULED)
+            for g in {id(self.group_of(v)): self.group_of(v) for v in vertices}.values():
+                preferred = next((s.allocation_id for s in map(ExecutionVertex.last_slot, g.vertices) if s), None)
+                self.pool.request(g.key, preferred, now)
+            self._batches.append(vertices)
+
+    def _deploy_ready(self, now: float) -> None:
+        waiting: list[Batch] = []
+        for batch in self._batches:
+            live = [v for v in batch if v.current.state == ExecutionState.SCHEDULED]
+            if not live:
+                continue
+            for v in live:
+                key = self.group_of(v).key
+                if self.pool.slot_for(key) is None and key not in self.pool.pending:
+                    self.pool.request(key, None, now)  # its slot was lost meanwhile: ask again
+            slots = [self.pool.slot_for(self.group_of(v).key) for v in live]
+            if any(s is None for s in slots):
+                waiting.append(live)
+                continue
+            for v, slot in zip(live, slots):
+                v.current.slot = slot
+                v.current.transition(ExecutionState.DEPLOYING)
+            self._out.extend(DeployTask(v.current) for v in live)
+        self._batches = waiting
+
+    def _finished(self, ev: ExecutionVertex, now: float) -> None:
+        # blocking inputs whose consumers have all finished are released (Flink's region release)
+        for p in self.eg.consumed_partitions(ev):
+            if p.blocking and p.partition_id not in self._unavailable and all(
+                    c.current.state == ExecutionState.FINISHED for c in self.eg.consumers_of(p)):
+                self._release_partition(p)
+        self._group_maybe_done(ev, now)
+        self._schedule(self.scheduling.on_finished(ev), now)
+
+    def _group_maybe_done(self, ev: ExecutionVertex, now: float) -> None:
+        """Gives the group's slot back to the pool once none of its tasks needs it."""
+        g = self.group_of(ev)
+        if any(v.current.state in _BUSY for v in g.vertices):
+            return
+        if self.pool.slot_for(g.key) is not None:
+            self.pool.release(g.key, now)
+        else:
+            self.pool.cancel_request(g.key)
+
+    def _results_needed(self, ev: ExecutionVertex) -> bool:
+        """Some consumer of ev's blocking results has not finished (it will read them)."""
+        return any(p.blocking and any(c.current.state != ExecutionState.FINISHED for c in self.eg.consumers_of(p))
+                   for p in ev.produced.values())
+
+    def _release_partition(self, p: IntermediateResultPartition) -> None:
+        slot = p.producer.current.slot
+        self._unavailable.add(p.partition_id)
+        if slot is not None and slot.resource_id not in self._lost_task_managers:
+            self._release.setdefault(slot.rpc_address, []).append(p.partition_id)
+
+    # ------------------------------------------------------------------ failures
+    def _lost_partition(self, failure: Failure) -> Optional[IntermediateResultPartition]:
+        """The upstream partition a consumer could not read, if that is its current producer's
+        (then the producer's region restarts and its TaskExecutor is probed)."""
+        if not failure.partition_id:
+            return None
+        found = self.eg.find_partition(failure.partition_id)
+        if found is None:
+            return None
+        partition, attempt = found
+        if attempt is not partition.producer.current:
+            return None  # an old attempt's result: the consumer just reads the new one
+        self._unavailable.add(failure.partition_id)
+        slot = attempt.slot
+        if (slot is not None and slot.resource_id not in self._lost_task_managers
+                and slot.resource_id not in self._checks):
+            self._checks[slot.resource_id] = slot.rpc_address
+            self._out.append(CheckTaskManager(slot.resource_id, slot.rpc_address))
+        return partition
+
+    def _pending_restart_of(self, ev: ExecutionVertex) -> Optional[PendingRestart]:
+        return next((r for r in self.restarts if ev in r.vertices), None)
+
+    def _note_concurrent(self, ev: ExecutionVertex, failure: Failure) -> None:
+        restart = self._pending_restart_of(ev)
+        if restart is not None and failure is not restart.failure:
+            restart.failure.concurrent.append(failure)
+        elif self.eg.failures and failure is not self.eg.failures[-1]:
+            self.eg.failures[-1].concurrent.append(failure)
+
+    def _handle_failure(self, failed: list[tuple[ExecutionVertex, Failure]], primary: Failure, now: float,
+                        lost: Optional[IntermediateResultPartition] = None) -> None:
+        for ev, f in failed:
+            e = ev.current
+            if not e.state.terminal:
+                e.state = ExecutionState.FAILED
+                e.timestamps[ExecutionState.FAILED.value] = f.timestamp_ms
+                e.failure = f
+        if self.eg.status != JobStatus.RUNNING:
+            return
+        to_restart: set[ExecutionVertex] = set()
+        for ev, _ in failed:
+            to_restart |= self.failover.tasks_to_restart(ev, lost if ev is failed[0][0] else None)
+        pending = {v for r in self.restarts for v in r.vertices}
+        fresh = [v for v in self.eg.all_vertices() if v in to_restart and v not in pending
+                 and v.current.state != ExecutionState.CREATED]
+        if not fresh:
+            self._note_concurrent(failed[0][0], primary)
+            for ev, _ in failed:
+                self._group_maybe_done(ev, now)
+            return
+        new_attempt = self.restart_strategy.notify_failure(now)
+        if not self.restart_strategy.can_restart():
+            primary.message = f"{primary.message} (recovery is suppressed by {self.restart_strategy})" \
+                if not isinstance(self.restart_strategy, NoRestartBackoffTimeStrategy) else primary.message
+            self._fail_job(primary, now)
+            return
+        if new_attempt:
+            self.eg.num_restarts += 1
+        primary.restarted_tasks = [v.task_name_with_subtask for v in fresh]
+        self.eg.failures.append(primary)
+        for v in fresh:
+            e = v.current
+            if e.state in _DEPLOYED:
+                e.transition(ExecutionState.CANCELING)
+                self._out.append(CancelTask(e))
+            elif e.state == ExecutionState.SCHEDULED:
+                e.transition(ExecutionState.CANCELED)
+            elif e.state == ExecutionState.FINISHED:
+                for p in v.produced.values():  # its results are about to be recomputed
+                    if p.partition_id not in self._unavailable:
+                        self._release_partition(p)
+        self.restarts.append(PendingRestart(fresh, now + self.restart_strategy.backoff_time(now), primary))
+        for v in fresh:
+            self._group_maybe_done(v, now)
+
+    def _perform_due_restarts(self, now: float) -> None:
+        if self.eg.status != JobStatus.RUNNING or self._checks:
+            return  # a TaskExecutor probe is open: its answer may take slots away
+        due = [r for r in self.restarts if r.due <= now and all(v.current.state.terminal for v in r.vertices)]
+        for r in due:
+            self.restarts.remove(r)
+            for v in r.vertices:
+                v.new_attempt()
+            self._schedule(self.scheduling.restart(r.vertices), now)
+
+    def _fail_job(self, failure: Failure, now: float) -> None:
+        if self.eg.status.globally_terminal or self.eg.status in (JobStatus.FAILING, JobStatus.CANCELLING):
+            return
+        self.eg.failures.append(failure)
+        self.eg.transition_to(JobStatus.FAILING)
+        self._cancel_everything(now)
+
+    def _cancel_everything(self, now: float) -> None:
+        self.restarts.clear()
+        self._batches.clear()
+        for ev in self.eg.all_vertices():
+            e = ev.current
+            if e.state in _DEPLOYED:
+                e.transition(ExecutionState.CANCELING)
+                self._out.append(CancelTask(e))
+            elif e.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED):
+                e.transition(ExecutionState.CANCELED)
+        for g in self.groups:
+            self._group_maybe_done(g.vertices[0], now)
+
+    # ------------------------------------------------------------------ the end of every event
+    def _flush(self, now: float) -> list[Action]:
+        self._perform_due_restarts(now)
+        self._deploy_ready(now)
+        self._check_job_end()
+        if not self.eg.status.globally_terminal and self.pool.required != self._declared:
+            self._declared = self.pool.required
+            self._out.append(DeclareResources(self._declared))
+        for address, ids in self._release.items():
+            self._out.append(ReleasePartitions(address, tuple(ids)))
+        self._release.clear()
+        out, self._out = self._out, []
+        return out
+
+    def _check_job_end(self) -> None:
+        status = self.eg.status
+        if status.globally_terminal:
+            return
+        executions = list(self.eg.executions())
+        if status == JobStatus.RUNNING and all(e.state == ExecutionState.FINISHED for e in executions):
+            self._terminate(JobStatus.FINISHED)
+        elif status == JobStatus.FAILING and all(e.state.terminal for e in executions):
+            self._terminate(JobStatus.FAILED)
+        elif status == JobStatus.CANCELLING and all(e.state.terminal for e in executions):
+            self._terminate(JobStatus.CANCELED)
+
+    def _terminate(self, status: JobStatus) -> None:
+        self.eg.transition_to(status)
+        self.restarts.clear()
+        self._release.clear()
+        addresses: dict[str, None] = {}
+        for ev in self.eg.all_vertices():
+            for e in (*ev.prior, ev.current):
+                if e.slot is not None and e.slot.resource_id not in self._lost_task_managers:
+                    addresses[e.slot.rpc_address] = None
+        self._out.extend(ReleasePartitions(a) for a in addresses)
+        self._out.extend(FreeSlot(s, f"job {status.value}") for s in self.pool.release_all())
+        self._out.append(JobTerminated(status))

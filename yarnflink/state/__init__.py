@@ -1,0 +1,52 @@
+"""Keyed and operator state (Flink's state backends; ``state.backend.type: hashmap``).
+
+* ``descriptors``: ``ValueStateDescriptor`` ... ``AggregatingStateDescriptor``, ``StateTtlConfig``;
+* ``heap``: ``HeapKeyedStateBackend`` (key-grouped, copy-on-write, asynchronous snapshots);
+* ``keyed_states``: the state objects; ``operator_state``: list and union list state;
+* ``handles``: state handles and ``TaskStateSnapshot`` (pure data);
+* ``task_state``: the Task seam (``TaskStateManager``, ``snapshot_chain``).
+"""
+
+from yarnflink.state.descriptors import (
+    AggregateFunction,
+    AggregatingStateDescriptor,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    ReducingStateDescriptor,
+    StateTtlConfig,
+    Types,
+    ValueStateDescriptor,
+)
+from yarnflink.state.handles import (
+    KeyGroupRange,
+    KeyGroupsStateHandle,
+    OperatorStateHandle,
+    OperatorSubtaskState,
+    SnapshotResult,
+    TaskStateSnapshot,
+)
+from yarnflink.state.heap import HeapKeyedStateBackend, StateMigrationError
+from yarnflink.state.operator_state import OperatorStateBackend
+from yarnflink.state.task_state import TaskStateManager, snapshot_chain
+
+__all__ = [
+    "AggregateFunction",
+    "AggregatingStateDescriptor",
+    "HeapKeyedStateBackend",
+    "KeyGroupRange",
+    "KeyGroupsStateHandle",
+    "ListStateDescriptor",
+    "MapStateDescriptor",
+    "OperatorStateBackend",
+    "OperatorStateHandle",
+    "OperatorSubtaskState",
+    "ReducingStateDescriptor",
+    "SnapshotResult",
+    "StateMigrationError",
+    "StateTtlConfig",
+    "TaskStateManager",
+    "TaskStateSnapshot",
+    "Types",
+    "ValueStateDescriptor",
+    "snapshot_chain",
+]

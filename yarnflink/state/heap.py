@@ -1,0 +1,535 @@
+"""The ``hashmap`` keyed state backend (Flink's ``HashMapStateBackend``): state on the heap,
+organised by key group so that a snapshot can be split and redistributed when the parallelism
+changes.
+
+Layout: one ``_StateTable`` per registered state; a table holds one dict per key group, mapping
+``(key, namespace)`` to the stored value (the namespace is ``None`` for plain keyed state and
+the window for window state). Timers live in key-grouped priority queues of the same backend.
+
+Snapshots are asynchronous-capable (``snapshot() -> Future[SnapshotResult]``): the synchronous
+part only marks every key-group dict as shared with the snapshot (O(number of key groups)); the
+background part serializes the shared dicts to an Arrow IPC file. Until that is done, the first
+write to a shared dict copies it (copy-on-write per key group), and the first in-place change of
+a list / map / accumulator / mutable value copies that entry, so the snapshot sees exactly the
+state at the synchronous point.
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+import itertools
+import pickle
+import threading
+import time
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from typing import Any, Callable, Iterable, Iterator, Optional, Union
+
+import numpy as np
+import pyarrow as pa
+
+from yarnflink.common.keygroups import key_group_of
+from yarnflink.state.descriptors import StateDescriptor, StateTtlConfig
+from yarnflink.state.handles import (
+    KeyGroupRange,
+    KeyGroupsStateHandle,
+    SnapshotResult,
+    StateMetaInfo,
+)
+from yarnflink.state.streams import CheckpointStreamFactory, InlineStreamFactory, StateReader, read_inline
+
+_MISSING: Any = object()
+TIMERS = "timers"
+_IMMUTABLE = frozenset({int, float, str, bytes, bool, type(None), complex, frozenset})
+SNAPSHOT_FORMAT = "yarnflink-keyed-v1"
+
+
+class StateMigrationError(RuntimeError):
+    """A state is declared differently from how it was registered or restored."""
+
+
+class KeyGroupRangeError(RuntimeError):
+    """A key does not belong to the key groups of this backend."""
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _copy_value(v: Any) -> Any:
+    t = type(v)
+    if t in _IMMUTABLE:
+        return v
+    if t is tuple and all(type(x) in _IMMUTABLE for x in v):
+        return v
+    if t is TtlValue:
+        return TtlValue(_copy_value(v.value), v.ts)
+    return copy.deepcopy(v)
+
+
+def _dumps(obj: Any) -> bytes:
+    try:
+        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        import cloudpickle
+
+        return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+class TtlValue:
+    """A value with the processing time (ms) of its last access that counts for its TTL."""
+
+    __slots__ = ("value", "ts")
+
+    def __init__(self, value: Any, ts: int):
+        self.value = value
+        self.ts = ts
+
+    def __reduce__(self) -> Any:
+        return (TtlValue, (self.value, self.ts))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TtlValue) and other.value == self.value and other.ts == self.ts
+
+    def __repr__(self) -> str:
+        return f"TtlValue({self.value!r}, ts={self.ts})"
+
+
+# ----------------------------------------------------------------------------- tables
+class _KGMap:
+    """One state's entries in one key group. ``snap_gen``: the last snapshot that shares
+    ``data``; ``copied``: data was already copied since; ``owned``: entries copied since."""
+
+    __slots__ = ("data", "snap_gen", "copied", "owned")
+
+    def __init__(self) -> None:
+        self.data: dict = {}
+        self.snap_gen = 0
+        self.copied = True
+        self.owned: Optional[set] = None
+
+
+class _StateTable:
+    __slots__ = ("meta", "maps", "descriptor")
+
+    def __init__(self, meta: StateMetaInfo) -> None:
+        self.meta = meta
+        self.maps: dict[int, _KGMap] = {}
+        self.descriptor: Optional[StateDescriptor] = None
+
+
+# ----------------------------------------------------------------------------- timer queues
+class KeyGroupedTimerQueue:
+    """Timers ``(timestamp, key, namespace)`` kept per key group (for snapshots and rescaling)
+    with one heap over all of them (lazy deletion) for polling the earliest."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._by_kg: dict[int, dict[tuple, int]] = {}  # kg -> {(ts, key, ns): seq}
+        self._heap: list[tuple[int, int, Any, Any, int]] = []  # (ts, seq, key, ns, kg)
+        self._seq = itertools.count()
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def add(self, timestamp: int, key: Any, namespace: Any, key_group: int) -> bool:
+        entries = self._by_kg.setdefault(key_group, {})
+        t = (timestamp, key, namespace)
+        if t in entries:
+            return False
+        seq = next(self._seq)
+        entries[t] = seq
+        heapq.heappush(self._heap, (timestamp, seq, key, namespace, key_group))
+        self._size += 1
+        return True
+
+    def remove(self, timestamp: int, key: Any, namespace: Any, key_group: int) -> bool:
+        entries = self._by_kg.get(key_group)
+        if entries is None or entries.pop((timestamp, key, namespace), None) is None:
+            return False
+        self._size -= 1
+        return True
+
+    def _clean_head(self) -> None:
+        heap = self._heap
+        while heap:
+            ts, seq, key, ns, kg = heap[0]
+            if self._by_kg.get(kg, {}).get((ts, key, ns)) == seq:
+                return
+            heapq.heappop(heap)
+
+    def peek(self) -> Optional[tuple[int, Any, Any, int]]:
+        """Earliest timer ``(timestamp, key, namespace, key_group)`` or None."""
+        self._clean_head()
+        if not self._heap:
+            return None
+        ts, _, key, ns, kg = self._heap[0]
+        return ts, key, ns, kg
+
+    def poll(self) -> Optional[tuple[int, Any, Any, int]]:
+        head = self.peek()
+        if head is not None:
+            heapq.heappop(self._heap)
+            ts, key, ns, kg = head
+            del self._by_kg[kg][(ts, key, ns)]
+            self._size -= 1
+        return head
+
+    def snapshot_entries(self) -> list[tuple[int, int, Any, Any]]:
+        """``(key_group, timestamp, key, namespace)`` of every timer (a copy)."""
+        return [(kg, t[0], t[1], t[2]) for kg in sorted(self._by_kg) for t in self._by_kg[kg]]
+
+    def timers_of(self, key: Any, key_group: int) -> list[tuple[int, Any]]:
+        return [(t[0], t[2]) for t in self._by_kg.get(key_group, {}) if t[1] == key]
+
+
+# ----------------------------------------------------------------------------- backend
+class HeapKeyedStateBackend:
+    """Keyed state for the key groups ``key_group_range`` of ``max_parallelism``.
+
+    ``set_current_key(key)`` selects the key the state objects read and write (the operator
+    calls it per record; passing the key group saves hashing it again).
+    """
+
+    backend_name = "hashmap"
+
+    def __init__(
+        self,
+        max_parallelism: int,
+        key_group_range: Union[KeyGroupRange, range],
+        *,
+        clock: Callable[[], int] = _now_ms,
+        executor: Optional[Executor] = None,
+        name: str = "",
+    ):
+        if isinstance(key_group_range, range):
+            key_group_range = KeyGroupRange.of(key_group_range)
+        self.max_parallelism = max_parallelism
+        self.key_group_range = key_group_range
+        self.clock = clock
+        self.name = name
+        self._executor = executor
+        self._own_executor: Optional[ThreadPoolExecutor] = None
+        self._tables: dict[str, _StateTable] = {}
+        self._queues: dict[str, KeyGroupedTimerQueue] = {}
+        self._states: dict[str, Any] = {}
+        self._key: Any = None
+        self._kg = -1
+        self._gen = 0
+        self._pending: set[int] = set()
+        self._min_pending = 1 << 62
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ current key
+    def set_current_key(self, key: Any, key_group: Optional[int] = None) -> None:
+        if key_group is None:
+            key_group = key_group_of(key, self.max_parallelism)
+        if not self.key_group_range.start <= key_group <= self.key_group_range.end:
+            raise KeyGroupRangeError(
+                f"key {key!r} is in key group {key_group}, which is not in this backend's "
+                f"{self.key_group_range} (max parallelism {self.max_parallelism}): the key "
+                "was not partitioned by key_by with the same key selector"
+            )
+        self._key = key
+        self._kg = key_group
+
+    def get_current_key(self) -> Any:
+        return self._key
+
+    @property
+    def current_key_group(self) -> int:
+        return self._kg
+
+    # ------------------------------------------------------------------ copy-on-write
+    def _protected(self, m: _KGMap) -> bool:
+        return m.snap_gen >= self._min_pending
+
+    def _map(self, table: _StateTable) -> Optional[_KGMap]:
+        return table.maps.get(self._kg)
+
+    def _writable(self, table: _StateTable) -> dict:
+        m = table.maps.get(self._kg)
+        if m is None:
+            if self._kg < 0:
+                raise RuntimeError("no current key: keyed state is accessed outside of a keyed context")
+            m = table.maps[self._kg] = _KGMap()
+            return m.data
+        if not m.copied and self._protected(m):
+            m.data = dict(m.data)
+            m.copied = True
+            m.owned = set()
+        return m.data
+
+    def _owned_entry(self, table: _StateTable, ek: tuple, copier: Callable[[Any], Any]) -> Any:
+        """The entry ``ek`` (must exist), copied first if a pending snapshot shares it."""
+        data = self._writable(table)
+        v = data[ek]
+        m = table.maps[self._kg]
+        if self._protected(m) and m.owned is not None and ek not in m.owned:
+            v = copier(v)
+            data[ek] = v
+            m.owned.add(ek)
+        return v
+
+    # ------------------------------------------------------------------ registration
+    def _table(self, name: str, kind: str, ttl: bool) -> _StateTable:
+        t = self._tables.get(name)
+        if t is None:
+            t = self._tables[name] = _StateTable(StateMetaInfo(name, kind, ttl))
+        elif t.meta.kind != kind:
+            raise StateMigrationError(
+                f"state {name!r} is registered as {t.meta.kind} state, but is now declared as {kind} state"
+            )
+        elif t.meta.ttl != ttl:
+            raise StateMigrationError(
+                f"state {name!r} was registered {'with' if t.meta.ttl else 'without'} a TTL and is now "
+                f"declared {'with' if ttl else 'without'} one; the TTL setting of a state cannot change"
+            )
+        return t
+
+    def get_partitioned_state(self, descriptor: StateDescriptor) -> Any:
+        """The state object for ``descriptor`` (one per name; it follows the current key)."""
+        from yarnflink.state import keyed_states
+
+        name = descriptor.name
+        st = self._states.get(name)
+        if st is not None:
+            if st.descriptor.kind != descriptor.kind:
+                raise StateMigrationError(
+                    f"state {name!r} is registered as {st.descriptor.kind} state, but is now declared "
+                    f"as {descriptor.kind} state"
+                )
+            return st
+        if descriptor.kind not in keyed_states.STATE_CLASSES:
+            raise TypeError(f"unknown state descriptor {descriptor!r}")
+        table = self._table(name, descriptor.kind, descriptor.ttl_config is not None)
+        table.descriptor = descriptor
+        st = keyed_states.STATE_CLASSES[descriptor.kind](self, table, descriptor)
+        self._states[name] = st
+        return st
+
+    def create_timer_queue(self, name: str) -> KeyGroupedTimerQueue:
+        """A key-grouped priority queue that is snapshotted with this backend (restored timers
+        are already in it)."""
+        q = self._queues.get(name)
+        if q is None:
+            self._table(name, TIMERS, False)
+            q = self._queues[name] = KeyGroupedTimerQueue(name)
+        return q
+
+    def state_names(self) -> list[str]:
+        return [n for n, t in self._tables.items() if t.meta.kind != TIMERS]
+
+    def get_keys(self, state_name: str, namespace: Any = None) -> Iterator[Any]:
+        """Keys that have an entry in ``state_name`` under ``namespace`` (a copy is iterated)."""
+        table = self._tables.get(state_name)
+        if table is None:
+            return iter(())
+        keys = [k for m in table.maps.values() for (k, ns) in list(m.data) if ns == namespace]
+        return iter(keys)
+
+    def apply_to_all_keys(self, descriptor: StateDescriptor, fn: Callable[[Any, Any], None],
+                          namespace: Any = None) -> None:
+        """``fn(key, state)`` for every key with an entry (Flink's ``applyToAllKeys``)."""
+        st = self.get_partitioned_state(descriptor)
+        saved = (self._key, self._kg)
+        try:
+            table = self._tables[descriptor.name]
+            for kg, m in sorted(table.maps.items()):
+                for (k, ns) in list(m.data):
+                    if ns == namespace:
+                        self._key, self._kg = k, kg
+                        st.set_current_namespace(namespace)
+                        fn(k, st)
+        finally:
+            self._key, self._kg = saved
+
+    def num_entries(self) -> int:
+        return sum(len(m.data) for t in self._tables.values() for m in t.maps.values()) + sum(
+            len(q) for q in self._queues.values()
+        )
+
+    # ------------------------------------------------------------------ snapshot
+    def snapshot(
+        self,
+        checkpoint_id: int,
+        timestamp: int = 0,
+        stream_factory: Optional[CheckpointStreamFactory] = None,
+    ) -> "Future[SnapshotResult]":
+        """Synchronous part now (cheap), serialization and writing in the background; the
+        future yields a ``SnapshotResult`` with a ``KeyGroupsStateHandle`` (None if empty)."""
+        factory = stream_factory or InlineStreamFactory()
+        now = self.clock()
+        with self._lock:
+            self._gen += 1
+            gen = self._gen
+            self._pending.add(gen)
+            self._min_pending = min(self._pending)
+        parts: list[tuple[int, str, Any, list]] = []  # (kg, state, ttl, data dict | timer list)
+        metas = []
+        for name, table in self._tables.items():
+            if table.meta.kind == TIMERS:
+                continue
+            ttl_ms = None
+            d = table.descriptor
+            if d is not None and d.ttl_config is not None and d.ttl_config.cleanup_full_snapshot:
+                ttl_ms = d.ttl_config.ttl_ms
+            any_data = False
+            for kg, m in table.maps.items():
+                if m.data:
+                    m.snap_gen = gen
+                    m.copied = False
+                    m.owned = None
+                    parts.append((kg, name, ttl_ms, m.data))  # type: ignore[arg-type]
+                    any_data = True
+            if any_data:
+                metas.append(table.meta)
+        for name, q in self._queues.items():
+            entries = q.snapshot_entries()
+            if entries:
+                metas.append(self._tables[name].meta)
+                by_kg: dict[int, list] = {}
+                for kg, ts, key, ns in entries:
+                    by_kg.setdefault(kg, []).append((ts, key, ns))
+                for kg, items in by_kg.items():
+                    parts.append((kg, name, TIMERS, items))
+        rng = self.key_group_range
+        label = f"{self.name or 'keyed'}-{rng.start}-{rng.end}-chk{checkpoint_id}"
+
+        def write() -> SnapshotResult:
+            try:
+                payload = None if not parts else _encode(parts, now)
+            finally:
+                with self._lock:
+                    self._pending.discard(gen)
+                    self._min_pending = min(self._pending) if self._pending else 1 << 62
+            if payload is None:
+                return SnapshotResult()
+            handle = factory.write_state(payload, label)
+            return SnapshotResult(keyed=KeyGroupsStateHandle(rng, handle, tuple(metas), self.backend_name))
+
+        return self._executor_for_snapshots().submit(write)
+
+    def _executor_for_snapshots(self) -> Executor:
+        if self._executor is not None:
+            return self._executor
+        if self._own_executor is None:
+            self._own_executor = ThreadPoolExecutor(1, thread_name_prefix=f"async-snapshot-{self.name or 'keyed'}")
+        return self._own_executor
+
+    # ------------------------------------------------------------------ restore
+    def restore(self, handles: Iterable[KeyGroupsStateHandle], read: StateReader = read_inline) -> int:
+        """Load the entries of this backend's key groups from ``handles`` (of any key-group
+        ranges: a rescaled job passes every handle that intersects). Returns the entry count."""
+        count = 0
+        for h in handles:
+            if len(h.key_group_range.intersection(self.key_group_range)) == 0:
+                continue
+            if h.backend != self.backend_name:
+                raise StateMigrationError(f"keyed state was written by the {h.backend!r} backend, not {self.backend_name!r}")
+            for meta in h.states:
+                self._table(meta.name, meta.kind, meta.ttl)
+                if meta.kind == TIMERS and meta.name not in self._queues:
+                    self._queues[meta.name] = KeyGroupedTimerQueue(meta.name)
+            count += self._load(read(h.delegate))
+        return count
+
+    def _load(self, payload: bytes) -> int:
+        with pa.ipc.open_stream(pa.BufferReader(payload)) as reader:
+            md = reader.schema.metadata or {}
+            if md.get(b"format") != SNAPSHOT_FORMAT.encode():
+                raise StateMigrationError(f"not a {SNAPSHOT_FORMAT} keyed state snapshot (format {md.get(b'format')!r})")
+            table = reader.read_all()
+        if table.num_rows == 0:
+            return 0
+        kgs = table.column("key_group").to_numpy()
+        rng = self.key_group_range
+        keep = np.flatnonzero((kgs >= rng.start) & (kgs <= rng.end))
+        if len(keep) == 0:
+            return 0
+        table = table.take(pa.array(keep))
+        loads = pickle.loads
+        count = 0
+        for kg, state, entry, value in zip(
+            table.column("key_group").to_pylist(),
+            table.column("state").to_pylist(),
+            table.column("entry").to_pylist(),
+            table.column("value").to_pylist(),
+        ):
+            t = self._tables[state]
+            if t.meta.kind == TIMERS:
+                key, ns = loads(entry)
+                self._queues[state].add(loads(value), key, ns, kg)
+            else:
+                m = t.maps.get(kg)
+                if m is None:
+                    m = t.maps[kg] = _KGMap()
+                m.data[loads(entry)] = loads(value)
+            count += 1
+        return count
+
+    def dispose(self) -> None:
+        if self._own_executor is not None:
+            self._own_executor.shutdown(wait=True)
+            self._own_executor = None
+        self._tables.clear()
+        self._queues.clear()
+        self._states.clear()
+
+
+def _encode(parts: list[tuple[int, str, Any, Any]], now: int) -> bytes:
+    kg_col: list[int] = []
+    state_col: list[str] = []
+    entry_col: list[bytes] = []
+    value_col: list[bytes] = []
+    for kg, name, ttl_ms, data in sorted(parts, key=lambda p: (p[0], p[1])):
+        if ttl_ms == TIMERS:
+            for ts, key, ns in data:
+                kg_col.append(kg)
+                state_col.append(name)
+                entry_col.append(_dumps((key, ns)))
+                value_col.append(_dumps(ts))
+            continue
+        for ek, v in list(data.items()):
+            if ttl_ms is not None:
+                v = _drop_expired(v, now, ttl_ms)
+                if v is _MISSING:
+                    continue
+            kg_col.append(kg)
+            state_col.append(name)
+            entry_col.append(_dumps(ek))
+            value_col.append(_dumps(v))
+    schema = pa.schema(
+        [("key_group", pa.int32()), ("state", pa.string()), ("entry", pa.binary()), ("value", pa.binary())],
+        metadata={b"format": SNAPSHOT_FORMAT.encode()},
+    )
+    rb = pa.RecordBatch.from_arrays(
+        [pa.array(kg_col, pa.int32()), pa.array(state_col, pa.string()),
+         pa.array(entry_col, pa.binary()), pa.array(value_col, pa.binary())],
+        schema=schema,
+    )
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as w:
+        w.write_batch(rb)
+    return sink.getvalue().to_pybytes()
+
+
+def _expired(tv: TtlValue, now: int, ttl_ms: int) -> bool:
+    return tv.ts + ttl_ms <= now
+
+
+def _drop_expired(v: Any, now: int, ttl_ms: int) -> Any:
+    """A stored value without its expired parts (``_MISSING`` if nothing is left)."""
+    if isinstance(v, TtlValue):
+        return _MISSING if _expired(v, now, ttl_ms) else v
+    if isinstance(v, list):
+        kept = [e for e in v if not (isinstance(e, TtlValue) and _expired(e, now, ttl_ms))]
+        return kept if kept else _MISSING
+    if isinstance(v, dict):
+        kept_d = {k: e for k, e in v.items() if not (isinstance(e, TtlValue) and _expired(e, now, ttl_ms))}
+        return kept_d if kept_d else _MISSING
+    return v
+
+
+TtlUpdate = StateTtlConfig.UpdateType

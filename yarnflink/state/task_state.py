@@ -1,0 +1,194 @@
+"""The seam between a Task and the state of its operators.
+
+A Task (later) creates one ``TaskStateManager`` with what it restores (a ``TaskStateSnapshot``
+from the JobMaster) and where snapshots go (a ``CheckpointStreamFactory`` from checkpoint
+storage), and sets it as ``OperatorContext.state``; stateful operators then call
+``keyed_state_backend_for(ctx)`` / ``operator_state_backend_for(ctx)`` in ``open``. Without a
+manager (today) operators get fresh, empty backends.
+
+On a checkpoint barrier the Task calls ``snapshot_chain(chain, checkpoint_id, timestamp,
+stream_factory)``, whose future yields the ``TaskStateSnapshot`` to acknowledge; on completion /
+abort it calls ``notify_checkpoint_complete`` / ``notify_checkpoint_aborted`` on the chain's
+operators (``notify_chain``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Executor, Future
+from typing import Any, Callable, Iterable, Mapping, Optional
+
+from yarnflink.common.keygroups import key_group_range
+from yarnflink.state.handles import KeyGroupRange, OperatorSubtaskState, SnapshotResult, TaskStateSnapshot
+from yarnflink.state.heap import HeapKeyedStateBackend
+from yarnflink.state.operator_state import OperatorStateBackend
+from yarnflink.state.streams import CheckpointStreamFactory, InlineStreamFactory, StateReader, read_inline
+
+STATE_BACKEND_KEY = "state.backend.type"
+SUPPORTED_BACKENDS = ("hashmap",)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def check_state_backend(config: Optional[Mapping[str, str]]) -> str:
+    name = (config or {}).get(STATE_BACKEND_KEY, "hashmap").strip().lower()
+    if name not in SUPPORTED_BACKENDS:
+        raise ValueError(
+            f"{STATE_BACKEND_KEY}: unsupported state backend {name!r}; yarnflink supports "
+            + ", ".join(SUPPORTED_BACKENDS)
+        )
+    return name
+
+
+def create_keyed_state_backend(
+    config: Optional[Mapping[str, str]],
+    max_parallelism: int,
+    key_groups: KeyGroupRange,
+    *,
+    name: str = "",
+    clock: Callable[[], int] = _now_ms,
+    executor: Optional[Executor] = None,
+) -> HeapKeyedStateBackend:
+    """The keyed state backend ``state.backend.type`` names (only ``hashmap`` exists)."""
+    check_state_backend(config)
+    return HeapKeyedStateBackend(max_parallelism, key_groups, clock=clock, executor=executor, name=name)
+
+
+class TaskStateManager:
+    def __init__(
+        self,
+        *,
+        restored: Optional[TaskStateSnapshot] = None,
+        restored_checkpoint_id: Optional[int] = None,
+        stream_factory: Optional[CheckpointStreamFactory] = None,
+        reader: StateReader = read_inline,
+        config: Optional[Mapping[str, str]] = None,
+        clock: Callable[[], int] = _now_ms,
+        executor: Optional[Executor] = None,
+    ):
+        self.restored = restored
+        self.restored_checkpoint_id = restored_checkpoint_id
+        self.stream_factory = stream_factory or InlineStreamFactory()
+        self.reader = reader
+        self.config = dict(config or {})
+        self.clock = clock
+        self.executor = executor
+        check_state_backend(self.config)
+
+    def _restored_state(self, operator_id: str) -> Optional[OperatorSubtaskState]:
+        return self.restored.get(operator_id) if self.restored is not None else None
+
+    def keyed_state_backend(self, operator_id: str, max_parallelism: int, key_groups: KeyGroupRange,
+                            name: str = "", clock: Optional[Callable[[], int]] = None) -> HeapKeyedStateBackend:
+        backend = create_keyed_state_backend(self.config, max_parallelism, key_groups, name=name or operator_id,
+                                             clock=clock or self.clock, executor=self.executor)
+        st = self._restored_state(operator_id)
+        if st is not None and st.managed_keyed_state:
+            backend.restore(st.managed_keyed_state, self.reader)
+        return backend
+
+    def operator_state_backend(self, operator_id: str, name: str = "") -> OperatorStateBackend:
+        backend = OperatorStateBackend(name or operator_id)
+        st = self._restored_state(operator_id)
+        if st is not None and st.managed_operator_state:
+            backend.restore(st.managed_operator_state, self.reader)
+        return backend
+
+
+def _operator_id(ctx: Any) -> str:
+    return getattr(ctx, "operator_id", "") or ctx.operator_name
+
+
+def keyed_state_backend_for(ctx: Any, clock: Optional[Callable[[], int]] = None) -> HeapKeyedStateBackend:
+    """The keyed state backend of the operator running with OperatorContext ``ctx``: the key
+    groups of its subtask (Flink's formula), restored when the task has a TaskStateManager."""
+    groups = KeyGroupRange.of(key_group_range(ctx.max_parallelism, ctx.parallelism, ctx.subtask_index))
+    mgr: Optional[TaskStateManager] = getattr(ctx, "state", None)
+    if mgr is None:
+        return create_keyed_state_backend(ctx.config, ctx.max_parallelism, groups, name=ctx.operator_name,
+                                          clock=clock or _now_ms)
+    return mgr.keyed_state_backend(_operator_id(ctx), ctx.max_parallelism, groups, clock=clock)
+
+
+def operator_state_backend_for(ctx: Any) -> OperatorStateBackend:
+    mgr: Optional[TaskStateManager] = getattr(ctx, "state", None)
+    if mgr is None:
+        return OperatorStateBackend(ctx.operator_name)
+    return mgr.operator_state_backend(_operator_id(ctx))
+
+
+# ----------------------------------------------------------------------------- chain snapshots
+def snapshot_operators(
+    operators: Iterable[tuple[str, Any]],
+    checkpoint_id: int,
+    timestamp: int,
+    stream_factory: Optional[CheckpointStreamFactory] = None,
+) -> "Future[TaskStateSnapshot]":
+    """Synchronous parts of every stateful operator now (in order); the returned future
+    completes when all background parts have, with the task's ``TaskStateSnapshot`` (or the
+    first error). ``operators``: ``(operator_id, operator)``; operators without
+    ``snapshot_state`` are skipped."""
+    pending: list[tuple[str, Future]] = []
+    for op_id, op in operators:
+        snap = getattr(op, "snapshot_state", None)
+        if snap is None:
+            continue
+        for f in snap(checkpoint_id, timestamp, stream_factory):
+            pending.append((op_id, f))
+    result: Future = Future()
+    if not pending:
+        result.set_result(TaskStateSnapshot())
+        return result
+    remaining = [len(pending)]
+
+    def done(_: Future) -> None:
+        remaining[0] -= 1  # callbacks may run on several threads; the last one assembles
+        if remaining[0] != 0 or result.done():
+            return
+        snapshot = TaskStateSnapshot()
+        try:
+            for op_id, f in pending:
+                r: SnapshotResult = f.result()
+                st = snapshot.subtask_states.setdefault(op_id, OperatorSubtaskState())
+                if r.keyed is not None:
+                    st.managed_keyed_state.append(r.keyed)
+                if r.operator is not None:
+                    st.managed_operator_state.append(r.operator)
+            snapshot.subtask_states = {k: v for k, v in snapshot.subtask_states.items() if not v.is_empty()}
+            result.set_result(snapshot)
+        except BaseException as e:  # noqa: BLE001 - delivered through the future
+            if not result.done():
+                result.set_exception(e)
+
+    lock = threading.Lock()
+
+    def locked_done(f: Future) -> None:
+        with lock:
+            done(f)
+
+    for _, f in pending:
+        f.add_done_callback(locked_done)
+    return result
+
+
+def snapshot_chain(chain: Any, checkpoint_id: int, timestamp: int,
+                   stream_factory: Optional[CheckpointStreamFactory] = None) -> "Future[TaskStateSnapshot]":
+    """``snapshot_operators`` over an ``OperatorChain`` (ids from each operator's context)."""
+    ops = []
+    for nid in chain.order:
+        op = chain.operators[nid]
+        ctx = getattr(op, "ctx", None)
+        ops.append((_operator_id(ctx) if ctx is not None else str(nid), op))
+    return snapshot_operators(ops, checkpoint_id, timestamp, stream_factory)
+
+
+def notify_chain(chain: Any, checkpoint_id: int, completed: bool) -> None:
+    """``notify_checkpoint_complete`` / ``notify_checkpoint_aborted`` on every operator that has it."""
+    method = "notify_checkpoint_complete" if completed else "notify_checkpoint_aborted"
+    for nid in chain.order:
+        f = getattr(chain.operators[nid], method, None)
+        if f is not None:
+            f(checkpoint_id)
