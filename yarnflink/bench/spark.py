@@ -5,14 +5,17 @@ batch latency of a Spark step in STREAMING mode.
     scripts/bench --suite spark [--rows N] [--repeat R] [--json]
 
 * plain PySpark: ``spark.read.parquet(files)``, the query, ``toArrow()`` (the result as Arrow in
-  Python, where a yarnflink step delivers it), in a ``local[2]`` session with the TaskExecutor's
-  settings; also with the result discarded in the JVM (``write.format("noop")``).
+  Python, where a yarnflink step delivers it) in a ``local[2]`` session with the TaskExecutor's
+  settings, at Spark's default Arrow batch size (10,000 rows) and at the step's (up to 1M rows);
+  also with the result discarded in the JVM (``write.format("noop")``).
 * yarnflink BATCH: a local cluster of one TaskExecutor with 2 slots (one ``local[2]`` SparkSession),
-  ``FileSource(files) -> spark_sql(query) -> DiscardingSink`` at parallelism 2; rows/s from the
-  job's net runtime (deployment included). A first run starts the TaskExecutor's SparkSession and
-  is not counted, as the plain session is started before it is timed.
-* yarnflink STREAMING: the same job in STREAMING mode (micro-batches of
-  ``spark.micro-batch.max-rows``), and the Spark step's time per micro-batch measured on the
+  ``FileSource(files) -> spark_sql(query) -> DiscardingSink`` at parallelism 2; the job's net
+  runtime (scheduling and deployment included). A first job starts the TaskExecutor's SparkSession
+  and is not counted, as the plain session is started and warmed up before it is timed.
+  Plain runs and jobs alternate, round by round, so both see the same load on a shared machine;
+  the ratio is the median of the rounds' ratios.
+* yarnflink STREAMING: the same job in STREAMING mode on ``--streaming-rows`` rows (micro-batches
+  of ``spark.micro-batch.max-rows``), and the Spark step's time per micro-batch measured on the
   operator in this process (input rows in, result rows out, as a Task drives it).
 """
 
@@ -26,7 +29,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -40,6 +43,7 @@ from yarnflink.deployment.local.cluster import start_local_cluster, stop_process
 
 QUERY = "SELECT id, key, value * 2 AS v2 FROM input WHERE value > 0.5"
 SLOTS = 2
+PLAIN = ("toArrow", "toArrow_1M", "noop")
 
 
 def write_input(directory: Path, rows: int, files: int) -> None:
@@ -54,65 +58,41 @@ def write_input(directory: Path, rows: int, files: int) -> None:
                        directory / f"part-{i}.parquet")
 
 
-def _median_run(fn: Any, repeat: int) -> float:
-    fn()  # warm-up (JIT, caches)
-    return statistics.median(_timed(fn) for _ in range(repeat))
-
-
-def _timed(fn: Any) -> float:
+def _timed(fn: Callable[[], Any]) -> float:
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0
 
 
-def plain_spark(data: Path, rows: int, repeat: int, spark_conf: dict[str, str]) -> dict[str, Any]:
+def plain_runs(data: Path, spark_conf: dict[str, str]) -> dict[str, Callable[[], Any]]:
+    """The query in plain PySpark, three ways (see the module docstring)."""
     from yarnflink.spark.session import holder
 
-    spark = holder.get({"taskmanager.numberOfTaskSlots": str(SLOTS), **spark_conf})
-    out: dict[str, Any] = {}
+    root = holder.get({"taskmanager.numberOfTaskSlots": str(SLOTS), **spark_conf})
+    default, tuned = root.newSession(), root.newSession()
+    tuned.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(1 << 20))
 
-    def to_arrow() -> None:
+    def to_arrow(spark: Any) -> None:
         spark.read.parquet(str(data)).createOrReplaceTempView("input")
-        out["result_rows"] = spark.sql(QUERY).toArrow().num_rows
+        spark.sql(QUERY).toArrow()
 
     def noop() -> None:
-        spark.read.parquet(str(data)).createOrReplaceTempView("input")
-        spark.sql(QUERY).write.format("noop").mode("overwrite").save()
+        default.read.parquet(str(data)).createOrReplaceTempView("input")
+        default.sql(QUERY).write.format("noop").mode("overwrite").save()
 
-    t_arrow = _median_run(to_arrow, repeat)
-    t_noop = _median_run(noop, repeat)
-    holder.stop()
-    return {"toArrow_s": round(t_arrow, 3), "toArrow_rows_per_s": round(rows / t_arrow),
-            "noop_s": round(t_noop, 3), "noop_rows_per_s": round(rows / t_noop), "result_rows": out["result_rows"]}
+    return {"toArrow": lambda: to_arrow(default), "toArrow_1M": lambda: to_arrow(tuned), "noop": noop}
 
 
-def yarnflink_jobs(data: Path, rows: int, repeat: int, workdir: Path, max_rows: int,
-                   spark_conf: dict[str, str]) -> dict[str, Any]:
-    config = Configuration()
-    config.set("taskmanager.numberOfTaskSlots", str(SLOTS))
-    proc, info = start_local_cluster(config, taskexecutors=1, workdir=workdir / "cluster", detached=False)
-    try:
-        set_default_executor(RestClusterExecutor(str(info["rest_url"])))
-        results: dict[str, Any] = {}
-        for mode in (RuntimeExecutionMode.BATCH, RuntimeExecutionMode.STREAMING):
-            def job(mode: RuntimeExecutionMode = mode) -> float:
-                env = StreamExecutionEnvironment.get_execution_environment()
-                env.set_parallelism(SLOTS)
-                env.set_runtime_mode(mode)
-                env.get_config().set("spark.micro-batch.max-rows", str(max_rows))
-                for k, v in spark_conf.items():
-                    env.get_config().set(k, v)
-                (env.from_source(FileSource(str(data), format="parquet")).spark_sql(QUERY)
-                 .sink_to(DiscardingSink()))
-                return env.execute(f"spark-{mode.name.lower()}").get_net_runtime() / 1000
-
-            job()  # starts the TaskExecutor's SparkSession (BATCH) / warms up (STREAMING)
-            seconds = statistics.median(job() for _ in range(repeat))
-            results[mode.name] = {"seconds": round(seconds, 3), "rows_per_s": round(rows / seconds)}
-        return results
-    finally:
-        set_default_executor(None)
-        stop_process(proc.pid)
+def job_run(path: Path, mode: RuntimeExecutionMode, max_rows: int, spark_conf: dict[str, str]) -> float:
+    """One ``FileSource -> spark_sql -> DiscardingSink`` job; its net runtime in seconds."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(SLOTS)
+    env.set_runtime_mode(mode)
+    env.get_config().set("spark.micro-batch.max-rows", str(max_rows))
+    for k, v in spark_conf.items():
+        env.get_config().set(k, v)
+    env.from_source(FileSource(str(path), format="parquet")).spark_sql(QUERY).sink_to(DiscardingSink())
+    return env.execute(f"spark-{mode.name.lower()}").get_net_runtime() / 1000
 
 
 def micro_batch_latency(sizes: list[int], batches: int, spark_conf: dict[str, str]) -> list[dict[str, Any]]:
@@ -121,13 +101,10 @@ def micro_batch_latency(sizes: list[int], batches: int, spark_conf: dict[str, st
     from yarnflink.operators.base import OperatorContext
     from yarnflink.operators.spark import SparkOperator
     from yarnflink.operators.specs import SparkSpec
-    from yarnflink.spark.session import holder
 
     class Discard:
-        rows = 0
-
         def emit(self, batch: Batch) -> None:
-            Discard.rows += len(batch)
+            pass
 
         def end_input(self) -> None:
             pass
@@ -150,51 +127,90 @@ def micro_batch_latency(sizes: list[int], batches: int, spark_conf: dict[str, st
         out.append({"max_rows": size, "micro_batches": len(secs), "p50_ms": round(1000 * secs[len(secs) // 2], 1),
                     "p90_ms": round(1000 * secs[int(len(secs) * 0.9)], 1), "max_ms": round(1000 * secs[-1], 1),
                     "rows_per_s": round(size * len(secs) / sum(secs))})
-    holder.stop()
     return out
+
+
+def run(rows: int, stream_rows: int, repeat: int, max_rows: int, spark_conf: dict[str, str],
+        tmp: Path) -> dict[str, Any]:
+    from yarnflink.spark.session import holder
+
+    data, stream_data = tmp / "input", tmp / "stream-input"
+    write_input(data, rows, SLOTS)
+    write_input(stream_data, stream_rows, SLOTS)
+    config = Configuration()
+    config.set("taskmanager.numberOfTaskSlots", str(SLOTS))
+    proc, info = start_local_cluster(config, taskexecutors=1, workdir=tmp / "cluster", detached=False)
+    try:
+        set_default_executor(RestClusterExecutor(str(info["rest_url"])))
+        def batch_job() -> float:
+            return job_run(data, RuntimeExecutionMode.BATCH, max_rows, spark_conf)
+
+        batch_job()  # starts the TaskExecutor's SparkSession
+        plain = plain_runs(data, spark_conf)
+        for fn in plain.values():
+            fn()  # warm-up
+        rounds = []
+        for _ in range(repeat):
+            r = {k: _timed(fn) for k, fn in plain.items()}
+            r["BATCH"] = batch_job()
+            r["load"] = os.getloadavg()[0]
+            rounds.append(r)
+        latency = micro_batch_latency([1_000, 10_000, 100_000], 20, spark_conf)
+        holder.stop()
+        job_run(stream_data, RuntimeExecutionMode.STREAMING, max_rows, spark_conf)  # warm-up
+        streaming = statistics.median(job_run(stream_data, RuntimeExecutionMode.STREAMING, max_rows, spark_conf)
+                                      for _ in range(repeat))
+    finally:
+        set_default_executor(None)
+        stop_process(proc.pid)
+    med = {k: statistics.median(r[k] for r in rounds) for k in (*PLAIN, "BATCH")}
+    return {
+        "rows": rows, "query": QUERY, "rounds": rounds,
+        "seconds": {k: round(v, 3) for k, v in med.items()},
+        "rows_per_s": {k: round(rows / v) for k, v in med.items()},
+        "batch_vs_plain_toArrow": round(statistics.median(
+            min(r["toArrow"], r["toArrow_1M"]) / r["BATCH"] for r in rounds), 2),
+        "batch_vs_plain_noop": round(statistics.median(r["noop"] / r["BATCH"] for r in rounds), 2),
+        "streaming": {"rows": stream_rows, "max_rows": max_rows, "seconds": round(streaming, 3),
+                      "rows_per_s": round(stream_rows / streaming)},
+        "micro_batches": latency,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--repeat", type=int, default=3, help="timed runs per figure; the median is shown")
+    parser.add_argument("--repeat", type=int, default=5, help="rounds (plain runs + a job each); medians shown")
     parser.add_argument("--max-rows", type=int, default=100_000, help="spark.micro-batch.max-rows of the STREAMING job")
+    parser.add_argument("--streaming-rows", type=int, default=2_000_000, help="rows of the STREAMING job")
     parser.add_argument("--driver-memory", default="2g", help="spark.driver.memory of every SparkSession")
-    parser.add_argument("--only", default="plain,jobs,latency", help="parts to run: plain, jobs, latency")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    spark_conf = {"spark.driver.memory": args.driver_memory}
-    only = set(args.only.split(","))
     import pyspark
 
     print(f"# {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"python {platform.python_version()}, pyarrow {pa.__version__}, pyspark {pyspark.__version__}")
-    load = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="yarnflink-bench-spark-") as tmp:
-        data = Path(tmp) / "input"
-        write_input(data, args.rows, SLOTS)
-        plain = plain_spark(data, args.rows, args.repeat, spark_conf) if "plain" in only else None
-        jobs = yarnflink_jobs(data, args.rows, args.repeat, Path(tmp), args.max_rows, spark_conf) \
-            if "jobs" in only else {}
-    latency = micro_batch_latency([1_000, 10_000, 100_000], 20, spark_conf) if "latency" in only else []
-    result = {"rows": args.rows, "query": QUERY, "plain": plain, "yarnflink": jobs, "micro_batches": latency}
+        r = run(args.rows, args.streaming_rows, args.repeat, args.max_rows,
+                {"spark.driver.memory": args.driver_memory}, Path(tmp))
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(r))
         return
-    print(f"query: {QUERY}   rows: {args.rows:,}   load average before: {load[0]:.1f}, after: {os.getloadavg()[0]:.1f}")
-    if plain is not None:
-        for label, key in (("result toArrow()", "toArrow"), ("result discarded", "noop")):
-            print(f"plain PySpark, {label:<21} {plain[key + '_s']:7.3f} s = {plain[key + '_rows_per_s']:>12,} rows/s")
-    for mode, r in jobs.items():
-        print(f"yarnflink {mode:<9} job (net runtime) {r['seconds']:7.3f} s = {r['rows_per_s']:>12,} rows/s")
-    if plain is not None and jobs:
-        batch = jobs["BATCH"]["rows_per_s"]
-        print(f"BATCH job / plain toArrow(): {batch / plain['toArrow_rows_per_s']:.2f}x;  "
-              f"/ plain discarded: {batch / plain['noop_rows_per_s']:.2f}x")
-    for r in latency:
-        print(f"STREAMING micro-batch of {r['max_rows']:>7,} rows: p50 {r['p50_ms']:7.1f} ms, "
-              f"p90 {r['p90_ms']:7.1f} ms, max {r['max_ms']:7.1f} ms "
-              f"({r['micro_batches']} batches, {r['rows_per_s']:,} rows/s)")
+    print(f"query: {QUERY}   rows: {args.rows:,}   load average per round: "
+          + ", ".join(f"{x['load']:.1f}" for x in r["rounds"]))
+    labels = {"toArrow": "plain PySpark, result toArrow()", "toArrow_1M": "plain PySpark, toArrow(), 1M-row batches",
+              "noop": "plain PySpark, result discarded", "BATCH": "yarnflink BATCH job (net runtime)"}
+    for k, label in labels.items():
+        print(f"{label:<42} {r['seconds'][k]:7.3f} s = {r['rows_per_s'][k]:>12,} rows/s")
+    print(f"BATCH job / plain toArrow() (the faster of the two): {r['batch_vs_plain_toArrow']:.2f}x;  "
+          f"/ plain discarded: {r['batch_vs_plain_noop']:.2f}x  (medians of the rounds' ratios)")
+    s = r["streaming"]
+    print(f"yarnflink STREAMING job, {s['rows']:,} rows, micro-batches of {s['max_rows']:,}: {s['seconds']:.3f} s "
+          f"= {s['rows_per_s']:,} rows/s")
+    for m in r["micro_batches"]:
+        print(f"STREAMING micro-batch of {m['max_rows']:>7,} rows: p50 {m['p50_ms']:7.1f} ms, "
+              f"p90 {m['p90_ms']:7.1f} ms, max {m['max_ms']:7.1f} ms "
+              f"({m['micro_batches']} batches, {m['rows_per_s']:,} rows/s)")
 
 
 if __name__ == "__main__":

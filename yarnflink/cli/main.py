@@ -6,6 +6,7 @@
     yarnflink list | cancel JOBID
     yarnflink logs [-t TASKEXECUTOR] [--stdout] [-n LINES] [--list]
     yarnflink session start --target local [-n N] [-s SLOTS] | session list | session stop ID
+    yarnflink session start --target yarn ... | run -yid APPID | run --per-job --target yarn  (docs/yarn.md)
     yarnflink master start ...           (the master process; used by the deployments)
     yarnflink taskexecutor start --master HOST:PORT
 """
@@ -199,13 +200,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = _config(args)
     if args.parallelism is not None:
         config.set("parallelism.default", str(args.parallelism))
+    yarn_app_id = None  # a per-job YARN application, stopped if this client submits no job to it
     if args.target == "yarn" and (args.application or args.per_job):
         from yarnflink.deployment.yarn.cli import submit_job_cluster
 
-        code = submit_job_cluster(args, config)
+        code, url, yarn_app_id = submit_job_cluster(args, config)
         if code is not None:
             return code
-        url: Optional[str] = args.jobmanager
     elif args.application:
         return _run_application(args, config)
     else:
@@ -256,6 +257,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         set_default_executor(None)
         if cluster_proc is not None:
             stop_process(cluster_proc.pid)
+        if yarn_app_id is not None and not executor.submitted:
+            from yarnflink.deployment.yarn.client import stop_cluster
+
+            stop_cluster(config, yarn_app_id)
 
 
 def _run_application(args: argparse.Namespace, config: Configuration) -> int:

@@ -71,6 +71,7 @@ class CheckpointDriver:
         self._restore: Optional[CompletedCheckpoint] = None
         self._assigned: dict[tuple[str, int], TaskStateSnapshot] = {}
         self._assigned_for = -1
+        self._restored_at_restart = 0
         # statistics for GET /jobs/:id/checkpoints
         self.counts = {"restored": 0, "total": 0, "in_progress": 0, "completed": 0, "failed": 0}
         self.history: list[dict[str, Any]] = []
@@ -130,11 +131,12 @@ class CheckpointDriver:
             self._assigned = assign_state(checkpoint, self.vertices, bool(
                 self.jm.config.get("execution.savepoint.ignore-unclaimed-state")))
             self._assigned_for = checkpoint.checkpoint_id
-            if execution.attempt_number > 0:
-                self.counts["restored"] += 1
-                self.latest_restored = {"id": checkpoint.checkpoint_id,
-                                        "external_path": checkpoint.external_pointer or "",
-                                        "restore_timestamp": _now_ms(), "is_savepoint": checkpoint.is_savepoint}
+        if execution.attempt_number > 0 and self._restored_at_restart != self.jm.eg.num_restarts:
+            self._restored_at_restart = self.jm.eg.num_restarts  # one restore per restart
+            self.counts["restored"] += 1
+            self.latest_restored = {"id": checkpoint.checkpoint_id,
+                                    "external_path": checkpoint.external_pointer or "",
+                                    "restore_timestamp": _now_ms(), "is_savepoint": checkpoint.is_savepoint}
         ev = execution.vertex
         snap = self._assigned.get((ev.job_vertex.job_vertex.id, ev.subtask_index))
         if snap is None:

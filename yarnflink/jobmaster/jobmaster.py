@@ -128,6 +128,19 @@ class JobMaster(RpcEndpoint):
         self._declaring: Optional[asyncio.Task[None]] = None
         self._declare_again = False
         self._terminated_notified = False
+        #: checkpoints of a STREAMING job with execution.checkpointing.interval (None: off)
+        self.checkpoints = None
+        from yarnflink.taskexecutor.task import checkpointing_enabled
+
+        if checkpointing_enabled({"execution.checkpointing.interval":
+                                  self.config.get_string("execution.checkpointing.interval") or ""},
+                                 job_graph.runtime_mode):
+            from yarnflink.jobmaster.checkpointing import CheckpointDriver
+
+            try:
+                self.checkpoints = CheckpointDriver(self)
+            except (ValueError, OSError) as e:
+                raise JobSubmissionException(f"checkpointing: {e}") from None
 
     @property
     def job_id(self) -> str:
@@ -151,6 +164,13 @@ class JobMaster(RpcEndpoint):
     async def on_start(self) -> None:
         await self.serve(jobmaster_pb2_grpc.add_JobMasterGatewayServicer_to_server,
                          _Servicer(self), self.host, 0)
+        if self.checkpoints is not None:
+            try:
+                await self.checkpoints.load_initial()
+            except Exception as e:  # noqa: BLE001 - an unreadable savepoint fails the job
+                self.fail_job(Failure("CheckpointException", f"cannot restore {e}", "", now_ms()))
+                return
+            self.checkpoints.start()
         self._apply(self.scheduler.start(time.monotonic()))
         self._timers.append(asyncio.ensure_future(self._request_slots()))
         self._timers.append(asyncio.ensure_future(self._monitor_task_managers()))
@@ -158,6 +178,8 @@ class JobMaster(RpcEndpoint):
     async def on_stop(self) -> None:
         for t in self._timers:
             t.cancel()
+        if self.checkpoints is not None:
+            self.checkpoints.stop()
         if self._timer is not None:
             self._timer.cancel()
         await self.gateways.close()
@@ -240,10 +262,17 @@ class JobMaster(RpcEndpoint):
     async def _deploy(self, execution: Execution) -> None:
         slot = execution.slot
         assert slot is not None
+        tdd = build_tdd(self.eg, execution.vertex)
+        if self.checkpoints is not None:
+            self.checkpoints.deploying(execution)
+            try:
+                tdd.task_state, tdd.restored_checkpoint_id = self.checkpoints.restore_state(execution)
+            except Exception as e:  # noqa: BLE001 - the checkpoint does not fit the job
+                self.fail_job(Failure("CheckpointException", f"cannot restore: {e}", "", now_ms()))
+                return
         try:
             await self.gateways.task_executor(slot.rpc_address).SubmitTask(
-                taskexecutor_pb2.SubmitTaskRequest(jobmaster_id=self.jobmaster_id,
-                                                   tdd=build_tdd(self.eg, execution.vertex)),
+                taskexecutor_pb2.SubmitTaskRequest(jobmaster_id=self.jobmaster_id, tdd=tdd),
                 timeout=RPC_TIMEOUT_S)
         except grpc.aio.AioRpcError as e:
             if _unreachable(e):
@@ -335,6 +364,8 @@ class JobMaster(RpcEndpoint):
                 slot.data_address if slot else "", slot.resource_id if slot else "",
                 partition_id=failed_partition_id)
         self._apply(self.scheduler.task_state_changed(attempt_id, state, failure, time.monotonic()))
+        if self.checkpoints is not None and not self.eg.status.globally_terminal:
+            self.checkpoints.task_state_changed(execution, state)
         return True
 
     def fail_job(self, failure: Failure) -> None:
@@ -354,6 +385,8 @@ class JobMaster(RpcEndpoint):
 
     def _job_terminated(self, a: JobTerminated) -> None:
         log.info("job %s (%s) %s", self.job_graph.job_name, self.job_id, a.status.value)
+        if self.checkpoints is not None:
+            self.checkpoints.job_terminated(a.status.value)
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -399,6 +432,11 @@ class JobMaster(RpcEndpoint):
         return out
 
     # ------------------------------------------------------------------ views (REST)
+    def checkpoint_stats(self) -> Optional[dict[str, Any]]:
+        """Flink's ``GET /jobs/:jobid/checkpoints`` (None without checkpointing: the Dispatcher
+        shows empty statistics)."""
+        return self.checkpoints.stats() if self.checkpoints is not None else None
+
     def details(self) -> dict[str, Any]:
         from yarnflink.jobmaster.views import job_details
 
@@ -436,6 +474,11 @@ class _Servicer(jobmaster_pb2_grpc.JobMasterGatewayServicer):
 
     async def SendCoordinationData(self, request: Any, context: Any) -> Any:
         await check_fencing(context, self.jm.jobmaster_id, request.jobmaster_id, "JobMaster")
+        if request.kind in ("checkpoint-ack", "checkpoint-decline"):
+            execution = self.jm.eg.find_execution(request.execution_id)
+            if self.jm.checkpoints is not None and execution is not None and execution is execution.vertex.current:
+                self.jm.checkpoints.acknowledged(execution, request.payload, request.kind == "checkpoint-decline")
+            return common_pb2.Ack()
         if request.kind != "collect":
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unknown coordination data kind {request.kind!r}")
         self.jm.add_collected(request.execution_id, request.payload)

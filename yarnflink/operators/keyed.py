@@ -45,6 +45,9 @@ def _emit_rows(output, rows: list) -> None:
         output.emit(Batch.from_rows(rows[i : i + EMIT_ROWS]))
 
 
+from yarnflink.operators.checkpointed import KeyedDictState  # noqa: E402
+
+
 class ReduceOperator(StreamOperator):
     def __init__(self, spec: ReduceSpec):
         self.fn, self.rich = unwrap_function(spec.fn, "reduce")
@@ -54,9 +57,16 @@ class ReduceOperator(StreamOperator):
 
     def open(self, ctx: OperatorContext) -> None:
         super().open(ctx)
+        self._checkpointed = KeyedDictState(ctx, "reduce")  # checkpointed per key group
+        restored = self._checkpointed.restored()
+        if restored is not None:
+            self.state = restored
         for f in (self.rich, self.keys.rich):
             if f is not None:
                 f.open(RuntimeContext(ctx))
+
+    def snapshot_state(self, checkpoint_id: int, timestamp: int, factory: Any) -> list:
+        return self._checkpointed.snapshot(self.state, checkpoint_id, timestamp, factory)
 
     def close(self) -> None:
         for f in (self.rich, self.keys.rich):
@@ -232,8 +242,23 @@ class AggregateOperator(StreamOperator):
 
     def open(self, ctx: OperatorContext) -> None:
         super().open(ctx)
+        self._checkpointed = KeyedDictState(ctx, f"aggregate-{self.agg}")  # checkpointed per key group
+        restored = self._checkpointed.restored()
+        if restored is not None:
+            self.mode = "rec"
+            self.rec_state = restored
         if self.keys.rich is not None:
             self.keys.rich.open(RuntimeContext(ctx))
+
+    def snapshot_state(self, checkpoint_id: int, timestamp: int, factory: Any) -> list:
+        if not self._checkpointed.enabled:
+            return []
+        if self.mode == "vec":
+            keys = self.slots.keys
+            state = dict(zip(keys, self.vals[: len(keys)].tolist()))
+        else:
+            state = self.rec_state
+        return self._checkpointed.snapshot(state, checkpoint_id, timestamp, factory)
 
     def close(self) -> None:
         if self.keys.rich is not None:

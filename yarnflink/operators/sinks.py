@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from yarnflink.common.records import KIND_PICKLE, Batch, record_kind, to_ipc_bytes
 from yarnflink.operators.base import OperatorContext, StreamOperator
+from yarnflink.operators.checkpointed import CheckpointedValue
 from yarnflink.operators.specs import CollectSinkSpec, DiscardingSinkSpec, FileSinkSpec, PrintSinkSpec
 
 FILE_EXTENSIONS = {"jsonl": "jsonl", "parquet": "parquet", "csv": "csv"}
@@ -73,6 +74,7 @@ class FileSink(SinkOperator):
         self._writer = None
         self._schema: Optional[pa.Schema] = None
         self.path: Optional[str] = None
+        self.exactly_once = False
 
     def open(self, ctx: OperatorContext) -> None:
         super().open(ctx)
@@ -80,10 +82,88 @@ class FileSink(SinkOperator):
 
         fs, root = fsspec.core.url_to_fs(self.spec.path, **self.spec.storage_options)
         self._fs = fs
+        self._root = root
         fs.makedirs(root, exist_ok=True)
+        self._checkpointed = CheckpointedValue(ctx, "file-sink")
+        self.exactly_once = self._checkpointed.enabled
+        if self.exactly_once:
+            self._restore_exactly_once()
+            return
         self.path = part_file_path(root, ctx.subtask_index, self.spec.format)
         if self.spec.format != "parquet":
             self._file = fs.open(self.path, "wb")
+
+    # ------------------------------------------------------------------ exactly-once (checkpointing)
+    # Records go to a hidden in-progress file per checkpoint interval; snapshot_state closes it and
+    # remembers it as pending for that checkpoint; notify_checkpoint_complete (and end of input)
+    # renames pending files to their final name part-<subtask>-<n>.<ext>. On restore, files pending
+    # in the restored checkpoint are committed and every other in-progress file is deleted.
+    def _final_path(self, n: int) -> str:
+        return f"{self._root.rstrip('/')}/part-{self.ctx.subtask_index}-{n}.{FILE_EXTENSIONS[self.spec.format]}"
+
+    def _restore_exactly_once(self) -> None:
+        import uuid
+
+        self._pending: dict[int, list[tuple[str, int]]] = {}  # checkpoint id -> [(in-progress file, n)]
+        self._counter = 0
+        self._uid = uuid.uuid4().hex[:8]
+        if self._checkpointed.restored:
+            st = self._checkpointed.restored[0]
+            self._counter = int(st["counter"])
+            for cid, files in st["pending"].items():
+                for tmp, n in files:
+                    self._commit_file(tmp, n)
+        # what later (uncheckpointed) attempts left behind
+        prefix = f".part-{self.ctx.subtask_index}-"
+        for f in self._fs.ls(self._root, detail=False):
+            name = f.rstrip("/").rsplit("/", 1)[-1]
+            if name.startswith(prefix) and name.endswith(".inprogress"):
+                self._fs.rm(f)
+        self.path = None
+        # This subtask already reached the end of its input after the restored checkpoint and
+        # committed everything (its first file after the checkpoint exists): the replayed input is
+        # the same, so it is dropped instead of written twice.
+        self._already_committed = bool(self._checkpointed.restored) and self._fs.exists(self._final_path(self._counter))
+
+    def _commit_file(self, tmp: str, n: int) -> None:
+        final = self._final_path(n)
+        if self._fs.exists(tmp):
+            self._fs.mv(tmp, final)  # a rename on local and HDFS file systems
+
+    def _ensure_open(self) -> None:
+        if self.path is None:
+            self.path = (f"{self._root.rstrip('/')}/.part-{self.ctx.subtask_index}-{self._counter}-"
+                         f"{self._uid}.inprogress")
+            self._current_n = self._counter
+            self._counter += 1
+            if self.spec.format != "parquet":
+                self._file = self._fs.open(self.path, "wb")
+
+    def _roll(self) -> list[tuple[str, int]]:
+        """Closes the in-progress file; returns it (as a list) if one was open."""
+        if self.path is None:
+            return []
+        self._finish()
+        rolled = [(self.path, self._current_n)]
+        self.path = None
+        self._schema = None
+        return rolled
+
+    def snapshot_state(self, checkpoint_id: int, timestamp: int, factory: Any) -> list:
+        if not self.exactly_once:
+            return []
+        rolled = self._roll()
+        if rolled:
+            self._pending[checkpoint_id] = rolled
+        state = {"counter": self._counter, "pending": {str(c): files for c, files in self._pending.items()}}
+        return self._checkpointed.snapshot(state, checkpoint_id, timestamp, factory)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        if not self.exactly_once:
+            return
+        for cid in sorted(c for c in self._pending if c <= checkpoint_id):
+            for tmp, n in self._pending.pop(cid):
+                self._commit_file(tmp, n)
 
     def _open_parquet(self, schema: pa.Schema) -> None:
         import pyarrow.parquet as pq
@@ -117,6 +197,10 @@ class FileSink(SinkOperator):
     def process_batch(self, batch: Batch) -> None:
         if len(batch) == 0:
             return
+        if self.exactly_once:
+            if self._already_committed:
+                return
+            self._ensure_open()
         fmt = self.spec.format
         if fmt == "jsonl":
             dumps = json.dumps
@@ -148,6 +232,13 @@ class FileSink(SinkOperator):
                 f.close()
 
     def end_input(self) -> None:
+        if self.exactly_once:  # end of input commits everything (Flink: the final checkpoint)
+            rolled = self._roll()
+            for cid in sorted(self._pending):
+                for tmp, n in self._pending.pop(cid):
+                    self._commit_file(tmp, n)
+            for tmp, n in rolled:
+                self._commit_file(tmp, n)
         self._finish()
         self.output.end_input()
 

@@ -2,21 +2,42 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
 
 from yarnflink.common.records import KIND_ROW, KIND_SCALAR, Batch, with_kind
-from yarnflink.operators.base import SourceOperator
+from yarnflink.operators.base import OperatorContext, SourceOperator
+from yarnflink.operators.checkpointed import CheckpointedValue
 from yarnflink.operators.specs import CollectionSourceSpec, FileSourceSpec, SequenceSourceSpec
 
 SOURCE_BATCH_ROWS = 65536
 
+#: with checkpointing, sources emit smaller batches: a barrier goes in between batches
+CHECKPOINTING_BATCH_ROWS = 1024
+
 _SEQ_SCHEMA = pa.schema([pa.field("f0", pa.int64())], metadata={b"yarnflink.kind": KIND_SCALAR.encode()})
 
 
-class CollectionSource(SourceOperator):
+class _CheckpointedSource(SourceOperator):
+    """A source whose read position (``self.position``, any picklable value) is checkpointed: the
+    task snapshots between batches, so the position counts the batch being pushed as emitted."""
+
+    position: Any = None
+
+    def open(self, ctx: OperatorContext) -> None:
+        super().open(ctx)
+        self._checkpointed = CheckpointedValue(ctx, "source-position")
+        self.restored_position = self._checkpointed.restored[0] if self._checkpointed.restored else None
+        if self._checkpointed.enabled:
+            self.batch_rows = min(self.batch_rows, CHECKPOINTING_BATCH_ROWS)
+
+    def snapshot_state(self, checkpoint_id: int, timestamp: int, factory: Any) -> list:
+        return self._checkpointed.snapshot(self.position, checkpoint_id, timestamp, factory)
+
+
+class CollectionSource(_CheckpointedSource):
     """Subtask i emits ``items[i::parallelism]`` as row batches."""
 
     def __init__(self, spec: CollectionSourceSpec, batch_rows: int = SOURCE_BATCH_ROWS):
@@ -25,7 +46,9 @@ class CollectionSource(SourceOperator):
 
     def batches(self) -> Iterator[Batch]:
         mine = self.items[self.ctx.subtask_index :: self.ctx.parallelism]
-        for i in range(0, len(mine), self.batch_rows):
+        start = int(self.restored_position or 0)
+        for i in range(start, len(mine), self.batch_rows):
+            self.position = min(i + self.batch_rows, len(mine))
             yield Batch.from_rows(mine[i : i + self.batch_rows])
 
 
@@ -35,7 +58,7 @@ def sequence_split(start: int, end: int, parallelism: int, index: int) -> tuple[
     return start + index * n // parallelism, start + (index + 1) * n // parallelism
 
 
-class SequenceSource(SourceOperator):
+class SequenceSource(_CheckpointedSource):
     """``[start, end]`` inclusive, split contiguously; int64 Arrow batches (scalar records)."""
 
     def __init__(self, spec: SequenceSourceSpec, batch_rows: int = SOURCE_BATCH_ROWS):
@@ -44,9 +67,12 @@ class SequenceSource(SourceOperator):
 
     def batches(self) -> Iterator[Batch]:
         lo, hi = sequence_split(self.start, self.end, self.ctx.parallelism, self.ctx.subtask_index)
+        if self.restored_position is not None:
+            lo = max(lo, int(self.restored_position))
         step = self.batch_rows
         for a in range(lo, hi, step):
             b = min(a + step, hi)
+            self.position = b
             arr = pa.array(np.arange(a, b, dtype=np.int64))
             yield Batch.from_arrow(pa.RecordBatch.from_arrays([arr], schema=_SEQ_SCHEMA))
 
@@ -95,7 +121,7 @@ def _rechunk(batches, rows: int) -> Iterator[pa.RecordBatch]:
         yield pa.concat_batches(pending) if len(pending) > 1 else pending[0]
 
 
-class FileSource(SourceOperator):
+class FileSource(_CheckpointedSource):
     """Records are dicts (one per row): batches carry ``yarnflink.kind=row``."""
 
     def __init__(self, spec: FileSourceSpec, batch_rows: int = SOURCE_BATCH_ROWS):
@@ -129,7 +155,21 @@ class FileSource(SourceOperator):
 
     def batches(self) -> Iterator[Batch]:
         files = self.my_files()
-        for path in files:
+        # position: (index of the file in this subtask's split, rows of it already emitted)
+        start_file, skip = self.restored_position or (0, 0)
+        for fi, path in enumerate(files):
+            if fi < start_file:
+                continue
+            done = 0
             for rb in self._read(self._fs, path):
+                if fi == start_file and done + rb.num_rows <= skip:
+                    done += rb.num_rows
+                    continue
+                if fi == start_file and done < skip:
+                    rb = rb.slice(skip - done)
+                    done = skip
                 if rb.num_rows:
+                    done += rb.num_rows
+                    self.position = (fi, done)
                     yield Batch.from_arrow(with_kind(rb, KIND_ROW))
+            self.position = (fi + 1, 0)

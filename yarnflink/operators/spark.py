@@ -59,6 +59,8 @@ SPILL_ROWS = 1 << 20
 SPILL_BYTES = 64 << 20
 #: Smallest Spark partition made from an in-memory input (fewer, larger partitions cost less).
 MIN_PARTITION_ROWS = 65536
+#: Largest Arrow batch between Spark and this process.
+MAX_ARROW_BATCH_ROWS = 1 << 20
 #: Rows per Parquet row group of a spilled input (Spark splits its reads by row group).
 SPILL_ROW_GROUP_ROWS = 1 << 20
 
@@ -194,6 +196,7 @@ class SparkOperator(StreamOperator):
             return
         spark = self._session()
         target, struct = self._spark_schema(spark, schema)
+        self._time_zone = spark.conf.get("spark.sql.session.timeZone")
         self._spill = _ParquetSpill(holder.new_workdir("spill-"), schema, struct,
                                     lambda t: self._to_spark_arrow(spark, t, struct, target), self.ctx.operator_name)
         for rb in self._pending:
@@ -256,14 +259,18 @@ class SparkOperator(StreamOperator):
         from pyspark.sql.pandas.types import _check_arrow_table_timestamps_localize
 
         table = table.rename_columns(target.names)
-        tz = spark.conf.get("spark.sql.session.timeZone")
-        return _check_arrow_table_timestamps_localize(table, struct, True, tz).cast(target)
+        table = _check_arrow_table_timestamps_localize(table, struct, True, self._time_zone)
+        return table if table.schema.equals(target) else table.cast(target)
 
     def _input_frame(self, spark: "SparkSession") -> tuple["DataFrame", int]:
         spill = self._spill
+        rows = spill.rows if spill is not None else self._pending_rows
+        # Arrow batch size both ways: in-memory input -> one partition per Spark thread; results
+        # in large batches (toArrow with Spark's default of 10,000 rows costs ~40% more)
+        batch_rows = min(MAX_ARROW_BATCH_ROWS, max(MIN_PARTITION_ROWS, -(-rows // self._threads)))
+        self._set_conf(spark, "spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_rows))
         if spill is not None:
-            return spark.read.schema(spill.struct).parquet(spill.close()), spill.rows
-        rows = self._pending_rows
+            return spark.read.schema(spill.struct).parquet(spill.close()), rows
         struct = self._resolve_struct()
         if rows == 0:
             return spark.createDataFrame([], struct), 0
@@ -271,8 +278,6 @@ class SparkOperator(StreamOperator):
         assert schema is not None
         table = pa.Table.from_batches([b if b.schema.equals(schema) else _cast(b, schema, self.ctx.operator_name)
                                        for b in batches], schema=schema).combine_chunks()
-        per_partition = max(MIN_PARTITION_ROWS, -(-rows // self._threads))
-        self._set_conf(spark, "spark.sql.execution.arrow.maxRecordsPerBatch", str(per_partition))
         if struct is not None:
             target, struct = self._spark_schema(spark, schema)
             return spark.createDataFrame(table.rename_columns(target.names), struct), rows

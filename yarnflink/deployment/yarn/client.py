@@ -36,6 +36,10 @@ def skein_client(config: Configuration) -> Any:
     return skein.Client(principal=principal, keytab=keytab) if principal else skein.Client()
 
 
+def _factory(client_factory: Optional[ClientFactory]) -> ClientFactory:
+    return client_factory or skein_client  # looked up per call: tests replace the module's skein_client
+
+
 @dataclass
 class YarnCluster:
     app_id: str
@@ -70,7 +74,7 @@ def last_session() -> Optional[YarnCluster]:
     return max(records, key=lambda r: r.created) if records else None
 
 
-def submit_cluster(config: Configuration, request: ClusterRequest, *, client_factory: ClientFactory = skein_client,
+def submit_cluster(config: Configuration, request: ClusterRequest, *, client_factory: Optional[ClientFactory] = None,
                    timeout: float = 300.0, staging: Optional[Path] = None, wait_rest: bool = True) -> YarnCluster:
     """Submits the application and (``wait_rest``) waits until its master published the REST address."""
     from yarnflink.security.client import RestCredentials, register
@@ -79,12 +83,13 @@ def submit_cluster(config: Configuration, request: ClusterRequest, *, client_fac
     check_staging_filesystem(os.environ.get("HADOOP_CONF_DIR"))
     staging = staging or Path(tempfile.mkdtemp(prefix="yarnflink-yarn-"))
     private_directory(staging)
-    config = ensure_cluster_security(config, staging / "security")
+    client = _factory(client_factory)(config)
+    # the internal TLS certificate must name every node a master or TaskExecutor may run on
+    config = ensure_cluster_security(config, staging / "security", extra_hosts=node_hosts(client))
     _, files = ship_configuration(config, staging)
     if request.job_file:
         files.update(job_files(request.job_file))
     spec = build_application_spec(config, request, files)
-    client = client_factory(config)
     app_id = client.submit(spec)
     creds = RestCredentials.from_config(config)
     cluster = YarnCluster(app_id, "", request.mode, time.time(), creds.token_file or "", creds.ca_file or "")
@@ -94,6 +99,15 @@ def submit_cluster(config: Configuration, request: ClusterRequest, *, client_fac
             record_session(cluster)
         register(cluster.rest_url, creds)
     return cluster
+
+
+def node_hosts(client: Any) -> list[str]:
+    """Host names of the cluster's RUNNING NodeManagers (skein node ids are ``host:port``)."""
+    try:
+        nodes = client.get_nodes(states=["RUNNING"])
+    except Exception:
+        return []
+    return sorted({str(n.id).rsplit(":", 1)[0] for n in nodes})
 
 
 def wait_for_rest_url(client: Any, app_id: str, timeout: float) -> str:
@@ -116,7 +130,7 @@ def wait_for_rest_url(client: Any, app_id: str, timeout: float) -> str:
 
 
 def rest_url_of(config: Configuration, app_id: Optional[str], *,
-                client_factory: ClientFactory = skein_client) -> str:
+                client_factory: Optional[ClientFactory] = None) -> str:
     """The REST address of application ``app_id``, or of the last YARN session started."""
     if app_id is None:
         last = last_session()
@@ -124,7 +138,7 @@ def rest_url_of(config: Configuration, app_id: Optional[str], *,
             raise YarnDeploymentError("no YARN session: start one with 'yarnflink session start --target yarn' "
                                       "or pass -yid APPLICATION_ID")
         app_id = last.app_id
-    client = client_factory(config)
+    client = _factory(client_factory)(config)
     try:
         report = client.application_report(app_id)
     except Exception as e:
@@ -149,16 +163,16 @@ def _register_session_credentials(app_id: str, url: str) -> None:
         register(url, RestCredentials(rec.token_file or None, rec.rest_ca or None))
 
 
-def list_clusters(config: Configuration, *, client_factory: ClientFactory = skein_client) -> list[Any]:
+def list_clusters(config: Configuration, *, client_factory: Optional[ClientFactory] = None) -> list[Any]:
     """Live YARN applications started by yarnflink (tagged ``yarnflink``)."""
-    client = client_factory(config)
+    client = _factory(client_factory)(config)
     apps = client.get_applications(states=list(LIVE_STATES))
     return [a for a in apps if "yarnflink" in set(a.tags or ())]
 
 
-def stop_cluster(config: Configuration, app_id: str, *, client_factory: ClientFactory = skein_client) -> None:
+def stop_cluster(config: Configuration, app_id: str, *, client_factory: Optional[ClientFactory] = None) -> None:
     """Shuts the application down through its ApplicationMaster, else kills it through YARN."""
-    client = client_factory(config)
+    client = _factory(client_factory)(config)
     try:
         client.connect(app_id, wait=False).shutdown("SUCCEEDED", diagnostics="stopped by yarnflink session stop")
     except Exception:

@@ -82,14 +82,14 @@ def job_files(job_file: str) -> dict[str, str]:
 
 
 def ship_configuration(config: Configuration, staging: Path) -> tuple[Configuration, dict[str, str]]:
-    """The configuration as containers see it (security files renamed to ``security/<name>``,
+    """The configuration as containers see it (security files renamed to ``security-<name>``,
     relative to the container's directory) and the files to ship for it, including the config file."""
     shipped = config.copy()
     files: dict[str, str] = {}
     for key in _SECURITY_KEYS:
         value = config.get(key, None)
         if value and Path(str(value)).is_file():
-            name = f"security/{Path(str(value)).name}"
+            name = f"security-{Path(str(value)).name}"  # skein: file names, no directories
             files[name] = str(value)
             shipped.set(key, name)
     staging.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,255 @@
+"""Checkpoints and exactly-once recovery across real processes (issue 5): a streaming keyed
+aggregation checkpoints every 200 ms into a local directory while TaskExecutors are SIGKILLed at
+random points; the FileSink's committed output must equal a failure-free run's exactly.
+
+The test module is not importable in the TaskExecutor processes, so cloudpickle ships its
+functions by value.
+"""
+
+from __future__ import annotations
+
+import collections
+import glob
+import json
+import os
+import random
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import cloudpickle
+import pytest
+
+from yarnflink import FileSink, MapFunction, StreamExecutionEnvironment
+from yarnflink.api.environment import set_default_executor
+
+from .conftest import Cluster, start_cluster, wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+N = 200_000          # records; source subtask i reads [i * N/2, (i + 1) * N/2)
+KEY_WIDTH = 100      # key = x // 100: every key's records come from one source subtask, in order
+KILLS = 10
+
+
+def slow_while(flag: str) -> MapFunction:
+    """Slows the pipeline down while ``flag`` exists, so the kills hit a running job."""
+
+    class Slow(MapFunction):
+        def map(self, value: Any) -> Any:
+            if os.path.exists(flag):
+                time.sleep(0.0002)
+            return value
+
+    return Slow()
+
+
+def expected_running_sums() -> list[tuple[int, int]]:
+    out = []
+    sums: collections.Counter = collections.Counter()
+    for x in range(N):
+        k = x // KEY_WIDTH
+        sums[k] += x
+        out.append((k, sums[k]))
+    return sorted(out)
+
+
+def committed(path: Path) -> list[tuple[int, int]]:
+    out = []
+    for f in sorted(glob.glob(os.path.join(path, "part-*"))):
+        with open(f) as fh:
+            out.extend(tuple(json.loads(line)) for line in fh)
+    return sorted(out)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def ckpt_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """Three TaskExecutors with two slots each; a killed one is replaced by the ResourceManager."""
+    c = start_cluster(tmp_path_factory.mktemp("ckpt-cluster"), taskexecutors=3, slots=2,
+                      cluster_evenly__spread__out__slots="true")
+    yield c
+    set_default_executor(None)
+    c.stop()
+
+
+def checkpoint_stats(cluster: Cluster, job_id: str) -> dict[str, Any]:
+    import httpx
+
+    r = httpx.get(f"{cluster.rest_url}/jobs/{job_id}/checkpoints", headers=cluster.auth, timeout=10)
+    r.raise_for_status()
+    return dict(r.json())
+
+
+def test_keyed_aggregation_is_exactly_once_across_taskexecutor_kills(ckpt_cluster: Cluster, tmp_path: Path) -> None:
+    ckpt_cluster.executor()
+    rng = random.Random()
+    flag = tmp_path / "slow"
+    flag.touch()
+    out = tmp_path / "out"
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    for k, v in {"execution.checkpointing.interval": "200 ms",
+                 "execution.checkpointing.dir": f"file://{tmp_path / 'checkpoints'}",
+                 "restart-strategy.type": "fixed-delay",
+                 "restart-strategy.fixed-delay.attempts": "100",
+                 "restart-strategy.fixed-delay.delay": "100 ms"}.items():
+        env.get_config().set(k, v)
+    (env.from_sequence(0, N - 1).map(slow_while(str(flag)))
+        .map(lambda x: (x // KEY_WIDTH, x))
+        .key_by(lambda t: t[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+        .sink_to(FileSink(str(out), format="jsonl")))
+    client = env.execute_async("checkpointed keyed sum under kills")
+    job_id = client.get_job_id()
+    rest = ckpt_cluster.rest
+
+    def running_with_new_checkpoint(after: int) -> Any:
+        d = rest.job(job_id)
+        if d["state"] != "RUNNING" or any(s["status"] != "RUNNING" for v in d["vertices"] for s in v["subtasks"]):
+            return None
+        stats = checkpoint_stats(ckpt_cluster, job_id)
+        done = stats["counts"]["completed"]
+        return (d, done) if done > after else None
+
+    seen = 0
+    for kill in range(KILLS):
+        d, seen = wait_until(lambda: running_with_new_checkpoint(seen), timeout=90,  # type: ignore[misc]
+                             message=f"a new completed checkpoint before kill {kill + 1}")
+        time.sleep(rng.uniform(0.0, 0.6))  # a random point between checkpoints
+        tms = {s["taskmanager-id"] for v in d["vertices"] for s in v["subtasks"]}
+        pids = {tm["id"]: tm["hardware"]["pid"] for tm in rest.taskmanagers()}
+        victim = rng.choice(sorted(t for t in tms if t in pids))
+        os.kill(pids[victim], signal.SIGKILL)
+        wait_until(lambda: rest.job(job_id)["numRestarts"] > kill, timeout=60, message=f"restart after kill {kill + 1}")
+    wait_until(lambda: running_with_new_checkpoint(seen), timeout=90, message="running again after the last kill")
+    flag.unlink()  # full speed to the end
+    client.get_job_execution_result()
+
+    details = rest.job(job_id)
+    assert details["state"] == "FINISHED"
+    assert details["numRestarts"] >= KILLS
+    got = committed(out)
+    expected = expected_running_sums()
+    assert len(got) == len(expected), f"{len(got)} committed records, expected {len(expected)}"
+    assert got == expected  # nothing lost, nothing duplicated
+    assert not [f for f in os.listdir(out) if f.endswith(".inprogress")]
+    assert len(glob.glob(os.path.join(out, "part-*"))) > 2  # committed file by file, per checkpoint
+
+    stats = checkpoint_stats(ckpt_cluster, job_id)
+    assert stats["counts"]["completed"] >= KILLS + 1
+    assert stats["counts"]["restored"] >= KILLS
+    assert stats["latest"]["restored"] is not None
+    assert stats["history"]
+    for h in stats["history"]:
+        assert {"id", "status", "end_to_end_duration", "state_size"} <= set(h)
+        assert h["status"] in ("COMPLETED", "FAILED", "IN_PROGRESS")
+    latest = stats["latest"]["completed"]
+    assert latest["status"] == "COMPLETED" and latest["state_size"] > 0
+
+
+def test_a_job_started_from_a_retained_checkpoint_continues_where_the_cancelled_one_stopped(
+        ckpt_cluster: Cluster, tmp_path: Path) -> None:
+    """``execution.savepoint.path`` (``yarnflink run -s``): the new job restores the cancelled job's
+    retained checkpoint; the committed output of both together is exactly the expected output."""
+    ckpt_cluster.executor()
+    flag = tmp_path / "slow"
+    flag.touch()
+    conf = {"execution.checkpointing.interval": "200 ms",
+            "execution.checkpointing.dir": f"file://{tmp_path / 'checkpoints'}",
+            "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION"}
+
+    def submit(out: Path, **extra: str) -> Any:
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(2)
+        for k, v in {**conf, **extra}.items():
+            env.get_config().set(k, v)
+        (env.from_sequence(0, N - 1).map(slow_while(str(flag)))
+            .map(lambda x: (x // KEY_WIDTH, x))
+            .key_by(lambda t: t[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+            .sink_to(FileSink(str(out), format="jsonl")))
+        return env.execute_async("checkpointed keyed sum")
+
+    first = submit(tmp_path / "out")
+    job1 = first.get_job_id()
+
+    def two_completed() -> Any:
+        stats = checkpoint_stats(ckpt_cluster, job1)
+        return stats["latest"]["completed"] if stats["counts"]["completed"] >= 2 else None
+
+    wait_until(two_completed, timeout=90, message="two completed checkpoints")
+    ckpt_cluster.rest.cancel(job1)
+    wait_until(lambda: ckpt_cluster.rest.job(job1)["state"] == "CANCELED", message="job cancelled")
+    latest = checkpoint_stats(ckpt_cluster, job1)["latest"]["completed"]
+    assert latest["external_path"]
+    flag.unlink()
+    second = submit(tmp_path / "out", **{"execution.savepoint.path": latest["external_path"]})
+    second.get_job_execution_result()
+    job2 = second.get_job_id()
+    assert ckpt_cluster.rest.job(job2)["state"] == "FINISHED"
+    assert committed(tmp_path / "out") == expected_running_sums()
+    assert checkpoint_stats(ckpt_cluster, job2)["latest"]["restored"]["id"] == latest["id"]
+
+
+def test_event_time_windows_are_exactly_once_across_taskexecutor_kills(ckpt_cluster: Cluster, tmp_path: Path) -> None:
+    """The window operator's keyed state (window contents and timers) is checkpointed and restored."""
+    from yarnflink import Duration, Time, TumblingEventTimeWindows, WatermarkStrategy
+
+    ckpt_cluster.executor()
+    rng = random.Random()
+    flag = tmp_path / "slow"
+    flag.touch()
+    out = tmp_path / "out"
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    for k, v in {"execution.checkpointing.interval": "200 ms",
+                 "execution.checkpointing.dir": f"file://{tmp_path / 'checkpoints'}",
+                 "restart-strategy.type": "fixed-delay",
+                 "restart-strategy.fixed-delay.attempts": "100",
+                 "restart-strategy.fixed-delay.delay": "100 ms"}.items():
+        env.get_config().set(k, v)
+    strategy = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(1))
+                .with_timestamp_assigner(lambda e, _ts: e[1]))
+    (env.from_sequence(0, N - 1).map(slow_while(str(flag)))
+        .map(lambda x: (x % 7, x, 1))
+        .assign_timestamps_and_watermarks(strategy)
+        .key_by(lambda t: t[0])
+        .window(TumblingEventTimeWindows.of(Time.seconds(10)))
+        .reduce(lambda a, b: (a[0], min(a[1], b[1]), a[2] + b[2]))
+        .sink_to(FileSink(str(out), format="jsonl")))
+    client = env.execute_async("checkpointed windows under kills")
+    job_id = client.get_job_id()
+    rest = ckpt_cluster.rest
+
+    def running_with_new_checkpoint(after: int) -> Any:
+        d = rest.job(job_id)
+        if d["state"] != "RUNNING" or any(s["status"] != "RUNNING" for v in d["vertices"] for s in v["subtasks"]):
+            return None
+        done = checkpoint_stats(ckpt_cluster, job_id)["counts"]["completed"]
+        return (d, done) if done > after else None
+
+    seen = 0
+    for kill in range(3):
+        d, seen = wait_until(lambda: running_with_new_checkpoint(seen), timeout=90,  # type: ignore[misc]
+                             message=f"a new completed checkpoint before kill {kill + 1}")
+        time.sleep(rng.uniform(0.0, 0.6))
+        tms = {s["taskmanager-id"] for v in d["vertices"] for s in v["subtasks"]}
+        pids = {tm["id"]: tm["hardware"]["pid"] for tm in rest.taskmanagers()}
+        os.kill(pids[rng.choice(sorted(t for t in tms if t in pids))], signal.SIGKILL)
+        wait_until(lambda: rest.job(job_id)["numRestarts"] > kill, timeout=60, message=f"restart after kill {kill + 1}")
+    wait_until(lambda: running_with_new_checkpoint(seen), timeout=90, message="running again after the last kill")
+    flag.unlink()
+    client.get_job_execution_result()
+    assert rest.job(job_id)["state"] == "FINISHED"
+    expected: dict[tuple[int, int], list[int]] = {}
+    for x in range(N):
+        e = expected.setdefault((x % 7, x // 10_000), [x, 0])
+        e[0] = min(e[0], x)
+        e[1] += 1
+    got = []
+    for f in sorted(glob.glob(os.path.join(out, "part-*"))):
+        with open(f) as fh:
+            got.extend(tuple(json.loads(line)) for line in fh)
+    assert sorted(got) == sorted((k, m, c) for (k, _w), (m, c) in expected.items())
+    assert checkpoint_stats(ckpt_cluster, job_id)["counts"]["restored"] >= 3
