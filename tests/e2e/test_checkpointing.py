@@ -253,3 +253,52 @@ def test_event_time_windows_are_exactly_once_across_taskexecutor_kills(ckpt_clus
             got.extend(tuple(json.loads(line)) for line in fh)
     assert sorted(got) == sorted((k, m, c) for (k, _w), (m, c) in expected.items())
     assert checkpoint_stats(ckpt_cluster, job_id)["counts"]["restored"] >= 3
+
+
+def test_savepoint_via_rest_and_a_job_started_from_it(ckpt_cluster: Cluster, tmp_path: Path) -> None:
+    """``POST /jobs/:id/savepoints`` then ``GET /jobs/:id/savepoints/:triggerid``; a new job started
+    with ``execution.savepoint.path`` at the savepoint continues exactly where it was taken."""
+    import httpx
+
+    ckpt_cluster.executor()
+    flag = tmp_path / "slow"
+    flag.touch()
+    conf = {"execution.checkpointing.interval": "200 ms",
+            "execution.checkpointing.dir": f"file://{tmp_path / 'checkpoints'}"}
+
+    def submit(**extra: str) -> Any:
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(2)
+        for k, v in {**conf, **extra}.items():
+            env.get_config().set(k, v)
+        (env.from_sequence(0, N - 1).map(slow_while(str(flag)))
+            .map(lambda x: (x // KEY_WIDTH, x))
+            .key_by(lambda t: t[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+            .sink_to(FileSink(str(tmp_path / "out"), format="jsonl")))
+        return env.execute_async("savepointed keyed sum")
+
+    first = submit()
+    job1 = first.get_job_id()
+    wait_until(lambda: checkpoint_stats(ckpt_cluster, job1)["counts"]["completed"] >= 1, timeout=90,
+               message="a completed checkpoint")
+    base = ckpt_cluster.rest_url
+    r = httpx.post(f"{base}/jobs/{job1}/savepoints", headers=ckpt_cluster.auth, timeout=10,
+                   json={"target-directory": f"file://{tmp_path / 'savepoints'}", "cancel-job": False})
+    assert r.status_code == 200, r.text
+    trigger = r.json()["request-id"]
+
+    def done() -> Any:
+        st = httpx.get(f"{base}/jobs/{job1}/savepoints/{trigger}", headers=ckpt_cluster.auth, timeout=10).json()
+        return st if st["status"]["id"] == "COMPLETED" else None
+
+    status = wait_until(done, timeout=60, message="the savepoint")
+    location = status["operation"]["location"]  # type: ignore[index]
+    assert location and "savepoints" in location
+    ckpt_cluster.rest.cancel(job1)  # committed output stays; later checkpoints are not restored
+    wait_until(lambda: ckpt_cluster.rest.job(job1)["state"] == "CANCELED", message="job cancelled")
+    flag.unlink()
+    second = submit(**{"execution.savepoint.path": location})
+    second.get_job_execution_result()
+    assert checkpoint_stats(ckpt_cluster, second.get_job_id())["latest"]["restored"]["is_savepoint"] is True
+    # nothing lost (records the first job committed after the savepoint are written again, as in Flink)
+    assert set(committed(tmp_path / "out")) == set(expected_running_sums())

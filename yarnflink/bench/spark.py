@@ -12,8 +12,9 @@ batch latency of a Spark step in STREAMING mode.
   ``FileSource(files) -> spark_sql(query) -> DiscardingSink`` at parallelism 2; the job's net
   runtime (scheduling and deployment included). A first job starts the TaskExecutor's SparkSession
   and is not counted, as the plain session is started and warmed up before it is timed.
-  Plain runs and jobs alternate, round by round, so both see the same load on a shared machine;
-  the ratio is the median of the rounds' ratios.
+  Plain runs and jobs alternate, round by round, so both see the same load on a shared machine
+  (with a 1 s pause before each timed run for the other JVM to settle); the ratio is the median
+  of the rounds' ratios.
 * yarnflink STREAMING: the same job in STREAMING mode on ``--streaming-rows`` rows (micro-batches
   of ``spark.micro-batch.max-rows``), and the Spark step's time per micro-batch measured on the
   operator in this process (input rows in, result rows out, as a Task drives it).
@@ -44,6 +45,8 @@ from yarnflink.deployment.local.cluster import start_local_cluster, stop_process
 QUERY = "SELECT id, key, value * 2 AS v2 FROM input WHERE value > 0.5"
 SLOTS = 2
 PLAIN = ("toArrow", "toArrow_1M", "noop")
+#: Pause before each timed run: lets the other JVM's JIT compiler and GC settle after its turn.
+SETTLE_S = 1.0
 
 
 def write_input(directory: Path, rows: int, files: int) -> None:
@@ -59,6 +62,7 @@ def write_input(directory: Path, rows: int, files: int) -> None:
 
 
 def _timed(fn: Callable[[], Any]) -> float:
+    time.sleep(SETTLE_S)
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0
@@ -152,6 +156,7 @@ def run(rows: int, stream_rows: int, repeat: int, max_rows: int, spark_conf: dic
         rounds = []
         for _ in range(repeat):
             r = {k: _timed(fn) for k, fn in plain.items()}
+            time.sleep(SETTLE_S)
             r["BATCH"] = batch_job()
             r["load"] = os.getloadavg()[0]
             rounds.append(r)

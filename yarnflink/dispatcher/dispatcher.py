@@ -194,6 +194,22 @@ class Dispatcher(RpcEndpoint):
         assert jm is not None
         return await jm.call_async(_as_coro(lambda: exceptions_json(jm.eg)))
 
+    async def trigger_savepoint(self, job_id: str, target_directory: Optional[str]) -> Optional[str]:
+        """The savepoint's trigger id; None if the job runs no longer or has no checkpointing
+        (savepoints: yarnflink/jobmaster/checkpointing.py)."""
+        e = self.entry(job_id)
+        jm = e.master
+        if e.archive is not None or jm is None or getattr(jm, "checkpoints", None) is None:
+            return None
+        return await jm.call_async(_as_coro(lambda: jm.checkpoints.trigger_savepoint(target_directory)))
+
+    async def savepoint_status(self, job_id: str, trigger_id: str) -> Optional[dict[str, Any]]:
+        e = self.entry(job_id)
+        jm = e.master
+        if jm is None or getattr(jm, "checkpoints", None) is None:
+            return None
+        return await jm.call_async(_as_coro(lambda: jm.checkpoints.savepoint_status(trigger_id)))
+
     async def cancel_job(self, job_id: str) -> bool:
         e = self.entry(job_id)
         if e.archive is not None or e.master is None:

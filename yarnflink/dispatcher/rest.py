@@ -184,6 +184,27 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
     async def exceptions(jobid: str) -> dict[str, Any]:
         return await dispatcher.job_exceptions(_job_id(jobid))
 
+    @app.post("/jobs/{jobid}/savepoints", summary="Trigger a savepoint ({'request-id'})", response_model=None,
+              responses=doc(m.Empty, conflict=True))
+    async def trigger_savepoint(jobid: str, request: Request) -> dict[str, Any]:
+        try:
+            body = json.loads(await request.body() or b"{}")
+        except ValueError:
+            raise RestError(400, "the body is not JSON") from None
+        target = body.get("target-directory") if isinstance(body, dict) else None
+        trigger_id = await dispatcher.trigger_savepoint(_job_id(jobid), str(target) if target else None)
+        if trigger_id is None:
+            raise RestError(409, f"Job {jobid} is not running with checkpointing enabled")
+        return {"request-id": trigger_id}
+
+    @app.get("/jobs/{jobid}/savepoints/{triggerid}", summary="Status of a savepoint", response_model=None,
+             responses=doc(m.Empty))
+    async def savepoint_status(jobid: str, triggerid: str) -> dict[str, Any]:
+        status = await dispatcher.savepoint_status(_job_id(jobid), triggerid)
+        if status is None:
+            raise RestError(404, f"no savepoint {triggerid} of job {jobid}")
+        return status
+
     @app.get("/jobs/{jobid}/execution-result", summary="Result of a job once it has ended", response_model=None,
              responses=doc(m.JobExecutionResult))
     async def execution_result(jobid: str) -> dict[str, Any]:

@@ -34,6 +34,11 @@ log = logging.getLogger(__name__)
 HISTORY_SIZE = 10
 
 
+def _failed(reason: str) -> dict[str, Any]:
+    return {"status": {"id": "COMPLETED"},
+            "operation": {"failure-cause": {"class": "CheckpointException", "stack-trace": reason}}}
+
+
 def task_id_of(ev: ExecutionVertex) -> str:
     return f"{ev.job_vertex.job_vertex.id}#{ev.subtask_index}"
 
@@ -77,6 +82,33 @@ class CheckpointDriver:
         self.history: list[dict[str, Any]] = []
         self.latest_restored: Optional[dict[str, Any]] = None
         self._task: Optional[asyncio.Task[None]] = None
+        #: savepoints: trigger id -> Flink's asynchronous operation result; checkpoint id -> trigger id
+        self.savepoints: dict[str, dict[str, Any]] = {}
+        self._savepoint_of: dict[int, str] = {}
+
+    def trigger_savepoint(self, target_directory: Optional[str]) -> str:
+        """``POST /jobs/:id/savepoints``: the trigger id whose result ``savepoint_status`` tells."""
+        import uuid
+
+        trigger_id = uuid.uuid4().hex
+        target = target_directory or self.jm.config.get_string("execution.checkpointing.savepoint-dir")
+        if not target:
+            self.savepoints[trigger_id] = _failed("no target directory: pass target-directory or set "
+                                                  "execution.checkpointing.savepoint-dir")
+            return trigger_id
+        target = f"{target.rstrip('/')}/savepoint-{self.jm.job_id[:6]}-{trigger_id[:12]}"
+        actions = self.coordinator.handle(cc.TriggerSavepoint(_now_ms(), target))
+        trigger = next((a for a in actions if isinstance(a, cc.TriggerCheckpoint)), None)
+        if trigger is None:
+            self.savepoints[trigger_id] = _failed("not all tasks are running")
+            return trigger_id
+        self.savepoints[trigger_id] = {"status": {"id": "IN_PROGRESS"}}
+        self._savepoint_of[trigger.checkpoint_id] = trigger_id
+        self._apply(actions)
+        return trigger_id
+
+    def savepoint_status(self, trigger_id: str) -> Optional[dict[str, Any]]:
+        return self.savepoints.get(trigger_id)
 
     # ------------------------------------------------------------------ lifecycle
     async def load_initial(self) -> None:
@@ -184,6 +216,8 @@ class CheckpointDriver:
                     self._rpc_notify(tid, a.checkpoint_id, True)
             elif isinstance(a, cc.NotifyCheckpointAborted):
                 self._finish_history(a.checkpoint_id, "FAILED", failure=a.reason)
+                if a.checkpoint_id in self._savepoint_of:
+                    self.savepoints[self._savepoint_of.pop(a.checkpoint_id)] = _failed(a.reason)
                 for tid in a.tasks:
                     self._rpc_notify(tid, a.checkpoint_id, False)
             elif isinstance(a, cc.DiscardState) and self.storage is not None:
@@ -255,6 +289,9 @@ class CheckpointDriver:
                              checkpointed_size=a.checkpoint.state_size,
                              num_acknowledged_subtasks=len(self.coordinator.tasks))
         self._apply(self.coordinator.handle(cc.MetadataWritten(cid, pointer, _now_ms())))
+        if cid in self._savepoint_of:
+            self.savepoints[self._savepoint_of.pop(cid)] = {"status": {"id": "COMPLETED"},
+                                                           "operation": {"location": pointer}}
 
     # ------------------------------------------------------------------ REST (Flink's shape)
     def stats(self) -> dict[str, Any]:

@@ -77,3 +77,23 @@ def test_restore_commits_files_pending_in_the_restored_checkpoint(tmp_path: Path
     again = FileSink(FileSinkSpec(str(out), "jsonl"))
     again.open(ctx(snap))
     assert [line.strip() for line in open(out / "part-0-0.jsonl")] == ['"a"']
+
+
+def test_keyed_sum_state_is_restored_per_key_group_at_another_parallelism(tmp_path: Path) -> None:
+    from yarnflink.common.keygroups import key_group_of, key_group_range
+    from yarnflink.operators import specs as S
+    from yarnflink.operators.keyed import AggregateOperator
+    from yarnflink.operators.sinks import _NullOutput
+
+    storage = FsCheckpointStorage(f"file://{tmp_path}", "job")
+    op = AggregateOperator(S.AggregateSpec("sum", 1, S.KeySelectorSpec(field=0)))
+    op.output = _NullOutput()
+    op.open(ctx())
+    op.process_batch(Batch.from_rows([(k, k * 10) for k in range(50)] * 2))
+    snap = snapshot(op, storage, 3)
+    for sub in range(2):  # rescaled to parallelism 2: each subtask keeps the keys of its key groups
+        again = AggregateOperator(S.AggregateSpec("sum", 1, S.KeySelectorSpec(field=0)))
+        again.output = _NullOutput()
+        again.open(ctx(snap, subtask=sub, parallelism=2))
+        mine = key_group_range(128, 2, sub)
+        assert again.rec_state == {k: k * 20 for k in range(50) if key_group_of(k, 128) in mine}
