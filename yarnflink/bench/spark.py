@@ -10,8 +10,8 @@ batch latency of a Spark step in STREAMING mode.
   also with the result discarded in the JVM (``write.format("noop")``).
 * yarnflink BATCH: a local cluster of one TaskExecutor with 2 slots (one ``local[2]`` SparkSession),
   ``FileSource(files) -> spark_sql(query) -> DiscardingSink`` at parallelism 2; the job's net
-  runtime (scheduling and deployment included). A first job starts the TaskExecutor's SparkSession
-  and is not counted, as the plain session is started and warmed up before it is timed.
+  runtime (scheduling and deployment included). Three untimed jobs start and warm up the
+  TaskExecutor's SparkSession, as three untimed plain runs warm up the plain session.
   Plain runs and jobs alternate, round by round, so both see the same load on a shared machine
   (with a 1 s pause before each timed run for the other JVM to settle); the ratio is the median
   of the rounds' ratios.
@@ -149,10 +149,10 @@ def run(rows: int, stream_rows: int, repeat: int, max_rows: int, spark_conf: dic
         def batch_job() -> float:
             return job_run(data, RuntimeExecutionMode.BATCH, max_rows, spark_conf)
 
-        batch_job()  # starts the TaskExecutor's SparkSession
         plain = plain_runs(data, spark_conf)
-        for fn in plain.values():
-            fn()  # warm-up
+        for fn in plain.values():  # warm-up: as many runs in each JVM (the first job starts the session)
+            fn()
+            batch_job()
         rounds = []
         for _ in range(repeat):
             r = {k: _timed(fn) for k, fn in plain.items()}

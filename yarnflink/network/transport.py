@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import pickle
 import socket
+import struct
 import threading
 import time
 from typing import Optional
@@ -336,6 +337,13 @@ class PartitionReader:
             self._closed = True
             sock = self._sock
         if sock is not None:
+            # abandon the stream with a RST when the socket closes: after a plain FIN (or
+            # SHUT_RD, whose late data Linux still acknowledges) a producer could keep sending
+            # into the void instead of learning at once that its consumer went away
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            except OSError:
+                pass
             _shutdown(sock)
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
