@@ -18,6 +18,8 @@ The holder also cancels the Spark jobs of a step whose task was cancelled (``run
 
 from __future__ import annotations
 
+import atexit
+import glob
 import logging
 import os
 import shutil
@@ -45,6 +47,8 @@ DEFAULTS: dict[str, str] = {
 
 #: How often the cancellation watcher looks at the running steps' tasks.
 CANCEL_POLL_S = 0.1
+#: Work directories are ``<tmp>/yarnflink-spark-<pid>-<random>``.
+WORKDIR_PREFIX = "yarnflink-spark-"
 
 
 def spark_keys(config: Mapping[str, str]) -> dict[str, str]:
@@ -80,6 +84,7 @@ class SparkSessionHolder:
         self.starts = 0
         self._watched: dict[str, tuple[Any, Callable[[], bool]]] = {}
         self._watcher: Optional[threading.Thread] = None
+        self._atexit = False
 
     # ------------------------------------------------------------------ lifecycle
     def configure(self, *, num_slots: int) -> None:
@@ -98,7 +103,11 @@ class SparkSessionHolder:
                 return fut
             threads = self._num_slots or int(config.get("taskmanager.numberOfTaskSlots", 1) or 1)
             if self.workdir is None:  # kept after a failed start
-                self.workdir = tempfile.mkdtemp(prefix=f"yarnflink-spark-{os.getpid()}-")
+                _remove_stale_workdirs()
+                self.workdir = tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-")
+                if not self._atexit:
+                    atexit.register(self.stop)  # this process may end without a TaskExecutor stop
+                    self._atexit = True
             self._conf = session_conf(config, threads, os.path.join(self.workdir, "spark-local"))
             self._warned.clear()
             fut = self._future = Future()
@@ -202,6 +211,24 @@ class SparkSessionHolder:
                         sc.cancelJobGroup(group)
                 except Exception:  # a stopped context: nothing left to cancel
                     log.debug("cancelling %s failed", group, exc_info=True)
+
+
+def _remove_stale_workdirs() -> None:
+    """Remove the work directories of processes that are gone (killed before they cleaned up)."""
+    for path in glob.glob(os.path.join(tempfile.gettempdir(), WORKDIR_PREFIX + "*")):
+        pid = os.path.basename(path)[len(WORKDIR_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _usable(session: "SparkSession") -> bool:
