@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import shutil
-import sys
 import time
 from typing import IO, Any, Iterator, Optional
 
@@ -199,7 +198,3 @@ class ProgressPrinter:
             self._drawn = 0 if final else len(lines)
         self.out.write("\n".join(lines) + "\n")
         self.out.flush()
-
-
-def stderr() -> IO[str]:
-    return sys.stderr

@@ -86,14 +86,3 @@ class SourceOperator(StreamOperator):
 
     def process_batch(self, batch: Batch) -> None:
         self.output.emit(batch)
-
-
-class RecordWriterLike(Protocol):
-    """What a chain's end writes to (implemented by yarnflink.operators.partitioners)."""
-
-    def emit(self, batch: Batch) -> None: ...
-
-    def end_input(self) -> None: ...
-
-
-OptionalAny = Optional[Any]
