@@ -1,5 +1,5 @@
 """yarnflink on a real YARN cluster (docs/yarn.md). Runs only with HADOOP_CONF_DIR set and
-YARNFLINK_IT_YARN=1; not collected by scripts/test (it runs tests/).
+YARNFLINK_IT_YARN=1; scripts/test collects it and it skips itself without them.
 
     HADOOP_CONF_DIR=/etc/hadoop/conf YARNFLINK_IT_YARN=1 \\
     YARNFLINK_IT_ARCHIVE=hdfs:///user/$USER/yarnflink-env.tar.gz \\

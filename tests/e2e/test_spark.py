@@ -28,7 +28,10 @@ ROWS = 40_000
 
 @pytest.fixture(scope="module")
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = start_cluster(tmp_path_factory.mktemp("spark-cluster"), taskexecutors=1, slots=2)
+    # the JVM's quick JIT tier only (a spark.* key of the TaskExecutor's configuration): about half
+    # the CPU time for short jobs
+    c = start_cluster(tmp_path_factory.mktemp("spark-cluster"), taskexecutors=1, slots=2,
+                      spark_driver_extraJavaOptions="-XX:TieredStopAtLevel=1")
     yield c
     c.stop()
 
@@ -90,6 +93,17 @@ def test_batch_spark_sql_job_equals_plain_pyspark(spark_executor, data: Path, pl
     expected = plain_sql(plain_spark, data, query)
     assert len(expected) == 100
     assert by_repr(got) == by_repr(expected)  # one row per key: each step saw its whole partition
+
+
+def test_batch_step_chained_to_a_parquet_source_equals_plain_pyspark(spark_executor, data: Path, plain_spark) -> None:
+    # the step reads the source's files itself (spark.source.pushdown; tests/unit/spark/test_pushdown.py)
+    query = "SELECT id, upper(name) AS name, value * 2 AS v2 FROM input WHERE value > 500"
+    env = env_for(RuntimeExecutionMode.BATCH)
+    got = list(env.from_source(FileSource(str(data), format="parquet")).spark_sql(query)
+               .execute_and_collect("spark batch pushdown"))
+    expected = plain_sql(plain_spark, data, query)
+    assert len(expected) > 10_000
+    assert by_repr(got) == by_repr(expected)
 
 
 def test_streaming_transform_spark_job_equals_plain_pyspark(spark_executor, data: Path, plain_spark) -> None:

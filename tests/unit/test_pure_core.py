@@ -16,7 +16,11 @@ PURE_MODULES = [
     "yarnflink.scheduler.failover",
     "yarnflink.scheduler.restart",
     "yarnflink.scheduler.scheduler",
+    "yarnflink.scheduler.adaptive",
+    "yarnflink.scheduler.adaptive_batch",
+    "yarnflink.scheduler.speculative",
     "yarnflink.taskexecutor.slottable",
+    "yarnflink.taskexecutor.leadership",
     "yarnflink.jobgraph.jobgraph",
     "yarnflink.checkpoint.coordinator",
     "yarnflink.checkpoint.barriers",
@@ -24,6 +28,7 @@ PURE_MODULES = [
     "yarnflink.checkpoint.metadata",
     "yarnflink.state",
     "yarnflink.operators.watermarks",
+    "yarnflink.metrics.checkpoint_stats",
     "yarnflink.operators.windows",
 ]
 FORBIDDEN = ["grpc", "kazoo", "skein", "fsspec", "pyspark"]

@@ -90,7 +90,7 @@ def generate_stream_graph(
                     f"({previous} and {t.slot_sharing_group_spec})"
                 )
             graph.slot_sharing_groups[ssg] = t.slot_sharing_group_spec
-        graph.add_node(
+        node = graph.add_node(
             t.id,
             t.display_name(),
             spec,
@@ -100,6 +100,8 @@ def generate_stream_graph(
             slot_sharing_group=ssg,
             chaining_strategy=t.chaining_strategy,
         )
+        # unset: neither the operator, the job (set_parallelism) nor parallelism.default (-p) says
+        node.parallelism_configured = t.parallelism is not None or "parallelism.default" in config
         for i in t.inputs:
             graph.add_edge(i.transformation.id, t.id, i.partitioning, i.key_selector)
     return graph

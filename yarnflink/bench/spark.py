@@ -10,7 +10,10 @@ batch latency of a Spark step in STREAMING mode.
   also with the result discarded in the JVM (``write.format("noop")``).
 * yarnflink BATCH: a local cluster of one TaskExecutor with 2 slots (one ``local[2]`` SparkSession),
   ``FileSource(files) -> spark_sql(query) -> DiscardingSink`` at parallelism 2; the job's net
-  runtime (scheduling and deployment included). Three untimed jobs start and warm up the
+  runtime (scheduling and deployment included). Twice: as it runs by default (the step reads the
+  source's Parquet files itself, ``spark.source.pushdown``) and with the records handed to Spark
+  as Arrow batches (``spark.source.pushdown: false``: the source decodes the files in Python, the
+  step spills them to an uncompressed Parquet file that Spark reads). Three untimed jobs start and warm up the
   TaskExecutor's SparkSession, as three untimed plain runs warm up the plain session.
   Plain runs and jobs alternate, round by round, so both see the same load on a shared machine
   (with a 1 s pause before each timed run for the other JVM to settle); the ratio is the median
@@ -87,12 +90,14 @@ def plain_runs(data: Path, spark_conf: dict[str, str]) -> dict[str, Callable[[],
     return {"toArrow": lambda: to_arrow(default), "toArrow_1M": lambda: to_arrow(tuned), "noop": noop}
 
 
-def job_run(path: Path, mode: RuntimeExecutionMode, max_rows: int, spark_conf: dict[str, str]) -> float:
+def job_run(path: Path, mode: RuntimeExecutionMode, max_rows: int, spark_conf: dict[str, str],
+            pushdown: bool = True) -> float:
     """One ``FileSource -> spark_sql -> DiscardingSink`` job; its net runtime in seconds."""
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(SLOTS)
     env.set_runtime_mode(mode)
     env.get_config().set("spark.micro-batch.max-rows", str(max_rows))
+    env.get_config().set("spark.source.pushdown", str(pushdown).lower())
     for k, v in spark_conf.items():
         env.get_config().set(k, v)
     env.from_source(FileSource(str(path), format="parquet")).spark_sql(QUERY).sink_to(DiscardingSink())
@@ -128,14 +133,18 @@ def micro_batch_latency(sizes: list[int], batches: int, spark_conf: dict[str, st
         op.end_input()
         op.close()
         secs = sorted(s for _, s in list(op.runs)[3:])  # the first runs warm up the step's session
-        out.append({"max_rows": size, "micro_batches": len(secs), "p50_ms": round(1000 * secs[len(secs) // 2], 1),
-                    "p90_ms": round(1000 * secs[int(len(secs) * 0.9)], 1), "max_ms": round(1000 * secs[-1], 1),
+
+        def pct(q: float) -> float:
+            return round(1000 * secs[min(len(secs) - 1, int(len(secs) * q))], 1)
+
+        out.append({"max_rows": size, "micro_batches": len(secs), "p50_ms": pct(0.5), "p90_ms": pct(0.9),
+                    "p99_ms": pct(0.99), "max_ms": round(1000 * secs[-1], 1),
                     "rows_per_s": round(size * len(secs) / sum(secs))})
     return out
 
 
 def run(rows: int, stream_rows: int, repeat: int, max_rows: int, spark_conf: dict[str, str],
-        tmp: Path) -> dict[str, Any]:
+        tmp: Path, batches: int = 50) -> dict[str, Any]:
     from yarnflink.spark.session import holder
 
     data, stream_data = tmp / "input", tmp / "stream-input"
@@ -146,21 +155,23 @@ def run(rows: int, stream_rows: int, repeat: int, max_rows: int, spark_conf: dic
     proc, info = start_local_cluster(config, taskexecutors=1, workdir=tmp / "cluster", detached=False)
     try:
         set_default_executor(RestClusterExecutor(str(info["rest_url"])))
-        def batch_job() -> float:
-            return job_run(data, RuntimeExecutionMode.BATCH, max_rows, spark_conf)
+        def batch_job(pushdown: bool = True) -> float:
+            return job_run(data, RuntimeExecutionMode.BATCH, max_rows, spark_conf, pushdown)
 
         plain = plain_runs(data, spark_conf)
-        for fn in plain.values():  # warm-up: as many runs in each JVM (the first job starts the session)
+        for i, fn in enumerate(plain.values()):  # warm-up: runs in each JVM (the first job starts the session)
             fn()
-            batch_job()
+            batch_job(i % 2 == 0)
         rounds = []
         for _ in range(repeat):
             r = {k: _timed(fn) for k, fn in plain.items()}
             time.sleep(SETTLE_S)
             r["BATCH"] = batch_job()
+            time.sleep(SETTLE_S)
+            r["BATCH_arrow"] = batch_job(pushdown=False)
             r["load"] = os.getloadavg()[0]
             rounds.append(r)
-        latency = micro_batch_latency([1_000, 10_000, 100_000], 20, spark_conf)
+        latency = micro_batch_latency([1_000, 10_000, 100_000], batches, spark_conf)
         holder.stop()
         job_run(stream_data, RuntimeExecutionMode.STREAMING, max_rows, spark_conf)  # warm-up
         streaming = statistics.median(job_run(stream_data, RuntimeExecutionMode.STREAMING, max_rows, spark_conf)
@@ -168,7 +179,7 @@ def run(rows: int, stream_rows: int, repeat: int, max_rows: int, spark_conf: dic
     finally:
         set_default_executor(None)
         stop_process(proc.pid)
-    med = {k: statistics.median(r[k] for r in rounds) for k in (*PLAIN, "BATCH")}
+    med = {k: statistics.median(r[k] for r in rounds) for k in (*PLAIN, "BATCH", "BATCH_arrow")}
     return {
         "rows": rows, "query": QUERY, "rounds": rounds,
         "seconds": {k: round(v, 3) for k, v in med.items()},
@@ -176,6 +187,8 @@ def run(rows: int, stream_rows: int, repeat: int, max_rows: int, spark_conf: dic
         "batch_vs_plain_toArrow": round(statistics.median(
             min(r["toArrow"], r["toArrow_1M"]) / r["BATCH"] for r in rounds), 2),
         "batch_vs_plain_noop": round(statistics.median(r["noop"] / r["BATCH"] for r in rounds), 2),
+        "batch_arrow_vs_plain_toArrow": round(statistics.median(
+            min(r["toArrow"], r["toArrow_1M"]) / r["BATCH_arrow"] for r in rounds), 2),
         "streaming": {"rows": stream_rows, "max_rows": max_rows, "seconds": round(streaming, 3),
                       "rows_per_s": round(stream_rows / streaming)},
         "micro_batches": latency,
@@ -189,6 +202,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-rows", type=int, default=100_000, help="spark.micro-batch.max-rows of the STREAMING job")
     parser.add_argument("--streaming-rows", type=int, default=2_000_000, help="rows of the STREAMING job")
     parser.add_argument("--driver-memory", default="2g", help="spark.driver.memory of every SparkSession")
+    parser.add_argument("--micro-batches", type=int, default=50, help="timed micro-batches per size (latency)")
+    parser.add_argument("--java-options", default=None,
+                        help="spark.driver.extraJavaOptions of every SparkSession (e.g. -XX:TieredStopAtLevel=1)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     import pyspark
@@ -196,25 +212,30 @@ def main(argv: list[str] | None = None) -> None:
     print(f"# {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"python {platform.python_version()}, pyarrow {pa.__version__}, pyspark {pyspark.__version__}")
     with tempfile.TemporaryDirectory(prefix="yarnflink-bench-spark-") as tmp:
-        r = run(args.rows, args.streaming_rows, args.repeat, args.max_rows,
-                {"spark.driver.memory": args.driver_memory}, Path(tmp))
+        conf = {"spark.driver.memory": args.driver_memory}
+        if args.java_options:
+            conf["spark.driver.extraJavaOptions"] = args.java_options
+        r = run(args.rows, args.streaming_rows, args.repeat, args.max_rows, conf, Path(tmp), args.micro_batches)
     if args.json:
         print(json.dumps(r))
         return
     print(f"query: {QUERY}   rows: {args.rows:,}   load average per round: "
           + ", ".join(f"{x['load']:.1f}" for x in r["rounds"]))
     labels = {"toArrow": "plain PySpark, result toArrow()", "toArrow_1M": "plain PySpark, toArrow(), 1M-row batches",
-              "noop": "plain PySpark, result discarded", "BATCH": "yarnflink BATCH job (net runtime)"}
+              "noop": "plain PySpark, result discarded", "BATCH": "yarnflink BATCH job (net runtime)",
+              "BATCH_arrow": "yarnflink BATCH job, Arrow hand-off"}
     for k, label in labels.items():
         print(f"{label:<42} {r['seconds'][k]:7.3f} s = {r['rows_per_s'][k]:>12,} rows/s")
     print(f"BATCH job / plain toArrow() (the faster of the two): {r['batch_vs_plain_toArrow']:.2f}x;  "
           f"/ plain discarded: {r['batch_vs_plain_noop']:.2f}x  (medians of the rounds' ratios)")
+    print(f"BATCH job with the Arrow hand-off (spark.source.pushdown: false) / plain toArrow(): "
+          f"{r['batch_arrow_vs_plain_toArrow']:.2f}x")
     s = r["streaming"]
     print(f"yarnflink STREAMING job, {s['rows']:,} rows, micro-batches of {s['max_rows']:,}: {s['seconds']:.3f} s "
           f"= {s['rows_per_s']:,} rows/s")
     for m in r["micro_batches"]:
         print(f"STREAMING micro-batch of {m['max_rows']:>7,} rows: p50 {m['p50_ms']:7.1f} ms, "
-              f"p90 {m['p90_ms']:7.1f} ms, max {m['max_ms']:7.1f} ms "
+              f"p90 {m['p90_ms']:7.1f} ms, p99 {m['p99_ms']:7.1f} ms "
               f"({m['micro_batches']} batches, {m['rows_per_s']:,} rows/s)")
 
 

@@ -75,10 +75,21 @@ def assign_state(
             )
         if has_keyed and v.parallelism > v.max_parallelism:
             raise CheckpointMetadataError(where, f"operator {op_id}: parallelism {v.parallelism} exceeds max parallelism {v.max_parallelism}")
+        has_channel_state = any(s.input_channel_state for s in st.subtask_states.values())
+        if has_channel_state and st.parallelism != v.parallelism:
+            raise CheckpointMetadataError(
+                where,
+                f"operator {op_id} has in-flight data of an unaligned checkpoint (input channel state), "
+                f"which cannot be rescaled: it was checkpointed with parallelism {st.parallelism}, the job "
+                f"has parallelism {v.parallelism}; restore with the same parallelism, or rescale from an "
+                "aligned checkpoint or savepoint",
+            )
         keyed = _assign_keyed(st, v)
         operator = _assign_operator(st, v.parallelism)
         for i in range(v.parallelism):
-            sub = OperatorSubtaskState(keyed[i], operator[i])
+            channels = list(st.subtask_states[i].input_channel_state) if (
+                has_channel_state and i in st.subtask_states) else []
+            sub = OperatorSubtaskState(keyed[i], operator[i], channels)
             if not sub.is_empty():
                 snap = out.setdefault((v.vertex_id, i), TaskStateSnapshot())
                 snap.subtask_states[op_id] = sub

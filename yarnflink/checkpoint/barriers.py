@@ -22,6 +22,14 @@ Two variants (``execution.checkpointing.mode``):
   triggered when barrier n has arrived on every live channel. Records after the barrier on a fast
   channel may be in the snapshot, so replay after recovery can duplicate them.
 
+* ``UnalignedBarrierHandler`` (EXACTLY_ONCE with ``execution.checkpointing.unaligned.enabled``):
+  the FIRST barrier of checkpoint n triggers the snapshot (the task forwards the barrier at once)
+  and nothing is ever blocked. Items that arrive afterwards on channels whose barrier n is still
+  missing are processed AND recorded as that channel's in-flight data; a channel's barrier stops
+  its recording. Once every live channel delivered barrier n, ``ChannelStateComplete`` hands the
+  recordings to the task (persisted with the snapshot, replayed on restore). A newer barrier, a
+  cancellation marker or ``abort`` discards an incomplete recording.
+
 An ended channel (end of partition) no longer takes part: it will deliver nothing more.
 """
 
@@ -66,7 +74,17 @@ class AbortCheckpointOnBarrier:
     reason: str
 
 
-HandlerAction = Union[ProcessBuffer, TriggerCheckpointOnBarrier, AbortCheckpointOnBarrier]
+@dataclass(frozen=True)
+class ChannelStateComplete:
+    """Unaligned: every live channel delivered barrier ``checkpoint_id``; ``recorded`` maps a
+    channel to the items it delivered between the snapshot and its own barrier (in order;
+    channels with nothing recorded are absent)."""
+
+    checkpoint_id: int
+    recorded: dict
+
+
+HandlerAction = Union[ProcessBuffer, TriggerCheckpointOnBarrier, AbortCheckpointOnBarrier, ChannelStateComplete]
 
 # abort reasons (Flink's CheckpointFailureReason names)
 SUBSUMED_BY_NEWER = "CHECKPOINT_DECLINED_SUBSUMED"
@@ -253,10 +271,101 @@ class BarrierTracker(_Base):
         return actions
 
 
-def create_barrier_handler(mode: str, num_channels: int) -> Union[AlignedBarrierHandler, BarrierTracker]:
-    """The handler for ``execution.checkpointing.mode``."""
+class UnalignedBarrierHandler(_Base):
+    """EXACTLY_ONCE, unaligned (Flink's ``SingleCheckpointBarrierHandler`` in unaligned mode):
+    see module doc. ``on_buffer(..., persist=False)`` processes an item without recording it
+    (watermarks and statuses: upstream sends them again after a restore)."""
+
+    blocked: frozenset = frozenset()
+
+    def __init__(self, num_channels: int):
+        super().__init__(num_channels)
+        self.current: int = 0  # checkpoint whose channel state is being recorded (0: none)
+        self.pending: set[int] = set()  # live channels whose barrier ``current`` is missing
+        self.recorded: dict[int, list[Any]] = {}
+
+    @property
+    def is_recording(self) -> bool:
+        return self.current != 0
+
+    def on_buffer(self, channel: int, item: Any, persist: bool = True) -> list[HandlerAction]:
+        self._check(channel)
+        if persist and self.current and channel in self.pending:
+            self.recorded.setdefault(channel, []).append(item)
+        return [ProcessBuffer(channel, item)]
+
+    def on_barrier(self, channel: int, barrier: CheckpointBarrier) -> list[HandlerAction]:
+        self._check(channel)
+        n = barrier.checkpoint_id
+        if n == self.current:
+            self.pending.discard(channel)
+            return self._maybe_complete()
+        if n <= self.latest_triggered:
+            return []  # old (already triggered or aborted here)
+        actions: list[HandlerAction] = []
+        if self.current:
+            actions += self._abort(SUBSUMED_BY_NEWER, f"barrier of checkpoint {n} arrived before checkpoint "
+                                   f"{self.current} had all its barriers")
+        self.current = n
+        self.latest_triggered = n
+        self.pending = self._live() - {channel}
+        self.recorded = {}
+        actions.append(TriggerCheckpointOnBarrier(barrier))
+        return actions + self._maybe_complete()
+
+    def on_cancel_marker(self, channel: int, marker: CancelCheckpointMarker) -> list[HandlerAction]:
+        self._check(channel)
+        n = marker.checkpoint_id
+        if n == self.current:
+            return self._abort(CANCELLED_ON_BARRIER, f"checkpoint {n} was cancelled upstream")
+        if n > self.latest_triggered:
+            actions: list[HandlerAction] = []
+            if self.current:
+                actions += self._abort(SUBSUMED_BY_NEWER, f"checkpoint {n} was cancelled before {self.current} completed")
+            self.latest_triggered = n
+            actions.append(AbortCheckpointOnBarrier(n, f"{CANCELLED_ON_BARRIER}: checkpoint {n} was cancelled upstream"))
+            return actions
+        return []
+
+    def on_end_of_partition(self, channel: int) -> list[HandlerAction]:
+        self._check(channel)
+        self.ended.add(channel)
+        self.pending.discard(channel)  # what it recorded stays: it was all before the barrier
+        return self._maybe_complete()
+
+    def abort(self, checkpoint_id: int) -> bool:
+        """The coordinator aborted checkpoint ``checkpoint_id`` (or the task is cancelled): an
+        incomplete recording of it (or of an older one) is discarded. True if one was."""
+        self.latest_triggered = max(self.latest_triggered, checkpoint_id)
+        if self.current and self.current <= checkpoint_id:
+            self._reset()
+            return True
+        return False
+
+    def _reset(self) -> None:
+        self.current = 0
+        self.pending = set()
+        self.recorded = {}
+
+    def _abort(self, reason: str, message: str) -> list[HandlerAction]:
+        n = self.current
+        self._reset()
+        return [AbortCheckpointOnBarrier(n, f"{reason}: {message}")]
+
+    def _maybe_complete(self) -> list[HandlerAction]:
+        if not self.current or self.pending:
+            return []
+        done = ChannelStateComplete(self.current, self.recorded)
+        self._reset()
+        return [done]
+
+
+def create_barrier_handler(mode: str, num_channels: int, unaligned: bool = False
+                           ) -> Union[AlignedBarrierHandler, BarrierTracker, UnalignedBarrierHandler]:
+    """The handler for ``execution.checkpointing.mode`` (and ``.unaligned.enabled``, which only
+    applies to EXACTLY_ONCE, as in Flink)."""
     if mode == EXACTLY_ONCE:
-        return AlignedBarrierHandler(num_channels)
+        return UnalignedBarrierHandler(num_channels) if unaligned else AlignedBarrierHandler(num_channels)
     if mode == AT_LEAST_ONCE:
         return BarrierTracker(num_channels)
     raise ValueError(f"unknown checkpointing mode {mode!r}; expected {EXACTLY_ONCE} or {AT_LEAST_ONCE}")

@@ -16,6 +16,7 @@ from yarnflink.common.config import (
     CHECKPOINTING_NUM_RETAINED,
     CHECKPOINTING_TIMEOUT,
     CHECKPOINTING_TOLERABLE_FAILURES,
+    CHECKPOINTING_UNALIGNED,
     Configuration,
 )
 
@@ -39,6 +40,7 @@ class CheckpointConfig:
     externalized_retention: str = "NO_EXTERNALIZED_CHECKPOINTS"
     directory: Optional[str] = None
     inline_threshold: int = 20 * 1024
+    unaligned: bool = False
 
     @property
     def periodic(self) -> bool:
@@ -61,4 +63,5 @@ class CheckpointConfig:
             externalized_retention=conf.get(CHECKPOINTING_EXTERNALIZED_RETENTION),
             directory=conf.get(CHECKPOINTING_DIR),
             inline_threshold=conf.get(CHECKPOINTING_INLINE_THRESHOLD),
+            unaligned=bool(conf.get(CHECKPOINTING_UNALIGNED)),
         )

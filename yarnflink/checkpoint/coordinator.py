@@ -254,6 +254,9 @@ class CheckpointCoordinator:
         self.last_completion: Optional[int] = None
         self.next_trigger = start_time + (config.interval_ms or 0)
         self.shutdown = False
+        #: stop-with-savepoint: no periodic checkpoint after the savepoint (its sinks would commit
+        #: records the savepoint does not cover); lifted if the savepoint fails
+        self.periodic_suspended = False
 
     # ------------------------------------------------------------------ queries
     def latest_completed(self) -> Optional[CompletedCheckpoint]:
@@ -287,7 +290,7 @@ class CheckpointCoordinator:
         for p in sorted(self.pending.values(), key=lambda p: p.checkpoint_id):
             if p.finalizing is None and p.deadline <= e.now and p.checkpoint_id in self.pending:
                 actions += self._abort(p.checkpoint_id, EXPIRED, e.now, f"checkpoint {p.checkpoint_id} expired before completing")
-        if self.config.periodic and not self.shutdown and e.now >= self.next_trigger:
+        if self.config.periodic and not self.shutdown and not self.periodic_suspended and e.now >= self.next_trigger:
             actions += self._try_trigger(e.now, savepoint=False, target=None)
         return actions
 

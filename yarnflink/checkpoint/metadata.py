@@ -9,12 +9,20 @@ reported as corrupted; a file from another format version is refused.
 from __future__ import annotations
 
 import json
+import posixpath
 import struct
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-from yarnflink.state.handles import OperatorSubtaskState, StreamStateHandle
+from yarnflink.state.handles import (
+    FileStateHandle,
+    InputChannelStateHandle,
+    KeyGroupsStateHandle,
+    OperatorStateHandle,
+    OperatorSubtaskState,
+    StreamStateHandle,
+)
 
 MAGIC = b"YFCK"
 VERSION = 1
@@ -82,6 +90,23 @@ class CompletedCheckpoint:
         return [h for o in self.operator_states.values() for s in o.subtask_states.values()
                 for h in s.stream_handles()]
 
+    def map_stream_handles(self, fn: Callable[[StreamStateHandle], StreamStateHandle]) -> "CompletedCheckpoint":
+        """A copy whose every state handle's file/bytes handle is ``fn(handle)`` (relocation)."""
+        ops = {}
+        for op_id, o in self.operator_states.items():
+            subs = {
+                i: OperatorSubtaskState(
+                    [KeyGroupsStateHandle(h.key_group_range, fn(h.delegate), h.states, h.backend)
+                     for h in s.managed_keyed_state],
+                    [OperatorStateHandle(fn(h.delegate), dict(h.states)) for h in s.managed_operator_state],
+                    [InputChannelStateHandle(h.channel, h.num_channels, fn(h.delegate)) for h in s.input_channel_state],
+                )
+                for i, s in o.subtask_states.items()
+            }
+            ops[op_id] = OperatorState(o.operator_id, o.parallelism, o.max_parallelism, subs)
+        return CompletedCheckpoint(self.job_id, self.checkpoint_id, self.timestamp, ops, self.is_savepoint,
+                                   self.completion_timestamp, self.external_pointer)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "job_id": self.job_id,
@@ -106,14 +131,73 @@ class CompletedCheckpoint:
         )
 
 
-def serialize_metadata(checkpoint: CompletedCheckpoint) -> bytes:
+def _is_relative(path: str) -> bool:
+    return "://" not in path and not path.startswith("/")
+
+
+def make_relative(checkpoint: CompletedCheckpoint, directory: str) -> CompletedCheckpoint:
+    """The checkpoint with the state files under ``directory`` referred to by paths relative to
+    it: a savepoint directory copied elsewhere then restores (self-contained, relocatable)."""
+    prefix = directory.rstrip("/") + "/"
+
+    def rel(h: StreamStateHandle) -> StreamStateHandle:
+        if isinstance(h, FileStateHandle) and h.path.startswith(prefix):
+            return FileStateHandle(h.path[len(prefix):], h.size)
+        return h
+
+    return checkpoint.map_stream_handles(rel)
+
+
+def resolve_relative(checkpoint: CompletedCheckpoint, directory: str, path: str = "<bytes>") -> CompletedCheckpoint:
+    """The checkpoint with relative state file paths resolved against ``directory`` (where its
+    ``_metadata`` is now); a relative path that leaves the directory is refused."""
+
+    def resolve(h: StreamStateHandle) -> StreamStateHandle:
+        if isinstance(h, FileStateHandle) and _is_relative(h.path):
+            parts = h.path.split("/")
+            if not h.path or any(p in ("", ".", "..") for p in parts):
+                raise CheckpointMetadataError(path, f"state file path {h.path!r} is not a plain path inside the checkpoint directory")
+            return FileStateHandle(directory.rstrip("/") + "/" + h.path, h.size) if directory else h
+        return h
+
+    return checkpoint.map_stream_handles(resolve)
+
+
+def check_structure(checkpoint: CompletedCheckpoint, path: str = "<bytes>") -> None:
+    """CheckpointMetadataError naming ``path`` if the checkpoint's content is inconsistent
+    (parallelism, key groups, subtask indices, sizes)."""
+    if checkpoint.checkpoint_id < 0:
+        raise CheckpointMetadataError(path, f"invalid checkpoint id {checkpoint.checkpoint_id}")
+    for op_id, o in checkpoint.operator_states.items():
+        where = f"operator {op_id}"
+        if not op_id:
+            raise CheckpointMetadataError(path, "an operator has an empty id")
+        if o.parallelism < 1 or o.max_parallelism < 1 or o.parallelism > o.max_parallelism:
+            raise CheckpointMetadataError(path, f"{where}: invalid parallelism {o.parallelism} / max parallelism {o.max_parallelism}")
+        for i, s in o.subtask_states.items():
+            if not 0 <= i < o.parallelism:
+                raise CheckpointMetadataError(path, f"{where}: subtask index {i} outside parallelism {o.parallelism}")
+            for h in s.managed_keyed_state:
+                r = h.key_group_range
+                if len(r) and (r.start < 0 or r.end >= o.max_parallelism):
+                    raise CheckpointMetadataError(path, f"{where}: key groups {r.start}..{r.end} outside 0..{o.max_parallelism - 1}")
+            for sh in s.stream_handles():
+                if isinstance(sh, FileStateHandle) and (sh.size < 0 or not sh.path):
+                    raise CheckpointMetadataError(path, f"{where}: invalid state file handle {sh.path!r} ({sh.size} bytes)")
+
+
+def serialize_metadata(checkpoint: CompletedCheckpoint, relative_to: Optional[str] = None) -> bytes:
+    """The ``_metadata`` bytes; state files under ``relative_to`` are stored with relative paths."""
+    if relative_to is not None:
+        checkpoint = make_relative(checkpoint, relative_to)
     payload = json.dumps(checkpoint.to_json(), separators=(",", ":"), sort_keys=True).encode("utf-8")
     return _HEADER.pack(MAGIC, VERSION, zlib.crc32(payload), len(payload)) + payload
 
 
-def deserialize_metadata(data: bytes, path: str = "<bytes>") -> CompletedCheckpoint:
+def deserialize_metadata(data: bytes, path: str = "<bytes>", directory: Optional[str] = None) -> CompletedCheckpoint:
     """Parse a ``_metadata`` file; ``CheckpointMetadataError`` naming ``path`` if it is not a
-    complete, intact metadata file of this format."""
+    complete, intact, consistent metadata file of this format. Relative state file paths are
+    resolved against ``directory`` (default: the directory of ``path``)."""
     if len(data) == 0:
         raise CheckpointMetadataError(path, "the file is empty (the checkpoint was not completed)")
     if len(data) < _HEADER.size:
@@ -130,6 +214,10 @@ def deserialize_metadata(data: bytes, path: str = "<bytes>") -> CompletedCheckpo
         raise CheckpointMetadataError(path, "checksum mismatch: the file is corrupted")
     try:
         d = json.loads(payload.decode("utf-8"))
-        return CompletedCheckpoint.from_json(d)
-    except (ValueError, KeyError, TypeError) as e:
+        if not isinstance(d, dict) or not isinstance(d.get("operators", []), list):
+            raise TypeError("the payload is not a checkpoint object")
+        checkpoint = CompletedCheckpoint.from_json(d)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise CheckpointMetadataError(path, f"unreadable content: {type(e).__name__}: {e}") from None
+    check_structure(checkpoint, path)
+    return resolve_relative(checkpoint, directory if directory is not None else posixpath.dirname(path), path)

@@ -220,39 +220,14 @@ class FsCheckpointStorage:
             fs, directory = filesystem_for(target_directory, self.storage_options)
         else:
             fs, directory = self.fs, self.checkpoint_path(checkpoint.checkpoint_id)
-        data = serialize_metadata(checkpoint)
-        final = posixpath.join(directory, METADATA_FILE_NAME)
-        url = _url(fs, final)
-
-        def write() -> None:
-            fs.makedirs(directory, exist_ok=True)
-            protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
-            if _ATOMIC_RENAME_PROTOCOLS & set(protocols):
-                tmp = posixpath.join(directory, f".{METADATA_FILE_NAME}.inprogress-{uuid.uuid4().hex}")
-                fs.pipe_file(tmp, data)
-                fs.mv(tmp, final)
-            else:
-                fs.pipe_file(final, data)  # one PUT: visible whole or not at all
-
-        _io(url, "writing the checkpoint metadata", write)
+        data = serialize_metadata(checkpoint, relative_to=_url(fs, directory) if checkpoint.is_savepoint else None)
+        _write_metadata_file(fs, directory, data)
         return _url(fs, directory)
 
     def read_metadata(self, location: str) -> CompletedCheckpoint:
         """The checkpoint at ``location`` (a ``chk-<n>`` / savepoint directory URL, or its
         ``_metadata`` file); CheckpointMetadataError if missing or corrupted."""
-        fs, path = filesystem_for(location, self.storage_options)
-        if posixpath.basename(path.rstrip("/")) != METADATA_FILE_NAME:
-            path = posixpath.join(path.rstrip("/"), METADATA_FILE_NAME)
-        url = _url(fs, path)
-        try:
-            data = fs.cat_file(path)
-        except FileNotFoundError:
-            raise CheckpointMetadataError(url, "the file does not exist (the checkpoint was not completed, or was deleted)") from None
-        except Exception as e:  # noqa: BLE001
-            raise CheckpointStorageError(url, f"reading the checkpoint metadata failed: {_describe(e)}") from e
-        checkpoint = deserialize_metadata(data, url)
-        checkpoint.external_pointer = _url(fs, posixpath.dirname(path))
-        return checkpoint
+        return read_checkpoint(location, self.storage_options)
 
     def checkpoint_ids(self) -> list[int]:
         """Ids of the ``chk-<n>`` directories (complete or not), ascending."""
@@ -272,15 +247,9 @@ class FsCheckpointStorage:
         return sorted(ids)
 
     def validate(self, checkpoint: CompletedCheckpoint) -> None:
-        """CheckpointMetadataError if a state file the checkpoint refers to is missing."""
-        for h in checkpoint.stream_handles():
-            if isinstance(h, FileStateHandle):
-                fs, path = filesystem_for(h.path, self.storage_options)
-                if not _io(h.path, "checking a state file", lambda: fs.exists(path)):
-                    raise CheckpointMetadataError(
-                        checkpoint.external_pointer or self.checkpoint_url(checkpoint.checkpoint_id),
-                        f"state file {h.path} is missing",
-                    )
+        """CheckpointMetadataError if a state file the checkpoint refers to is missing or has
+        another size than recorded."""
+        validate_checkpoint(checkpoint, self.storage_options)
 
     def find_latest_valid(self) -> LatestValid:
         """The newest checkpoint that can be restored, skipping (and reporting) newer ones whose
@@ -331,3 +300,141 @@ class FsCheckpointStorage:
         path = self.checkpoint_path(checkpoint_id)
         _io(self.checkpoint_url(checkpoint_id), "deleting the checkpoint directory",
             lambda: self.fs.rm(path, recursive=True) if self.fs.exists(path) else None)
+
+
+# ----------------------------------------------------------------------------- module functions
+def _write_metadata_file(fs: Any, directory: str, data: bytes) -> None:
+    final = posixpath.join(directory, METADATA_FILE_NAME)
+
+    def write() -> None:
+        fs.makedirs(directory, exist_ok=True)
+        protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+        if _ATOMIC_RENAME_PROTOCOLS & set(protocols):
+            tmp = posixpath.join(directory, f".{METADATA_FILE_NAME}.inprogress-{uuid.uuid4().hex}")
+            fs.pipe_file(tmp, data)
+            fs.mv(tmp, final)
+        else:
+            fs.pipe_file(final, data)  # one PUT: visible whole or not at all
+
+    _io(_url(fs, final), "writing the checkpoint metadata", write)
+
+
+def read_checkpoint(location: str, storage_options: Optional[Mapping[str, Any]] = None) -> CompletedCheckpoint:
+    """The checkpoint or savepoint at ``location`` (its directory or its ``_metadata``), relative
+    state file paths resolved against where it is now; CheckpointMetadataError if the metadata
+    is missing or corrupted, CheckpointStorageError if the storage cannot be read."""
+    fs, path = filesystem_for(location, storage_options)
+    if posixpath.basename(path.rstrip("/")) != METADATA_FILE_NAME:
+        path = posixpath.join(path.rstrip("/"), METADATA_FILE_NAME)
+    url = _url(fs, path)
+    try:
+        fs.invalidate_cache(posixpath.dirname(path))
+        data = fs.cat_file(path)
+    except FileNotFoundError:
+        raise CheckpointMetadataError(url, "the file does not exist (the checkpoint was not completed, or was deleted)") from None
+    except IsADirectoryError:
+        raise CheckpointMetadataError(url, "it is a directory, not a metadata file") from None
+    except Exception as e:  # noqa: BLE001
+        raise CheckpointStorageError(url, f"reading the checkpoint metadata failed: {_describe(e)}") from e
+    checkpoint = deserialize_metadata(data, url, _url(fs, posixpath.dirname(path)))
+    checkpoint.external_pointer = _url(fs, posixpath.dirname(path))
+    return checkpoint
+
+
+def validate_checkpoint(checkpoint: CompletedCheckpoint, storage_options: Optional[Mapping[str, Any]] = None) -> None:
+    """CheckpointMetadataError naming the checkpoint if a state file it refers to is missing or
+    does not have the size recorded (truncated, replaced)."""
+    where = checkpoint.external_pointer or f"checkpoint {checkpoint.checkpoint_id}"
+    for h in checkpoint.stream_handles():
+        if not isinstance(h, FileStateHandle):
+            continue
+        fs, path = filesystem_for(h.path, storage_options)
+
+        def size(fs: Any = fs, path: str = path) -> Optional[int]:
+            try:
+                return int(fs.info(path).get("size") or 0)
+            except FileNotFoundError:
+                return None
+
+        got = _io(h.path, "checking a state file", size)
+        if got is None:
+            raise CheckpointMetadataError(where, f"state file {h.path} is missing")
+        if got != h.size:
+            raise CheckpointMetadataError(where, f"state file {h.path} has {got} bytes, the metadata recorded {h.size}")
+
+
+def write_savepoint(checkpoint: CompletedCheckpoint, target: str,
+                    storage_options: Optional[Mapping[str, Any]] = None) -> tuple[str, CompletedCheckpoint]:
+    """Make a savepoint self-contained at ``target``: every state file it refers to that lies
+    elsewhere (tasks wrote them under the job's checkpoint directory) is copied into ``target``,
+    then ``_metadata`` is written last, with paths relative to ``target``. Returns the target
+    URL and the savepoint as stored (absolute paths under ``target``). The copied originals are
+    the caller's to delete."""
+    fs, directory = filesystem_for(target, storage_options)
+    directory = directory.rstrip("/")
+    target_url = _url(fs, directory)
+    prefix = target_url + "/"
+    _io(target_url, "creating the savepoint directory", lambda: fs.makedirs(directory, exist_ok=True))
+    if _io(target_url, "checking the savepoint directory",
+           lambda: fs.exists(posixpath.join(directory, METADATA_FILE_NAME))):
+        raise CheckpointStorageError(target_url, "a savepoint already exists there")
+    copied: dict[str, FileStateHandle] = {}
+
+    def relocate(h: StreamStateHandle) -> StreamStateHandle:
+        if not isinstance(h, FileStateHandle) or h.path.startswith(prefix):
+            return h
+        if h.path in copied:
+            return copied[h.path]
+        name = posixpath.basename(h.path.rstrip("/"))
+        dest = posixpath.join(directory, name)
+        sfs, spath = filesystem_for(h.path, storage_options)
+        if type(sfs) is type(fs) and sfs.storage_options == fs.storage_options:
+            _io(h.path, f"copying a state file to {target_url}", lambda: fs.copy(spath, dest))
+        else:
+            data = read_stream_handle(h, storage_options)
+            _io(_url(fs, dest), "writing a state file", lambda: fs.pipe_file(dest, data))
+        copied[h.path] = FileStateHandle(_url(fs, dest), h.size)
+        return copied[h.path]
+
+    stored = checkpoint.map_stream_handles(relocate)
+    stored.is_savepoint = True
+    stored.external_pointer = target_url
+    _write_metadata_file(fs, directory, serialize_metadata(stored, relative_to=target_url))
+    return target_url, stored
+
+
+def resolve_restore_location(location: str, storage_options: Optional[Mapping[str, Any]] = None) -> LatestValid:
+    """What ``-s PATH`` restores: the savepoint/checkpoint at ``location`` (validated), or, if
+    ``location`` is a job's checkpoint directory (``<dir>/<job-id>`` holding ``chk-<n>``), its
+    newest valid checkpoint, skipping corrupted or incomplete newer ones. CheckpointMetadataError
+    naming the path and the problem if nothing there can be restored."""
+    fs, path = filesystem_for(location, storage_options)
+    path = path.rstrip("/")
+    if posixpath.basename(path) != METADATA_FILE_NAME:
+        def listing() -> Optional[list[str]]:
+            fs.invalidate_cache(path)
+            try:
+                return [posixpath.basename(p.rstrip("/")) for p in fs.ls(path, detail=False)]
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+
+        names = _io(_url(fs, path), "listing the restore path", listing)
+        if names is None:
+            raise CheckpointMetadataError(_url(fs, path), "no such savepoint or checkpoint directory")
+        if METADATA_FILE_NAME not in names and any(_CHK.match(n) for n in names):
+            parent, job_id = posixpath.split(path)
+            storage = FsCheckpointStorage(_url(fs, parent), job_id, storage_options=storage_options)
+            found = storage.find_latest_valid()
+            if found.checkpoint is None:
+                problems = "; ".join(e.problem for e in found.skipped) or "no checkpoint"
+                raise CheckpointMetadataError(_url(fs, path), f"no valid checkpoint to restore ({problems})")
+            return found
+    checkpoint = read_checkpoint(location, storage_options)
+    validate_checkpoint(checkpoint, storage_options)
+    return LatestValid(checkpoint)
+
+
+def make_config_reader(conf: Optional[Mapping[str, Any]]) -> Callable[[StreamStateHandle], bytes]:
+    """A state reader that finds the storage options of each file's own URL (a savepoint on S3
+    restored by a job whose checkpoints go elsewhere)."""
+    return lambda h: read_stream_handle(h, storage_options_from_config(conf, getattr(h, "path", "")))

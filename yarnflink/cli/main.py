@@ -4,6 +4,8 @@
     yarnflink run --application [-d] [-n N] job.py [args]   (the script runs in the cluster's master)
     yarnflink info [--json] job.py [args]
     yarnflink list | cancel JOBID
+    yarnflink savepoint JOBID [DIR] | stop [--savepointPath DIR] JOBID
+    yarnflink run -s PATH [--allowNonRestoredState] job.py    (start from a savepoint, docs/SAVEPOINTS.md)
     yarnflink logs [-t TASKEXECUTOR] [--stdout] [-n LINES] [--list]
     yarnflink session start --target local [-n N] [-s SLOTS] | session list | session stop ID
     yarnflink session start --target yarn ... | run -yid APPID | run --per-job --target yarn  (docs/yarn.md)
@@ -59,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run on this YARN session (default with --target yarn: the last one started)")
     run.add_argument("--per-job", action="store_true",
                      help="start a cluster for this job alone (with --target yarn: a YARN application)")
+    run.add_argument("-s", "--fromSavepoint", dest="from_savepoint", metavar="PATH",
+                     help="start from this savepoint or retained checkpoint (execution.savepoint.path)")
+    run.add_argument("--allowNonRestoredState", dest="allow_non_restored_state", action="store_true",
+                     help="skip state of operators the job no longer has (execution.savepoint.ignore-unclaimed-state)")
     run.add_argument("job", help="the job file (a Python script calling env.execute())")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the job file")
 
@@ -79,6 +85,26 @@ def build_parser() -> argparse.ArgumentParser:
     cancel.add_argument("-m", "--jobmanager", metavar="URL")
     cancel.add_argument("--session", metavar="ID")
     cancel.add_argument("job_id")
+
+    savepoint = sub.add_parser("savepoint", help="trigger a savepoint of a running job and print its path")
+    _common(savepoint)
+    savepoint.add_argument("-m", "--jobmanager", metavar="URL")
+    savepoint.add_argument("--session", metavar="ID")
+    savepoint.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                           help="how long to wait for the savepoint (default 600)")
+    savepoint.add_argument("job_id")
+    savepoint.add_argument("target_directory", nargs="?", metavar="DIR",
+                           help="where to (default: execution.checkpointing.savepoint-dir)")
+
+    stop = sub.add_parser("stop", help="stop a job with a savepoint")
+    _common(stop)
+    stop.add_argument("-m", "--jobmanager", metavar="URL")
+    stop.add_argument("--session", metavar="ID")
+    stop.add_argument("-p", "--savepointPath", dest="savepoint_path", metavar="DIR",
+                      help="where to (default: execution.checkpointing.savepoint-dir)")
+    stop.add_argument("-d", "--drain", action="store_true", help="emit MAX_WATERMARK before the savepoint (not supported)")
+    stop.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS")
+    stop.add_argument("job_id")
 
     logs = sub.add_parser("logs", help="show the log of the master or of a TaskExecutor")
     _common(logs)
@@ -103,7 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--tm-memory", type=int, metavar="MB", help="YARN: TaskExecutor container memory")
     start.add_argument("--queue", help="YARN queue")
     start.add_argument("--name", help="YARN application name")
-    start.add_argument("--standby", type=int, default=0, metavar="N", help="YARN: standby masters (ZooKeeper HA)")
+    start.add_argument("--standby", type=int, default=0, metavar="N",
+                       help="standby masters beside the leader (ZooKeeper HA: needs high-availability.* "
+                            "in the configuration)")
     start.add_argument("-d", "--detached", action="store_true",
                        help="YARN: return once submitted, without waiting for the REST address")
     slist = ssub.add_parser("list", help="list sessions")
@@ -129,12 +157,17 @@ def build_parser() -> argparse.ArgumentParser:
     mstart.add_argument("--inherit-stdout", action="store_true")
     mstart.add_argument("--yarn", action="store_true", help="run as a skein ApplicationMaster (YARN containers)")
     mstart.add_argument("--yarn-standby", action="store_true", help="a standby master of a YARN cluster")
+    mstart.add_argument("--ha", choices=["zookeeper", "none"], type=str.lower,
+                        help="high availability: zookeeper elects a leader among the masters started so "
+                             "(short for -D high-availability.type=zookeeper)")
 
     te = sub.add_parser("taskexecutor", help="run a TaskExecutor process")
     tsub = te.add_subparsers(dest="te_command", required=True, metavar="ACTION")
     tstart = tsub.add_parser("start")
     _common(tstart)
-    tstart.add_argument("--master", required=True, metavar="HOST:PORT", help="the master's RPC address")
+    tstart.add_argument("--master", metavar="HOST:PORT",
+                        help="the master's RPC address (with high-availability.type: zookeeper the leader is "
+                             "found in ZooKeeper instead)")
     tstart.add_argument("--parent-pid", type=int)
     tstart.add_argument("--resource-id")
     tstart.add_argument("--log-file", type=Path)
@@ -162,7 +195,11 @@ def _cluster_url(args: argparse.Namespace, config: Configuration) -> Optional[st
 
     if getattr(args, "jobmanager", None):
         url = args.jobmanager
-        return url if url.startswith("http") else f"http://{url}"
+        url = url if url.startswith("http") else f"http://{url}"
+        return _follow_ha_leader(config, url)
+    if not getattr(args, "session", None) and not getattr(args, "application_id", None) and \
+            getattr(args, "target", "local") != "yarn" and str(config.get("high-availability.type")) != "NONE":
+        return _follow_ha_leader(config, None)  # the cluster of the configuration, found in ZooKeeper
     if getattr(args, "application_id", None) or getattr(args, "target", "local") == "yarn":
         from yarnflink.deployment.yarn.client import rest_url_of
 
@@ -173,6 +210,29 @@ def _cluster_url(args: argparse.Namespace, config: Configuration) -> Optional[st
     if session is not None and session.alive:
         return session.rest_url
     return None
+
+
+def _follow_ha_leader(config: Configuration, url: Optional[str]) -> Optional[str]:
+    """With ZooKeeper HA in ``config``: the REST clients of this process follow the cluster's
+    leader (from ``url`` on, or from the leader ZooKeeper names now)."""
+    from yarnflink.highavailability import ha_enabled
+
+    if not ha_enabled(config):
+        return url
+    from yarnflink.client.leader import RestLeaderResolver, register_ha
+    from yarnflink.highavailability import HighAvailabilityError
+
+    if url is None:
+        resolver = RestLeaderResolver(config)
+        try:
+            url = resolver.wait()
+        except (TimeoutError, HighAvailabilityError) as e:
+            raise CliError(f"high availability: {e} (high-availability.zookeeper.quorum "
+                           f"{config.get('high-availability.zookeeper.quorum')})") from None
+        finally:
+            resolver.close()
+    register_ha([url], config)
+    return url
 
 
 def _run_job_file(job: str, job_args: Sequence[str]) -> None:
@@ -200,6 +260,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = _config(args)
     if args.parallelism is not None:
         config.set("parallelism.default", str(args.parallelism))
+    if args.from_savepoint is not None:
+        if not args.from_savepoint.strip():
+            raise CliError("-s/--fromSavepoint needs a path")
+        path = args.from_savepoint.strip()
+        config.set("execution.savepoint.path", path if "://" in path else os.path.abspath(path))
+    if args.allow_non_restored_state:
+        config.set("execution.savepoint.ignore-unclaimed-state", "true")
     yarn_app_id = None  # a per-job YARN application, stopped if this client submits no job to it
     if args.target == "yarn" and (args.application or args.per_job):
         from yarnflink.deployment.yarn.cli import submit_job_cluster
@@ -339,6 +406,33 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _savepoint(args: argparse.Namespace, target: Optional[str], stop: bool) -> int:
+    from yarnflink.client.rest_client import RestClientError
+
+    if args.timeout <= 0:
+        raise CliError(f"--timeout must be positive, got {args.timeout}")
+    if target is not None and "://" not in target:
+        target = os.path.abspath(target)  # the master may run elsewhere: never relative
+    with _rest(args) as rest:
+        try:
+            trigger = rest.trigger_savepoint(args.job_id, target, stop=stop, drain=getattr(args, "drain", False))
+            print(f"Triggering savepoint for job {args.job_id}." if not stop else
+                  f"Suspending job {args.job_id} with a savepoint.", file=sys.stderr)
+            location = rest.wait_for_savepoint(args.job_id, trigger, timeout=args.timeout)
+        except RestClientError as e:
+            raise CliError(str(e)) from None
+    print(f"Savepoint completed. Path: {location}")
+    return EXIT_OK
+
+
+def cmd_savepoint(args: argparse.Namespace) -> int:
+    return _savepoint(args, args.target_directory, stop=False)
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    return _savepoint(args, args.savepoint_path, stop=True)
+
+
 def cmd_logs(args: argparse.Namespace) -> int:
     from yarnflink.client.logs import LogsError, run_logs
 
@@ -367,8 +461,14 @@ def cmd_session(args: argparse.Namespace) -> int:
         config = _config(args)
         n = args.taskexecutors or int(config.get("local.number-taskmanager"))
         slots = args.slots or int(config.get("taskmanager.numberOfTaskSlots"))
-        s = start_session(config, n, slots)
+        if args.standby < 0:
+            raise CliError(f"--standby must be 0 or more, got {args.standby}")
+        s = start_session(config, n, slots, standby=args.standby)
         print(f"Session {s.id} started: {n} TaskExecutors with {slots} slots each.")
+        if s.master_pids:
+            print(f"High availability: {len(s.master_pids)} masters (1 leader, {s.standby} standby) elected "
+                  f"in ZooKeeper {s.ha_config.get('high-availability.zookeeper.quorum')}, cluster id "
+                  f"{s.ha_config.get('high-availability.cluster-id')}; clients follow the leader.")
         print(f"REST address: {s.rest_url}")
         if s.token_file:  # the CLI finds it by itself; the dashboard asks for it once
             print(f"REST token: in {s.token_file} (readable only by you)")
@@ -380,8 +480,9 @@ def cmd_session(args: argparse.Namespace) -> int:
         if not sessions:
             print("No sessions.")
         for s in sessions:
+            pids = f"pids {','.join(map(str, s.master_pids))} (HA)" if s.master_pids else f"pid {s.pid}"
             print(f"{s.id}  {'RUNNING' if s.alive else 'GONE':<8} {s.target:<6} {s.rest_url}  "
-                  f"{s.taskexecutors}x{s.slots} slots  pid {s.pid}")
+                  f"{s.taskexecutors}x{s.slots} slots  {pids}")
         return EXIT_OK
     s = find_session(args.session_id)
     if s is None:
@@ -395,7 +496,10 @@ def cmd_master(args: argparse.Namespace) -> int:
     from yarnflink.entrypoint.master import run_master
 
     _setup_logging(args.log_file)
-    return run_master(_config(args), local_taskexecutors=args.local_taskexecutors,
+    config = _config(args)
+    if args.ha is not None:
+        config.set("high-availability.type", args.ha.upper())
+    return run_master(config, local_taskexecutors=args.local_taskexecutors,
                       info_file=args.info_file, workdir=args.workdir, inherit_stdout=args.inherit_stdout,
                       per_job=args.per_job, client_pid=args.client_pid,
                       application=[args.application, *args.application_arg] if args.application else None,
@@ -410,6 +514,7 @@ def cmd_taskexecutor(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "info": cmd_info, "list": cmd_list, "cancel": cmd_cancel, "logs": cmd_logs,
+            "savepoint": cmd_savepoint, "stop": cmd_stop,
             "session": cmd_session, "master": cmd_master, "taskexecutor": cmd_taskexecutor}
 
 

@@ -76,6 +76,9 @@ def local_log(workdir: Path, taskexecutor: Optional[str], stdout: bool) -> str:
         raise LogsError(f"no cluster directory {workdir}")
     stem = "master" if taskexecutor is None else _pick(_local_taskexecutors(workdir), taskexecutor)
     path = workdir / f"{stem}.{'out' if stdout else 'log'}"
+    if stem == "master" and not path.is_file():  # an HA session: master-<i>, the last one written
+        masters = sorted(workdir.glob(f"master-*.{'out' if stdout else 'log'}"), key=lambda p: p.stat().st_mtime)
+        path = masters[-1] if masters else path
     if not path.is_file():
         raise LogsError(f"{path} does not exist")
     return path.read_text(errors="replace")

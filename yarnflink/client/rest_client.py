@@ -1,13 +1,18 @@
 """A small client of the Dispatcher's REST API, used by the CLI and the job executor.
 
 It finds the cluster's token (and the CA of its HTTPS certificate) by the cluster's URL, see
-``yarnflink.security.client``, so callers pass only the URL.
+``yarnflink.security.client``, so callers pass only the URL. For a cluster with ZooKeeper HA it
+also finds how to reach the leading master (``yarnflink.client.leader``): a request that finds
+the master gone or a standby (503) is sent again to the leader ZooKeeper names, until
+``rest.await-leader-timeout``.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import ssl
+import time
 from typing import Any, Optional
 
 import httpx
@@ -15,6 +20,8 @@ import httpx
 from yarnflink.security.client import RestCredentials, from_environment, process_default, registered
 
 TERMINAL_STATES = ("FINISHED", "FAILED", "CANCELED")
+
+log = logging.getLogger(__name__)
 
 
 class RestClientError(Exception):
@@ -36,9 +43,18 @@ def find_credentials(url: str) -> RestCredentials:
 
 class RestClient:
     def __init__(self, base_url: str, timeout: float = 30.0, *,
-                 credentials: Optional[RestCredentials] = None) -> None:
+                 credentials: Optional[RestCredentials] = None, leader_resolver: Any = None) -> None:
         self.base_url = base_url.rstrip("/")
+        if leader_resolver is None:
+            from yarnflink.client.leader import resolver_for
+
+            leader_resolver = resolver_for(self.base_url)
+        #: HA: a RestLeaderResolver (yarnflink.client.leader); None for a cluster without HA
+        self.leader_resolver = leader_resolver
+        #: whether the last request was sent more than once (a POST may have been applied before)
+        self.last_request_retried = False
         creds = credentials if credentials is not None else find_credentials(self.base_url)
+        self._credentials = creds
         token = creds.token
         #: The Authorization header this client sends (for callers that use httpx directly).
         self.headers = {"authorization": f"Bearer {token}"} if token else {}
@@ -50,6 +66,8 @@ class RestClient:
 
     def close(self) -> None:
         self._http.close()
+        if self.leader_resolver is not None:
+            self.leader_resolver.close()
 
     def __enter__(self) -> "RestClient":
         return self
@@ -57,11 +75,53 @@ class RestClient:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """One request; with HA, sent again (to the leader ZooKeeper names) while the master is
+        gone or answers 503, until ``rest.await-leader-timeout``."""
+        self.last_request_retried = False
+        deadline: Optional[float] = None
+        delay = 0.05
+        while True:
+            try:
+                resp = self._http.request(method, path, **kwargs)
+                if resp.status_code != 503 or self.leader_resolver is None:
+                    return resp
+                problem = f"{self.base_url} is not the leading master (503)"
+            except httpx.HTTPError as e:
+                if self.leader_resolver is None or isinstance(e, httpx.ReadTimeout) and method != "GET":
+                    raise RestClientError(f"cannot reach the cluster at {self.base_url}: {e}") from None
+                problem = f"cannot reach the cluster at {self.base_url}: {e}"
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + self.leader_resolver.await_leader_timeout_s
+                log.info("%s; looking for the leader in ZooKeeper", problem)
+            if now >= deadline:
+                raise RestClientError(f"{problem}; no leading master answered within "
+                                      f"{self.leader_resolver.await_leader_timeout_s:.0f}s") from None
+            try:
+                leader = self.leader_resolver.current()
+            except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: keep trying until the deadline
+                log.info("cannot ask ZooKeeper for the leader: %s", e)
+                leader = None
+            if leader and leader.rstrip("/") != self.base_url:
+                log.info("the leading master's REST endpoint is now %s", leader)
+                self.base_url = leader.rstrip("/")
+                self._remember(self.base_url)
+                self._http.base_url = httpx.URL(self.base_url)
+            time.sleep(min(delay, max(0.0, deadline - now)))
+            delay = min(delay * 2, 0.5)
+            self.last_request_retried = True
+
+    def _remember(self, url: str) -> None:
+        """Later clients of this process find the new leader's credentials and HA by its URL."""
+        from yarnflink.client.leader import register_ha
+        from yarnflink.security.client import register
+
+        register(url, self._credentials)
+        register_ha([url], self.leader_resolver.config)
+
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
-        try:
-            resp = self._http.request(method, path, **kwargs)
-        except httpx.HTTPError as e:
-            raise RestClientError(f"cannot reach the cluster at {self.base_url}: {e}") from None
+        resp = self._send(method, path, **kwargs)
         if resp.status_code == 401:
             raise RestClientError(
                 f"the cluster at {self.base_url} refused the request: it needs its REST token "
@@ -77,7 +137,12 @@ class RestClient:
 
     def submit_job(self, job_graph_json: dict[str, Any]) -> str:
         body = json.dumps(job_graph_json).encode()
-        self._request("POST", "/jobs", content=body, headers={"content-type": "application/json"})
+        try:
+            self._request("POST", "/jobs", content=body, headers={"content-type": "application/json"})
+        except RestClientError as e:
+            # sent again after a failover: the first attempt may have reached the old leader
+            if not (e.status == 409 and self.last_request_retried):
+                raise
         return str(job_graph_json["jobId"])
 
     def job(self, job_id: str) -> dict[str, Any]:
@@ -95,6 +160,43 @@ class RestClient:
     def cancel(self, job_id: str) -> None:
         self._request("PATCH", f"/jobs/{job_id}", params={"mode": "cancel"})
 
+    def trigger_savepoint(self, job_id: str, target_directory: Optional[str] = None, *,
+                          stop: bool = False, drain: bool = False) -> str:
+        """``POST /jobs/:id/savepoints`` (``stop``: ``POST /jobs/:id/stop``); the trigger id."""
+        if stop:
+            body: dict[str, Any] = {"drain": drain}
+            if target_directory:
+                body["targetDirectory"] = target_directory
+            return str(self._request("POST", f"/jobs/{job_id}/stop", json=body)["request-id"])
+        body = {"cancel-job": False}
+        if target_directory:
+            body["target-directory"] = target_directory
+        return str(self._request("POST", f"/jobs/{job_id}/savepoints", json=body)["request-id"])
+
+    def savepoint_status(self, job_id: str, trigger_id: str) -> dict[str, Any]:
+        return self._request("GET", f"/jobs/{job_id}/savepoints/{trigger_id}")  # type: ignore[no-any-return]
+
+    def wait_for_savepoint(self, job_id: str, trigger_id: str, timeout: float = 600.0) -> str:
+        """The savepoint's location once it completed; RestClientError with the cause if it failed
+        or did not complete within ``timeout`` seconds."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        delay = 0.05
+        while True:
+            status = self.savepoint_status(job_id, trigger_id)
+            if status.get("status", {}).get("id") == "COMPLETED":
+                op = status.get("operation") or {}
+                if op.get("location"):
+                    return str(op["location"])
+                cause = (op.get("failure-cause") or {}).get("stack-trace") or "unknown cause"
+                raise RestClientError(f"the savepoint of job {job_id} failed: {cause}")
+            if time.monotonic() > deadline:
+                raise RestClientError(f"the savepoint of job {job_id} did not complete within {timeout:.0f} s "
+                                      f"(trigger {trigger_id}; it may still complete)")
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
     def overview(self) -> dict[str, Any]:
         return self._request("GET", "/overview")  # type: ignore[no-any-return]
 
@@ -110,10 +212,7 @@ class RestClient:
 
     def get_text(self, path: str) -> str:
         """GET a text resource (a log file)."""
-        try:
-            resp = self._http.get(path)
-        except httpx.HTTPError as e:
-            raise RestClientError(f"cannot reach the cluster at {self.base_url}: {e}") from None
+        resp = self._send("GET", path)
         if resp.status_code >= 400:
             try:
                 errors = resp.json().get("errors") or [resp.text]

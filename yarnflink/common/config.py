@@ -406,6 +406,11 @@ REST_BIND_ADDRESS = _opt(
     "rest.bind-address", "str", None,
     "Address the REST server binds to (default: rest.address).",
 )
+REST_AWAIT_LEADER_TIMEOUT = _opt(
+    "rest.await-leader-timeout", "duration", "30000 ms",
+    "How long a client of an HA cluster waits for a leading master's REST endpoint (retrying a "
+    "standby's 503 or a gone master) before it gives up.",
+)
 REST_MAX_CONTENT_LENGTH = _opt(
     "rest.server.max-content-length", "memory", "100 mb",
     "Largest request body the REST server accepts.",
@@ -502,6 +507,76 @@ BATCH_SHUFFLE_MODE = _opt(
     "Exchanges of BATCH jobs: ALL_EXCHANGES_BLOCKING (results are written to the producer's local "
     "disk and read by the next region, which starts when they are complete) or ALL_EXCHANGES_PIPELINED.",
     choices=("ALL_EXCHANGES_BLOCKING", "ALL_EXCHANGES_PIPELINED"),
+)
+SCHEDULER_TYPE = _opt(
+    "jobmanager.scheduler", "enum", None,
+    "The job's scheduler: Default; Adaptive (STREAMING jobs: start with the slots available and "
+    "rescale when TaskManagers come and go); AdaptiveBatch (BATCH jobs: decide the parallelism of "
+    "vertices that set none from the size of their inputs). Unset: Default for STREAMING jobs, "
+    "AdaptiveBatch for BATCH jobs, as in Flink.",
+    choices=("Default", "Adaptive", "AdaptiveBatch"),
+)
+ADAPTIVE_SCHEDULER_RESOURCE_WAIT_TIMEOUT = _opt(
+    "jobmanager.adaptive-scheduler.resource-wait-timeout", "duration", "5 min",
+    "Adaptive scheduler: how long a job waits for its minimum resources (one slot per slot sharing "
+    "group) before it fails; a negative value waits forever.",
+)
+ADAPTIVE_SCHEDULER_RESOURCE_STABILIZATION_TIMEOUT = _opt(
+    "jobmanager.adaptive-scheduler.resource-stabilization-timeout", "duration", "10 s",
+    "Adaptive scheduler: once the minimum resources are there, how long the set of available slots "
+    "must stay unchanged before the job starts or rescales with fewer slots than it could use.",
+)
+ADAPTIVE_SCHEDULER_MIN_PARALLELISM_INCREASE = _opt(
+    "jobmanager.adaptive-scheduler.min-parallelism-increase", "int", 1,
+    "Adaptive scheduler: a running job scales up only if some vertex would gain at least this many "
+    "subtasks.", min_value=1,
+)
+ADAPTIVE_BATCH_AUTO_PARALLELISM_ENABLED = _opt(
+    "execution.batch.adaptive.auto-parallelism.enabled", "bool", True,
+    "AdaptiveBatch scheduler: decide the parallelism of vertices that set none from the size of "
+    "their inputs; false keeps the parallelism the JobGraph says.",
+)
+ADAPTIVE_BATCH_MIN_PARALLELISM = _opt(
+    "execution.batch.adaptive.auto-parallelism.min-parallelism", "int", 1,
+    "AdaptiveBatch scheduler: the lower bound of a decided parallelism.", min_value=1,
+)
+ADAPTIVE_BATCH_MAX_PARALLELISM = _opt(
+    "execution.batch.adaptive.auto-parallelism.max-parallelism", "int", 128,
+    "AdaptiveBatch scheduler: the upper bound of a decided parallelism (also bounded by the "
+    "vertex's max parallelism). Producers write this many subpartitions for such a consumer.",
+    min_value=1, max_value=32768,
+)
+ADAPTIVE_BATCH_AVG_DATA_VOLUME_PER_TASK = _opt(
+    "execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task", "memory", "16 mb",
+    "AdaptiveBatch scheduler: the amount of input one subtask of a vertex whose parallelism is "
+    "decided should read (the bytes its producers wrote, divided by this, rounded up).",
+)
+SPECULATIVE_ENABLED = _opt(
+    "execution.batch.speculative.enabled", "bool", False,
+    "BATCH jobs: start a speculative attempt of a subtask much slower than its finished peers on "
+    "another TaskManager; the first attempt to finish wins and the other is cancelled.",
+)
+SPECULATIVE_MAX_CONCURRENT_EXECUTIONS = _opt(
+    "execution.batch.speculative.max-concurrent-executions", "int", 2,
+    "Speculative execution: attempts of one subtask that may run at the same time.", min_value=2,
+)
+SLOW_TASK_DETECTOR_CHECK_INTERVAL = _opt(
+    "slow-task-detector.check-interval", "duration", "1 s",
+    "Speculative execution: how often running subtasks are checked for slowness.",
+)
+SLOW_TASK_DETECTOR_BASELINE_RATIO = _opt(
+    "slow-task-detector.execution-time.baseline-ratio", "float", 0.75,
+    "Speculative execution: the share of a vertex's subtasks that must have finished before the "
+    "median of their execution times is a baseline.", min_value=0.0, max_value=1.0,
+)
+SLOW_TASK_DETECTOR_BASELINE_MULTIPLIER = _opt(
+    "slow-task-detector.execution-time.baseline-multiplier", "float", 1.5,
+    "Speculative execution: a subtask running longer than this times the baseline is slow.",
+    min_value=1.0,
+)
+SLOW_TASK_DETECTOR_BASELINE_LOWER_BOUND = _opt(
+    "slow-task-detector.execution-time.baseline-lower-bound", "duration", "1 min",
+    "Speculative execution: the smallest baseline (short subtasks are never slow).",
 )
 CLUSTER_EVENLY_SPREAD_OUT_SLOTS = _opt(
     "cluster.evenly-spread-out-slots", "bool", False,
@@ -659,6 +734,17 @@ STATE_BACKEND_TYPE = _opt(
     "Keyed state backend: hashmap (state on the heap, organised by key group).",
     choices=("hashmap",),
 )
+SNAPSHOT_COMPRESSION = _opt(
+    "execution.checkpointing.snapshot-compression", "bool", False,
+    "Compress keyed state snapshots (yarnflink: LZ4 frames in the Arrow IPC files; Flink: Snappy).",
+)
+STATE_BACKEND_SNAPSHOT_MODE = _opt(
+    "state.backend.hashmap.snapshot-mode", "enum", "thread",
+    "yarnflink: where the asynchronous part of a hashmap snapshot serializes the state: thread (a "
+    "background thread of the TaskExecutor, sharing the GIL with the task) or fork (a forked child "
+    "process with a copy-on-write image of the heap; Linux only). See docs/PERFORMANCE.md.",
+    choices=("thread", "fork"),
+)
 CHECKPOINTING_INTERVAL = _opt(
     "execution.checkpointing.interval", "duration", None,
     "Interval between periodic checkpoints; unset disables checkpointing.",
@@ -680,6 +766,12 @@ CHECKPOINTING_MODE = _opt(
     "execution.checkpointing.mode", "enum", "EXACTLY_ONCE",
     "EXACTLY_ONCE (aligned barriers) or AT_LEAST_ONCE (barriers are not aligned).",
     choices=("EXACTLY_ONCE", "AT_LEAST_ONCE"),
+)
+CHECKPOINTING_UNALIGNED = _opt(
+    "execution.checkpointing.unaligned.enabled", "bool", False,
+    "EXACTLY_ONCE only: a task snapshots on the first barrier of a checkpoint and blocks no input "
+    "channel; records still in flight on the other channels are persisted with the checkpoint and "
+    "replayed on restore (unaligned checkpoints). Such a checkpoint cannot be rescaled.",
 )
 CHECKPOINTING_TOLERABLE_FAILURES = _opt(
     "execution.checkpointing.tolerable-failed-checkpoints", "int", 0,
@@ -820,6 +912,12 @@ SPARK_MICRO_BATCH_MAX_ROWS = _opt(
 SPARK_MICRO_BATCH_MAX_DELAY = _opt(
     "spark.micro-batch.max-delay", "duration", "1 s",
     "STREAMING: longest time a record waits in a Spark step's micro-batch before the batch runs.",
+)
+SPARK_SOURCE_PUSHDOWN = _opt(
+    "spark.source.pushdown", "bool", True,
+    "BATCH: a Spark step chained right after a FileSource of local Parquet files reads the source "
+    "subtask's files itself with Spark's Parquet reader (when Spark reads them with the schema the "
+    "records would have), instead of receiving them as Arrow batches.",
 )
 
 

@@ -56,6 +56,7 @@ class Dispatcher(RpcEndpoint):
         self._rest_port_config = rest_port
         self.rest_port = 0
         self.jobs: dict[str, JobEntry] = {}
+        self._savepoint_drivers: dict[tuple[str, str], Any] = {}  # (job id, trigger id) -> CheckpointDriver
         self.on_shutdown_request = on_shutdown_request
         self._rest_server: Any = None
         self._server_task: Optional[asyncio.Task[Any]] = None
@@ -65,6 +66,13 @@ class Dispatcher(RpcEndpoint):
         self.metric_fetcher: Optional[MetricFetcher] = None
         self._gateways: Optional[GatewayPool] = None
         self._metric_reporter: Any = None
+        #: HA (yarnflink.dispatcher.leadership.DispatcherLeadership): None without HA
+        self.leadership: Any = None
+
+    @property
+    def is_leader(self) -> bool:
+        """Without HA always; with HA once this master leads and has recovered its jobs."""
+        return self.leadership is None or self.leadership.accepting_session is not None
 
     @property
     def rest_url(self) -> str:
@@ -104,21 +112,81 @@ class Dispatcher(RpcEndpoint):
 
     # ------------------------------------------------------------------ jobs
     async def submit_job(self, job_graph: JobGraph) -> None:
+        ha = self.leadership
+        session = ha.require_leader() if ha is not None else None  # NotLeader: REST 503
         if job_graph.job_id in self.jobs:
             raise DuplicateJobSubmission(f"job {job_graph.job_id} was already submitted")
+        if ha is not None and await ha.has_job_result(job_graph.job_id):
+            raise DuplicateJobSubmission(f"job {job_graph.job_id} has already ended (it is in the job result store)")
+        entry = JobEntry(job_graph.job_id, job_graph.job_name, int(time.time() * 1000),
+                         plan=plan_json(job_graph), job_config=job_config_json(job_graph, self.config.to_dict()))
+        self.jobs[job_graph.job_id] = entry
+        try:
+            if ha is not None:  # durable before the JobMaster starts: a new leader recovers it
+                await ha.put_job_graph(job_graph, session)
+            await self._start_job_master(entry, job_graph)
+        except BaseException:
+            # a JobMaster that could not start leaves no half-registered job behind
+            self.jobs.pop(job_graph.job_id, None)
+            if ha is not None and session is not None:  # nor a JobGraph for the next leader
+                await ha.remove_job_graph(job_graph.job_id, session)
+            raise
+        log.info("submitted job %s (%s)", job_graph.job_name, job_graph.job_id)
+
+    async def recover_job(self, job_graph: JobGraph, session_id: str) -> None:
+        """HA: run a job that a former leader accepted (its JobGraph came from the JobGraphStore)."""
+        if job_graph.job_id in self.jobs:
+            return
         entry = JobEntry(job_graph.job_id, job_graph.job_name, int(time.time() * 1000),
                          plan=plan_json(job_graph), job_config=job_config_json(job_graph, self.config.to_dict()))
         self.jobs[job_graph.job_id] = entry
         try:
             await self._start_job_master(entry, job_graph)
         except BaseException:
-            # a JobMaster that could not start leaves no half-registered job behind
             self.jobs.pop(job_graph.job_id, None)
             raise
-        log.info("submitted job %s (%s)", job_graph.job_name, job_graph.job_id)
+        log.info("recovered job %s (%s)", job_graph.job_name, job_graph.job_id)
+
+    def fence_job_masters(self) -> None:
+        """HA, from any thread, at once: every JobMaster refuses every RPC from now on."""
+        for e in list(self.jobs.values()):
+            if e.master is not None:
+                e.master.jobmaster_id = ""
+
+    def suspend_jobs(self, cause: str, timeout: float = 2.0) -> None:
+        """HA, from another thread: suspend every running JobMaster (tasks cancelled, slots freed,
+        the jobs' HA data kept: not a terminal state) and stop it, within about ``timeout``."""
+        import concurrent.futures
+
+        masters = [e.master for e in list(self.jobs.values()) if e.master is not None]
+        futures = [asyncio.run_coroutine_threadsafe(jm.suspend(cause, timeout), jm.loop) for jm in masters
+                   if not jm.loop.is_closed()]
+        concurrent.futures.wait(futures, timeout=timeout + 0.5)
+        for jm in masters:
+            try:
+                jm.stop(timeout=1.0)
+            except Exception:  # noqa: BLE001 - the process is being replaced anyway
+                log.debug("stopping JobMaster of job %s failed", jm.job_id, exc_info=True)
 
     async def _start_job_master(self, entry: JobEntry, job_graph: JobGraph) -> None:
         cfg = self.config
+        ha_kwargs: dict[str, Any] = {}
+        ha = self.leadership
+        session: Optional[str] = None
+        if ha is not None:
+            from yarnflink.checkpoint.config import CheckpointConfig
+            from yarnflink.dispatcher.leadership import NotLeader
+            from yarnflink.jobmaster.jobmaster import job_configuration
+
+            session = ha.state.session_id  # the current grant (recovering jobs: not yet accepting)
+            if session is None:
+                raise NotLeader(ha.leader_rest_url)
+            try:
+                retained = CheckpointConfig.from_configuration(job_configuration(cfg, job_graph)).num_retained
+            except ValueError:  # the JobMaster below names the problem
+                retained = 1
+            ha_kwargs = {"jobmaster_id": session,  # fresh per leadership: the leader session id
+                         "checkpoint_ha": ha.checkpoint_recovery(job_graph.job_id, session, retained)}
         jm = JobMaster(
             job_graph, self.rest_host if self.rest_host not in ("0.0.0.0", "") else "127.0.0.1",
             self.rm.address,
@@ -127,9 +195,15 @@ class Dispatcher(RpcEndpoint):
             heartbeat_interval_s=cfg.get_seconds("heartbeat.interval"),
             heartbeat_timeout_s=cfg.get_seconds("heartbeat.timeout"),
             config=cfg,  # restart and failover strategies, slot.idle.timeout (the job's config wins)
+            **ha_kwargs,
         )
         entry.master = jm
         await asyncio.get_running_loop().run_in_executor(None, jm.start)
+        if ha is not None and session is not None:
+            if ha.state.session_id != session:  # leadership ended while it started: it never acts
+                jm.jobmaster_id = ""
+                return
+            await ha.publish_job_master(job_graph.job_id, session, jm.address)
 
     def _job_terminated_on_jm_loop(self, jm: JobMaster) -> None:
         """Called on the JobMaster's loop: snapshot there, then hand over to our loop."""
@@ -152,6 +226,11 @@ class Dispatcher(RpcEndpoint):
         entry.archive = archive
         jm, entry.master = entry.master, None
         entry.terminated.set()
+        if self.leadership is not None:  # HA: job result store, then the job's HA data goes
+            details = archive["details"]
+            exc = archive["exceptions"]
+            self.leadership.job_ended(job_id, str(details.get("state")), int(details.get("duration") or 0),
+                                      str(exc.get("root-exception") or "") or None)
         if jm is not None:
             # give the JobMaster a moment to free its slots, then stop its thread
             async def stop_later() -> None:
@@ -183,7 +262,8 @@ class Dispatcher(RpcEndpoint):
         if e.archive is not None:
             return dict(e.archive["details"])
         jm = e.master
-        assert jm is not None
+        if jm is None:  # submitted, its JobGraph being stored / JobMaster starting: not visible yet
+            raise UnknownJob(job_id)
         return await jm.call_async(_as_coro(jm.details))
 
     async def job_exceptions(self, job_id: str) -> dict[str, Any]:
@@ -194,20 +274,27 @@ class Dispatcher(RpcEndpoint):
         assert jm is not None
         return await jm.call_async(_as_coro(lambda: exceptions_json(jm.eg)))
 
-    async def trigger_savepoint(self, job_id: str, target_directory: Optional[str]) -> Optional[str]:
-        """The savepoint's trigger id; None if the job runs no longer or has no checkpointing
+    async def trigger_savepoint(self, job_id: str, target_directory: Optional[str],
+                                stop: bool = False) -> Optional[str]:
+        """The savepoint's trigger id (``stop``: stop-with-savepoint, the job is cancelled once it
+        completed); None if the job runs no longer or has no checkpointing
         (savepoints: yarnflink/jobmaster/checkpointing.py)."""
         e = self.entry(job_id)
         jm = e.master
         if e.archive is not None or jm is None or getattr(jm, "checkpoints", None) is None:
             return None
-        return await jm.call_async(_as_coro(lambda: jm.checkpoints.trigger_savepoint(target_directory)))
+        driver = jm.checkpoints
+        trigger_id: str = await jm.call_async(_as_coro(lambda: driver.trigger_savepoint(target_directory, stop)))
+        # the result stays readable after the job ended (stop-with-savepoint ends it)
+        self._savepoint_drivers[(job_id, trigger_id)] = driver
+        return trigger_id
 
     async def savepoint_status(self, job_id: str, trigger_id: str) -> Optional[dict[str, Any]]:
         e = self.entry(job_id)
         jm = e.master
+        driver = self._savepoint_drivers.get((job_id, trigger_id))
         if jm is None or getattr(jm, "checkpoints", None) is None:
-            return None
+            return dict(driver.savepoints[trigger_id]) if driver is not None else None
         return await jm.call_async(_as_coro(lambda: jm.checkpoints.savepoint_status(trigger_id)))
 
     async def cancel_job(self, job_id: str) -> bool:

@@ -47,11 +47,22 @@ def _error(status: int, message: str) -> JSONResponse:
 
 def create_app(dispatcher: "Dispatcher") -> FastAPI:
     from yarnflink.dispatcher.dispatcher import DuplicateJobSubmission, UnknownJob
+    from yarnflink.dispatcher.leadership import NotLeader
     from yarnflink.jobmaster.jobmaster import JobSubmissionException
 
     app = FastAPI(title="yarnflink REST API", version=__version__,
                   description="Flink's REST API paths and shapes, served by the yarnflink Dispatcher.")
     max_body = int(dispatcher.config.get("rest.server.max-content-length"))
+
+    @app.middleware("http")
+    async def _leader_only(request: Request, call_next: Any) -> Any:
+        """HA: a master that does not lead (or is still recovering) answers the job endpoints
+        with 503 naming the leader's REST URL (added before the security middleware, which thus
+        runs first)."""
+        if not dispatcher.is_leader and request.url.path.startswith("/jobs"):
+            return _not_leader(dispatcher)
+        return await call_next(request)
+
     install_rest_security(app, dispatcher.config)  # token auth, /health, /login, body limits
 
     @app.exception_handler(RestError)
@@ -150,6 +161,8 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
             await dispatcher.submit_job(graph)
         except DuplicateJobSubmission as e:
             raise RestError(409, str(e)) from None
+        except NotLeader:
+            return _not_leader(dispatcher)  # type: ignore[return-value]
         except JobSubmissionException as e:  # e.g. failover-strategy 'individual' for a job with exchanges
             raise RestError(400, f"job not accepted: {e}") from None
         return {"jobUrl": f"/jobs/{graph.job_id}"}
@@ -184,15 +197,52 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
     async def exceptions(jobid: str) -> dict[str, Any]:
         return await dispatcher.job_exceptions(_job_id(jobid))
 
-    @app.post("/jobs/{jobid}/savepoints", summary="Trigger a savepoint ({'request-id'})", response_model=None,
-              responses=doc(m.Empty, conflict=True))
-    async def trigger_savepoint(jobid: str, request: Request) -> dict[str, Any]:
+    async def _json_body(request: Request) -> dict[str, Any]:
         try:
             body = json.loads(await request.body() or b"{}")
         except ValueError:
             raise RestError(400, "the body is not JSON") from None
-        target = body.get("target-directory") if isinstance(body, dict) else None
-        trigger_id = await dispatcher.trigger_savepoint(_job_id(jobid), str(target) if target else None)
+        if not isinstance(body, dict):
+            raise RestError(400, "the body must be a JSON object")
+        return body
+
+    def _target(body: dict[str, Any], *keys: str) -> Optional[str]:
+        for key in keys:
+            value = body.get(key)
+            if value is not None:
+                if not isinstance(value, str) or not value.strip():
+                    raise RestError(400, f"{key} must be a non-empty string (a directory path or URL)")
+                value = value.strip()
+                if "://" not in value and not value.startswith("/"):
+                    raise RestError(400, f"{key} {value!r} must be an absolute path or a URL (file://, s3://, hdfs://)")
+                return value
+        return None
+
+    @app.post("/jobs/{jobid}/savepoints", summary="Trigger a savepoint ({'request-id'})", response_model=None,
+              responses=doc(m.Empty, conflict=True))
+    async def trigger_savepoint(jobid: str, request: Request) -> dict[str, Any]:
+        body = await _json_body(request)
+        target = _target(body, "target-directory")
+        cancel_job = body.get("cancel-job", False)
+        if not isinstance(cancel_job, bool):
+            raise RestError(400, "cancel-job must be true or false")
+        trigger_id = await dispatcher.trigger_savepoint(_job_id(jobid), target, stop=cancel_job)
+        if trigger_id is None:
+            raise RestError(409, f"Job {jobid} is not running with checkpointing enabled")
+        return {"request-id": trigger_id}
+
+    @app.post("/jobs/{jobid}/stop", summary="Stop a job with a savepoint ({'request-id'})", response_model=None,
+              responses=doc(m.Empty, conflict=True))
+    async def stop_with_savepoint(jobid: str, request: Request) -> dict[str, Any]:
+        body = await _json_body(request)
+        target = _target(body, "targetDirectory", "target-directory")
+        drain = body.get("drain", False)
+        if not isinstance(drain, bool):
+            raise RestError(400, "drain must be true or false")
+        if drain:
+            raise RestError(400, "drain (--drain) is not supported: stop without it, the job's pending "
+                                 "event-time timers are kept in the savepoint")
+        trigger_id = await dispatcher.trigger_savepoint(_job_id(jobid), target, stop=True)
         if trigger_id is None:
             raise RestError(409, f"Job {jobid} is not running with checkpointing enabled")
         return {"request-id": trigger_id}
@@ -242,6 +292,13 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
     install_openapi_fixups(app)
 
     return app
+
+
+def _not_leader(dispatcher: "Dispatcher") -> JSONResponse:
+    from yarnflink.dispatcher.leadership import NotLeader
+
+    url = dispatcher.leadership.leader_rest_url if dispatcher.leadership is not None else None
+    return JSONResponse({"errors": [str(NotLeader(url))], "leader": url}, status_code=503)
 
 
 def _job_id(value: str) -> str:

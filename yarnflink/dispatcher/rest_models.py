@@ -335,6 +335,35 @@ class CheckpointingStatistics(_Model):
     history: list[CheckpointHistoryEntry]
 
 
+class CheckpointDetails(_Model):
+    """Flink's CheckpointStatistics of one checkpoint, with ``tasks`` (per vertex)."""
+
+    id: int
+    status: str
+    trigger_timestamp: Optional[int] = None
+    latest_ack_timestamp: Optional[int] = None
+    end_to_end_duration: Optional[int] = None
+    checkpointed_size: Optional[int] = None
+    state_size: Optional[int] = None
+    num_subtasks: Optional[int] = None
+    num_acknowledged_subtasks: Optional[int] = None
+    tasks: dict[str, dict[str, Any]]
+
+
+class TaskCheckpointDetails(_Model):
+    """Flink's TaskCheckpointStatisticsWithSubtaskDetails: ``summary`` and ``subtasks``."""
+
+    id: int
+    status: str
+    state_size: int
+    checkpointed_size: int
+    end_to_end_duration: int
+    num_subtasks: int
+    num_acknowledged_subtasks: int
+    summary: dict[str, Any]
+    subtasks: list[dict[str, Any]]
+
+
 class ExecutionConfig(_Model):
     execution_mode: str = Field(alias="execution-mode")
     restart_strategy: str = Field(alias="restart-strategy")

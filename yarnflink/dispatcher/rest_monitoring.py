@@ -35,6 +35,7 @@ from yarnflink.dispatcher.views import (
 )
 from yarnflink.metrics import names as n
 from yarnflink.metrics import logfiles
+from yarnflink.metrics.checkpoint_stats import checkpoint_details, public_stats, task_checkpoint_details
 from yarnflink.metrics.process import process_metrics
 from yarnflink.metrics.store import (
     MetricQueryError,
@@ -175,7 +176,25 @@ def monitoring_router(dispatcher: "Dispatcher") -> APIRouter:
            summary="Checkpoint statistics and history of a job")
     async def checkpoints(jobid: str) -> dict[str, Any]:
         snap = await dispatcher.job_monitoring(_job_id(jobid))
-        return dict(snap["checkpoints"])
+        return public_stats(snap["checkpoints"])
+
+    @r.get("/jobs/{jobid}/checkpoints/details/{checkpointid}", response_model=None,
+           responses=_doc(m.CheckpointDetails), summary="One checkpoint of the history, with its vertices")
+    async def checkpoint_details_route(jobid: str, checkpointid: int) -> dict[str, Any]:
+        snap = await dispatcher.job_monitoring(_job_id(jobid))
+        details = checkpoint_details(snap["checkpoints"], checkpointid)
+        if details is None:
+            raise NotFound(f"checkpoint {checkpointid} is not in the job's checkpoint history")
+        return details
+
+    @r.get("/jobs/{jobid}/checkpoints/details/{checkpointid}/subtasks/{vertexid}", response_model=None,
+           responses=_doc(m.TaskCheckpointDetails), summary="One checkpoint of one vertex, subtask by subtask")
+    async def task_checkpoint_details_route(jobid: str, checkpointid: int, vertexid: str) -> dict[str, Any]:
+        snap = await dispatcher.job_monitoring(_job_id(jobid))
+        details = task_checkpoint_details(snap["checkpoints"], checkpointid, vertexid)
+        if details is None:
+            raise NotFound(f"no checkpoint {checkpointid} of vertex {vertexid!r} in the job's checkpoint history")
+        return details
 
     @r.get("/jobs/{jobid}/config", response_model=None, responses=_doc(m.JobConfig),
            summary="Configuration of a job")

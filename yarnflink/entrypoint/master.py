@@ -9,6 +9,11 @@ standalone and uses the TaskExecutors that register by themselves.
 Deployment modes: a session master runs until it is told to stop; a per-job master
 (``per_job``) ends once every job it ran has ended and its client process is gone; an application
 master (``application``) runs the job script itself and ends with it (``yarnflink.entrypoint.application``).
+
+High availability (``high-availability.type: zookeeper``, docs/HA.md): the process serves its
+endpoints at once but acts only as leader (``yarnflink.dispatcher.leadership``). A leader that
+loses its leadership steps down (``step_down``): it stops acting, then replaces itself with a
+fresh process (the same command line, ``os.execv``) that rejoins the election as a standby.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import json
 import logging
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import Optional, Sequence
@@ -24,7 +30,10 @@ from typing import Optional, Sequence
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.local.driver import LocalProcessDriver
 from yarnflink.dispatcher.dispatcher import Dispatcher
+from yarnflink.dispatcher.leadership import DispatcherLeadership
 from yarnflink.entrypoint.application import ApplicationRunner
+from yarnflink.highavailability.errors import HighAvailabilityError
+from yarnflink.highavailability.services import HighAvailabilityServices, create_ha_services, ha_enabled
 from yarnflink.resourcemanager.driver import ResourceManagerDriver
 from yarnflink.resourcemanager.resourcemanager import ResourceManager
 from yarnflink.security import prepare_master
@@ -36,7 +45,10 @@ class MasterProcess:
     def __init__(self, config: Configuration, *, local_taskexecutors: Optional[int] = None,
                  workdir: Optional[Path] = None, inherit_stdout: bool = False, per_job: bool = False,
                  client_pid: Optional[int] = None, application: Optional[Sequence[str]] = None,
-                 driver: Optional[ResourceManagerDriver] = None) -> None:
+                 driver: Optional[ResourceManagerDriver] = None,
+                 ha_services: Optional[HighAvailabilityServices] = None) -> None:
+        """``ha_services``: given HA services (tests: ``EmbeddedHaServices``) instead of the ones
+        ``high-availability.*`` asks for."""
         self.config = config
         self._stop = threading.Event()
         host = config.get("jobmanager.rpc.address") or "127.0.0.1"
@@ -48,8 +60,14 @@ class MasterProcess:
         min_slots = None
         if local_taskexecutors is not None and not config.contains("slotmanager.number-of-slots.min"):
             min_slots = local_taskexecutors * int(config.get("taskmanager.numberOfTaskSlots"))
+        #: HA services (ZooKeeper; connecting may fail with a clear error); None without HA
+        self.ha: Optional[HighAvailabilityServices] = ha_services if ha_services is not None else (
+            create_ha_services(config) if ha_enabled(config) else None)
+        self.leadership: Optional[DispatcherLeadership] = None
+        self._step_down_lock = threading.Lock()
+        self.stepping_down = False
         self.rm = ResourceManager(host, int(config.get("jobmanager.rpc.port")), config=config,
-                                  driver=self.driver, min_slots=min_slots)
+                                  driver=self.driver, min_slots=min_slots, high_availability=self.ha is not None)
         rest_host = config.get("rest.bind-address") or config.get("rest.address") or "127.0.0.1"
         if rest_host == "localhost":
             rest_host = "127.0.0.1"
@@ -68,6 +86,10 @@ class MasterProcess:
     def start(self) -> dict[str, object]:
         self.rm.start()
         self.dispatcher.start()
+        if self.ha is not None:  # serving already: a grant may come at once
+            self.leadership = DispatcherLeadership(self.ha, self.dispatcher, self.rm, step_down=self.step_down)
+            self.dispatcher.leadership = self.leadership
+            self.leadership.start()
         if self.application is not None:
             self.application.start(self.dispatcher.rest_url, on_done=self._stop.set)
         return {
@@ -104,8 +126,46 @@ class MasterProcess:
         self._stop.set()
 
     def stop(self) -> None:
+        if self.leadership is not None:
+            self.leadership.close()  # an orderly stop: the jobs' HA data stays for the next leader
         self.dispatcher.stop()
+        if self.ha is not None:
+            self.ha.close()  # leaves the election
         self.rm.stop()  # stops the driver's TaskExecutors too
+
+    # ------------------------------------------------------------------ HA
+    def step_down(self, reason: str) -> None:
+        """Leadership lost (revoked, ZooKeeper session LOST, connection SUSPENDED unless
+        tolerated): stop acting, then replace this process by a fresh one that rejoins the
+        election as a standby. The ResourceManager and every JobMaster refuse every RPC from the
+        first line on; JobMasters are suspended (their slots freed, so their tasks are cancelled;
+        the jobs' HA data stays); the ZooKeeper session is closed (bounded), which frees this
+        process's latch at once; then ``os.execv`` with the original command line. Runs at most once."""
+        with self._step_down_lock:
+            if self.stepping_down or self._stop.is_set():
+                return
+            self.stepping_down = True
+        log.warning("lost leadership: %s", reason)
+        self.rm.revoke_leadership()
+        self.dispatcher.fence_job_masters()
+        self.dispatcher.suspend_jobs(f"the master lost its leadership: {reason}")
+        if self.ha is not None:
+            closer = threading.Thread(target=self.ha.close, name="ha-close", daemon=True)
+            closer.start()
+            closer.join(2.0)
+        self._replace_process()
+
+    def _replace_process(self) -> None:
+        argv = [sys.executable] + list(getattr(sys, "orig_argv", sys.argv)[1:])
+        log.warning("stepping down: restarting as a standby (%s)", " ".join(argv[:6]))
+        for handler in logging.getLogger().handlers:
+            try:
+                handler.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(sys.executable, argv)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -133,9 +193,14 @@ def run_master(config: Configuration, *, local_taskexecutors: Optional[int], inf
 
         config, driver, publish = prepare_yarn(config, standby=yarn_standby)
     config = prepare_master(config, workdir or Path.cwd())  # the cluster's TLS material and REST token
-    master = MasterProcess(config, local_taskexecutors=local_taskexecutors, workdir=workdir,
-                           inherit_stdout=inherit_stdout, per_job=per_job, client_pid=client_pid,
-                           application=application, driver=driver)
+    try:
+        master = MasterProcess(config, local_taskexecutors=local_taskexecutors, workdir=workdir,
+                               inherit_stdout=inherit_stdout, per_job=per_job, client_pid=client_pid,
+                               application=application, driver=driver)
+    except HighAvailabilityError as e:  # e.g. ZooKeeper unreachable: a clear message, no traceback
+        log.error("master not started: %s", e)
+        print(f"yarnflink master: error: {e}", file=sys.stderr)
+        return 1
     signal.signal(signal.SIGTERM, lambda *_: master.request_stop())
     signal.signal(signal.SIGINT, lambda *_: master.request_stop())
     info = master.start()

@@ -1,4 +1,9 @@
-"""The TaskExecutor process (Flink's TaskManagerRunner)."""
+"""The TaskExecutor process (Flink's TaskManagerRunner).
+
+Without HA it registers at the ResourceManager at ``master_address``. With
+``high-availability.type: zookeeper`` it finds the ResourceManager's leader in ZooKeeper and follows
+it from leader to leader (``master_address`` is then ignored).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,8 @@ import signal
 import threading
 from typing import Optional
 
-from yarnflink.common.config import Configuration
+from yarnflink.common.config import ConfigError, Configuration
+from yarnflink.highavailability import create_ha_services, ha_enabled
 from yarnflink.metrics.prometheus import start_reporter, stop_reporter
 from yarnflink.metrics.taskexecutor import prometheus_samples
 from yarnflink.operators.memory import tune_allocator
@@ -19,14 +25,29 @@ from yarnflink.taskexecutor.taskexecutor import TaskExecutor
 log = logging.getLogger(__name__)
 
 
-def run_taskexecutor(config: Configuration, master_address: str, *, resource_id: Optional[str] = None,
+def run_taskexecutor(config: Configuration, master_address: Optional[str], *, resource_id: Optional[str] = None,
                      parent_pid: Optional[int] = None) -> int:
+    if not master_address and not ha_enabled(config):
+        raise ConfigError("a TaskExecutor needs --master HOST:PORT (the ResourceManager's address) "
+                          "unless high-availability.type is ZOOKEEPER")
     # fewer page faults for the large temporary Arrow buffers of vectorized operators
     tune_allocator()
     prepare_taskexecutor(config)  # mutual TLS with the cluster's CA (security.ssl.internal.*)
+    from yarnflink.spark.session import holder as spark_sessions
+
+    spark_sessions.set_process_config(config.to_dict())  # its spark.* keys reach its SparkSession
     host = config.get("taskmanager.host") or "127.0.0.1"
+    ha = None
+    retriever = None
+    if ha_enabled(config):
+        ha = create_ha_services(config)  # ConfigError / HighAvailabilityError name what is wrong
+        retriever = ha.resource_manager_leader_retriever()
+        if master_address:
+            log.info("high availability is on: the ResourceManager's leader comes from ZooKeeper, "
+                     "not from --master %s", master_address)
+        master_address = None
     te = TaskExecutor(
-        master_address, host=host,
+        master_address, host=host, rm_leader_retriever=retriever,
         rpc_port=int(config.get("taskmanager.rpc.port")),
         data_port=int(config.get("taskmanager.data.port")),
         num_slots=int(config.get("taskmanager.numberOfTaskSlots")),
@@ -52,4 +73,6 @@ def run_taskexecutor(config: Configuration, master_address: str, *, resource_id:
             break
     stop_reporter(reporter)
     te.stop()
+    if ha is not None:
+        ha.close()
     return 0

@@ -145,6 +145,10 @@ class ExecutionVertex:
         self.current = Execution(self, 0)
         self.prior: list[Execution] = []
         self.produced: dict[str, IntermediateResultPartition] = {}
+        #: speculative execution: attempts running beside ``current`` (a winner becomes current),
+        #: and the attempts that ran beside the current one and lost (kept in ``prior`` too)
+        self.speculative: list[Execution] = []
+        self.concurrent: list[Execution] = []
 
     @property
     def task_name_with_subtask(self) -> str:
@@ -153,7 +157,11 @@ class ExecutionVertex:
 
     def new_attempt(self) -> Execution:
         self.prior.append(self.current)
-        self.current = Execution(self, self.current.attempt_number + 1)
+        self.prior.extend(self.speculative)
+        self.speculative = []
+        self.concurrent = []
+        number = max(e.attempt_number for e in (self.current, *self.prior)) + 1
+        self.current = Execution(self, number)
         return self.current
 
     def last_slot(self) -> Optional[LogicalSlot]:
@@ -168,6 +176,14 @@ class ExecutionJobVertex:
     def __init__(self, job_vertex: JobVertex) -> None:
         self.job_vertex = job_vertex
         self.task_vertices = [ExecutionVertex(self, i) for i in range(job_vertex.parallelism)]
+        #: AdaptiveBatch: the upper bound of a parallelism decided at run time (None: fixed), and
+        #: whether it has been decided (``ExecutionGraph.set_parallelism``)
+        self.adaptive_upper_bound: Optional[int] = None
+        self.parallelism_decided = False
+
+    @property
+    def awaiting_parallelism(self) -> bool:
+        return self.adaptive_upper_bound is not None and not self.parallelism_decided
 
     @property
     def id(self) -> str:
@@ -219,6 +235,73 @@ class ExecutionGraph:
 
     def vertex(self, vertex_id: str) -> ExecutionJobVertex:
         return self._by_id[vertex_id]
+
+    # ------------------------------------------------------------------ AdaptiveBatch
+    def num_subpartitions(self, edge: JobEdge) -> int:
+        """Subpartitions a producer writes for ``edge``: 1 for forward, the consumer's parallelism,
+        or -- for a consumer whose parallelism is decided at run time -- a fixed count the decided
+        subtasks split among them (one per key group for hash, else the consumer's upper bound)."""
+        if edge.partitioning in POINTWISE:
+            return 1
+        consumer = self._by_id[edge.target]
+        if consumer.adaptive_upper_bound is None:
+            return consumer.job_vertex.parallelism
+        if edge.partitioning == "hash":
+            return self.job_graph.vertex(self.job_graph.dataset(edge.source).producer).max_parallelism
+        return consumer.adaptive_upper_bound
+
+    def consumed_subpartitions(self, edge: JobEdge, ev: "ExecutionVertex") -> range:
+        """The subpartitions of each producer's partition that consumer subtask ``ev`` reads."""
+        if edge.partitioning in POINTWISE:
+            return range(0, 1)
+        if ev.job_vertex.adaptive_upper_bound is None:
+            return range(ev.subtask_index, ev.subtask_index + 1)
+        n = self.num_subpartitions(edge)
+        p = ev.job_vertex.job_vertex.parallelism
+        if edge.partitioning == "broadcast":  # every subpartition holds everything
+            return range(ev.subtask_index % n, ev.subtask_index % n + 1)
+        start = (ev.subtask_index * n + p - 1) // p
+        return range(start, ((ev.subtask_index + 1) * n - 1) // p + 1)
+
+    def rescale(self, parallelisms: dict[str, int]) -> None:
+        """Adaptive scheduler: every vertex gets new subtasks at its new parallelism (the job
+        restarts as a whole), each with an attempt number above any before it."""
+        for ejv in self.job_vertices:
+            old = [e for v in ejv.task_vertices for e in (v.current, *v.prior, *v.speculative)
+                   if e.state != ExecutionState.CREATED]  # attempts that were scheduled at all
+            number = max((e.attempt_number for e in old), default=-1) + 1
+            ejv.job_vertex.parallelism = max(1, min(parallelisms.get(ejv.id, ejv.job_vertex.parallelism),
+                                                    ejv.job_vertex.max_parallelism))
+            ejv.task_vertices = [ExecutionVertex(ejv, i) for i in range(ejv.job_vertex.parallelism)]
+            for ev in ejv.task_vertices:
+                ev.current = Execution(ev, number)
+            for d in self.job_graph.datasets:
+                if d.producer == ejv.id:
+                    edge = self._edge_of.get(d.id)
+                    for ev in ejv.task_vertices:
+                        ev.produced[d.id] = IntermediateResultPartition(
+                            d.id, ev, d.result_type, edge.partitioning if edge else "forward")
+
+    def set_parallelism(self, vertex_id: str, parallelism: int) -> ExecutionJobVertex:
+        """Decides the parallelism of a vertex that awaits one: its subtasks are created anew
+        (none has been scheduled yet). Bounded by the subpartitions its producers wrote."""
+        ejv = self._by_id[vertex_id]
+        if not ejv.awaiting_parallelism:
+            raise ValueError(f"the parallelism of vertex {vertex_id} is not awaiting a decision")
+        assert all(v.current.state == ExecutionState.CREATED for v in ejv.task_vertices)
+        bound = min([ejv.adaptive_upper_bound or 1] + [self.num_subpartitions(e)
+                                                       for e in self.job_graph.inputs_of(vertex_id)])
+        parallelism = max(1, min(parallelism, bound))
+        ejv.job_vertex.parallelism = parallelism
+        ejv.parallelism_decided = True
+        ejv.task_vertices = [ExecutionVertex(ejv, i) for i in range(parallelism)]
+        for d in self.job_graph.datasets:
+            if d.producer == vertex_id:
+                edge = self._edge_of.get(d.id)
+                for ev in ejv.task_vertices:
+                    ev.produced[d.id] = IntermediateResultPartition(
+                        d.id, ev, d.result_type, edge.partitioning if edge else "forward")
+        return ejv
 
     def all_vertices(self) -> Iterator[ExecutionVertex]:
         for ejv in self.job_vertices:
@@ -273,7 +356,7 @@ class ExecutionGraph:
             for ev in ejv.task_vertices:
                 if ev.current.attempt_id == attempt_id:
                     return ev.current
-                for old in ev.prior:
+                for old in (*ev.prior, *ev.speculative):
                     if old.attempt_id == attempt_id:
                         return old
         return None

@@ -15,10 +15,15 @@
      +-- driver: ZooKeeperLeaderRetrievalDriver (zookeeper/leaderretrieval.py) | fixed | embedded
     JobGraphStore, JobResultStore, CheckpointIDCounter, CompletedCheckpointPointerStore (stores.py)
      +-- ZooKeeper pointers (zookeeper/stores.py), files in the storageDir (filesystem.py), in memory
+    JobCheckpointRecovery (checkpoints.py) ....... a JobMaster's checkpoint ids and pointers
+
+The master process's use of them: ``yarnflink.dispatcher.recovery`` (pure decisions) and
+``yarnflink.dispatcher.leadership`` (their driver); docs/HA.md.
 
 This package's top level imports neither kazoo nor fsspec; the ZooKeeper forms load on demand.
 """
 
+from yarnflink.highavailability.checkpoints import JobCheckpointRecovery
 from yarnflink.highavailability.election_service import (
     LeaderContender,
     LeaderElectionHandle,
@@ -59,6 +64,7 @@ __all__ = [
     "HaStoreError",
     "HighAvailabilityError",
     "HighAvailabilityServices",
+    "JobCheckpointRecovery",
     "JobGraphStore",
     "JobResult",
     "JobResultStore",

@@ -53,6 +53,10 @@ class JobVertex:
     max_parallelism: int
     operators: list[OperatorDescriptor]  # head operator first
     slot_sharing_group: str = "default"
+    #: False when no operator of the vertex set its parallelism and the job set no default
+    #: (``set_parallelism``): the AdaptiveBatch scheduler may then decide it. JSON
+    #: ``parallelismConfigured``, true when absent.
+    parallelism_configured: bool = True
 
     @property
     def head(self) -> OperatorDescriptor:
@@ -128,6 +132,7 @@ class JobGraph:
                     "parallelism": v.parallelism,
                     "maxParallelism": v.max_parallelism,
                     "slotSharingGroup": v.slot_sharing_group,
+                    **({} if v.parallelism_configured else {"parallelismConfigured": False}),
                     "operators": [
                         {
                             "nodeId": o.node_id,
@@ -240,7 +245,15 @@ class _Parser:
             max_parallelism=max_par,
             operators=[self.operator(o, f"{path}.operators[{i}]") for i, o in enumerate(ops_raw)],
             slot_sharing_group=self._str(d, "slotSharingGroup", path, default="default"),
+            parallelism_configured=self._parallelism_configured(d, path),
         )
+
+    @staticmethod
+    def _parallelism_configured(d: dict[str, Any], path: str) -> bool:
+        value = d.get("parallelismConfigured", True)
+        if not isinstance(value, bool):
+            raise JobGraphError(f"{path}.parallelismConfigured must be true or false, got {value!r}")
+        return value
 
     def operator(self, data: Any, path: str) -> OperatorDescriptor:
         d = self._obj(data, path)

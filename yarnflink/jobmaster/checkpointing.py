@@ -18,7 +18,7 @@ import grpc
 from yarnflink.checkpoint import coordinator as cc
 from yarnflink.checkpoint.assignment import RestoreVertex, assign_state
 from yarnflink.checkpoint.config import CheckpointConfig
-from yarnflink.checkpoint.metadata import CompletedCheckpoint
+from yarnflink.checkpoint.metadata import CheckpointMetadataError, CompletedCheckpoint
 from yarnflink.executiongraph.executiongraph import Execution, ExecutionState, ExecutionVertex
 from yarnflink.operators.chain import operator_id_of
 from yarnflink.rpc.gateways import RPC_TIMEOUT_S
@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from yarnflink.jobmaster.jobmaster import JobMaster
 
 log = logging.getLogger(__name__)
+
+#: configuration keys of checkpoint storage that tasks need (see ``storage_config``)
+STORAGE_KEYS = ("s3.endpoint", "s3.access-key", "s3.secret-key", "s3.path.style.access")
 
 #: checkpoint history kept for the REST API (Flink's web.checkpoints.history default)
 HISTORY_SIZE = 10
@@ -54,19 +57,8 @@ class CheckpointDriver:
         self.jm = jm
         conf = jm.config
         self.config = CheckpointConfig.from_configuration(conf)
-        jg = jm.job_graph
-        tasks = []
         self.vertices: list[RestoreVertex] = []
-        for ejv in [jm.eg.vertex(v.id) for v in jg.vertices]:
-            jv = ejv.job_vertex
-            ops = tuple(operator_id_of(op.node_id, op.uid or "") for op in jv.operators)
-            self.vertices.append(RestoreVertex(jv.id, jv.parallelism, jv.max_parallelism, ops))
-            upstream = tuple(task_id_of(u) for e in jg.inputs_of(jv.id)
-                             for u in jm.eg.vertex(jg.dataset(e.source).producer).task_vertices)
-            for ev in ejv.task_vertices:
-                tasks.append(cc.CheckpointTask(task_id_of(ev), jv.id, ev.subtask_index, jv.parallelism,
-                                               jv.max_parallelism, ops, upstream))
-        self.coordinator = cc.CheckpointCoordinator(jm.job_id, tasks, self.config, start_time=_now_ms())
+        self.coordinator = cc.CheckpointCoordinator(jm.job_id, self._tasks(), self.config, start_time=_now_ms())
         directory = self.config.directory or ""
         self.storage = (FsCheckpointStorage(directory, jm.job_id,
                                             storage_options=storage_options_from_config(conf, directory),
@@ -80,21 +72,81 @@ class CheckpointDriver:
         # statistics for GET /jobs/:id/checkpoints
         self.counts = {"restored": 0, "total": 0, "in_progress": 0, "completed": 0, "failed": 0}
         self.history: list[dict[str, Any]] = []
+        #: checkpoint id -> vertex id -> subtask index -> its statistics (details/{cid} in the REST API)
+        self.subtask_stats: dict[int, dict[str, dict[int, dict[str, Any]]]] = {}
         self.latest_restored: Optional[dict[str, Any]] = None
         self._task: Optional[asyncio.Task[None]] = None
         #: savepoints: trigger id -> Flink's asynchronous operation result; checkpoint id -> trigger id
         self.savepoints: dict[str, dict[str, Any]] = {}
         self._savepoint_of: dict[int, str] = {}
+        #: HA (yarnflink.highavailability.checkpoints): ids from the shared counter, pointers in ZooKeeper
+        self.ha: Any = getattr(jm, "checkpoint_ha", None)
+        self._reserved_id = 0
+        self._stop_after: set[str] = set()  # stop-with-savepoint trigger ids
+        self._stop_checkpoints: set[int] = set()  # their checkpoint ids, once written
+        self._validated: set[int] = set()  # checkpoint ids whose files were checked before a restore
+        self._validating: Optional[asyncio.Future[None]] = None
+        #: checkpoints skipped on restore, and why (GET /jobs/:id/checkpoints: latest.restored.skipped)
+        self.restore_warnings: list[str] = []
 
-    def trigger_savepoint(self, target_directory: Optional[str]) -> str:
-        """``POST /jobs/:id/savepoints``: the trigger id whose result ``savepoint_status`` tells."""
+    def _tasks(self) -> list[cc.CheckpointTask]:
+        """The checkpoint tasks of the ExecutionGraph as it is now (``self.vertices`` too)."""
+        jm = self.jm
+        jg = jm.job_graph
+        tasks = []
+        self.vertices = []
+        for ejv in [jm.eg.vertex(v.id) for v in jg.vertices]:
+            jv = ejv.job_vertex
+            ops = tuple(operator_id_of(op.node_id, op.uid or "") for op in jv.operators)
+            self.vertices.append(RestoreVertex(jv.id, jv.parallelism, jv.max_parallelism, ops))
+            upstream = tuple(task_id_of(u) for e in jg.inputs_of(jv.id)
+                             for u in jm.eg.vertex(jg.dataset(e.source).producer).task_vertices)
+            for ev in ejv.task_vertices:
+                tasks.append(cc.CheckpointTask(task_id_of(ev), jv.id, ev.subtask_index, jv.parallelism,
+                                               jv.max_parallelism, ops, upstream))
+        return tasks
+
+    def follow_rescale(self) -> bool:
+        """The adaptive scheduler rebuilt the ExecutionGraph at another parallelism: checkpoints
+        still pending are aborted (one being finalized too: the tasks that took it are gone and
+        the new ones restore the latest completed checkpoint, so it must never complete), and the
+        coordinator is rebuilt for the new tasks, keeping the completed checkpoints and the id
+        counter; the next deployments restore the latest completed checkpoint redistributed to
+        the new parallelism (``assign_state``). False: the parallelism did not change."""
+        now = {ejv.id: ejv.job_vertex.parallelism for ejv in self.jm.eg.job_vertices}
+        if now == {v.vertex_id: v.parallelism for v in self.vertices}:
+            return False
+        old = self.coordinator
+        aborts: list[Any] = []
+        for cid in sorted(old.pending):
+            if cid in old.pending:
+                aborts += old._abort(cid, cc.TASK_FAILURE, _now_ms(), f"the job was rescaled to {now}")
+        fresh = cc.CheckpointCoordinator(self.jm.job_id, self._tasks(), self.config, completed=list(old.completed),
+                                         next_checkpoint_id=old.next_checkpoint_id, start_time=_now_ms())
+        fresh.last_completion = old.last_completion
+        fresh.periodic_suspended = old.periodic_suspended
+        self.coordinator = fresh
+        self._assigned_for = -1
+        self._restored_at_restart = -1  # the rescale's restore is counted
+        self._apply([a for a in aborts if not isinstance(a, cc.FailJob)])
+        log.info("job %s: checkpointing follows the rescale to %s (latest completed checkpoint: %s)",
+                 self.jm.job_id, now, old.latest_completed().checkpoint_id if old.completed else None)
+        return True
+
+    def trigger_savepoint(self, target_directory: Optional[str], stop: bool = False) -> str:
+        """``POST /jobs/:id/savepoints`` (and ``/stop``: the job is cancelled once the savepoint
+        completed): the trigger id whose result ``savepoint_status`` tells."""
         import uuid
 
         trigger_id = uuid.uuid4().hex
         target = target_directory or self.jm.config.get_string("execution.checkpointing.savepoint-dir")
         if not target:
-            self.savepoints[trigger_id] = _failed("no target directory: pass target-directory or set "
-                                                  "execution.checkpointing.savepoint-dir")
+            self.savepoints[trigger_id] = _failed("no target directory: pass target-directory (yarnflink savepoint "
+                                                  "JOBID DIR) or set execution.checkpointing.savepoint-dir")
+            return trigger_id
+        if not self.config.periodic:
+            self.savepoints[trigger_id] = _failed("checkpointing is not enabled for this job "
+                                                  "(execution.checkpointing.interval)")
             return trigger_id
         target = f"{target.rstrip('/')}/savepoint-{self.jm.job_id[:6]}-{trigger_id[:12]}"
         actions = self.coordinator.handle(cc.TriggerSavepoint(_now_ms(), target))
@@ -104,22 +156,155 @@ class CheckpointDriver:
             return trigger_id
         self.savepoints[trigger_id] = {"status": {"id": "IN_PROGRESS"}}
         self._savepoint_of[trigger.checkpoint_id] = trigger_id
+        if stop:
+            self._stop_after.add(trigger_id)
+            self.coordinator.periodic_suspended = True
         self._apply(actions)
         return trigger_id
+
+    def storage_config(self) -> dict[str, str]:
+        """The file system keys (``s3.*``) of the cluster's configuration that tasks need to
+        read and write state where the job's checkpoints and savepoints are (Flink: the
+        TaskManagers' file system configuration)."""
+        out = {}
+        for key in STORAGE_KEYS:
+            value = self.jm.config.get_string(key)
+            if value:
+                out[key] = value
+        return out
 
     def savepoint_status(self, trigger_id: str) -> Optional[dict[str, Any]]:
         return self.savepoints.get(trigger_id)
 
     # ------------------------------------------------------------------ lifecycle
     async def load_initial(self) -> None:
-        """``execution.savepoint.path``: the job starts from that checkpoint/savepoint."""
+        """``execution.savepoint.path`` (``yarnflink run -s PATH``): the job starts from that
+        savepoint or checkpoint (or from the newest valid checkpoint of a job's checkpoint
+        directory). The state must fit the job (operators matched by uid) unless
+        ``execution.savepoint.ignore-unclaimed-state``; else this raises, naming the path and
+        the problem, and the job fails."""
+        from yarnflink.checkpoint.assignment import check_compatible
+        from yarnflink.checkpoint.storage import resolve_restore_location, storage_options_from_config
+
+        if self.ha is not None and await self._load_from_ha():
+            return
         path = self.jm.config.get_string("execution.savepoint.path")
-        if path and self.storage is not None:
-            loop = asyncio.get_running_loop()
-            self._restore = await loop.run_in_executor(None, self.storage.read_metadata, path)
-            self.latest_restored = {"id": self._restore.checkpoint_id, "external_path": path,
-                                    "restore_timestamp": _now_ms(), "is_savepoint": self._restore.is_savepoint}
-            self.counts["restored"] += 1
+        if not path:
+            return
+        options = storage_options_from_config(self.jm.config, path)
+        found = await asyncio.get_running_loop().run_in_executor(None, resolve_restore_location, path, options)
+        for skipped in found.skipped:
+            log.warning("job %s: not restoring %s: %s (falling back to an older checkpoint)",
+                        self.jm.job_id, skipped.path, skipped.problem)
+            self.restore_warnings.append(str(skipped))
+        checkpoint = found.checkpoint
+        assert checkpoint is not None
+        problem = check_compatible(checkpoint, self.vertices,
+                                   bool(self.jm.config.get("execution.savepoint.ignore-unclaimed-state")))
+        if problem is not None:
+            raise ValueError(problem)
+        self._restore = checkpoint
+        self.latest_restored = {"id": checkpoint.checkpoint_id, "external_path": checkpoint.external_pointer or path,
+                                "restore_timestamp": _now_ms(), "is_savepoint": checkpoint.is_savepoint,
+                                "skipped": list(self.restore_warnings)}
+        self.counts["restored"] += 1
+        # new checkpoints of this job continue the numbering (Flink: the restored id + 1)
+        self.coordinator.next_checkpoint_id = max(self.coordinator.next_checkpoint_id, checkpoint.checkpoint_id + 1)
+
+    async def prepare_restore(self, execution: Execution) -> None:
+        """Before a restarted task is deployed: check (once per checkpoint, one check shared by
+        all tasks being deployed) that the files of the checkpoint it would restore are intact; a
+        damaged one is dropped and the previous retained checkpoint is restored instead (Flink's
+        fallback), logged as a warning and listed in ``restore_warnings``."""
+        if execution.attempt_number == 0 or self.storage is None:
+            return
+        if self._validating is None or self._validating.done():
+            latest = self.coordinator.latest_completed()
+            if latest is None or latest.checkpoint_id in self._validated:
+                return
+            self._validating = asyncio.ensure_future(self._validate_latest())
+        await asyncio.shield(self._validating)
+
+    async def _validate_latest(self) -> None:
+        from yarnflink.checkpoint.storage import validate_checkpoint
+
+        assert self.storage is not None
+        while True:
+            checkpoint = self.coordinator.latest_completed()
+            if checkpoint is None or checkpoint.checkpoint_id in self._validated:
+                return
+            try:
+                await asyncio.get_running_loop().run_in_executor(
+                    None, validate_checkpoint, checkpoint, self.storage.storage_options)
+            except Exception as e:  # noqa: BLE001 - damaged or unreadable: fall back
+                if self.coordinator.latest_completed() is checkpoint and len(self.coordinator.completed) > 1:
+                    self.coordinator.completed.remove(checkpoint)
+                    log.warning("job %s: checkpoint %d cannot be restored (%s); falling back to checkpoint %d",
+                                self.jm.job_id, checkpoint.checkpoint_id, e,
+                                self.coordinator.completed[-1].checkpoint_id)
+                    self.restore_warnings.append(f"checkpoint {checkpoint.checkpoint_id} skipped: {e}")
+                    continue
+                log.warning("job %s: checkpoint %d may not be restorable: %s", self.jm.job_id,
+                            checkpoint.checkpoint_id, e)
+            self._validated.add(checkpoint.checkpoint_id)
+            return
+
+    # ------------------------------------------------------------------ HA (a new leader resumes here)
+    async def _load_from_ha(self) -> bool:
+        """The latest completed checkpoint whose pointer is in ZooKeeper, if any: a job recovered
+        by a new leader resumes from it (ahead of ``execution.savepoint.path``)."""
+        loop = asyncio.get_running_loop()
+        latest = await loop.run_in_executor(None, self.ha.latest)
+        if latest is None or self.storage is None:
+            return False
+        cid, pointer = latest
+        try:
+            checkpoint = await loop.run_in_executor(None, self.storage.read_metadata, pointer)
+            await loop.run_in_executor(None, self.storage.validate, checkpoint)
+        except CheckpointMetadataError as e:  # damaged: the newest valid one of the job's directory
+            found = await loop.run_in_executor(None, self.storage.find_latest_valid)
+            if found.checkpoint is None:
+                raise
+            self.restore_warnings += [str(e)] + [str(s) for s in found.skipped if s.path != e.path]
+            log.warning("job %s: checkpoint %d cannot be restored (%s); falling back to checkpoint %d",
+                        self.jm.job_id, cid, e, found.checkpoint.checkpoint_id)
+            checkpoint = found.checkpoint
+            pointer = checkpoint.external_pointer or pointer
+            cid = max(cid, checkpoint.checkpoint_id)  # ids after the damaged one stay unused
+        self._restore = checkpoint
+        self.latest_restored = {"id": checkpoint.checkpoint_id, "external_path": pointer,
+                                "restore_timestamp": _now_ms(), "is_savepoint": checkpoint.is_savepoint,
+                                "skipped": list(self.restore_warnings)}
+        self.counts["restored"] += 1
+        self.coordinator.next_checkpoint_id = max(self.coordinator.next_checkpoint_id, cid + 1)
+        log.info("job %s: resuming from checkpoint %d (%s)", self.jm.job_id, cid, pointer)
+        return True
+
+    async def _reserve_id(self) -> bool:
+        """The next checkpoint's id drawn from the job's shared counter in ZooKeeper (once per
+        id used), so no leader reuses an id an earlier one may have started. False: not now."""
+        wanted = self.coordinator.next_checkpoint_id
+        if self._reserved_id == wanted:
+            return True
+        try:
+            cid = await asyncio.get_running_loop().run_in_executor(None, self.ha.reserve_checkpoint_id, wanted)
+        except Exception as e:  # noqa: BLE001 - ZooKeeper away or leadership lost: no checkpoint now
+            log.warning("job %s: no checkpoint id from ZooKeeper: %s", self.jm.job_id, e)
+            return False
+        self.coordinator.next_checkpoint_id = max(cid, self.coordinator.next_checkpoint_id)
+        self._reserved_id = cid if self.coordinator.next_checkpoint_id == cid else 0
+        return self._reserved_id == cid
+
+    async def _publish_pointer(self, cid: int, pointer: str) -> Optional[str]:
+        """A checkpoint completes once its ``_metadata`` URL is in ZooKeeper; the error otherwise."""
+        from yarnflink.checkpoint.storage import METADATA_FILE_NAME
+
+        metadata = pointer if pointer.endswith(METADATA_FILE_NAME) else f"{pointer.rstrip('/')}/{METADATA_FILE_NAME}"
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, self.ha.add_pointer, cid, metadata)
+        except Exception as e:  # noqa: BLE001
+            return f"adding checkpoint {cid} to the HA store failed: {type(e).__name__}: {e}"
+        return None
 
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._tick_loop())
@@ -135,11 +320,15 @@ class CheckpointDriver:
             await asyncio.sleep(delay)
             if self.jm.eg.status.globally_terminal:
                 return
+            if self.ha is not None and not await self._reserve_id():
+                continue
             self._apply(self.coordinator.handle(cc.Tick(_now_ms())))
 
     # ------------------------------------------------------------------ events
     def task_state_changed(self, execution: Execution, state: ExecutionState) -> None:
         tid = task_id_of(execution.vertex)
+        if tid not in self.coordinator.tasks:
+            return  # a task of the graph before a rescale
         if state == ExecutionState.RUNNING:
             self._apply(self.coordinator.handle(cc.TaskRunning(tid, execution.attempt_number)))
         elif state == ExecutionState.FINISHED:
@@ -149,6 +338,7 @@ class CheckpointDriver:
 
     def deploying(self, execution: Execution) -> None:
         """A (re)deployed attempt: pending checkpoints cannot complete."""
+        self.follow_rescale()
         tid = task_id_of(execution.vertex)
         if self.coordinator.status.get(tid) != cc.CREATED or self.coordinator.pending:
             self._apply(self.coordinator.handle(cc.TaskFailed(tid, _now_ms())))
@@ -168,7 +358,8 @@ class CheckpointDriver:
             self.counts["restored"] += 1
             self.latest_restored = {"id": checkpoint.checkpoint_id,
                                     "external_path": checkpoint.external_pointer or "",
-                                    "restore_timestamp": _now_ms(), "is_savepoint": checkpoint.is_savepoint}
+                                    "restore_timestamp": _now_ms(), "is_savepoint": checkpoint.is_savepoint,
+                                    "skipped": list(self.restore_warnings)}
         ev = execution.vertex
         snap = self._assigned.get((ev.job_vertex.job_vertex.id, ev.subtask_index))
         if snap is None:
@@ -182,10 +373,25 @@ class CheckpointDriver:
             event: Any = cc.DeclineCheckpoint(int(d["checkpoint_id"]), tid, str(d.get("reason", "")),
                                               int(d.get("attempt", 0)), _now_ms())
         else:
+            self._record_subtask_stats(int(d["checkpoint_id"]), execution, d.get("metrics"))
             event = cc.AcknowledgeCheckpoint(int(d["checkpoint_id"]), tid,
                                              TaskStateSnapshot.from_json(d.get("state") or {}),
                                              int(d.get("attempt", 0)), _now_ms())
         self._apply(self.coordinator.handle(event))
+
+    def _record_subtask_stats(self, cid: int, execution: Execution, metrics: Any) -> None:
+        """Per-subtask statistics of an acknowledgement (``yarnflink.metrics.checkpoint_stats``),
+        kept while the checkpoint is in the history."""
+        from yarnflink.metrics.checkpoint_stats import subtask_record
+
+        if not any(h["id"] == cid for h in self.history):
+            return
+        ev = execution.vertex
+        rec = subtask_record(ev.subtask_index, metrics, _now_ms())
+        self.subtask_stats.setdefault(cid, {}).setdefault(ev.job_vertex.job_vertex.id, {})[ev.subtask_index] = rec
+        live = {h["id"] for h in self.history}
+        for old in [c for c in self.subtask_stats if c not in live]:
+            del self.subtask_stats[old]
 
     def job_terminated(self, status: str) -> None:
         self.stop()
@@ -194,7 +400,10 @@ class CheckpointDriver:
     # ------------------------------------------------------------------ actions
     def _execution(self, task_id: str) -> Optional[Execution]:
         vid, sub = task_id.rsplit("#", 1)
-        ev = self.jm.eg.vertex(vid).task_vertices[int(sub)]
+        subtasks = self.jm.eg.vertex(vid).task_vertices
+        if int(sub) >= len(subtasks):
+            return None  # a task of the graph before a rescale
+        ev = subtasks[int(sub)]
         return ev.current if ev.current.slot is not None else None
 
     def _apply(self, actions: list[Any]) -> None:
@@ -212,12 +421,20 @@ class CheckpointDriver:
             elif isinstance(a, cc.WriteMetadata):
                 self.jm._spawn(self._write_metadata(a))
             elif isinstance(a, cc.NotifyCheckpointComplete):
+                if a.checkpoint_id in self._stop_checkpoints:  # stop-with-savepoint: notify, then cancel
+                    self._stop_checkpoints.discard(a.checkpoint_id)
+                    self.jm._spawn(self._notify_then_cancel(a))
+                    continue
                 for tid in a.tasks:
                     self._rpc_notify(tid, a.checkpoint_id, True)
             elif isinstance(a, cc.NotifyCheckpointAborted):
                 self._finish_history(a.checkpoint_id, "FAILED", failure=a.reason)
                 if a.checkpoint_id in self._savepoint_of:
-                    self.savepoints[self._savepoint_of.pop(a.checkpoint_id)] = _failed(a.reason)
+                    trigger_id = self._savepoint_of.pop(a.checkpoint_id)
+                    if trigger_id in self._stop_after:  # a failed stop-with-savepoint leaves the job running
+                        self._stop_after.discard(trigger_id)
+                        self.coordinator.periodic_suspended = bool(self._stop_after)
+                    self.savepoints[trigger_id] = _failed(a.reason)
                 for tid in a.tasks:
                     self._rpc_notify(tid, a.checkpoint_id, False)
             elif isinstance(a, cc.DiscardState) and self.storage is not None:
@@ -248,6 +465,21 @@ class CheckpointDriver:
                                                  is_savepoint=a.is_savepoint)
         self.jm._spawn(self._call(execution, "TriggerCheckpoint", req))
 
+    async def _notify_then_cancel(self, a: cc.NotifyCheckpointComplete) -> None:
+        """The last step of stop-with-savepoint: every task has the savepoint's completion
+        notification (its sinks commit what the savepoint covers), then the job is cancelled."""
+        calls = []
+        for tid in a.tasks:
+            execution = self._execution(tid)
+            if execution is not None:
+                calls.append(self._call(execution, "NotifyCheckpoint", taskexecutor_pb2.CheckpointNotification(
+                    jobmaster_id=self.jm.jobmaster_id, execution_id=execution.attempt_id,
+                    checkpoint_id=a.checkpoint_id, completed=True)))
+        await asyncio.gather(*calls)
+        log.info("job %s: stop-with-savepoint: savepoint %d completed, cancelling the job",
+                 self.jm.job_id, a.checkpoint_id)
+        self.jm.cancel()
+
     def _rpc_notify(self, tid: str, cid: int, completed: bool) -> None:
         execution = self._execution(tid)
         if execution is None:
@@ -272,26 +504,39 @@ class CheckpointDriver:
             log.info("checkpoint storage: %s", e)
 
     async def _write_metadata(self, a: cc.WriteMetadata) -> None:
+        from yarnflink.checkpoint.storage import storage_options_from_config, write_savepoint
+
         cid = a.checkpoint.checkpoint_id
-        if self.storage is None:
-            pointer, error = "", None  # no storage configured: checkpoints are kept in memory only
-        else:
-            try:
-                pointer = await asyncio.get_running_loop().run_in_executor(
-                    None, self.storage.write_metadata, a.checkpoint, a.target_directory)
-                error = None
-            except Exception as e:  # noqa: BLE001
-                pointer, error = "", f"{type(e).__name__}: {e}"
+        loop = asyncio.get_running_loop()
+        error: Optional[str] = None
+        pointer = ""
+        try:
+            if a.checkpoint.is_savepoint and a.target_directory:
+                # self-contained: state files copied under the savepoint directory, relative paths
+                options = storage_options_from_config(self.jm.config, a.target_directory)
+                pointer, _ = await loop.run_in_executor(None, write_savepoint, a.checkpoint, a.target_directory, options)
+                if self.storage is not None:  # the staging copies the tasks wrote under chk-<n>
+                    self.jm._spawn(self._off_loop(self.storage.discard_incomplete, cid))
+            elif self.storage is not None:
+                pointer = await loop.run_in_executor(None, self.storage.write_metadata, a.checkpoint, None)
+            # else: no storage configured: checkpoints are kept in memory only
+        except Exception as e:  # noqa: BLE001
+            pointer, error = "", f"{type(e).__name__}: {e}"
+        if error is None and self.ha is not None and pointer and not a.checkpoint.is_savepoint:
+            error = await self._publish_pointer(cid, pointer)
         if error is not None:
             self._apply(self.coordinator.handle(cc.MetadataWriteFailed(cid, error, _now_ms())))
             return
         self._finish_history(cid, "COMPLETED", external_path=pointer, state_size=a.checkpoint.state_size,
                              checkpointed_size=a.checkpoint.state_size,
                              num_acknowledged_subtasks=len(self.coordinator.tasks))
+        if cid in self._savepoint_of and self._savepoint_of[cid] in self._stop_after:
+            self._stop_checkpoints.add(cid)
         self._apply(self.coordinator.handle(cc.MetadataWritten(cid, pointer, _now_ms())))
         if cid in self._savepoint_of:
-            self.savepoints[self._savepoint_of.pop(cid)] = {"status": {"id": "COMPLETED"},
-                                                           "operation": {"location": pointer}}
+            trigger_id = self._savepoint_of.pop(cid)
+            self.savepoints[trigger_id] = {"status": {"id": "COMPLETED"}, "operation": {"location": pointer}}
+            self._stop_after.discard(trigger_id)  # (the job is cancelled by _notify_then_cancel)
 
     # ------------------------------------------------------------------ REST (Flink's shape)
     def stats(self) -> dict[str, Any]:
@@ -313,4 +558,10 @@ class CheckpointDriver:
             "latest": {"completed": completed, "savepoint": savepoint, "failed": failed,
                        "restored": self.latest_restored},
             "history": [dict(h) for h in self.history],
+            # yarnflink: what GET /jobs/:id/checkpoints/details/:cid[/subtasks/:vid] shape (not in
+            # /checkpoints itself); see yarnflink.metrics.checkpoint_stats
+            "subtask_details": {str(cid): {vid: {str(i): dict(r) for i, r in subs.items()}
+                                           for vid, subs in per_vertex.items()}
+                                for cid, per_vertex in self.subtask_stats.items()},
+            "parallelism": {v.vertex_id: v.parallelism for v in self.vertices},
         }

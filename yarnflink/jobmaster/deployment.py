@@ -3,16 +3,21 @@ partitions it produces and the input channels it reads (with the producers' loca
 
 from __future__ import annotations
 
-from yarnflink.executiongraph.executiongraph import POINTWISE, ExecutionGraph, ExecutionVertex
+from typing import Optional
+
+from yarnflink.executiongraph.executiongraph import POINTWISE, Execution, ExecutionGraph, ExecutionVertex
 from yarnflink.rpc.pb import taskexecutor_pb2 as te_pb
 
 __all__ = ["POINTWISE", "build_tdd"]
 
 
-def build_tdd(eg: ExecutionGraph, ev: ExecutionVertex) -> te_pb.TaskDeploymentDescriptor:
+def build_tdd(eg: ExecutionGraph, ev: ExecutionVertex,
+              execution: Optional[Execution] = None) -> te_pb.TaskDeploymentDescriptor:
+    """``execution``: the attempt to deploy (default: the current one; a speculative attempt
+    writes partitions of its own)."""
     jg = eg.job_graph
     jv = ev.job_vertex.job_vertex
-    execution = ev.current
+    execution = execution or ev.current
     assert execution.slot is not None, "an execution is deployed only into an assigned slot"
     tdd = te_pb.TaskDeploymentDescriptor(
         job_id=jg.job_id,
@@ -37,8 +42,8 @@ def build_tdd(eg: ExecutionGraph, ev: ExecutionVertex) -> te_pb.TaskDeploymentDe
         consumer = jg.vertex(edge.target)
         tdd.produced_partitions.append(te_pb.ResultPartitionDescriptor(
             dataset_id=dataset.id,
-            partition_id=ev.produced[dataset.id].partition_id,
-            num_subpartitions=1 if edge.partitioning in POINTWISE else consumer.parallelism,
+            partition_id=ev.produced[dataset.id].partition_id_of(execution),
+            num_subpartitions=eg.num_subpartitions(edge),
             partitioning=edge.partitioning,
             key_selector=edge.key_selector or b"",
             consumer_vertex_id=consumer.id,
@@ -49,8 +54,9 @@ def build_tdd(eg: ExecutionGraph, ev: ExecutionVertex) -> te_pb.TaskDeploymentDe
         gate = te_pb.InputGateDescriptor(dataset_id=edge.source, partitioning=edge.partitioning)
         if edge.partitioning in POINTWISE:
             sources = [(producer.task_vertices[ev.subtask_index], 0)]
-        else:
-            sources = [(p, ev.subtask_index) for p in producer.task_vertices]
+        else:  # one subpartition each, or a range of them (a parallelism decided at run time)
+            subs = eg.consumed_subpartitions(edge, ev)
+            sources = [(p, sub) for p in producer.task_vertices for sub in subs]
         for p, sub in sources:
             slot = p.current.slot
             assert slot is not None, "producers are assigned slots before consumers are deployed"

@@ -19,7 +19,7 @@ import logging
 import time
 import traceback
 import uuid
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import grpc
 
@@ -44,6 +44,7 @@ from yarnflink.rpc.pb import (
     taskexecutor_pb2,
 )
 from yarnflink.scheduler import restart
+from yarnflink.scheduler.adaptive_batch import AdaptiveBatchOptions
 from yarnflink.scheduler.scheduler import (
     Action,
     CancelTask,
@@ -81,6 +82,21 @@ def job_configuration(cluster: Optional[Configuration], job_graph: JobGraph) -> 
     return config
 
 
+def scheduler_type_of(config: Configuration, job_graph: JobGraph) -> str:
+    """``jobmanager.scheduler``, unset: Default for STREAMING, AdaptiveBatch for BATCH (Flink)."""
+    batch = job_graph.runtime_mode == "BATCH"
+    chosen = config.get("jobmanager.scheduler")
+    if chosen is None:
+        return "AdaptiveBatch" if batch else "Default"
+    if chosen == "AdaptiveBatch" and not batch:
+        raise JobSubmissionException("jobmanager.scheduler: AdaptiveBatch schedules BATCH jobs only; this job "
+                                     "runs in STREAMING mode (use Default or Adaptive)")
+    if chosen == "Adaptive" and batch:
+        raise JobSubmissionException("jobmanager.scheduler: Adaptive schedules STREAMING jobs only; this job "
+                                     "runs in BATCH mode (use AdaptiveBatch or Default)")
+    return str(chosen)
+
+
 def _unreachable(e: grpc.aio.AioRpcError) -> bool:
     """The peer's process is not there (connection refused): not a slow or busy peer."""
     return e.code() == grpc.StatusCode.UNAVAILABLE
@@ -92,7 +108,11 @@ class JobMaster(RpcEndpoint):
                  slot_request_timeout_s: float = 300.0,
                  heartbeat_interval_s: float = 10.0,
                  heartbeat_timeout_s: float = 50.0,
-                 config: Optional[Configuration] = None) -> None:
+                 config: Optional[Configuration] = None,
+                 jobmaster_id: Optional[str] = None,
+                 checkpoint_ha: Any = None) -> None:
+        """With HA, ``jobmaster_id`` is the leader session id and ``checkpoint_ha`` the job's
+        ``yarnflink.highavailability.checkpoints.JobCheckpointRecovery``."""
         super().__init__(f"JobMaster-{job_graph.job_id[:8]}")
         self.job_graph = job_graph
         self.host = host
@@ -101,17 +121,39 @@ class JobMaster(RpcEndpoint):
         self.slot_request_timeout_s = slot_request_timeout_s
         self.heartbeat_interval_s = heartbeat_interval_s
         self.heartbeat_timeout_s = heartbeat_timeout_s
-        self.jobmaster_id = uuid.uuid4().hex  # fencing token of this JobMaster
+        self.jobmaster_id = jobmaster_id or uuid.uuid4().hex  # fencing token of this JobMaster
+        #: HA: the shared checkpoint id counter and completed-checkpoint pointers (None without HA)
+        self.checkpoint_ha = checkpoint_ha
         self.rm_token = ""
         self.config = job_configuration(config, job_graph)
         self.eg = ExecutionGraph(job_graph)
         try:
-            self.scheduler = DefaultScheduler(
+            self.scheduler_type = scheduler_type_of(self.config, job_graph)
+            speculative = (job_graph.runtime_mode == "BATCH"
+                           and bool(self.config.get("execution.batch.speculative.enabled")))
+            scheduler_class = DefaultScheduler
+            extra: dict[str, Any] = {}
+            if speculative:
+                from yarnflink.scheduler.speculative import SpeculativeOptions, SpeculativeScheduler
+
+                scheduler_class = SpeculativeScheduler
+                extra["speculative"] = SpeculativeOptions.from_configuration(self.config)
+            elif self.scheduler_type == "Adaptive":
+                from yarnflink.scheduler.adaptive import AdaptiveOptions, AdaptiveScheduler
+
+                scheduler_class = AdaptiveScheduler
+                extra["adaptive"] = AdaptiveOptions.from_configuration(self.config)
+            self.scheduler = scheduler_class(
                 self.eg,
                 failover_strategy=str(self.config.get("jobmanager.execution.failover-strategy")),
                 restart_strategy=restart.from_configuration(self.config),
-                slot_pool=SlotPool(idle_timeout_s=self.config.get_seconds("slot.idle.timeout") or 0.0),
-                slot_request_timeout_s=slot_request_timeout_s)
+                slot_pool=SlotPool(idle_timeout_s=self.config.get_seconds("slot.idle.timeout") or 0.0,
+                                   match_profiles=bool(self.config.get(
+                                       "cluster.fine-grained-resource-management.enabled"))),
+                slot_request_timeout_s=slot_request_timeout_s,
+                adaptive_batch=(AdaptiveBatchOptions.from_configuration(self.config)
+                                if self.scheduler_type == "AdaptiveBatch" else None),
+                **extra)
         except ValueError as e:  # an invalid strategy or option (ConfigError is a ValueError)
             raise JobSubmissionException(str(e)) from None
         self.slot_pool = self.scheduler.pool
@@ -134,9 +176,11 @@ class JobMaster(RpcEndpoint):
 
         if checkpointing_enabled({"execution.checkpointing.interval":
                                   self.config.get_string("execution.checkpointing.interval") or ""},
-                                 job_graph.runtime_mode):
+                                 job_graph.runtime_mode) or (  # run -s: restore without checkpointing
+                self.config.get_string("execution.savepoint.path") and job_graph.runtime_mode == "STREAMING"):
             from yarnflink.jobmaster.checkpointing import CheckpointDriver
 
+            # (Adaptive: a rescale restores the latest completed checkpoint: CheckpointDriver.follow_rescale)
             try:
                 self.checkpoints = CheckpointDriver(self)
             except (ValueError, OSError) as e:
@@ -158,7 +202,12 @@ class JobMaster(RpcEndpoint):
     def shared_slots(self) -> list[ExecutionSlotSharingGroup]:
         """The shared slots the job needs now (held or waited for): what it declares."""
         needed = self.slot_pool.needed_keys()
-        return [g for g in self.scheduler.groups if g.key in needed]
+        groups = [g for g in self.scheduler.groups if g.key in needed]
+        # slots of speculative attempts, and those an adaptive job would like beyond what it runs
+        extra = getattr(self.scheduler, "extra_slot_requests", {})
+        keys = {g.key for g in groups}
+        return (groups + [r for k, r in extra.items() if k in needed and k not in keys]
+                + self.slot_pool.idle_held_while_pending())
 
     # ------------------------------------------------------------------ lifecycle
     async def on_start(self) -> None:
@@ -183,6 +232,25 @@ class JobMaster(RpcEndpoint):
         if self._timer is not None:
             self._timer.cancel()
         await self.gateways.close()
+
+    async def suspend(self, cause: str, timeout: float = 2.0) -> None:
+        """Leadership lost (HA): stop acting at once and free every slot (which cancels its tasks).
+        Not a terminal state: nothing is reported, the job's HA data stays for the next leader."""
+        token, self.jobmaster_id = self.jobmaster_id, ""  # every RPC to this JobMaster is refused now
+        self._terminated_notified = True
+        for t in self._timers + list(self._io):
+            t.cancel()
+        if self.checkpoints is not None:
+            self.checkpoints.stop()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        frees = [asyncio.ensure_future(self.gateways.task_executor(s.rpc_address).FreeSlot(
+            taskexecutor_pb2.FreeSlotRequest(allocation_id=s.allocation_id, cause=cause), timeout=timeout))
+            for s in self.slot_pool.release_all()]
+        if frees:
+            await asyncio.wait(frees, timeout=timeout)
+        log.info("job %s suspended (JobMaster %s): %s", self.job_id, token, cause)
 
     async def _request_slots(self) -> None:
         # registration, requirements per slot sharing group, heartbeats: yarnflink.jobmaster.rm_connection
@@ -262,10 +330,14 @@ class JobMaster(RpcEndpoint):
     async def _deploy(self, execution: Execution) -> None:
         slot = execution.slot
         assert slot is not None
-        tdd = build_tdd(self.eg, execution.vertex)
+        tdd = build_tdd(self.eg, execution.vertex, execution)
         if self.checkpoints is not None:
+            for key, value in self.checkpoints.storage_config().items():  # cluster-level s3.* keys
+                if key not in tdd.job_config:
+                    tdd.job_config[key] = value
             self.checkpoints.deploying(execution)
             try:
+                await self.checkpoints.prepare_restore(execution)  # a damaged checkpoint: fall back
                 tdd.task_state, tdd.restored_checkpoint_id = self.checkpoints.restore_state(execution)
             except Exception as e:  # noqa: BLE001 - the checkpoint does not fit the job
                 self.fail_job(Failure("CheckpointException", f"cannot restore: {e}", "", now_ms()))
@@ -342,7 +414,8 @@ class JobMaster(RpcEndpoint):
             log.debug("freeing slot %s failed: %s", a.slot.allocation_id, e.details())
 
     # ------------------------------------------------------------------ events
-    def slots_offered(self, resource_id: str, offers: list[tuple[str, int]]) -> list[str]:
+    def slots_offered(self, resource_id: str, offers: Sequence[Any]) -> list[str]:
+        """``offers``: (allocation id, slot index[, the slot's ResourceProfile])."""
         accepted, actions = self.scheduler.slots_offered(resource_id, offers, time.monotonic())
         # deploy after this RPC returns, so the TaskExecutor knows the slots are accepted
         asyncio.get_running_loop().call_soon(self._apply, actions)
@@ -351,7 +424,7 @@ class JobMaster(RpcEndpoint):
     def update_task_state(self, attempt_id: str, state: ExecutionState,
                           error: Optional[common_pb2.SerializedThrowable], failed_partition_id: str = "") -> bool:
         execution = self.eg.find_execution(attempt_id)
-        if execution is None or execution is not execution.vertex.current:
+        if execution is None or not self.scheduler.is_live(execution):
             return False
         failure = None
         if state == ExecutionState.FAILED:
@@ -363,7 +436,10 @@ class JobMaster(RpcEndpoint):
                 now_ms(), execution.vertex.task_name_with_subtask,
                 slot.data_address if slot else "", slot.resource_id if slot else "",
                 partition_id=failed_partition_id)
-        self._apply(self.scheduler.task_state_changed(attempt_id, state, failure, time.monotonic()))
+        produced = self.final_io_metrics.get(attempt_id, {}).get("numBytesOut")
+        self._apply(self.scheduler.task_state_changed(
+            attempt_id, state, failure, time.monotonic(),
+            produced_bytes=int(produced) if produced is not None and produced == produced else None))
         if self.checkpoints is not None and not self.eg.status.globally_terminal:
             self.checkpoints.task_state_changed(execution, state)
         return True
@@ -456,7 +532,7 @@ class _Servicer(jobmaster_pb2_grpc.JobMasterGatewayServicer):
     async def OfferSlots(self, request: Any, context: Any) -> Any:
         await check_fencing(context, self.jm.jobmaster_id, request.jobmaster_id, "JobMaster")
         accepted = self.jm.slots_offered(
-            request.resource_id, [(o.allocation_id, o.slot_index) for o in request.offers])
+            request.resource_id, [(o.allocation_id, o.slot_index, _offered_profile(o)) for o in request.offers])
         return jobmaster_pb2.OfferSlotsResponse(accepted_allocation_ids=accepted)
 
     async def UpdateTaskExecutionState(self, request: Any, context: Any) -> Any:
@@ -495,6 +571,17 @@ class _Servicer(jobmaster_pb2_grpc.JobMasterGatewayServicer):
         await check_fencing(context, self.jm.jobmaster_id, request.jobmaster_id, "JobMaster")
         self.jm.task_manager_lost(request.resource_id, request.cause or "TaskManager disconnected")
         return common_pb2.Ack()
+
+
+def _offered_profile(offer: Any) -> Any:
+    """The profile a TaskExecutor says its offered slot has (UNKNOWN if absent or nonsense)."""
+    from yarnflink.resourcemanager.resources import UNKNOWN, ResourceProfile
+
+    p = offer.profile
+    values = (p.cpu_cores, p.task_heap_mb, p.task_off_heap_mb, p.managed_memory_mb)
+    if not offer.HasField("profile") or any(v < 0 or v != v for v in values):
+        return UNKNOWN
+    return ResourceProfile(round(p.cpu_cores, 6), p.task_heap_mb, p.task_off_heap_mb, p.managed_memory_mb)
 
 
 def format_exception(e: BaseException) -> common_pb2.SerializedThrowable:

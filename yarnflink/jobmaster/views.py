@@ -43,6 +43,7 @@ def job_details(eg: ExecutionGraph) -> dict[str, Any]:
                     "endpoint": ev.current.slot.data_address if ev.current.slot else None,
                     "slot": ev.current.slot.slot_index if ev.current.slot else None,
                     "allocation-id": ev.current.slot.allocation_id if ev.current.slot else None,
+                    **_concurrent_attempts(ev),
                 }
                 for ev in ejv.task_vertices
             ],
@@ -63,6 +64,19 @@ def job_details(eg: ExecutionGraph) -> dict[str, Any]:
         "status-counts": status_counts,
         "numRestarts": eg.num_restarts,
     }
+
+
+def _concurrent_attempts(ev: Any) -> dict[str, Any]:
+    """Flink's ``other-concurrent-attempts`` of a subtask (speculative execution): the attempts
+    that ran beside the current one, running, or cancelled once another attempt finished."""
+    others = [*ev.speculative, *ev.concurrent]
+    if not others:
+        return {}
+    return {"other-concurrent-attempts": [
+        {"attempt": e.attempt_number, "status": e.state.value,
+         "taskmanager-id": e.slot.resource_id if e.slot else None,
+         "endpoint": e.slot.data_address if e.slot else None}
+        for e in others]}
 
 
 def job_overview(details: dict[str, Any]) -> dict[str, Any]:

@@ -55,6 +55,12 @@ class TaskIOMetrics:
         if partition is not None:
             self._partitions.append(partition)
 
+    def current_output_watermark(self) -> int:
+        """The lowest watermark the task's outputs sent (``NetworkOutput.current_watermark``);
+        a task without network outputs (a sink) passes on what its input reached."""
+        marks = [w for o in self._outputs if (w := getattr(o, "current_watermark", None)) is not None]
+        return min(marks) if marks else self.current_input_watermark
+
     def checkpoint_completed(self, duration_ms: int, size_bytes: int, alignment_ms: int = 0,
                              start_delay_ns: int = 0) -> None:
         self.last_checkpoint_duration_ms = duration_ms
@@ -108,6 +114,7 @@ class TaskIOMetrics:
             n.BACKPRESSURED_TIME_MS_PER_SECOND: bp_ms_per_s,
             n.IS_BACKPRESSURED: 1.0 if bp_ms_per_s > BACKPRESSURED_THRESHOLD * 1000 else 0.0,
             n.CURRENT_INPUT_WATERMARK: self.current_input_watermark,
+            n.CURRENT_OUTPUT_WATERMARK: self.current_output_watermark(),
             n.LAST_CHECKPOINT_DURATION: self.last_checkpoint_duration_ms,
             n.LAST_CHECKPOINT_SIZE: self.last_checkpoint_size,
             n.CHECKPOINT_ALIGNMENT_TIME: self.checkpoint_alignment_ms,

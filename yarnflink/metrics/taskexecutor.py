@@ -35,6 +35,8 @@ def taskexecutor_metrics(te: Any) -> dict[str, float]:
     out[n.NUM_SLOTS] = float(len(slots))
     out[n.NUM_FREE_SLOTS] = float(sum(1 for s in slots if not s.allocation_id))
     out[n.NUM_RUNNING_TASKS] = float(len(te.tasks))
+    # HA: calls refused for a stale fencing token (a deposed leader's ResourceManager or JobMasters)
+    out["Status.HighAvailability.StaleRpcsRejected"] = float(getattr(te, "stale_rpcs_rejected", 0))
     return out
 
 

@@ -171,6 +171,29 @@ class OperatorChain:
         ``yarnflink.operators.watermarks.StatusWatermarkValve``) enters at the head."""
         self.head.process_watermark(watermark)
 
+    # ------------------------------------------------------------------ processing time
+    def _processing_time_operators(self) -> list[Any]:
+        ops = self.__dict__.get("_pt_ops")
+        if ops is None:
+            ops = self._pt_ops = [self.operators[n] for n in self.order
+                                  if hasattr(self.operators[n], "on_processing_time")
+                                  and hasattr(self.operators[n], "next_processing_time")]
+        return ops
+
+    def next_processing_time(self) -> Optional[int]:
+        """Earliest wall-clock time (ms) at which an operator wants ``on_processing_time``
+        (processing-time timers, periodic watermarks and idleness checks), or None."""
+        times = [t for op in self._processing_time_operators() if (t := op.next_processing_time()) is not None]
+        return min(times) if times else None
+
+    def on_processing_time(self, now_ms: int) -> None:
+        """The Task's timer: every operator whose processing time is due at ``now_ms`` runs it,
+        in topological order (so a watermark or idle status it emits reaches its successors)."""
+        for op in self._processing_time_operators():
+            t = op.next_processing_time()
+            if t is not None and t <= now_ms:
+                op.on_processing_time(now_ms)
+
     def end_input(self) -> None:
         """End every operator once, in topological order, then the network outputs."""
         if self._ended:

@@ -1,8 +1,9 @@
 """Checkpointed operator state for yarnflink's built-in operators.
 
 ``CheckpointedValue`` keeps one picklable value per subtask in the operator state backend
-(``yarnflink.state.task_state.operator_state_backend_for``): sources store their read position,
-the FileSink its pending files. ``KeyedDictState`` keeps a keyed operator's dict (key -> state) as
+(``yarnflink.state.task_state.operator_state_backend_for``): the FileSink its pending files.
+``CheckpointedSplits`` keeps a source's splits and their read offsets, redistributable to any
+parallelism. ``KeyedDictState`` keeps a keyed operator's dict (key -> state) as
 union list state and, on restore, each subtask keeps the keys of its own key groups, so a keyed
 reduce / sum / min / max can be restored with another parallelism (same max parallelism).
 Without a TaskStateManager (checkpointing off) both do nothing.
@@ -18,11 +19,15 @@ from yarnflink.state.descriptors import ListStateDescriptor
 
 
 class CheckpointedValue:
-    def __init__(self, ctx: Any, name: str, union: bool = False) -> None:
+    """``legacy``: the name of a SPLIT_DISTRIBUTE list state older versions kept instead; its
+    restored elements are in ``self.legacy`` and it is not checkpointed again."""
+
+    def __init__(self, ctx: Any, name: str, union: bool = False, legacy: Optional[str] = None) -> None:
         self.enabled = getattr(ctx, "state", None) is not None
         self._backend: Any = None
         self._list: Any = None
         self.restored: list = []
+        self.legacy: list = []
         if self.enabled:
             from yarnflink.state.task_state import operator_state_backend_for
 
@@ -31,6 +36,10 @@ class CheckpointedValue:
             self._list = (self._backend.get_union_list_state(desc) if union
                           else self._backend.get_list_state(desc))
             self.restored = list(self._list.get())
+            if legacy and legacy in getattr(self._backend, "_restored", {}):  # registered (and emptied) only then
+                old = self._backend.get_list_state(ListStateDescriptor(legacy))
+                self.legacy = list(old.get())
+                old.update([])
 
     def snapshot(self, value: Any, checkpoint_id: int, timestamp: int, factory: Any) -> "list[Future]":
         if not self.enabled:
@@ -62,3 +71,22 @@ class KeyedDictState:
 
     def snapshot(self, state: dict, checkpoint_id: int, timestamp: int, factory: Any) -> "list[Future]":
         return self.value.snapshot(dict(state), checkpoint_id, timestamp, factory)
+
+
+class CheckpointedSplits(CheckpointedValue):
+    """A source's splits and how far each is read (Flink's source reader split state), as union
+    list state ``source-splits``: a subtask snapshots one entry per split it owns (finished ones
+    too); on restore every subtask gets every entry and keeps those of the splits it owns at its
+    parallelism now, so each split goes to exactly one subtask whatever the parallelism, and a
+    subtask that owns none still knows the source was restored. ``legacy``: the single position
+    per subtask of older checkpoints (SPLIT_DISTRIBUTE list state ``source-position``), which is
+    only meaningful at the parallelism it was taken with."""
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx, "source-splits", union=True, legacy="source-position")
+
+    def snapshot(self, entries: Any, checkpoint_id: int, timestamp: int, factory: Any) -> "list[Future]":
+        if not self.enabled:
+            return []
+        self._list.update(list(entries))
+        return [self._backend.snapshot(checkpoint_id, timestamp, factory)]

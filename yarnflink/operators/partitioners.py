@@ -57,6 +57,8 @@ class ChannelWriter(Protocol):
 
 
 _BROADCAST = -1
+_MIN_WATERMARK = -(2**63)
+_MAX_WATERMARK = 2**63 - 1
 
 
 class NetworkOutput:
@@ -72,6 +74,7 @@ class NetworkOutput:
         buffer_timeout_s: float = 0.1,
         producer_parallelism: Optional[int] = None,
         clock: Callable[[], float] = time.monotonic,
+        end_watermark: bool = False,
     ):
         if partitioning not in PARTITIONINGS:
             raise ValueError(f"unknown partitioning {partitioning!r}; expected one of {PARTITIONINGS}")
@@ -104,6 +107,10 @@ class NetworkOutput:
         self.records_out = 0
         self.bytes_out = 0  # Arrow bytes handed to the writer (numBytesOut)
         self.send_started_ns = 0  # monotonic_ns when the writer call in progress began (0: none)
+        #: send ``MAX_WATERMARK`` to every channel at ``end_input`` (a STREAMING task's end of
+        #: input: consumers' valves then stop waiting for this producer, as in Flink)
+        self.end_watermark = end_watermark
+        self.current_watermark = _MIN_WATERMARK  # the last watermark sent (currentOutputWatermark)
 
     # ------------------------------------------------------------------ Output
     def emit(self, batch: Batch) -> None:
@@ -135,12 +142,21 @@ class NetworkOutput:
             if self._finished:
                 return
             self._flush_all()
+            if self.end_watermark and self.current_watermark < _MAX_WATERMARK:
+                send = getattr(self.writer, "emit_event", None)
+                if send is not None:
+                    from yarnflink.operators.watermarks import MAX_WATERMARK
+
+                    self.current_watermark = _MAX_WATERMARK
+                    send(MAX_WATERMARK)
             self._finished = True
         self.writer.finish()
 
     def emit_watermark(self, watermark: object) -> None:
-        """Send a watermark (an event) to every channel, after the rows buffered before it.
-        A writer without ``emit_event`` drops it."""
+        """Send a watermark or a watermark status (an event) to every channel whatever the
+        partitioning, after the rows buffered before it (so it never waits behind a partly
+        filled buffer, and it stays in order with the records). A writer without
+        ``emit_event`` drops it."""
         send = getattr(self.writer, "emit_event", None)
         if send is None:
             return
@@ -148,6 +164,9 @@ class NetworkOutput:
             if self._finished:
                 return
             self._flush_all()
+            ts = getattr(watermark, "timestamp", None)
+            if isinstance(ts, int) and ts > self.current_watermark:
+                self.current_watermark = ts
             send(watermark)
 
     # ------------------------------------------------------------------ flushing

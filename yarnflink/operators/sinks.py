@@ -54,6 +54,14 @@ def part_file_path(path: str, subtask_index: int, fmt: str) -> str:
     return f"{path.rstrip('/')}/part-{subtask_index}-0.{FILE_EXTENSIONS[fmt]}"
 
 
+def _part_subtask(name: str, prefix: str) -> Optional[int]:
+    """The subtask index in a part file name ``<prefix><subtask>-...`` (None: not one)."""
+    if not name.startswith(prefix):
+        return None
+    head = name[len(prefix):].split("-", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
 class FileSink(SinkOperator):
     """One file per subtask, ``<path>/part-<subtask>-0.<ext>``, written incrementally and closed
     at end_input.
@@ -84,7 +92,8 @@ class FileSink(SinkOperator):
         self._fs = fs
         self._root = root
         fs.makedirs(root, exist_ok=True)
-        self._checkpointed = CheckpointedValue(ctx, "file-sink")
+        # union state: on restore every subtask sees every old subtask's files (rescaling)
+        self._checkpointed = CheckpointedValue(ctx, "file-sink-files", union=True, legacy="file-sink")
         self.exactly_once = self._checkpointed.enabled
         if self.exactly_once:
             self._restore_exactly_once()
@@ -97,9 +106,12 @@ class FileSink(SinkOperator):
     # Records go to a hidden in-progress file per checkpoint interval; snapshot_state closes it and
     # remembers it as pending for that checkpoint; notify_checkpoint_complete (and end of input)
     # renames pending files to their final name part-<subtask>-<n>.<ext>. On restore, files pending
-    # in the restored checkpoint are committed and every other in-progress file is deleted.
-    def _final_path(self, n: int) -> str:
-        return f"{self._root.rstrip('/')}/part-{self.ctx.subtask_index}-{n}.{FILE_EXTENSIONS[self.spec.format]}"
+    # in the restored checkpoint are committed and every other in-progress file is deleted. At
+    # another parallelism, new subtask i does both for the files of old subtasks k with
+    # k % parallelism == i (named after k), and numbers its own files after any part-i-* there.
+    def _final_path(self, n: int, subtask: Optional[int] = None) -> str:
+        i = self.ctx.subtask_index if subtask is None else subtask
+        return f"{self._root.rstrip('/')}/part-{i}-{n}.{FILE_EXTENSIONS[self.spec.format]}"
 
     def _restore_exactly_once(self) -> None:
         import uuid
@@ -107,26 +119,41 @@ class FileSink(SinkOperator):
         self._pending: dict[int, list[tuple[str, int]]] = {}  # checkpoint id -> [(in-progress file, n)]
         self._counter = 0
         self._uid = uuid.uuid4().hex[:8]
-        if self._checkpointed.restored:
-            st = self._checkpointed.restored[0]
-            self._counter = int(st["counter"])
-            for cid, files in st["pending"].items():
-                for tmp, n in files:
-                    self._commit_file(tmp, n)
-        # what later (uncheckpointed) attempts left behind
-        prefix = f".part-{self.ctx.subtask_index}-"
+        me, p = self.ctx.subtask_index, self.ctx.parallelism
+        restored = [dict(st, subtask=me) for st in self._checkpointed.legacy[:1]] + list(self._checkpointed.restored)
+        old_subtasks = {int(st["subtask"]) for st in restored}
+        for st in restored:
+            owner = int(st["subtask"])
+            if owner == me:
+                self._counter = max(self._counter, int(st["counter"]))
+            if owner % p == me:
+                for cid, files in st["pending"].items():
+                    for tmp, n in files:
+                        self._commit_file(tmp, n, owner)
+        # what later (uncheckpointed) attempts left behind: in-progress files of old subtasks k with k % p == me
         for f in self._fs.ls(self._root, detail=False):
             name = f.rstrip("/").rsplit("/", 1)[-1]
-            if name.startswith(prefix) and name.endswith(".inprogress"):
+            k = _part_subtask(name, ".part-")
+            if k is not None and k % p == me and name.endswith(".inprogress"):
                 self._fs.rm(f)
         self.path = None
         # This subtask already reached the end of its input after the restored checkpoint and
         # committed everything (its first file after the checkpoint exists): the replayed input is
-        # the same, so it is dropped instead of written twice.
-        self._already_committed = bool(self._checkpointed.restored) and self._fs.exists(self._final_path(self._counter))
+        # the same (at the same parallelism), so it is dropped instead of written twice.
+        same_parallelism = old_subtasks == set(range(p))
+        self._already_committed = (bool(restored) and same_parallelism
+                                   and self._fs.exists(self._final_path(self._counter)))
+        if restored and not self._already_committed:  # never overwrite a part-<me>-<n> of an earlier parallelism
+            for f in self._fs.ls(self._root, detail=False):
+                name = f.rstrip("/").rsplit("/", 1)[-1]
+                if _part_subtask(name, "part-") == me:
+                    try:
+                        self._counter = max(self._counter, int(name.split("-")[2].split(".")[0]) + 1)
+                    except (IndexError, ValueError):
+                        pass
 
-    def _commit_file(self, tmp: str, n: int) -> None:
-        final = self._final_path(n)
+    def _commit_file(self, tmp: str, n: int, subtask: Optional[int] = None) -> None:
+        final = self._final_path(n, subtask)
         if self._fs.exists(tmp):
             self._fs.mv(tmp, final)  # a rename on local and HDFS file systems
 
@@ -155,7 +182,8 @@ class FileSink(SinkOperator):
         rolled = self._roll()
         if rolled:
             self._pending[checkpoint_id] = rolled
-        state = {"counter": self._counter, "pending": {str(c): files for c, files in self._pending.items()}}
+        state = {"subtask": self.ctx.subtask_index, "counter": self._counter,
+                 "pending": {str(c): files for c, files in self._pending.items()}}
         return self._checkpointed.snapshot(state, checkpoint_id, timestamp, factory)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:

@@ -18,6 +18,11 @@ one partition per Spark thread); a larger BATCH input is written, while it arriv
 uncompressed Parquet file in the session's work directory and read by Spark's vectorized Parquet
 reader. Results leave Spark with ``DataFrame.toArrow()``.
 
+Source pushdown (BATCH, ``spark.source.pushdown``): a step chained right after a ``FileSource`` of
+local Parquet files is offered the source subtask's files (``accept_files``) and reads them with
+Spark's Parquet reader, when Spark reads them with the schema the records would have had;
+otherwise the source reads them and they arrive as Arrow batches as usual.
+
 Schema: the records' Arrow columns (scalars: ``f0``; tuples: ``f0..fn``; dicts: their keys) with
 PySpark's Arrow -> Spark type mapping, or the step's ``schema`` (a StructType or a DDL string such
 as ``"word STRING, n BIGINT"``) whose fields name and type the columns by position. The result's
@@ -92,6 +97,9 @@ class SparkOperator(StreamOperator):
         self._pending_schema: Optional[pa.Schema] = None
         self._first_at: Optional[float] = None
         self._spill: Optional[_ParquetSpill] = None
+        #: BATCH source pushdown: (Parquet files, their rows, Spark's schema of them, the column
+        #: names to give them)
+        self._files: Optional[tuple[list[str], int, Any, Optional[list[str]]]] = None
         self._spark: Optional["SparkSession"] = None
         self._struct: Any = None  # the given schema as a StructType (resolved with the session)
         self._conf_set: dict[str, str] = {}
@@ -139,7 +147,7 @@ class SparkOperator(StreamOperator):
 
     def flush(self) -> None:
         """Run the step on the buffered input now and emit the result."""
-        if self._pending_rows or self._spill is not None:
+        if self._pending_rows or self._spill is not None or self._files is not None:
             self._run()
 
     def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
@@ -147,7 +155,7 @@ class SparkOperator(StreamOperator):
         self.flush()
 
     def end_input(self) -> None:
-        if self._pending_rows or self._spill is not None:
+        if self._pending_rows or self._spill is not None or self._files is not None:
             self._run()
         elif self.batch_mode and self.spec.schema is not None:
             self._run()  # an empty partition with a known schema: aggregates still give a row
@@ -165,6 +173,53 @@ class SparkOperator(StreamOperator):
                      rows, secs[len(secs) // 2], secs[-1])
 
     # ------------------------------------------------------------------ input
+    def accept_files(self, fmt: str, files: list[str], fs: Any) -> bool:
+        """Source pushdown: read the chained FileSource's ``files`` in Spark instead of receiving
+        them. True only in BATCH mode, for local Parquet files, before any input arrived, and
+        when Spark's reader gives the columns the types the Arrow batches would have had."""
+        from yarnflink.common.config import option
+
+        key = "spark.source.pushdown"
+        enabled = option(key).parse(self.ctx.config[key], "job configuration") if key in self.ctx.config \
+            else option(key).default
+        protocol = getattr(fs, "protocol", None)
+        local = protocol == "file" or (isinstance(protocol, (tuple, list)) and "file" in protocol)
+        if not (enabled and self.batch_mode and fmt == "parquet" and local and files
+                and self._pending_rows == 0 and self._spill is None and self._files is None):
+            return False
+        try:
+            self._files = self._pushdown_plan(files)
+        except Exception as e:  # noqa: BLE001 - unreadable for Spark: the source reads them
+            log.info("%s: the source reads its files itself (%s: %s)", self._group, type(e).__name__, e)
+            self._files = None
+        return self._files is not None
+
+    def _pushdown_plan(self, files: list[str]) -> Optional[tuple[list[str], int, Any, Optional[list[str]]]]:
+        schemas = [pq.read_schema(f) for f in files]
+        arrow = schemas[0].remove_metadata()
+        if any(not s.remove_metadata().equals(arrow) for s in schemas[1:]) or not len(arrow):
+            return None
+        # the session first: the thread starting it imports pyspark, and importing pyspark from two
+        # threads at once can end in an import deadlock
+        spark = self._session()
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        struct = self._resolve_struct()
+        if struct is None:
+            ntz = spark.conf.get("spark.sql.timestampType") == "TIMESTAMP_NTZ"
+            struct = from_arrow_schema(arrow, prefer_timestamp_ntz=ntz)
+        elif len(struct.fields) != len(arrow):
+            return None  # the usual path reports the mismatch
+        read = spark.read.parquet(*files).schema
+        if [f.dataType for f in read.fields] != [f.dataType for f in struct.fields] or read.names != arrow.names:
+            log.info("%s: the source reads its files itself (Spark would read them as %s, the records are %s)",
+                     self._group, read.simpleString(), struct.simpleString())
+            return None
+        rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        if not rows:
+            return None  # no input: the step does not run (as on the Arrow path)
+        return list(files), rows, read, (struct.names if struct.names != arrow.names else None)
+
     def _checked(self, rb: pa.RecordBatch) -> pa.RecordBatch:
         if record_kind(rb) == KIND_PICKLE:
             raise TypeError(
@@ -264,13 +319,17 @@ class SparkOperator(StreamOperator):
 
     def _input_frame(self, spark: "SparkSession") -> tuple["DataFrame", int]:
         spill = self._spill
-        rows = spill.rows if spill is not None else self._pending_rows
+        rows = spill.rows if spill is not None else self._files[1] if self._files is not None else self._pending_rows
         # Arrow batch size both ways: in-memory input -> one partition per Spark thread; results
         # in large batches (toArrow with Spark's default of 10,000 rows costs ~40% more)
         batch_rows = min(MAX_ARROW_BATCH_ROWS, max(MIN_PARTITION_ROWS, -(-rows // self._threads)))
         self._set_conf(spark, "spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_rows))
         if spill is not None:
             return spark.read.schema(spill.struct).parquet(spill.close()), rows
+        if self._files is not None:
+            files, _, read, names = self._files
+            df = spark.read.schema(read).parquet(*files)  # the schema known: no second inference
+            return (df.toDF(*names) if names is not None else df), rows
         struct = self._resolve_struct()
         if rows == 0:
             return spark.createDataFrame([], struct), 0
@@ -311,6 +370,7 @@ class SparkOperator(StreamOperator):
         finally:
             self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
             self._pending_schema, self._first_at = None, None
+            self._files = None
             if self._spill is not None:
                 self._spill.remove()
                 self._spill = None

@@ -318,8 +318,17 @@ class TimestampsAndWatermarksOperator(StreamOperator):
             self._emit(Watermark(wm))
 
     def on_processing_time(self, now: int) -> None:
-        """Periodic tick without data (the Task's timer, later): watermarks and idleness."""
+        """Periodic tick without data (the Task's timer): watermarks and idleness."""
         self._maybe_periodic_emit()
+
+    def next_processing_time(self) -> Optional[int]:
+        """When the Task's timer should call ``on_processing_time`` next (wall-clock ms): the
+        next periodic emission, if an idle timeout can make it emit without input."""
+        if self.idleness is None or self.interval_ms <= 0 or self.idleness.idle:
+            return None
+        if self.last_emit_time is None:
+            return self.clock()
+        return self.last_emit_time + self.interval_ms
 
     def process_watermark(self, watermark: Any) -> None:
         if isinstance(watermark, Watermark) and watermark.timestamp == MAX_TIMESTAMP:

@@ -66,15 +66,19 @@ def slot_report_from_pb(report: common_pb2.SlotReport) -> SlotReport:
 
 class ResourceManager(RpcEndpoint):
     def __init__(self, host: str, port: int = 0, *, config: Optional[Configuration] = None,
-                 driver: Optional[ResourceManagerDriver] = None, min_slots: Optional[int] = None) -> None:
-        """``driver`` None: standalone. ``min_slots`` overrides ``slotmanager.number-of-slots.min``."""
+                 driver: Optional[ResourceManagerDriver] = None, min_slots: Optional[int] = None,
+                 high_availability: bool = False) -> None:
+        """``driver`` None: standalone. ``min_slots`` overrides ``slotmanager.number-of-slots.min``.
+        ``high_availability``: the ResourceManager acts only between ``grant_leadership`` and
+        ``revoke_leadership`` (its fencing token is empty otherwise, so it refuses everything)."""
         super().__init__("ResourceManager")
         config = config or Configuration()
         self.host = host
         self._port = port
         self.resource_id = uuid.uuid4().hex
-        #: Leader session id; fixed for a non-HA cluster, fresh per leadership grant with HA.
-        self.fencing_token = uuid.uuid4().hex
+        #: Leader session id; fixed for a non-HA cluster, fresh per leadership grant with HA
+        #: ("" while not leading). Replaced, never mutated: read from any thread.
+        self.fencing_token = "" if high_availability else uuid.uuid4().hex
         self.heartbeat_interval_s = config.get_seconds("heartbeat.interval") or 10.0
         self.heartbeat_timeout_s = config.get_seconds("heartbeat.timeout") or 50.0
         self.rpc_failure_threshold = int(config.get("heartbeat.rpc-failure-threshold"))
@@ -101,6 +105,22 @@ class ResourceManager(RpcEndpoint):
     @property
     def address(self) -> str:
         return f"{self.host}:{self.rpc_port}"
+
+    # ------------------------------------------------------------------ leadership (HA)
+    @property
+    def leading(self) -> bool:
+        return bool(self.fencing_token)
+
+    def grant_leadership(self, session_id: str) -> None:
+        """From any thread: act as leader with fencing token ``session_id``."""
+        if not session_id:
+            raise ValueError("a leader session id must not be empty")
+        self.fencing_token = session_id
+        log.info("ResourceManager %s leads with session %s", self.address, session_id)
+
+    def revoke_leadership(self) -> None:
+        """From any thread, at once: every fenced RPC and every registration is refused from now on."""
+        self.fencing_token = ""
 
     async def on_start(self) -> None:
         await self.serve(resourcemanager_pb2_grpc.add_ResourceManagerGatewayServicer_to_server,
@@ -210,6 +230,9 @@ class ResourceManager(RpcEndpoint):
     async def _periodic(self) -> None:
         last_sent = -float("inf")
         while True:
+            if not self.leading:  # a standby (HA) acts in no way: no heartbeats, no workers
+                await asyncio.sleep(min(0.2, self.heartbeat_interval_s))
+                continue
             now = time.monotonic()
             if now - last_sent >= self.heartbeat_interval_s:
                 last_sent = now
@@ -317,8 +340,14 @@ class _Servicer(resourcemanager_pb2_grpc.ResourceManagerGatewayServicer):
         return {"heartbeat_interval_ms": int(rm.heartbeat_interval_s * 1000),
                 "heartbeat_timeout_ms": int(rm.heartbeat_timeout_s * 1000)}
 
+    async def _require_leader(self, context: Any) -> None:
+        if not self.rm.leading:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                f"ResourceManager {self.rm.address} is not the leader")
+
     async def RegisterTaskExecutor(self, request: Any, context: Any) -> Any:
         rm = self.rm
+        await self._require_leader(context)
         if request.num_slots < 1 or request.num_slots > 1024:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                                 f"num_slots must be in [1, 1024], got {request.num_slots}")
@@ -359,6 +388,7 @@ class _Servicer(resourcemanager_pb2_grpc.ResourceManagerGatewayServicer):
         if not request.job_id or not request.jobmaster_address or not request.jobmaster_id:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                                 "job_id, jobmaster_address and jobmaster_id are required")
+        await self._require_leader(context)
         self.rm.jm_heartbeats.monitor(request.job_id, time.monotonic())
         return resourcemanager_pb2.RegisterJobMasterResponse(
             fencing_token=self.rm.fencing_token, heartbeat_rpc_failure_threshold=self.rm.rpc_failure_threshold,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 from yarnflink.executiongraph.executiongraph import (
     Execution,
@@ -33,7 +33,9 @@ from yarnflink.executiongraph.executiongraph import (
     JobStatus,
     LogicalSlot,
 )
-from yarnflink.jobmaster.slotpool import SlotPool
+from yarnflink.jobmaster.slotpool import Offer, SlotPool
+from yarnflink.resourcemanager.resources import ResourceProfile
+from yarnflink.scheduler.adaptive_batch import AdaptiveBatchOptions, adaptive_vertices, decide_parallelism
 from yarnflink.scheduler.failover import create_failover_strategy
 from yarnflink.scheduler.regions import RegionTopology
 from yarnflink.scheduler.restart import NoRestartBackoffTimeStrategy, RestartBackoffTimeStrategy
@@ -115,12 +117,20 @@ class DefaultScheduler:
     def __init__(self, eg: ExecutionGraph, *, failover_strategy: str = "region",
                  restart_strategy: Optional[RestartBackoffTimeStrategy] = None,
                  slot_pool: Optional[SlotPool] = None, lazy: Optional[bool] = None,
-                 slot_request_timeout_s: float = 300.0) -> None:
+                 slot_request_timeout_s: float = 300.0,
+                 adaptive_batch: Optional[AdaptiveBatchOptions] = None) -> None:
         self.eg = eg
-        self.topology = RegionTopology(eg)
         if lazy is None:  # batch (blocking exchanges): regions one after another
             lazy = any(d.result_type == "BLOCKING" for d in eg.job_graph.datasets)
         self.lazy = lazy
+        #: AdaptiveBatch: vertices whose parallelism is decided when their producers finish
+        self.adaptive_batch = adaptive_batch if lazy else None
+        if self.adaptive_batch is not None:
+            for vertex_id, bound in adaptive_vertices(eg.job_graph, self.adaptive_batch).items():
+                eg.vertex(vertex_id).adaptive_upper_bound = bound
+        self._produced_bytes: dict[str, int] = {}  # attempt id -> bytes written (final IO metrics)
+        self._failover_strategy_name = failover_strategy
+        self.topology = RegionTopology(eg)
         self.groups = compute_slot_sharing(eg, per_region=lazy)
         self._group_of: dict[int, ExecutionSlotSharingGroup] = {
             id(v): g for g in self.groups for v in g.vertices}
@@ -132,6 +142,8 @@ class DefaultScheduler:
         self.pool = slot_pool if slot_pool is not None else SlotPool()
         self.slot_request_timeout_s = slot_request_timeout_s
         self.restarts: list[PendingRestart] = []
+        #: AdaptiveBatch: vertex id -> (decided parallelism, bytes of input it was decided from)
+        self.parallelism_decisions: dict[str, tuple[int, int]] = {}
         self._batches: list[Batch] = []  # scheduled, waiting for slots
         self._unavailable: set[str] = set()  # partition ids lost with their TaskExecutor or released
         self._checks: dict[str, str] = {}  # resource id -> rpc address of open probes
@@ -146,8 +158,16 @@ class DefaultScheduler:
         partition has been neither lost nor released."""
         return p.producer.current.state == ExecutionState.FINISHED and p.partition_id not in self._unavailable
 
+    def is_live(self, execution: Execution) -> bool:
+        """Reports about ``execution`` still matter (it is its subtask's current attempt)."""
+        return execution is execution.vertex.current
+
     def group_of(self, ev: ExecutionVertex) -> ExecutionSlotSharingGroup:
         return self._group_of[id(ev)]
+
+    def profile_of(self, g: ExecutionSlotSharingGroup) -> ResourceProfile:
+        """What a shared slot of ``g`` needs (its group's declared resources, else UNKNOWN)."""
+        return ResourceProfile.of_slot_sharing_group(self.eg.job_graph.slot_sharing_groups.get(g.group_name))
 
     def next_deadline(self) -> Optional[float]:
         """When ``on_timer`` should run next (monotonic seconds), if ever."""
@@ -171,7 +191,7 @@ class DefaultScheduler:
         self._lost_task_managers.discard(resource_id)
         self.pool.register_task_manager(resource_id, rpc_address, data_address, now)
 
-    def slots_offered(self, resource_id: str, offers: list[tuple[str, int]],
+    def slots_offered(self, resource_id: str, offers: Sequence[Offer],
                       now: float) -> tuple[list[str], list[Action]]:
         if self.eg.status != JobStatus.RUNNING:
             return [], []
@@ -179,10 +199,14 @@ class DefaultScheduler:
         return accepted, self._flush(now)
 
     def task_state_changed(self, attempt_id: str, state: ExecutionState, failure: Optional[Failure],
-                           now: float) -> list[Action]:
+                           now: float, produced_bytes: Optional[int] = None) -> list[Action]:
+        """``produced_bytes``: with FINISHED, the bytes the task wrote (its final numBytesOut);
+        the AdaptiveBatch decisions size consumers by it."""
         execution = self.eg.find_execution(attempt_id)
         if execution is None or execution is not execution.vertex.current:
             return []
+        if state == ExecutionState.FINISHED and produced_bytes is not None:
+            self._produced_bytes[attempt_id] = max(0, int(produced_bytes))
         ev = execution.vertex
         if state == ExecutionState.FAILED:
             failure = failure or Failure("Exception", "task failed", "", 0, ev.task_name_with_subtask)
@@ -299,7 +323,7 @@ class DefaultScheduler:
                 v.current.transition(ExecutionState.SCHEDULED)
             for g in {id(self.group_of(v)): self.group_of(v) for v in vertices}.values():
                 preferred = next((s.allocation_id for s in map(ExecutionVertex.last_slot, g.vertices) if s), None)
-                self.pool.request(g.key, preferred, now)
+                self.pool.request(g.key, preferred, now, self.profile_of(g))
             self._batches.append(vertices)
 
     def _deploy_ready(self, now: float) -> None:
@@ -311,7 +335,7 @@ class DefaultScheduler:
             for v in live:
                 key = self.group_of(v).key
                 if self.pool.slot_for(key) is None and key not in self.pool.pending:
-                    self.pool.request(key, None, now)  # its slot was lost meanwhile: ask again
+                    self.pool.request(key, None, now, self.profile_of(self.group_of(v)))  # its slot was lost
             slots = [self.pool.slot_for(self.group_of(v).key) for v in live]
             if any(s is None for s in slots):
                 waiting.append(live)
@@ -329,7 +353,47 @@ class DefaultScheduler:
                     c.current.state == ExecutionState.FINISHED for c in self.eg.consumers_of(p)):
                 self._release_partition(p)
         self._group_maybe_done(ev, now)
+        self._decide_parallelisms(ev)
         self._schedule(self.scheduling.on_finished(ev), now)
+
+    def _decide_parallelisms(self, ev: ExecutionVertex) -> None:
+        """AdaptiveBatch: consumers of ``ev`` awaiting a parallelism get one once all their
+        producers finished, from the bytes those wrote; the topology is then rebuilt."""
+        if self.adaptive_batch is None:
+            return
+        jg = self.eg.job_graph
+        decided = False
+        for edge in [e for e in jg.edges if e.source in ev.produced]:
+            consumer = self.eg.vertex(edge.target)
+            if not consumer.awaiting_parallelism:
+                continue
+            inputs = jg.inputs_of(consumer.id)
+            producers = [self.eg.vertex(jg.dataset(e.source).producer) for e in inputs]
+            if not all(v.current.state == ExecutionState.FINISHED for p in producers for v in p.task_vertices):
+                continue
+            sizes = {"broadcast": 0, "other": 0}
+            for e, p in zip(inputs, producers):
+                written = sum(self._produced_bytes.get(v.current.attempt_id, 0) for v in p.task_vertices)
+                sizes["broadcast" if e.partitioning == "broadcast" else "other"] += written
+            parallelism = decide_parallelism(sizes["other"], sizes["broadcast"], self.adaptive_batch,
+                                             consumer.adaptive_upper_bound or 1)
+            self.eg.set_parallelism(consumer.id, parallelism)
+            self.parallelism_decisions[consumer.id] = (consumer.job_vertex.parallelism,
+                                                       sizes["other"] + sizes["broadcast"])
+            decided = True
+        if decided:
+            self._rebuild_topology()
+
+    def _rebuild_topology(self) -> None:
+        """Regions, shared slots and failover follow the ExecutionGraph after a vertex got its
+        parallelism (keys of existing shared slots do not change)."""
+        self.topology = RegionTopology(self.eg)
+        self.groups = compute_slot_sharing(self.eg, per_region=self.lazy)
+        self._group_of = {id(v): g for g in self.groups for v in g.vertices}
+        self.scheduling = (PipelinedRegionSchedulingStrategy(self.topology, self.is_available) if self.lazy
+                           else EagerSchedulingStrategy(self.eg))
+        self.failover = create_failover_strategy(self._failover_strategy_name, self.eg, self.topology,
+                                                 self.is_available)
 
     def _group_maybe_done(self, ev: ExecutionVertex, now: float) -> None:
         """Gives the group's slot back to the pool once none of its tasks needs it."""

@@ -5,8 +5,9 @@ One SparkSession per TaskExecutor process, shared by the tasks of all its slots:
 arrives), in local mode with one thread per slot (``local[N]``, N = the TaskExecutor's
 ``taskmanager.numberOfTaskSlots``), and stopped with the TaskExecutor, JVM included.
 
-Configuration: every ``spark.*`` key of the job configuration that is not a yarnflink option
-(``spark.micro-batch.*``) goes to the SparkSession, over these defaults: the driver binds to
+Configuration: every ``spark.*`` key that is not a yarnflink option (``spark.micro-batch.*``) of
+the TaskExecutor's configuration and then of the job configuration goes to the SparkSession,
+over these defaults: the driver binds to
 127.0.0.1, the UI is off, the session time zone is UTC, shuffles have N partitions, Python
 workers (UDFs in a step's function) use this interpreter. The first job to start the session
 sets its static keys; a later job's ``spark.sql.*`` keys apply to that job's steps only (each
@@ -58,14 +59,17 @@ def spark_keys(config: Mapping[str, str]) -> dict[str, str]:
     return {k: str(v) for k, v in config.items() if k.startswith("spark.") and k not in OPTIONS}
 
 
-def session_conf(config: Mapping[str, str], threads: int, local_dir: str) -> dict[str, str]:
-    """The SparkConf of a TaskExecutor's session: defaults, then the configuration's keys."""
+def session_conf(config: Mapping[str, str], threads: int, local_dir: str,
+                 process_config: Mapping[str, str] = {}) -> dict[str, str]:
+    """The SparkConf of a TaskExecutor's session: defaults, then the Spark keys of the
+    TaskExecutor's configuration (``process_config``), then the job configuration's."""
     conf = dict(DEFAULTS)
     conf["spark.master"] = f"local[{threads}]"
     conf["spark.app.name"] = f"yarnflink-taskexecutor-{os.getpid()}"
     conf["spark.sql.shuffle.partitions"] = str(threads)
     conf["spark.pyspark.python"] = sys.executable
     conf["spark.local.dir"] = local_dir
+    conf.update(spark_keys(process_config))
     conf.update(spark_keys(config))
     return conf
 
@@ -78,6 +82,7 @@ class SparkSessionHolder:
         self._future: Optional["Future[SparkSession]"] = None
         self._num_slots: Optional[int] = None
         self._conf: dict[str, str] = {}
+        self._process_config: dict[str, str] = {}
         self._warned: set[str] = set()
         self.workdir: Optional[str] = None
         #: Sessions created by this holder so far (tests check that slots share one).
@@ -90,6 +95,11 @@ class SparkSessionHolder:
     def configure(self, *, num_slots: int) -> None:
         """The TaskExecutor's slot count (threads of the next session); set at its start."""
         self._num_slots = max(1, int(num_slots))
+
+    def set_process_config(self, config: Mapping[str, str]) -> None:
+        """The TaskExecutor's own configuration: its ``spark.*`` keys go to every session it starts
+        (under the job's)."""
+        self._process_config = spark_keys(config)
 
     def start(self, config: Mapping[str, str]) -> "Future[SparkSession]":
         """Start the session in the background unless it is running or starting; its future."""
@@ -108,7 +118,8 @@ class SparkSessionHolder:
                 if not self._atexit:
                     atexit.register(self.stop)  # this process may end without a TaskExecutor stop
                     self._atexit = True
-            self._conf = session_conf(config, threads, os.path.join(self.workdir, "spark-local"))
+            self._conf = session_conf(config, threads, os.path.join(self.workdir, "spark-local"),
+                                      self._process_config)
             self._warned.clear()
             fut = self._future = Future()
             conf = dict(self._conf)

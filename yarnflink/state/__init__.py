@@ -4,7 +4,9 @@
 * ``heap``: ``HeapKeyedStateBackend`` (key-grouped, copy-on-write, asynchronous snapshots);
 * ``keyed_states``: the state objects; ``operator_state``: list and union list state;
 * ``handles``: state handles and ``TaskStateSnapshot`` (pure data);
-* ``task_state``: the Task seam (``TaskStateManager``, ``snapshot_chain``).
+* ``task_state``: the Task seam (``TaskStateManager``, ``snapshot_chain``);
+* ``processor``: the State Processor API on Spark (``read_savepoint``, ``bootstrap_savepoint``;
+  pyspark is imported when they are called).
 """
 
 from yarnflink.state.descriptors import (
@@ -27,6 +29,7 @@ from yarnflink.state.handles import (
 )
 from yarnflink.state.heap import HeapKeyedStateBackend, StateMigrationError
 from yarnflink.state.operator_state import OperatorStateBackend
+from yarnflink.state.processor import StateProcessorError, bootstrap_savepoint, read_savepoint
 from yarnflink.state.task_state import TaskStateManager, snapshot_chain
 
 __all__ = [
@@ -43,10 +46,13 @@ __all__ = [
     "ReducingStateDescriptor",
     "SnapshotResult",
     "StateMigrationError",
+    "StateProcessorError",
     "StateTtlConfig",
     "TaskStateManager",
     "TaskStateSnapshot",
     "Types",
     "ValueStateDescriptor",
+    "bootstrap_savepoint",
+    "read_savepoint",
     "snapshot_chain",
 ]

@@ -185,36 +185,71 @@ class OperatorStateHandle:
         return hash((self.delegate, tuple(sorted((n, m, i) for n, (m, i) in self.states.items()))))
 
 
+@dataclass(frozen=True)
+class InputChannelStateHandle:
+    """Unaligned checkpoints: the in-flight records input channel ``channel`` (of
+    ``num_channels``) delivered between the task's snapshot and that channel's barrier (an Arrow
+    IPC stream; Flink's ``InputChannelStateHandle``). Replayed through the chain on restore."""
+
+    channel: int
+    num_channels: int
+    delegate: StreamStateHandle
+
+    @property
+    def state_size(self) -> int:
+        return self.delegate.state_size
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "input-channel", "channel": self.channel, "num_channels": self.num_channels,
+                "delegate": self.delegate.to_json()}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "InputChannelStateHandle":
+        return InputChannelStateHandle(int(d["channel"]), int(d["num_channels"]), stream_handle_from_json(d["delegate"]))
+
+
 @dataclass
 class OperatorSubtaskState:
-    """The state one subtask's operator snapshotted (Flink's ``OperatorSubtaskState``)."""
+    """The state one subtask's operator snapshotted (Flink's ``OperatorSubtaskState``); the
+    input channel state (unaligned checkpoints) is kept with the chain's head operator."""
 
     managed_keyed_state: list[KeyGroupsStateHandle] = field(default_factory=list)
     managed_operator_state: list[OperatorStateHandle] = field(default_factory=list)
+    input_channel_state: list[InputChannelStateHandle] = field(default_factory=list)
 
     @property
     def state_size(self) -> int:
         return sum(h.state_size for h in self.managed_keyed_state) + sum(
             h.state_size for h in self.managed_operator_state
-        )
+        ) + self.persisted_data
+
+    @property
+    def persisted_data(self) -> int:
+        """Bytes of in-flight data persisted (unaligned checkpoints)."""
+        return sum(h.state_size for h in self.input_channel_state)
 
     def is_empty(self) -> bool:
-        return not self.managed_keyed_state and not self.managed_operator_state
+        return not self.managed_keyed_state and not self.managed_operator_state and not self.input_channel_state
 
     def stream_handles(self) -> list[StreamStateHandle]:
-        return [h.delegate for h in self.managed_keyed_state] + [h.delegate for h in self.managed_operator_state]
+        return ([h.delegate for h in self.managed_keyed_state] + [h.delegate for h in self.managed_operator_state]
+                + [h.delegate for h in self.input_channel_state])
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "keyed": [h.to_json() for h in self.managed_keyed_state],
             "operator": [h.to_json() for h in self.managed_operator_state],
         }
+        if self.input_channel_state:
+            d["input_channels"] = [h.to_json() for h in self.input_channel_state]
+        return d
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> "OperatorSubtaskState":
         return OperatorSubtaskState(
             [KeyGroupsStateHandle.from_json(h) for h in d.get("keyed", ())],
             [OperatorStateHandle.from_json(h) for h in d.get("operator", ())],
+            [InputChannelStateHandle.from_json(h) for h in d.get("input_channels", ())],
         )
 
 
@@ -231,6 +266,10 @@ class TaskStateSnapshot:
     @property
     def state_size(self) -> int:
         return sum(s.state_size for s in self.subtask_states.values())
+
+    @property
+    def persisted_data(self) -> int:
+        return sum(s.persisted_data for s in self.subtask_states.values())
 
     def stream_handles(self) -> list[StreamStateHandle]:
         return [h for s in self.subtask_states.values() for h in s.stream_handles()]

@@ -21,11 +21,13 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 from yarnflink.common.keygroups import key_group_range
 from yarnflink.state.handles import KeyGroupRange, OperatorSubtaskState, SnapshotResult, TaskStateSnapshot
-from yarnflink.state.heap import HeapKeyedStateBackend
+from yarnflink.state.heap import SNAPSHOT_MODES, HeapKeyedStateBackend
 from yarnflink.state.operator_state import OperatorStateBackend
 from yarnflink.state.streams import CheckpointStreamFactory, InlineStreamFactory, StateReader, read_inline
 
 STATE_BACKEND_KEY = "state.backend.type"
+SNAPSHOT_MODE_KEY = "state.backend.hashmap.snapshot-mode"
+COMPRESSION_KEY = "execution.checkpointing.snapshot-compression"
 SUPPORTED_BACKENDS = ("hashmap",)
 
 
@@ -54,7 +56,13 @@ def create_keyed_state_backend(
 ) -> HeapKeyedStateBackend:
     """The keyed state backend ``state.backend.type`` names (only ``hashmap`` exists)."""
     check_state_backend(config)
-    return HeapKeyedStateBackend(max_parallelism, key_groups, clock=clock, executor=executor, name=name)
+    mode = str((config or {}).get(SNAPSHOT_MODE_KEY) or "thread").strip().lower()
+    if mode not in SNAPSHOT_MODES:
+        raise ValueError(f"{SNAPSHOT_MODE_KEY}: unknown snapshot mode {mode!r}; expected one of "
+                         + ", ".join(SNAPSHOT_MODES))
+    compress = str((config or {}).get(COMPRESSION_KEY) or "false").strip().lower() in ("true", "1", "yes")
+    return HeapKeyedStateBackend(max_parallelism, key_groups, clock=clock, executor=executor, name=name,
+                                 snapshot_mode=mode, compression="lz4" if compress else None)
 
 
 class TaskStateManager:
@@ -121,6 +129,23 @@ def operator_state_backend_for(ctx: Any) -> OperatorStateBackend:
 
 
 # ----------------------------------------------------------------------------- chain snapshots
+class LazyStreamFactory:
+    """A ``CheckpointStreamFactory`` made on its first use: creating a checkpoint's directory
+    (a round trip to S3) then happens on the snapshot thread, not in the task's synchronous
+    part (``make`` is called at most once, from whichever thread writes first)."""
+
+    def __init__(self, make: Callable[[], CheckpointStreamFactory]) -> None:
+        self._make = make
+        self._factory: Optional[CheckpointStreamFactory] = None
+        self._lock = threading.Lock()
+
+    def write_state(self, data: bytes, name: str, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            if self._factory is None:
+                self._factory = self._make()
+        return self._factory.write_state(data, name, *args, **kwargs)
+
+
 def snapshot_operators(
     operators: Iterable[tuple[str, Any]],
     checkpoint_id: int,

@@ -41,6 +41,8 @@ class StreamNode:
     uid: Optional[str] = None
     slot_sharing_group: str = DEFAULT_SLOT_SHARING_GROUP
     chaining_strategy: ChainingStrategy = ChainingStrategy.ALWAYS
+    #: False: neither the operator nor the job set the parallelism (the AdaptiveBatch scheduler may)
+    parallelism_configured: bool = True
     in_edges: list["StreamEdge"] = field(default_factory=list)
     out_edges: list["StreamEdge"] = field(default_factory=list)
 

@@ -191,6 +191,7 @@ def create_job_graph(graph: StreamGraph, job_id: Optional[str] = None) -> JobGra
                 max_parallelism=_vertex_max_parallelism(graph, head, members),
                 operators=ops,
                 slot_sharing_group=head.slot_sharing_group,
+                parallelism_configured=any(n.parallelism_configured for n in members),
             )
         )
 

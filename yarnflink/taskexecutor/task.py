@@ -22,9 +22,11 @@ import cloudpickle
 from yarnflink.checkpoint.barriers import (
     AbortCheckpointOnBarrier,
     CancelCheckpointMarker,
+    ChannelStateComplete,
     CheckpointBarrier,
     ProcessBuffer,
     TriggerCheckpointOnBarrier,
+    UnalignedBarrierHandler,
     create_barrier_handler,
 )
 from yarnflink.state.handles import TaskStateSnapshot
@@ -43,6 +45,7 @@ from yarnflink.network import (
 from yarnflink.operators.base import OperatorContext
 from yarnflink.operators.chain import OperatorChain
 from yarnflink.operators.partitioners import NetworkOutput
+from yarnflink.operators.watermarks import StatusWatermarkValve, Watermark, WatermarkStatus
 from yarnflink.rpc.pb import common_pb2
 from yarnflink.rpc.pb import taskexecutor_pb2 as te_pb
 
@@ -65,8 +68,14 @@ class EndOfChannel:
 
 #: acknowledgements and declines go to the JobMaster off the task threads
 _ACKS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="checkpoint-ack")
+#: input channel state of unaligned checkpoints is written off the task threads
+_CHANNEL_WRITES = ThreadPoolExecutor(max_workers=2, thread_name_prefix="channel-state")
 #: how often a waiting task looks for checkpoint triggers and notifications (s)
 CHECKPOINT_POLL_S = 0.05
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def checkpointing_enabled(config: dict, runtime_mode: str) -> bool:
@@ -94,6 +103,8 @@ class Task:
         #: set when the task failed reading an upstream partition (reported to the JobMaster)
         self.failed_partition_id = ""
         self.gate: Optional[InputGate] = None
+        self._valve: Optional[StatusWatermarkValve] = None
+        self._streaming = (tdd.runtime_mode or "STREAMING") == "STREAMING"
         self._outputs: list[NetworkOutput] = []
         self.io_metrics = TaskIOMetrics()  # read by the TaskExecutor (metrics, final IOMetrics)
         # checkpoints (see docs/STATE_AND_EVENT_TIME.md): triggers and notifications arrive on the
@@ -105,6 +116,14 @@ class Task:
         self._storage: Any = None
         self._barrier_handler: Any = None
         self._last_checkpoint = 0
+        #: checkpoint id -> (monotonic s, wall ms) of its first barrier here (alignment, start delay)
+        self._first_barrier: dict[int, tuple[float, int]] = {}
+        # unaligned checkpoints: checkpoint id -> (future of the input channel state handles,
+        # the checkpoint's state-file factory) between the snapshot and the last barrier
+        self._unaligned = str(config.get("execution.checkpointing.unaligned.enabled") or "").strip().lower() in (
+            "true", "1", "yes")
+        self._channel_state: dict[int, tuple[Future, Any]] = {}
+        self._restored: Optional[TaskStateSnapshot] = None
 
     def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, is_savepoint: bool = False) -> None:
         """From any thread: a source (or a task whose inputs all ended) starts checkpoint n."""
@@ -151,6 +170,7 @@ class Task:
         except BaseException as e:  # noqa: BLE001 - every failure of user code ends here
             if chain is not None:
                 try:
+                    self._notify_completed(chain)  # stop-with-savepoint: its sinks commit first
                     chain.close()
                 except Exception:  # noqa: BLE001
                     log.debug("close after failure failed", exc_info=True)
@@ -173,6 +193,21 @@ class Task:
             if self.gate is not None:
                 self.gate.close()
 
+    def _notify_completed(self, chain: OperatorChain) -> None:
+        """Completed-checkpoint notifications that arrived before the task ended (cancelled, or
+        failed because an upstream task was cancelled) are delivered: a completed checkpoint's
+        sink commits are always safe, and the JobMaster cancels a stopped job only after
+        notifying it of the savepoint."""
+        from yarnflink.state.task_state import notify_chain
+
+        while True:
+            try:
+                cid, completed = self._notifications.get_nowait()
+            except Empty:
+                return
+            if completed:
+                notify_chain(chain, cid, True)
+
     def _check_cancelled(self) -> None:
         if self._cancelled.is_set():
             raise TaskCancelled(self.name)
@@ -185,9 +220,10 @@ class Task:
                 rp.partition_id, rp.num_subpartitions, blocking=rp.result_type == "BLOCKING")
             self.partitions.append(partition)
             key_selector = cloudpickle.loads(rp.key_selector) if rp.key_selector else None
+            streaming = (tdd.runtime_mode or "STREAMING") == "STREAMING" and rp.result_type != "BLOCKING"
             out = NetworkOutput(partition, rp.partitioning, rp.num_subpartitions, key_selector,
                                 tdd.max_parallelism, tdd.subtask_index,
-                                buffer_timeout_s=self._buffer_timeout_s)
+                                buffer_timeout_s=self._buffer_timeout_s, end_watermark=streaming)
             outputs[rp.dataset_id] = out
             self._outputs.append(out)
             self.io_metrics.register_output(out, partition)
@@ -229,44 +265,59 @@ class Task:
             for batch in chain.source_batches():
                 self._check_cancelled()
                 chain.push(batch)
+                self._processing_time(chain)
                 chain.flush_if_due()
                 if self.checkpointing:
                     self._poll_checkpoints(chain)
         else:
             assert self.gate is not None, "a task without a source operator reads an input gate"
+            # watermarks and idle/active statuses of the input channels, combined (Flink's
+            # StatusWatermarkValve); an ended upstream sends MAX_WATERMARK before it ends
+            self._valve = StatusWatermarkValve(self.gate.num_channels)
             handler = None
             if self.checkpointing:
                 mode = str(self.tdd.job_config.get("execution.checkpointing.mode") or "EXACTLY_ONCE").upper()
-                handler = self._barrier_handler = create_barrier_handler(mode, self.gate.num_channels)
+                handler = self._barrier_handler = create_barrier_handler(mode, self.gate.num_channels,
+                                                                         unaligned=self._unaligned)
+            self._replay_channel_state(chain)
             while True:
                 # wait for input at most until buffered output is due (execution.buffer-timeout)
+                # or an operator's processing time is (timers, idleness)
                 deadline = chain.next_flush_deadline()
                 timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+                pt = chain.next_processing_time()
+                if pt is not None:
+                    wait = max(0.0, (pt - _now_ms()) / 1000.0)
+                    timeout = wait if timeout is None else min(timeout, wait)
                 if handler is not None:
                     self._poll_checkpoints(chain)
                     timeout = CHECKPOINT_POLL_S if timeout is None else min(timeout, CHECKPOINT_POLL_S)
                 try:
                     item = self.gate.next(timeout)
                 except TimeoutError:
+                    self._processing_time(chain)
                     chain.flush_if_due()
                     continue
                 if item is None:
                     break
                 if handler is None:
-                    if item.batch is not None:
-                        self.io_metrics.count_in(item.batch)
-                        chain.push(Batch.from_arrow(item.batch))
+                    self._process_input(chain, item)
                 else:
                     event = item.event
                     if isinstance(event, CheckpointBarrier):
+                        self._first_barrier.setdefault(event.checkpoint_id, (time.monotonic(), _now_ms()))
                         actions = handler.on_barrier(item.channel, event)
                     elif isinstance(event, CancelCheckpointMarker):
                         actions = handler.on_cancel_marker(item.channel, event)
                     elif isinstance(event, EndOfChannel):
                         actions = [] if item.channel in handler.ended else handler.on_end_of_partition(item.channel)
+                    elif isinstance(handler, UnalignedBarrierHandler):
+                        actions = handler.on_buffer(item.channel, item, item.batch is not None)
                     else:
                         actions = handler.on_buffer(item.channel, item)
                     self._handle_barrier_actions(chain, actions)
+                if pt is not None:
+                    self._processing_time(chain)
                 chain.flush_if_due()
             if handler is not None:  # every channel ended: release what alignment still holds
                 for ch in range(self.gate.num_channels):
@@ -281,18 +332,23 @@ class Task:
 
     # ------------------------------------------------------------------ checkpoints
     def _state_manager(self, config: dict) -> Any:
-        from yarnflink.checkpoint.storage import FsCheckpointStorage, make_reader, storage_options_from_config
+        from yarnflink.checkpoint.storage import FsCheckpointStorage, make_config_reader, storage_options_from_config
         from yarnflink.state.task_state import TaskStateManager
 
         directory = config.get("execution.checkpointing.dir") or ""
         options = storage_options_from_config(config, directory) if directory else {}
         if directory:
-            self._storage = FsCheckpointStorage(directory, self.job_id, storage_options=options)
+            from yarnflink.common.config import parse_memory
+
+            threshold = parse_memory(config.get("execution.checkpointing.data-inline-threshold") or "20 kb")
+            self._storage = FsCheckpointStorage(directory, self.job_id, storage_options=options,
+                                                inline_threshold=threshold)
         restored = None
         if self.tdd.task_state:
             restored = TaskStateSnapshot.from_json(json.loads(self.tdd.task_state.decode("utf-8")))
+        self._restored = restored
         return TaskStateManager(restored=restored, restored_checkpoint_id=self.tdd.restored_checkpoint_id or None,
-                                reader=make_reader(options), config=config)
+                                reader=make_config_reader(config), config=config)
 
     def _poll_checkpoints(self, chain: OperatorChain) -> None:
         while True:
@@ -308,38 +364,87 @@ class Task:
                 break
             from yarnflink.state.task_state import notify_chain
 
+            if not completed:
+                self._discard_channel_state(cid)
             notify_chain(chain, cid, completed)
+
+    def _processing_time(self, chain: OperatorChain) -> None:
+        """Run the operators whose processing time is due (timers, periodic watermarks, idleness)."""
+        pt = chain.next_processing_time()
+        if pt is not None:
+            now = _now_ms()
+            if pt <= now:
+                chain.on_processing_time(now)
+
+    def _process_input(self, chain: OperatorChain, item: Any) -> None:
+        """One element of the input gate: a batch goes into the chain; a watermark or a
+        watermark status goes through the valve, and what comes out of it into the chain."""
+        if item.batch is not None:
+            self.io_metrics.count_in(item.batch)
+            chain.push(Batch.from_arrow(item.batch))
+            return
+        event = item.event
+        if not self._streaming:
+            return  # BATCH: event time ends with the input, as Flink ignores watermarks in batch mode
+        if isinstance(event, Watermark):
+            out = self._valve.input_watermark(item.channel, event)
+        elif isinstance(event, WatermarkStatus):
+            out = self._valve.input_watermark_status(item.channel, event)
+        else:
+            return
+        for element in out:
+            if isinstance(element, Watermark):
+                self.io_metrics.current_input_watermark = element.timestamp
+            chain.process_watermark(element)
 
     def _handle_barrier_actions(self, chain: OperatorChain, actions: list) -> None:
         for a in actions:
             if isinstance(a, ProcessBuffer):
-                item = a.item
-                if item.batch is not None:
-                    self.io_metrics.count_in(item.batch)
-                    chain.push(Batch.from_arrow(item.batch))
+                self._process_input(chain, a.item)
             elif isinstance(a, TriggerCheckpointOnBarrier):
-                self._checkpoint(chain, a.barrier.checkpoint_id, a.barrier.timestamp)
+                self._checkpoint(chain, a.barrier.checkpoint_id, a.barrier.timestamp,
+                                 unaligned=isinstance(self._barrier_handler, UnalignedBarrierHandler))
+            elif isinstance(a, ChannelStateComplete):
+                self._write_channel_state(a)
             elif isinstance(a, AbortCheckpointOnBarrier):
+                self._forget_barriers(a.checkpoint_id)
+                self._discard_channel_state(a.checkpoint_id)
                 self._decline(a.checkpoint_id, a.reason)
                 for p in self.partitions:
                     p.emit_event(CancelCheckpointMarker(a.checkpoint_id))
 
-    def _checkpoint(self, chain: OperatorChain, checkpoint_id: int, timestamp: int) -> None:
-        """Snapshot the chain, forward the barrier, acknowledge once the state is written."""
-        from yarnflink.state.task_state import snapshot_chain
+    def _checkpoint(self, chain: OperatorChain, checkpoint_id: int, timestamp: int, unaligned: bool = False) -> None:
+        """Snapshot the chain, forward the barrier, acknowledge once the state is written (and,
+        ``unaligned``, once the input channel state recorded until the last barrier is)."""
+        from yarnflink.state.task_state import LazyStreamFactory, snapshot_chain
 
         if checkpoint_id <= self._last_checkpoint:
             return
         self._last_checkpoint = checkpoint_id
+        # per-subtask statistics (Flink's SubtaskStateStats): alignment = first barrier to the
+        # last one, start delay = trigger to the first barrier, sync part = up to the barrier
+        # going out, async part = until the state is written
+        started = time.monotonic()
+        first = self._first_barrier.get(checkpoint_id)
+        self._forget_barriers(checkpoint_id)
+        alignment_ms = (started - first[0]) * 1000.0 if first is not None else 0.0
+        start_delay_ms = max(0, (first[1] if first is not None else _now_ms()) - timestamp)
         for nid in chain.order:
             pre = getattr(chain.operators[nid], "prepare_snapshot_pre_barrier", None)
             if pre is not None:
                 pre(checkpoint_id)
         chain.flush()
         try:
-            factory = self._storage.stream_factory(checkpoint_id) if self._storage is not None else None
+            storage = self._storage
+            factory = (LazyStreamFactory(lambda: storage.stream_factory(checkpoint_id))
+                       if storage is not None else None)
+            channel_future: Optional[Future] = None
+            if unaligned:
+                channel_future = Future()
+                self._channel_state[checkpoint_id] = (channel_future, factory)
             future: Future = snapshot_chain(chain, checkpoint_id, timestamp, factory)
         except Exception as e:  # noqa: BLE001 - declined, the job goes on
+            self._discard_channel_state(checkpoint_id)
             log.info("task %s: checkpoint %d failed: %s", self.name, checkpoint_id, e)
             self._decline(checkpoint_id, f"{type(e).__name__}: {e}")
             for p in self.partitions:
@@ -348,18 +453,102 @@ class Task:
         barrier = CheckpointBarrier(checkpoint_id, timestamp)
         for p in self.partitions:
             p.emit_event(barrier)
+        synced = time.monotonic()
+        sync_ms = (synced - started) * 1000.0
+
+        head_id = getattr(getattr(chain.head, "ctx", None), "operator_id", "") or str(chain.order[0])
 
         def acknowledge(f: Future) -> None:
+            if channel_future is not None and not channel_future.done():
+                channel_future.add_done_callback(lambda _cf: acknowledge(f))
+                return
             try:
                 snapshot: TaskStateSnapshot = f.result()
+                if channel_future is not None:
+                    if channel_future.cancelled():
+                        return  # aborted: declined already (or the coordinator aborted it)
+                    handles = channel_future.result()
+                    if handles:
+                        from yarnflink.state.handles import OperatorSubtaskState
+
+                        head = snapshot.subtask_states.setdefault(head_id, OperatorSubtaskState())
+                        head.input_channel_state.extend(handles)
             except BaseException as e:  # noqa: BLE001
                 _ACKS.submit(self._decline, checkpoint_id, f"{type(e).__name__}: {e}")
                 return
+            async_ms = (time.monotonic() - synced) * 1000.0
+            size = snapshot.state_size
+            stats = {"sync_ms": round(sync_ms, 3), "async_ms": round(async_ms, 3),
+                     "alignment_ms": round(alignment_ms, 3), "start_delay_ms": start_delay_ms,
+                     "state_size": size, "checkpointed_size": size}
+            if unaligned:
+                stats["persisted_data"] = snapshot.persisted_data
+                stats["unaligned"] = 1
+            self.io_metrics.checkpoint_completed(round(sync_ms + async_ms), size, round(alignment_ms),
+                                                 int(start_delay_ms * 1_000_000))
             payload = json.dumps({"checkpoint_id": checkpoint_id, "attempt": self.tdd.attempt_number,
-                                  "state": snapshot.to_json()}).encode("utf-8")
+                                  "state": snapshot.to_json(), "metrics": stats}).encode("utf-8")
             _ACKS.submit(self._send_quietly, "checkpoint-ack", payload)
 
         future.add_done_callback(acknowledge)
+
+    # ------------------------------------------------------------------ unaligned checkpoints
+    def _write_channel_state(self, done: ChannelStateComplete) -> None:
+        """Every barrier of an unaligned checkpoint arrived: write the recorded in-flight batches
+        (off the task thread) and complete the future its acknowledgement waits for."""
+        entry = self._channel_state.pop(done.checkpoint_id, None)
+        if entry is None:
+            return  # its snapshot failed (declined already)
+        future, factory = entry
+        recorded = {ch: [it.batch for it in items] for ch, items in done.recorded.items()}
+        if not recorded:
+            future.set_result([])
+            return
+        num_channels = self.gate.num_channels if self.gate is not None else 0
+        name = f"{self.tdd.task_name}-{self.tdd.subtask_index}-chk-{done.checkpoint_id}"
+
+        def write() -> None:
+            from yarnflink.checkpoint.channel_state import write_channel_state
+
+            try:
+                future.set_result(write_channel_state(recorded, num_channels, factory, name))
+            except BaseException as e:  # noqa: BLE001 - declines the checkpoint
+                future.set_exception(e)
+
+        _CHANNEL_WRITES.submit(write)
+
+    def _discard_channel_state(self, checkpoint_id: int) -> None:
+        """An aborted checkpoint (and older ones): drop the incomplete recording."""
+        handler = self._barrier_handler
+        if isinstance(handler, UnalignedBarrierHandler):
+            handler.abort(checkpoint_id)
+        for cid in [c for c in self._channel_state if c <= checkpoint_id]:
+            self._channel_state.pop(cid)[0].cancel()
+
+    def _replay_channel_state(self, chain: OperatorChain) -> None:
+        """Restored from an unaligned checkpoint: the in-flight batches it persisted go through
+        the chain (channel order) before anything is read from the network."""
+        restored = self._restored
+        if restored is None:
+            return
+        handles = [h for st in restored.subtask_states.values() for h in st.input_channel_state]
+        if not handles:
+            return
+        from yarnflink.checkpoint.channel_state import read_channel_state
+        from yarnflink.checkpoint.storage import make_config_reader
+
+        where = f"checkpoint {self.tdd.restored_checkpoint_id or '?'} of job {self.job_id}"
+        batches = read_channel_state(handles, make_config_reader(dict(self.tdd.job_config)),
+                                     self.gate.num_channels if self.gate is not None else None, where)
+        log.info("task %s: replaying %d in-flight batches of %s", self.name, len(batches), where)
+        for rb in batches:
+            self._check_cancelled()
+            self.io_metrics.count_in(rb)
+            chain.push(Batch.from_arrow(rb))
+
+    def _forget_barriers(self, checkpoint_id: int) -> None:
+        for cid in [c for c in self._first_barrier if c <= checkpoint_id]:
+            del self._first_barrier[cid]
 
     def _decline(self, checkpoint_id: int, reason: str) -> None:
         payload = json.dumps({"checkpoint_id": checkpoint_id, "attempt": self.tdd.attempt_number,

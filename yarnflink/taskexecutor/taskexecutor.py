@@ -6,6 +6,12 @@ ResourceManager silent for ``heartbeat.timeout`` is registered at again. This Ta
 heartbeats to the JobMasters of its slots; a JobMaster that does not answer for ``heartbeat.timeout``,
 or is unreachable ``heartbeat.rpc-failure-threshold`` times in a row, is lost: its job's tasks are
 cancelled and its slots freed.
+
+High availability: given a ``LeaderRetrievalService`` of the ResourceManager (ZooKeeper) instead of a
+fixed address, the TaskExecutor follows its leader (``leadership.py``): a new leader ends the old
+connection at once (slots freed, tasks cancelled, the old token forgotten) and the TaskExecutor
+registers at the new one with its slot report. Calls with a stale ResourceManager token or an
+unknown JobMaster id are rejected and logged (``rejected <Rpc> from stale <component>``).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import grpc
 import psutil
 
 from yarnflink.executiongraph.executiongraph import ExecutionState
+from yarnflink.highavailability.leaderelection import LeaderInformation
 from yarnflink.metrics.taskexecutor import fill_info, final_io_metrics
 from yarnflink.network import ShuffleEnvironment
 from yarnflink.resourcemanager.heartbeat import HeartbeatMonitor
@@ -37,6 +44,11 @@ from yarnflink.rpc.pb import (
     taskexecutor_pb2_grpc,
 )
 from yarnflink.spark.session import holder as spark_sessions
+from yarnflink.taskexecutor.leadership import (
+    ConnectToResourceManager,
+    DisconnectResourceManager,
+    ResourceManagerLeaderTracker,
+)
 from yarnflink.taskexecutor.slottable import SlotAllocationError, SlotState, TaskSlotTable
 from yarnflink.taskexecutor.task import Task
 
@@ -56,14 +68,22 @@ class JobManagerConnection:
 
 
 class TaskExecutor(RpcEndpoint):
-    def __init__(self, resource_manager_address: str, *, host: str = "127.0.0.1", rpc_port: int = 0,
+    def __init__(self, resource_manager_address: Optional[str], *, host: str = "127.0.0.1", rpc_port: int = 0,
                  data_port: int = 0, num_slots: int = 1, resource_id: Optional[str] = None,
                  buffer_timeout_s: float = 0.1, max_buffers_per_channel: int = 8,
                  max_bytes_per_channel: int = 8 * 1024 * 1024, total_resources: ResourceProfile = UNKNOWN,
                  heartbeat_interval_s: float = 10.0, heartbeat_timeout_s: float = 50.0,
-                 rpc_failure_threshold: int = 2) -> None:
+                 rpc_failure_threshold: int = 2, rm_leader_retriever: Any = None) -> None:
         super().__init__("TaskExecutor")
-        self.rm_address = resource_manager_address
+        if (resource_manager_address is None) == (rm_leader_retriever is None):
+            raise ValueError("a TaskExecutor needs either the ResourceManager's address or its leader retriever")
+        self._fixed_rm_address = resource_manager_address
+        #: HA: a LeaderRetrievalService of the ResourceManager (started and stopped here)
+        self.rm_leader_retriever = rm_leader_retriever
+        self.rm_leader = ResourceManagerLeaderTracker()
+        #: Calls refused for a stale fencing token (old ResourceManager or JobMaster leaders).
+        self.stale_rpcs_rejected = 0
+        self._registration: Optional["asyncio.Task[None]"] = None
         self.host = host
         self._rpc_port_config = rpc_port
         self.resource_id = resource_id or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
@@ -72,7 +92,6 @@ class TaskExecutor(RpcEndpoint):
                                           max_bytes_per_channel=max_bytes_per_channel)
         self.buffer_timeout_s = buffer_timeout_s
         self.gateways = GatewayPool()
-        self.rm_token = ""
         self.heartbeat_interval_s = heartbeat_interval_s
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self._last_rm_heartbeat = 0.0
@@ -87,6 +106,21 @@ class TaskExecutor(RpcEndpoint):
     def address(self) -> str:
         return f"{self.host}:{self.rpc_port}"
 
+    @property
+    def rm_address(self) -> str:
+        leader = self.rm_leader.leader
+        return leader.address if leader is not None else ""
+
+    @property
+    def rm_token(self) -> str:
+        return self.rm_leader.token
+
+    def reject_stale(self, rpc: str, component: str, detail: str = "") -> str:
+        """Counts and logs a call refused by fencing; returns the message for the caller."""
+        self.stale_rpcs_rejected += 1
+        log.warning("rejected %s from stale %s%s", rpc, component, f" ({detail})" if detail else "")
+        return f"rejected {rpc} from stale {component}: {detail or 'fencing token not current'}"
+
     # ------------------------------------------------------------------ lifecycle
     async def on_start(self) -> None:
         self.registered = asyncio.Event()
@@ -94,9 +128,49 @@ class TaskExecutor(RpcEndpoint):
         self.shuffle.start()
         await self.serve(taskexecutor_pb2_grpc.add_TaskExecutorGatewayServicer_to_server,
                          _Servicer(self), self.host, self._rpc_port_config)
-        self._spawn(self._registration_and_heartbeats())
+        self._spawn(self._heartbeats())
+        if self.rm_leader_retriever is None:
+            self._on_rm_leader(LeaderInformation("", str(self._fixed_rm_address)))
+        else:
+            loop = asyncio.get_running_loop()
+
+            def notify(info: Optional[LeaderInformation]) -> None:  # on a ZooKeeper thread
+                try:
+                    loop.call_soon_threadsafe(self._on_rm_leader, info)
+                except RuntimeError:  # the loop is closed: stopping
+                    pass
+
+            self.rm_leader_retriever.start(notify)
+
+    def _on_rm_leader(self, info: Optional[LeaderInformation]) -> None:
+        for action in self.rm_leader.leader_changed(info):
+            if isinstance(action, DisconnectResourceManager):
+                log.warning("%s: dropping the old connection", action.cause)
+                self._release_everything(action.cause)
+            elif isinstance(action, ConnectToResourceManager):
+                if self._registration is not None:
+                    self._registration.cancel()
+                self.registered.clear()
+                self._registration = self._spawn(self._register(action.leader))
+
+    def _release_everything(self, cause: str) -> None:
+        """The old leader is gone: every task is cancelled and every slot freed here, without
+        telling anyone (the new leader learns the free slots from the registration's slot report)."""
+        for slot in list(self.slot_table.slots):
+            if slot.allocation_id:
+                for eid in list(slot.tasks):
+                    task = self.tasks.get(eid)
+                    if task is not None:
+                        task.cancel()
+                self.slot_table.free(slot.allocation_id)
+        for task in list(self.tasks.values()):
+            task.cancel()
+        for job_id in list(self.job_managers):
+            self._close_job_connection(job_id)
 
     async def on_stop(self) -> None:
+        if self.rm_leader_retriever is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.rm_leader_retriever.stop)
         for task in list(self.tasks.values()):
             task.cancel()
         if self.rm_token:
@@ -127,10 +201,10 @@ class TaskExecutor(RpcEndpoint):
             for s in self.slot_table.slots
         ], version=self.slot_table.version)
 
-    async def _register(self) -> None:
+    async def _register(self, leader: LeaderInformation) -> None:
         delay = 0.05
-        rm = self.gateways.resource_manager(self.rm_address)
-        while True:
+        rm = self.gateways.resource_manager(leader.address)
+        while self.rm_leader.leader == leader:
             try:
                 resp = await rm.RegisterTaskExecutor(resourcemanager_pb2.RegisterTaskExecutorRequest(
                     resource_id=self.resource_id, rpc_address=self.address,
@@ -139,31 +213,35 @@ class TaskExecutor(RpcEndpoint):
                     default_slot_profile=_profile_pb(self.slot_table.default_slot),
                     slot_report=self._slot_report(), pid=os.getpid(), hostname=socket.gethostname(),
                 ), timeout=RPC_TIMEOUT_S)
-                self.rm_token = resp.fencing_token
-                self._last_rm_heartbeat = time.monotonic()
-                log.info("registered at ResourceManager %s as %s", self.rm_address, self.resource_id)
-                self.registered.set()
-                return
+                if self.rm_leader.registered(leader, resp.fencing_token):
+                    self._last_rm_heartbeat = time.monotonic()
+                    log.info("registered at ResourceManager %s as %s", leader.address, self.resource_id)
+                    self.registered.set()
+                    return
+                log.info("ResourceManager %s answered with another token than its leader session %s; "
+                         "retrying in %.2fs", leader.address, leader.session_id[:8], delay)
             except grpc.aio.AioRpcError as e:
-                log.info("registration at %s failed (%s); retrying in %.2fs", self.rm_address, e.code(), delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                log.info("registration at %s failed (%s); retrying in %.2fs", leader.address, e.code(), delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0 if self.rm_leader_retriever is not None else 5.0)
 
     def heartbeat_from_resource_manager(self, token: str) -> bool:
-        if not token or token != self.rm_token:
+        if not self.rm_leader.accepts(token):
             return False
         self._last_rm_heartbeat = time.monotonic()
         return True
 
-    async def _registration_and_heartbeats(self) -> None:
-        await self._register()
+    async def _heartbeats(self) -> None:
         while True:
             await asyncio.sleep(self.heartbeat_interval_s)
             now = time.monotonic()
-            if now - self._last_rm_heartbeat > self.heartbeat_timeout_s:
+            leader = self.rm_leader.leader
+            registering = self._registration is not None and not self._registration.done()
+            if leader is not None and not registering and now - self._last_rm_heartbeat > self.heartbeat_timeout_s:
                 log.warning("no heartbeat from the ResourceManager for %.0f s; registering again",
                             now - self._last_rm_heartbeat)
-                await self._register()
+                self.registered.clear()
+                self._registration = self._spawn(self._register(leader))
             for job_id in self.jm_heartbeats.timed_out(now):
                 self._spawn(self._job_manager_lost(job_id, f"heartbeat of the JobMaster of job {job_id} timed out"))
             for conn in list(self.job_managers.values()):
@@ -321,6 +399,16 @@ class TaskExecutor(RpcEndpoint):
                     log.info("task state update failed (%s), attempt %d", e.details(), attempt + 1)
                     await asyncio.sleep(0.2 * (attempt + 1))
 
+    def knows_jobmaster(self, jobmaster_id: str) -> bool:
+        return bool(jobmaster_id) and any(c.jobmaster_id == jobmaster_id for c in self.job_managers.values())
+
+    def is_task_jobmaster(self, task: Optional[Task], jobmaster_id: str) -> bool:
+        """A checkpoint call for ``task`` (None: not here, nothing to fence) from ``jobmaster_id``."""
+        if task is None:
+            return True
+        conn = self.job_managers.get(task.job_id)
+        return conn is not None and conn.jobmaster_id == jobmaster_id
+
     def cancel_task(self, execution_id: str) -> bool:
         task = self.tasks.get(execution_id)
         if task is None:
@@ -357,15 +445,19 @@ class _Servicer(taskexecutor_pb2_grpc.TaskExecutorGatewayServicer):
         self.te = te
 
     async def RequestSlot(self, request: Any, context: Any) -> Any:
-        if request.resource_manager_token != self.te.rm_token:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
-                                "slot request from a ResourceManager that is not the one this TaskExecutor registered at")
+        if not self.te.rm_leader.accepts(request.resource_manager_token):
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, self.te.reject_stale(
+                "RequestSlot", "ResourceManager",
+                "slot request from a ResourceManager that is not the one this TaskExecutor registered at"))
         try:
             return await self.te.request_slot(request)
         except SlotAllocationError as e:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
 
     async def SubmitTask(self, request: Any, context: Any) -> Any:
+        if not self.te.knows_jobmaster(request.jobmaster_id):
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                self.te.reject_stale("SubmitTask", "JobMaster", f"job {request.tdd.job_id}"))
         try:
             self.te.submit_task(request)
         except SlotAllocationError as e:
@@ -373,21 +465,27 @@ class _Servicer(taskexecutor_pb2_grpc.TaskExecutorGatewayServicer):
         return common_pb2.Ack()
 
     async def CancelTask(self, request: Any, context: Any) -> Any:
-        conn_ok = any(c.jobmaster_id == request.jobmaster_id for c in self.te.job_managers.values())
-        if not conn_ok:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "cancel from an unknown JobMaster")
+        if not self.te.knows_jobmaster(request.jobmaster_id):
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, self.te.reject_stale(
+                "CancelTask", "JobMaster", "cancel from an unknown JobMaster"))
         if not self.te.cancel_task(request.execution_id):
             await context.abort(grpc.StatusCode.NOT_FOUND, f"no task {request.execution_id} here")
         return common_pb2.Ack()
 
     async def TriggerCheckpoint(self, request: Any, context: Any) -> Any:
         task = self.te.tasks.get(request.execution_id)  # checkpoints: see yarnflink/taskexecutor/task.py
+        if not self.te.is_task_jobmaster(task, request.jobmaster_id):
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                self.te.reject_stale("TriggerCheckpoint", "JobMaster"))
         if task is not None:
             task.trigger_checkpoint(request.checkpoint_id, request.timestamp, request.is_savepoint)
         return common_pb2.Ack()
 
     async def NotifyCheckpoint(self, request: Any, context: Any) -> Any:
         task = self.te.tasks.get(request.execution_id)
+        if not self.te.is_task_jobmaster(task, request.jobmaster_id):
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                self.te.reject_stale("NotifyCheckpoint", "JobMaster"))
         if task is not None:
             task.notify_checkpoint(request.checkpoint_id, request.completed)
         return common_pb2.Ack()
@@ -410,8 +508,9 @@ class _Servicer(taskexecutor_pb2_grpc.TaskExecutorGatewayServicer):
 
     async def HeartbeatFromResourceManager(self, request: Any, context: Any) -> Any:
         if not self.te.heartbeat_from_resource_manager(request.resource_manager_token):
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
-                                "heartbeat from a ResourceManager this TaskExecutor is not registered at")
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, self.te.reject_stale(
+                "HeartbeatFromResourceManager", "ResourceManager",
+                "heartbeat from a ResourceManager this TaskExecutor is not registered at"))
         return taskexecutor_pb2.ResourceManagerHeartbeatResponse(slot_report=self.te._slot_report())
 
 

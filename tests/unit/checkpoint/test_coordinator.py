@@ -276,3 +276,14 @@ def test_config_from_flink_keys() -> None:
     assert cfg == CheckpointConfig(10_000, 60_000, 500, 2, "AT_LEAST_ONCE", 3, 4, "RETAIN_ON_CANCELLATION",
                                    "s3://bucket/chk", 20 * 1024)
     assert not CheckpointConfig.from_configuration(None).periodic
+
+
+def test_stop_with_savepoint_suspends_periodic_checkpoints_but_not_expiry() -> None:
+    c = running(interval_ms=1000, timeout_ms=5000)
+    assert isinstance(c.handle(TriggerSavepoint(500, "file:///sp"))[0], TriggerCheckpoint)
+    c.periodic_suspended = True
+    assert c.handle(Tick(2000)) == []  # due, but no checkpoint after the stop's savepoint
+    aborted = c.handle(Tick(6000))  # the savepoint still expires
+    assert isinstance(aborted[0], NotifyCheckpointAborted) and aborted[0].checkpoint_id == 1
+    c.periodic_suspended = False  # the stop failed: the job goes on checkpointing
+    assert isinstance(c.handle(Tick(7000))[0], TriggerCheckpoint)

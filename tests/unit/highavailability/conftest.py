@@ -3,29 +3,16 @@ per test, and factories of HA services that are closed at the end of the test.""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.zk import ZkProxy, ZooKeeperNotInstalled, ZooKeeperServer, start_standalone, unique_root
+from tests.zk import ZkProxy, ZooKeeperServer, unique_root
 from yarnflink.common.config import Configuration
 
 from .helpers import Timeline
-
-
-@pytest.fixture(scope="session")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    try:
-        server = start_standalone(tmp_path_factory.mktemp("zookeeper"))
-    except ZooKeeperNotInstalled as e:
-        if os.environ.get("YARNFLINK_SKIP_ZOOKEEPER_TESTS") == "1":
-            pytest.skip(str(e))
-        raise
-    yield server
-    server.stop()
 
 
 @pytest.fixture

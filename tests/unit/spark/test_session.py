@@ -79,6 +79,12 @@ def test_spark_keys_of_the_configuration_reach_spark() -> None:
     assert conf["spark.sql.shuffle.partitions"] == "9"
     assert conf["spark.pyspark.python"] == sys.executable
     assert "spark.micro-batch.max-rows" not in conf and "parallelism.default" not in conf
+    # the TaskExecutor's own configuration comes in under the job's
+    conf = session_conf({"spark.executor.memory": "3g"}, threads=1, local_dir="/tmp/x",
+                        process_config={"spark.executor.memory": "1g", "spark.driver.memory": "2g",
+                                        "spark.source.pushdown": "false", "rest.port": "0"})
+    assert conf["spark.executor.memory"] == "3g" and conf["spark.driver.memory"] == "2g"
+    assert "spark.source.pushdown" not in conf and "rest.port" not in conf
 
 
 def test_a_jobs_sql_keys_apply_to_its_steps_only(spark) -> None:

@@ -7,6 +7,12 @@ certificate its processes use for mutual TLS, and the REST token, as 0600 files 
 configuration entries holding the paths; clients of this machine find the token through the
 session's ``session.json`` (``session_credentials``) or, for a cluster this process started,
 through ``yarnflink.security.client.register``.
+
+A session with ZooKeeper HA (``--standby N``, or ``high-availability.type: zookeeper``) runs 1+N
+standalone master processes that elect a leader, and its TaskExecutors as processes of their own
+that find the leading ResourceManager in ZooKeeper (they outlive any one master). Its
+``session.json`` keeps every process id, every master's REST URL and the HA keys clients need to
+find the leader (``ha_config``); ``stop_session`` stops them all and removes the cluster's HA data.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -46,18 +52,36 @@ class LocalSession:
     #: The REST token's file (0600) and the CA of the REST certificate ("" if none).
     token_file: str = ""
     rest_ca: str = ""
+    #: HA sessions: the high-availability.* (and rest.await-leader-timeout) keys, every master's
+    #: process id and REST URL, and the TaskExecutor processes' ids
+    ha_config: dict[str, str] = field(default_factory=dict)
+    master_pids: list[int] = field(default_factory=list)
+    rest_urls: list[str] = field(default_factory=list)
+    taskexecutor_pids: list[int] = field(default_factory=list)
+    standby: int = 0
 
     @property
     def alive(self) -> bool:
-        return _pid_alive(self.pid)
+        return any(_pid_alive(p) for p in (self.master_pids or [self.pid]))
+
+    def serves(self, url: str) -> bool:
+        key = url_key(url)
+        return any(url_key(u) == key for u in (self.rest_urls or [self.rest_url]))
 
 
 def session_credentials(url: str) -> Optional[RestCredentials]:
     """The token and CA of the local session serving ``url``, if any."""
-    key = url_key(url)
     for s in reversed(list_sessions()):
-        if url_key(s.rest_url) == key:
+        if s.serves(url):
             return RestCredentials(s.token_file or None, s.rest_ca or None)
+    return None
+
+
+def session_ha_config(url: str) -> Optional[Configuration]:
+    """The HA configuration of the local HA session one of whose masters serves ``url``, if any."""
+    for s in reversed(list_sessions()):
+        if s.ha_config and s.serves(url):
+            return Configuration(s.ha_config)
     return None
 
 
@@ -164,15 +188,34 @@ def stop_process(pid: int, timeout: float = 15.0) -> bool:
 
 
 # ---------------------------------------------------------------------- sessions
-def start_session(config: Configuration, taskexecutors: int, slots: int) -> LocalSession:
+def start_session(config: Configuration, taskexecutors: int, slots: int, standby: int = 0) -> LocalSession:
+    """A background session; with ``standby`` masters, or with ZooKeeper HA configured, an HA
+    session (``ha_session.py``; ClusterStartError if the HA configuration is incomplete)."""
+    from yarnflink.highavailability import ha_enabled
+
     session_id = f"local-{uuid.uuid4().hex[:8]}"
     workdir = sessions_dir() / session_id
     config = config.copy()
     config.set("taskmanager.numberOfTaskSlots", str(slots))
-    proc, info = start_local_cluster(config, taskexecutors=taskexecutors, workdir=workdir, detached=True)
-    session = LocalSession(session_id, "local", proc.pid, str(info["rest_url"]), str(info["rpc_address"]),
-                           str(workdir), taskexecutors, slots, time.time(),
-                           token_file=str(info["token_file"]), rest_ca=str(info["rest_ca"]))
+    if standby > 0 or ha_enabled(config):
+        from yarnflink.deployment.local.ha_session import client_ha_config, prepare_ha_config, start_ha_cluster
+
+        try:
+            config = prepare_ha_config(config, session_id, 1 + standby)
+        except ValueError as e:
+            raise ClusterStartError(str(e)) from None
+        info = start_ha_cluster(config, masters=1 + standby, taskexecutors=taskexecutors, workdir=workdir,
+                                name=session_id)
+        session = LocalSession(session_id, "local", info["master_pids"][0], info["rest_url"], "", str(workdir),
+                               taskexecutors, slots, time.time(), token_file=info["token_file"],
+                               rest_ca=info["rest_ca"], ha_config=client_ha_config(info["config"]),
+                               master_pids=info["master_pids"], rest_urls=info["rest_urls"],
+                               taskexecutor_pids=info["taskexecutor_pids"], standby=standby)
+    else:
+        proc, info = start_local_cluster(config, taskexecutors=taskexecutors, workdir=workdir, detached=True)
+        session = LocalSession(session_id, "local", proc.pid, str(info["rest_url"]), str(info["rpc_address"]),
+                               str(workdir), taskexecutors, slots, time.time(),
+                               token_file=str(info["token_file"]), rest_ca=str(info["rest_ca"]))
     path = workdir / "session.json"
     path.write_text(json.dumps(asdict(session), indent=2))
     os.chmod(path, 0o600)
@@ -199,6 +242,8 @@ def find_session(session_id: Optional[str] = None) -> Optional[LocalSession]:
 
 
 def stop_session(session: LocalSession) -> bool:
+    if session.master_pids:
+        return _stop_ha_session(session)
     stopped = True
     if session.alive:
         try:
@@ -212,5 +257,27 @@ def stop_session(session: LocalSession) -> bool:
             pass
         if session.alive:
             stopped = stop_process(session.pid)
+    (Path(session.workdir) / "session.json").unlink(missing_ok=True)
+    return stopped
+
+
+def _stop_ha_session(session: LocalSession) -> bool:
+    """Every master at once (no standby may take over a cluster that is going), then the
+    TaskExecutors; then the cluster's HA data goes (best effort: ZooKeeper may be gone too)."""
+    pids = list(session.master_pids)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    stopped = all([stop_process(pid) for pid in pids])
+    stopped = all([stop_process(pid) for pid in session.taskexecutor_pids]) and stopped
+    if session.ha_config:
+        try:
+            from yarnflink.highavailability import create_ha_services
+
+            create_ha_services(Configuration(session.ha_config)).close_and_cleanup_all_data()
+        except Exception:  # noqa: BLE001 - the processes are gone; leftover HA data is harmless
+            pass
     (Path(session.workdir) / "session.json").unlink(missing_ok=True)
     return stopped

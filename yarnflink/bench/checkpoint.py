@@ -1,0 +1,337 @@
+"""Checkpoint benchmark (issue 5 item 10): the duration of a checkpoint of keyed state and the
+longest processing stall it causes, to a local directory and to S3 (moto's server on loopback),
+and the throughput of a keyed task with a 1-second checkpoint interval against none.
+
+The task is modelled in process, as the Task thread runs it: one thread updates ``ValueState`` of
+random keys in batches (``--batch`` updates per batch) on a ``hashmap`` backend
+(``HeapKeyedStateBackend``, all 128 key groups) and, when a checkpoint is due, takes the
+synchronous part of the snapshot itself (``snapshot_chain`` of a one-operator chain, as
+``Task._checkpoint`` does) while the asynchronous part serializes and writes the state in the
+background (``FsCheckpointStorage``'s stream factory). The stall is the longest time between the
+ends of two consecutive batches while a checkpoint is in progress (its synchronous part
+included), next to the longest one without a checkpoint.
+
+    scripts/bench --suite checkpoint [--sizes-mb 100,1000] [--targets local,s3] [--value-bytes 1024]
+                  [--throughput-seconds 10] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Optional
+
+from yarnflink.common.keygroups import key_group_of
+from yarnflink.state.descriptors import ValueStateDescriptor
+from yarnflink.state.heap import HeapKeyedStateBackend
+from yarnflink.state.task_state import LazyStreamFactory, snapshot_operators
+
+MAX_PARALLELISM = 128
+BUCKET = "yarnflink-bench"
+
+
+class _CpuTimedExecutor(ThreadPoolExecutor):
+    """The snapshot thread, recording the CPU time (``time.thread_time``) of each snapshot: a
+    measure of its cost that does not depend on how loaded the machine is."""
+
+    def __init__(self) -> None:
+        super().__init__(1, thread_name_prefix="bench-snapshot")
+        self.cpu_s: list[float] = []
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future:  # type: ignore[override]
+        def timed() -> Any:
+            t = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.cpu_s.append(time.thread_time() - t)
+
+        return super().submit(timed)
+
+
+class _KeyedOperator:
+    """The stateful operator of the modelled task: one ``ValueState`` of bytes per key."""
+
+    def __init__(self, snapshot_mode: str = "thread") -> None:
+        self.executor = _CpuTimedExecutor()
+        self.backend = HeapKeyedStateBackend(MAX_PARALLELISM, range(0, MAX_PARALLELISM), name="bench",
+                                             snapshot_mode=snapshot_mode, executor=self.executor)
+        self.state = self.backend.get_partitioned_state(ValueStateDescriptor("v", "bytes"))
+
+    def snapshot_state(self, checkpoint_id: int, timestamp: int, factory: Any = None) -> list:
+        return [self.backend.snapshot(checkpoint_id, timestamp, factory)]
+
+
+def fill(op: _KeyedOperator, num_keys: int, value_bytes: int) -> list[int]:
+    """``num_keys`` keys with a random (incompressible) value each; returns their key groups."""
+    kgs = [key_group_of(k, MAX_PARALLELISM) for k in range(num_keys)]
+    b, st = op.backend, op.state
+    for start in range(0, num_keys, 4096):
+        pool = os.urandom(value_bytes * 4096)
+        for i, k in enumerate(range(start, min(start + 4096, num_keys))):
+            b.set_current_key(k, kgs[k])
+            st.update(pool[i * value_bytes:(i + 1) * value_bytes])
+    return kgs
+
+
+class Storage:
+    """A checkpoint directory: ``file://`` under a temporary directory, or ``s3://`` on moto."""
+
+    def __init__(self, target: str, workdir: Path) -> None:
+        from yarnflink.checkpoint.storage import FsCheckpointStorage
+
+        self.target = target
+        self._proc: Optional[subprocess.Popen] = None
+        workdir.mkdir(parents=True, exist_ok=True)
+        if target == "local":
+            directory, options = f"file://{workdir / 'checkpoints'}", {}
+        elif target == "s3":
+            endpoint = self._start_moto(workdir)
+            directory = f"s3://{BUCKET}/checkpoints"
+            options = {"endpoint_url": endpoint, "key": "testing", "secret": "testing",
+                       "client_kwargs": {"region_name": "us-east-1"}}
+        else:
+            raise SystemExit(f"unknown target {target!r} (local, s3)")
+        self.storage = FsCheckpointStorage(directory, "bench" + "0" * 27, storage_options=options)
+
+    def _start_moto(self, workdir: Path) -> str:
+        server = Path(sys.executable).parent / "moto_server"
+        if not server.exists():
+            raise SystemExit("moto_server is not installed (pip install 'moto[server]')")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        log = open(workdir / "moto.log", "wb")
+        self._proc = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)],
+                                      stdout=log, stderr=subprocess.STDOUT)
+        endpoint = f"http://127.0.0.1:{port}"
+        import boto3
+
+        client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
+                              aws_secret_access_key="testing", region_name="us-east-1")
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                client.create_bucket(Bucket=BUCKET)
+                return endpoint
+            except Exception:  # noqa: BLE001 - not up yet
+                if time.monotonic() > deadline or self._proc.poll() is not None:
+                    raise
+                time.sleep(0.2)
+
+    def close(self) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.wait(timeout=30)
+
+
+class TaskLoop:
+    """The modelled task thread: batches of state updates, checkpoints when due."""
+
+    def __init__(self, op: _KeyedOperator, kgs: list[int], value_bytes: int, batch: int, storage: Any) -> None:
+        self.op, self.kgs, self.batch, self.storage = op, kgs, batch, storage
+        self.value_bytes = value_bytes
+        self.rng = random.Random(1)
+        self.updates = 0
+        self.checkpoint_id = 0
+        self.in_flight: Optional[Future] = None
+        self.durations: list[dict[str, float]] = []
+        self.stall_in_checkpoint = 0.0
+        self.stall_outside = 0.0
+        self.gaps_in_checkpoint: list[float] = []
+        self.gaps_outside: list[float] = []
+        self.window_stalls: list[float] = []
+
+    def _batch(self) -> None:
+        b, st, kgs, rng, vb = self.op.backend, self.op.state, self.kgs, self.rng, self.value_bytes
+        n = len(kgs)
+        pool = os.urandom(vb * self.batch)  # every update writes new, incompressible bytes
+        for i in range(self.batch):
+            k = rng.randrange(n)
+            b.set_current_key(k, kgs[k])
+            st.update(pool[i * vb:(i + 1) * vb])
+        self.updates += self.batch
+
+    def _checkpoint(self) -> None:
+        self.checkpoint_id += 1
+        cid = self.checkpoint_id
+        started = time.monotonic()
+        cpu0 = time.thread_time()
+        storage = self.storage
+        factory = LazyStreamFactory(lambda: storage.stream_factory(cid)) if storage is not None else None
+        future = snapshot_operators([("bench", self.op)], cid, int(time.time() * 1000), factory)
+        sync_s = time.monotonic() - started
+        rec: dict[str, float] = {"id": cid, "sync_ms": sync_s * 1000, "sync_cpu_ms": (time.thread_time() - cpu0) * 1000}
+
+        def done(f: Future) -> None:
+            rec["total_ms"] = (time.monotonic() - started) * 1000
+            try:
+                rec["state_size"] = f.result().state_size
+            except BaseException as e:  # noqa: BLE001 - reported
+                rec["error"] = str(e)  # type: ignore[assignment]
+
+        future.add_done_callback(done)
+        self.in_flight = future
+        self.durations.append(rec)
+
+    def run(self, seconds: float, interval_s: Optional[float], first_at: float = 0.0,
+            until_checkpoints: int = 0) -> float:
+        """Run for ``seconds`` (or until ``until_checkpoints`` have completed); updates per second."""
+        start = last = time.monotonic()
+        next_cp = start + first_at if interval_s is not None else None
+        self.updates = 0
+        while True:
+            now = time.monotonic()
+            if until_checkpoints:
+                if sum(1 for d in self.durations if "total_ms" in d) >= until_checkpoints and \
+                        (self.in_flight is None or self.in_flight.done()):
+                    break
+            elif now - start >= seconds:
+                break
+            checkpointing = self.in_flight is not None and not self.in_flight.done()
+            if next_cp is not None and now >= next_cp and not checkpointing:
+                self._checkpoint()
+                next_cp = now + (interval_s or 0)
+                checkpointing = True
+            self._batch()
+            end = time.monotonic()
+            gap = end - last
+            last = end
+            if checkpointing or (self.in_flight is not None and not self.in_flight.done()):
+                self.stall_in_checkpoint = max(self.stall_in_checkpoint, gap)
+                self.gaps_in_checkpoint.append(gap)
+                rec = self.durations[-1]
+                rec["stall_ms"] = max(rec.get("stall_ms", 0.0), gap * 1000)
+            else:
+                window = int((end - start) // 1.0)  # the longest gap of every second without a checkpoint
+                if window >= len(self.window_stalls):
+                    self.window_stalls.extend([0.0] * (window + 1 - len(self.window_stalls)))
+                self.window_stalls[window] = max(self.window_stalls[window], gap * 1000)
+                self.stall_outside = max(self.stall_outside, gap)
+                self.gaps_outside.append(gap)
+        if self.in_flight is not None:
+            self.in_flight.result()
+        return self.updates / (time.monotonic() - start)
+
+
+def _median(xs: list[float]) -> float:
+    return _pct(xs, 0.5)
+
+
+def _pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
+
+
+def bench_size(size_mb: int, targets: list[str], value_bytes: int, batch: int, checkpoints: int,
+               workdir: Path, mode: str) -> list[dict[str, Any]]:
+    num_keys = size_mb * 1024 * 1024 // value_bytes
+    op = _KeyedOperator(mode)
+    t0 = time.monotonic()
+    kgs = fill(op, num_keys, value_bytes)
+    print(f"  {size_mb} MB: {num_keys} keys x {value_bytes} B filled in {time.monotonic() - t0:.1f}s", flush=True)
+    rows = []
+    for target in targets:
+        storage = Storage(target, workdir / f"{target}-{size_mb}-{mode}")
+        try:
+            loop = TaskLoop(op, kgs, value_bytes, batch, storage.storage)
+            loop.run(3.0, None)  # the stalls without checkpoints (longest gap per second)
+            loop.run(0, 2.0, first_at=0.2, until_checkpoints=checkpoints)
+            done = [d for d in loop.durations if "total_ms" in d]
+            row = {"size_mb": size_mb, "target": target, "mode": mode, "keys": num_keys, "checkpoints": len(done),
+                   "state_size_mb": round(_median([d.get("state_size", 0) for d in done]) / 2**20, 1),
+                   "sync_ms_max": round(max(d["sync_ms"] for d in done), 2),
+                   "sync_cpu_ms_median": round(_median([d["sync_cpu_ms"] for d in done]), 2),
+                   "snapshot_thread_cpu_ms_median": round(_median(op.executor.cpu_s[-len(done):]) * 1000),
+                   "duration_ms_median": round(_median([d["total_ms"] for d in done])),
+                   "stall_ms_checkpointing": round(loop.stall_in_checkpoint * 1000, 1),
+                   "stall_ms_median_per_checkpoint": round(_median([d.get("stall_ms", 0.0) for d in done]), 1),
+                   "stall_ms_without": round(loop.stall_outside * 1000, 1),
+                   "stall_ms_median_per_second_without": round(_median([w for w in loop.window_stalls if w]), 1),
+                   "batch_ms_p99_checkpointing": round(_pct(loop.gaps_in_checkpoint, 0.99) * 1000, 1),
+                   "batch_ms_p99_without": round(_pct(loop.gaps_outside, 0.99) * 1000, 1),
+                   "batch_ms_median": round(_median(loop.gaps_outside) * 1000, 1),
+                   "errors": [d["error"] for d in done if "error" in d]}
+            rows.append(row)
+            print("  " + json.dumps(row), flush=True)
+        finally:
+            storage.close()
+    op.backend.dispose()
+    op.executor.shutdown()
+    return rows
+
+
+def bench_throughput(size_mb: int, value_bytes: int, batch: int, seconds: float, workdir: Path,
+                     mode: str) -> dict[str, Any]:
+    num_keys = size_mb * 1024 * 1024 // value_bytes
+    op = _KeyedOperator(mode)
+    kgs = fill(op, num_keys, value_bytes)
+    storage = Storage("local", workdir / f"throughput-{size_mb}-{mode}")
+    try:
+        base = TaskLoop(op, kgs, value_bytes, batch, storage.storage)
+        base.run(1.0, None)
+        none = base.run(seconds, None)
+        cp = TaskLoop(op, kgs, value_bytes, batch, storage.storage)
+        with_cp = cp.run(seconds, 1.0, first_at=1.0)
+        none2 = base.run(seconds, None)  # again, to see the noise of a shared machine
+    finally:
+        storage.close()
+        op.backend.dispose()
+    baseline = (none + none2) / 2
+    row = {"size_mb": size_mb, "mode": mode, "updates_per_s_without": round(baseline),
+           "updates_per_s_with_1s_interval": round(with_cp),
+           "loss_percent": round(100 * (1 - with_cp / baseline), 1),
+           "checkpoints": sum(1 for d in cp.durations if "total_ms" in d),
+           "stall_ms_checkpointing": round(cp.stall_in_checkpoint * 1000, 1)}
+    print("  " + json.dumps(row), flush=True)
+    return row
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    p = argparse.ArgumentParser(prog="scripts/bench --suite checkpoint", description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes-mb", default="100", help="keyed state sizes in MB, comma-separated (e.g. 100,1000)")
+    p.add_argument("--targets", default="local,s3", help="local, s3 or both")
+    p.add_argument("--value-bytes", type=int, default=1024, help="bytes per state value")
+    p.add_argument("--batch", type=int, default=1000, help="state updates per batch of the modelled task")
+    p.add_argument("--checkpoints", type=int, default=3, help="checkpoints per size and target")
+    p.add_argument("--throughput-seconds", type=float, default=10.0, help="0 skips the throughput run")
+    p.add_argument("--throughput-size-mb", type=int, default=100)
+    p.add_argument("--snapshot-modes", default="fork,thread",
+                   help="state.backend.hashmap.snapshot-mode values to compare (fork, thread)")
+    p.add_argument("--json", action="store_true", help="print the results as one JSON document at the end")
+    a = p.parse_args(argv)
+    sizes = [int(s) for s in a.sizes_mb.split(",") if s.strip()]
+    targets = [t.strip() for t in a.targets.split(",") if t.strip()]
+    print(f"checkpoint benchmark: {platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+          f"load {os.getloadavg()[0]:.1f}", flush=True)
+    workdir = Path(tempfile.mkdtemp(prefix="yarnflink-bench-checkpoint-"))
+    results: dict[str, Any] = {"checkpoints": [], "throughput": None}
+    try:
+        modes = [m.strip() for m in a.snapshot_modes.split(",") if m.strip()]
+        for size in sizes:
+            for mode in modes:
+                results["checkpoints"] += bench_size(size, targets, a.value_bytes, a.batch, a.checkpoints,
+                                                     workdir, mode)
+        if a.throughput_seconds > 0:
+            print("throughput (local directory, 1 s interval vs none):", flush=True)
+            results["throughput"] = [bench_throughput(a.throughput_size_mb, a.value_bytes, a.batch,
+                                                      a.throughput_seconds, workdir, mode) for mode in modes]
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if a.json:
+        print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
