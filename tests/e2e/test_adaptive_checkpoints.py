@@ -11,8 +11,6 @@ functions by value.
 
 from __future__ import annotations
 
-import collections
-import glob
 import json
 import os
 import subprocess
@@ -31,6 +29,7 @@ from yarnflink.common.config import Configuration
 from yarnflink.deployment.local.cluster import stop_process
 
 from .conftest import Cluster, wait_until
+from .exactly_once import committed, running_sums
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -54,21 +53,8 @@ def slow_while(flag: str) -> MapFunction:
 
 
 def expected_running_sums() -> list[tuple[int, int]]:
-    out = []
-    sums: collections.Counter = collections.Counter()
-    for x in range(N):
-        k = x // KEY_WIDTH
-        sums[k] += x
-        out.append((k, sums[k]))
-    return sorted(out)
+    return running_sums(N, lambda x: x // KEY_WIDTH)
 
-
-def committed(path: Path) -> list[tuple[int, int]]:
-    out = []
-    for f in sorted(glob.glob(os.path.join(path, "part-*"))):
-        with open(f) as fh:
-            out.extend(tuple(json.loads(line)) for line in fh)
-    return sorted(out)  # type: ignore[arg-type]
 
 
 def test_an_adaptive_checkpointed_job_rescales_from_its_latest_checkpoint_exactly_once(tmp_path: Path) -> None:

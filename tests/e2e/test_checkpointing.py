@@ -8,7 +8,6 @@ functions by value.
 
 from __future__ import annotations
 
-import collections
 import glob
 import json
 import os
@@ -26,6 +25,7 @@ from yarnflink import FileSink, MapFunction, StreamExecutionEnvironment
 from yarnflink.api.environment import set_default_executor
 
 from .conftest import Cluster, start_cluster, wait_until
+from .exactly_once import committed, running_sums
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -48,21 +48,8 @@ def slow_while(flag: str) -> MapFunction:
 
 
 def expected_running_sums() -> list[tuple[int, int]]:
-    out = []
-    sums: collections.Counter = collections.Counter()
-    for x in range(N):
-        k = x // KEY_WIDTH
-        sums[k] += x
-        out.append((k, sums[k]))
-    return sorted(out)
+    return running_sums(N, lambda x: x // KEY_WIDTH)
 
-
-def committed(path: Path) -> list[tuple[int, int]]:
-    out = []
-    for f in sorted(glob.glob(os.path.join(path, "part-*"))):
-        with open(f) as fh:
-            out.extend(tuple(json.loads(line)) for line in fh)
-    return sorted(out)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")

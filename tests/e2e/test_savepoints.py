@@ -12,9 +12,6 @@ exactly the running sums of one failure-free run: nothing lost, nothing twice.
 
 from __future__ import annotations
 
-import collections
-import glob
-import json
 import os
 import re
 import shutil
@@ -28,6 +25,7 @@ from typing import Any, Iterator
 import pytest
 
 from .conftest import Cluster, start_cluster, wait_until
+from .exactly_once import committed, running_sums
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
 
@@ -65,20 +63,8 @@ JOB = """
 
 
 def expected_running_sums() -> list[tuple[int, int]]:
-    sums: collections.Counter = collections.Counter()
-    out = []
-    for x in range(N):
-        sums[x % KEYS] += x
-        out.append((x % KEYS, sums[x % KEYS]))
-    return sorted(out)
+    return running_sums(N, lambda x: x % KEYS)
 
-
-def committed(path: Path) -> list[tuple[int, int]]:
-    out = []
-    for f in sorted(glob.glob(os.path.join(path, "part-*"))):
-        with open(f) as fh:
-            out.extend(tuple(json.loads(line)) for line in fh)
-    return sorted(out)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")

@@ -181,3 +181,60 @@ def test_unaligned_checkpoints_complete_while_one_channel_is_slow(ua_cluster: Cl
     ua_cluster.rest.cancel(job_id)
     wait_until(lambda: ua_cluster.rest.job(job_id)["state"] == "CANCELED", timeout=30, message="cancelled")
     assert elapsed < 40
+
+
+def test_a_savepoint_is_aligned_under_unaligned_checkpoints_and_restores_rescaled(
+        ua_cluster: Cluster, tmp_path: Path) -> None:
+    """With unaligned checkpoints on and one slow channel, a savepoint (REST) is still ALIGNED, as
+    in Flink: its ``_metadata`` carries no input channel state, so it restores at another
+    parallelism (``assign_state`` refuses channel state when the parallelism changes)."""
+    from yarnflink.checkpoint.assignment import RestoreVertex, assign_state
+    from yarnflink.checkpoint.storage import read_checkpoint
+
+    ua_cluster.executor()
+    flag = tmp_path / "slow"
+    flag.touch()
+    # a savepoint triggered while a periodic checkpoint is pending subsumes it (its tasks decline
+    # it): such declines do not count, so the default tolerance of 0 failed checkpoints holds
+    client = _submit(tmp_path, flag, fast_s=0.01, slow_s=0.3)
+    job_id = client.get_job_id()
+    try:
+        # unaligned checkpoints do persist in-flight data of the slow channel in this job
+        wait_until(lambda: _persisted(ua_cluster, job_id) or None, timeout=60,
+                   message="a completed unaligned checkpoint with persisted in-flight data")
+        base = ua_cluster.rest_url
+        r = httpx.post(f"{base}/jobs/{job_id}/savepoints", headers=ua_cluster.auth, timeout=10,
+                       json={"target-directory": f"file://{tmp_path / 'savepoints'}", "cancel-job": False})
+        assert r.status_code == 200, r.text
+        trigger = r.json()["request-id"]
+
+        def done() -> Any:
+            st = httpx.get(f"{base}/jobs/{job_id}/savepoints/{trigger}", headers=ua_cluster.auth, timeout=10).json()
+            assert st["status"]["id"] in ("IN_PROGRESS", "COMPLETED"), st
+            if st["status"]["id"] != "COMPLETED":
+                return None
+            assert not st["operation"].get("failure-cause"), (st, _get(ua_cluster, f"/jobs/{job_id}/exceptions"))
+            return st
+
+        location = wait_until(done, timeout=90, message="the savepoint")["operation"]["location"]  # type: ignore[index]
+        assert location and "savepoints" in location
+        sp = read_checkpoint(location)
+        assert sp.is_savepoint
+        assert sp.operator_states, "the savepoint has operator state"
+        channel_state = {(op, i): len(s.input_channel_state)
+                         for op, st in sp.operator_states.items() for i, s in st.subtask_states.items()
+                         if s.input_channel_state}
+        assert channel_state == {}, f"a savepoint must carry no in-flight data: {channel_state}"
+        # relocatable and rescalable: assigning it at parallelism 3 (was 2) does not raise
+        vertices = [RestoreVertex(op, 3, st.max_parallelism, (op,)) for op, st in sp.operator_states.items()]
+        assigned = assign_state(sp, vertices)
+        assert assigned and {sub for _, sub in assigned} <= {0, 1, 2}
+        # REST agrees: the savepoint is not an unaligned checkpoint
+        sp_entries = [h for h in _get(ua_cluster, f"/jobs/{job_id}/checkpoints")["history"]
+                      if h.get("status") == "COMPLETED" and h.get("is_savepoint")]
+        for h in sp_entries:
+            d = _get(ua_cluster, f"/jobs/{job_id}/checkpoints/details/{h['id']}")
+            assert d["checkpoint_type"] == "SAVEPOINT" and d["persisted_data"] == 0 and not d["unaligned_checkpoint"]
+    finally:
+        ua_cluster.rest.cancel(job_id)
+        wait_until(lambda: ua_cluster.rest.job(job_id)["state"] == "CANCELED", timeout=30, message="cancelled")

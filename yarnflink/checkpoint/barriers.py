@@ -29,6 +29,10 @@ Two variants (``execution.checkpointing.mode``):
   its recording. Once every live channel delivered barrier n, ``ChannelStateComplete`` hands the
   recordings to the task (persisted with the snapshot, replayed on restore). A newer barrier, a
   cancellation marker or ``abort`` discards an incomplete recording.
+  A SAVEPOINT barrier (``is_savepoint``) is handled aligned even here, as in Flink: its channels
+  are blocked and their items held until every live channel delivered it, then the snapshot is
+  triggered; nothing is recorded (a savepoint carries no in-flight data, so it stays relocatable
+  and rescalable). The next normal checkpoint is unaligned again.
 
 An ended channel (end of partition) no longer takes part: it will deliver nothing more.
 """
@@ -274,38 +278,69 @@ class BarrierTracker(_Base):
 class UnalignedBarrierHandler(_Base):
     """EXACTLY_ONCE, unaligned (Flink's ``SingleCheckpointBarrierHandler`` in unaligned mode):
     see module doc. ``on_buffer(..., persist=False)`` processes an item without recording it
-    (watermarks and statuses: upstream sends them again after a restore)."""
-
-    blocked: frozenset = frozenset()
+    (watermarks and statuses: upstream sends them again after a restore). Savepoint barriers are
+    aligned (``aligning``, ``blocked``, held items) and record nothing."""
 
     def __init__(self, num_channels: int):
         super().__init__(num_channels)
         self.current: int = 0  # checkpoint whose channel state is being recorded (0: none)
         self.pending: set[int] = set()  # live channels whose barrier ``current`` is missing
         self.recorded: dict[int, list[Any]] = {}
+        self.aligning: CheckpointBarrier | None = None  # savepoint barrier being aligned
+        self.blocked: set[int] = set()  # channels that delivered ``aligning``
+        self._held: deque[tuple[int, Any, bool]] = deque()
 
     @property
     def is_recording(self) -> bool:
         return self.current != 0
 
+    @property
+    def is_aligning(self) -> bool:
+        return self.aligning is not None
+
+    @property
+    def held_items(self) -> int:
+        return len(self._held)
+
     def on_buffer(self, channel: int, item: Any, persist: bool = True) -> list[HandlerAction]:
         self._check(channel)
+        if channel in self.blocked:
+            self._held.append((channel, item, persist))
+            return []
         if persist and self.current and channel in self.pending:
             self.recorded.setdefault(channel, []).append(item)
         return [ProcessBuffer(channel, item)]
 
     def on_barrier(self, channel: int, barrier: CheckpointBarrier) -> list[HandlerAction]:
         self._check(channel)
+        if channel in self.blocked:
+            # a channel delivers its barriers in order: a second barrier while blocked is newer
+            self._held.append((channel, barrier, True))
+            return []
         n = barrier.checkpoint_id
+        if self.aligning is not None and n == self.aligning.checkpoint_id:
+            self.blocked.add(channel)
+            return self._maybe_complete_aligned()
         if n == self.current:
             self.pending.discard(channel)
             return self._maybe_complete()
         if n <= self.latest_triggered:
             return []  # old (already triggered or aborted here)
+        if self.aligning is not None:
+            if n < self.aligning.checkpoint_id:
+                return []  # older than the savepoint being aligned
+            aborted = self._abort_aligning(SUBSUMED_BY_NEWER, f"barrier of checkpoint {n} arrived before savepoint "
+                                           f"{self.aligning.checkpoint_id} was aligned")
+            aborted += self._drain_released()  # may start aligning/recording already
+            return aborted + self.on_barrier(channel, barrier)
         actions: list[HandlerAction] = []
         if self.current:
             actions += self._abort(SUBSUMED_BY_NEWER, f"barrier of checkpoint {n} arrived before checkpoint "
                                    f"{self.current} had all its barriers")
+        if barrier.is_savepoint:
+            self.aligning = barrier
+            self.blocked = {channel}
+            return actions + self._maybe_complete_aligned()
         self.current = n
         self.latest_triggered = n
         self.pending = self._live() - {channel}
@@ -315,27 +350,43 @@ class UnalignedBarrierHandler(_Base):
 
     def on_cancel_marker(self, channel: int, marker: CancelCheckpointMarker) -> list[HandlerAction]:
         self._check(channel)
+        if channel in self.blocked:
+            self._held.append((channel, marker, True))
+            return []
         n = marker.checkpoint_id
+        if self.aligning is not None:
+            if n == self.aligning.checkpoint_id:
+                return (self._abort_aligning(CANCELLED_ON_BARRIER, f"savepoint {n} was cancelled upstream")
+                        + self._drain_released())
+            if n < self.aligning.checkpoint_id:
+                return []
         if n == self.current:
             return self._abort(CANCELLED_ON_BARRIER, f"checkpoint {n} was cancelled upstream")
         if n > self.latest_triggered:
             actions: list[HandlerAction] = []
+            if self.aligning is not None:
+                actions += self._abort_aligning(SUBSUMED_BY_NEWER, f"checkpoint {n} was cancelled before savepoint "
+                                                f"{self.aligning.checkpoint_id} was aligned")
             if self.current:
                 actions += self._abort(SUBSUMED_BY_NEWER, f"checkpoint {n} was cancelled before {self.current} completed")
-            self.latest_triggered = n
+            self.latest_triggered = max(self.latest_triggered, n)
             actions.append(AbortCheckpointOnBarrier(n, f"{CANCELLED_ON_BARRIER}: checkpoint {n} was cancelled upstream"))
-            return actions
+            return actions + self._drain_released()
         return []
 
     def on_end_of_partition(self, channel: int) -> list[HandlerAction]:
         self._check(channel)
         self.ended.add(channel)
         self.pending.discard(channel)  # what it recorded stays: it was all before the barrier
+        if self.aligning is not None:
+            return self._maybe_complete_aligned()
         return self._maybe_complete()
 
     def abort(self, checkpoint_id: int) -> bool:
         """The coordinator aborted checkpoint ``checkpoint_id`` (or the task is cancelled): an
-        incomplete recording of it (or of an older one) is discarded. True if one was."""
+        incomplete recording of it (or of an older one) is discarded. True if one was. (A savepoint
+        being aligned goes on aligning, as ``AlignedBarrierHandler`` does: its held items must be
+        released through the handler's actions.)"""
         self.latest_triggered = max(self.latest_triggered, checkpoint_id)
         if self.current and self.current <= checkpoint_id:
             self._reset()
@@ -358,6 +409,39 @@ class UnalignedBarrierHandler(_Base):
         done = ChannelStateComplete(self.current, self.recorded)
         self._reset()
         return [done]
+
+    # ------------------------------------------------------------------ aligned savepoints
+    def _maybe_complete_aligned(self) -> list[HandlerAction]:
+        barrier = self.aligning
+        if barrier is None or not self._live() <= self.blocked:
+            return []
+        self.latest_triggered = max(self.latest_triggered, barrier.checkpoint_id)
+        self.aligning = None
+        self.blocked = set()
+        return [TriggerCheckpointOnBarrier(barrier)] + self._drain_released()
+
+    def _abort_aligning(self, reason: str, message: str) -> list[HandlerAction]:
+        assert self.aligning is not None
+        n = self.aligning.checkpoint_id
+        self.latest_triggered = max(self.latest_triggered, n)
+        self.aligning = None
+        self.blocked = set()
+        return [AbortCheckpointOnBarrier(n, f"{reason}: {message}")]
+
+    def _drain_released(self) -> list[HandlerAction]:
+        """Replay held items (in arrival order) now that no channel is blocked; a held barrier
+        may start a new alignment, after which later items of its channel are held again."""
+        actions: list[HandlerAction] = []
+        held, self._held = self._held, deque()
+        while held:
+            channel, item, persist = held.popleft()
+            if isinstance(item, CheckpointBarrier):
+                actions += self.on_barrier(channel, item)
+            elif isinstance(item, CancelCheckpointMarker):
+                actions += self.on_cancel_marker(channel, item)
+            else:
+                actions += self.on_buffer(channel, item, persist)
+        return actions
 
 
 def create_barrier_handler(mode: str, num_channels: int, unaligned: bool = False

@@ -45,6 +45,10 @@ TASK_FAILURE = "TASK_FAILURE"
 COORDINATOR_SHUTDOWN = "CHECKPOINT_COORDINATOR_SHUTDOWN"
 JOB_FAILING = "JOB_FAILOVER"
 COUNTED = frozenset({DECLINED, EXPIRED, FINALIZE_FAILURE})
+#: declines a task sends because a newer barrier overtook the checkpoint or it was cancelled
+#: upstream: aborted under their own reason, never counted (as Flink's CheckpointFailureManager)
+DECLINED_SUBSUMED = "CHECKPOINT_DECLINED_SUBSUMED"
+DECLINED_ON_CANCELLATION_BARRIER = "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER"
 
 
 # ----------------------------------------------------------------------------- topology
@@ -392,7 +396,9 @@ class CheckpointCoordinator:
         p = self.pending.get(e.checkpoint_id)
         if p is None or p.finalizing is not None or e.attempt != self.attempts[e.task_id]:
             return []
-        return self._abort(e.checkpoint_id, DECLINED, e.now,
+        reason = next((r for r in (DECLINED_SUBSUMED, DECLINED_ON_CANCELLATION_BARRIER)
+                       if e.reason.startswith(r)), DECLINED)
+        return self._abort(e.checkpoint_id, reason, e.now,
                            f"task {e.task_id} declined checkpoint {e.checkpoint_id}: {e.reason}")
 
     def _on_CheckpointTimeout(self, e: CheckpointTimeout) -> list[Action]:

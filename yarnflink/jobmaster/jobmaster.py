@@ -94,6 +94,12 @@ def scheduler_type_of(config: Configuration, job_graph: JobGraph) -> str:
     if chosen == "Adaptive" and batch:
         raise JobSubmissionException("jobmanager.scheduler: Adaptive schedules STREAMING jobs only; this job "
                                      "runs in BATCH mode (use AdaptiveBatch or Default)")
+    if (chosen == "Adaptive" and config.get("execution.checkpointing.interval")
+            and str(config.get("execution.checkpointing.unaligned.enabled") or "").strip().lower() == "true"):
+        raise JobSubmissionException(
+            "jobmanager.scheduler: Adaptive rescales from the latest checkpoint, and the in-flight data of "
+            "unaligned checkpoints (execution.checkpointing.unaligned.enabled: true) restores only at the "
+            "parallelism it was taken at; use aligned checkpoints with the Adaptive scheduler")
     return str(chosen)
 
 

@@ -139,9 +139,8 @@ class FileSink(SinkOperator):
         self.path = None
         # This subtask already reached the end of its input after the restored checkpoint and
         # committed everything (its first file after the checkpoint exists): the replayed input is
-        # the same (at the same parallelism), so it is dropped instead of written twice.
-        same_parallelism = old_subtasks == set(range(p))
-        self._already_committed = (bool(restored) and same_parallelism
+        # the same (not after a scale-down), so it is dropped instead of written twice.
+        self._already_committed = (me in old_subtasks and all(k < p for k in old_subtasks)
                                    and self._fs.exists(self._final_path(self._counter)))
         if restored and not self._already_committed:  # never overwrite a part-<me>-<n> of an earlier parallelism
             for f in self._fs.ls(self._root, detail=False):

@@ -353,10 +353,10 @@ class Task:
     def _poll_checkpoints(self, chain: OperatorChain) -> None:
         while True:
             try:
-                cid, ts, _savepoint = self._checkpoint_requests.get_nowait()
+                cid, ts, savepoint = self._checkpoint_requests.get_nowait()
             except Empty:
                 break
-            self._checkpoint(chain, cid, ts)
+            self._checkpoint(chain, cid, ts, is_savepoint=savepoint)
         while True:
             try:
                 cid, completed = self._notifications.get_nowait()
@@ -402,8 +402,11 @@ class Task:
             if isinstance(a, ProcessBuffer):
                 self._process_input(chain, a.item)
             elif isinstance(a, TriggerCheckpointOnBarrier):
+                # a savepoint is aligned even with unaligned checkpoints: no channel state
                 self._checkpoint(chain, a.barrier.checkpoint_id, a.barrier.timestamp,
-                                 unaligned=isinstance(self._barrier_handler, UnalignedBarrierHandler))
+                                 unaligned=(isinstance(self._barrier_handler, UnalignedBarrierHandler)
+                                            and not a.barrier.is_savepoint),
+                                 is_savepoint=a.barrier.is_savepoint)
             elif isinstance(a, ChannelStateComplete):
                 self._write_channel_state(a)
             elif isinstance(a, AbortCheckpointOnBarrier):
@@ -413,9 +416,11 @@ class Task:
                 for p in self.partitions:
                     p.emit_event(CancelCheckpointMarker(a.checkpoint_id))
 
-    def _checkpoint(self, chain: OperatorChain, checkpoint_id: int, timestamp: int, unaligned: bool = False) -> None:
+    def _checkpoint(self, chain: OperatorChain, checkpoint_id: int, timestamp: int, unaligned: bool = False,
+                    is_savepoint: bool = False) -> None:
         """Snapshot the chain, forward the barrier, acknowledge once the state is written (and,
-        ``unaligned``, once the input channel state recorded until the last barrier is)."""
+        ``unaligned``, once the input channel state recorded until the last barrier is). The
+        forwarded barrier says whether it belongs to a savepoint (handled aligned downstream)."""
         from yarnflink.state.task_state import LazyStreamFactory, snapshot_chain
 
         if checkpoint_id <= self._last_checkpoint:
@@ -450,7 +455,7 @@ class Task:
             for p in self.partitions:
                 p.emit_event(CancelCheckpointMarker(checkpoint_id))
             return
-        barrier = CheckpointBarrier(checkpoint_id, timestamp)
+        barrier = CheckpointBarrier(checkpoint_id, timestamp, is_savepoint)
         for p in self.partitions:
             p.emit_event(barrier)
         synced = time.monotonic()

@@ -203,6 +203,19 @@ def test_acks_from_an_old_attempt_and_duplicates_are_discarded() -> None:
     assert isinstance(c.handle(AcknowledgeCheckpoint(1, "src-0", state("src-0", 1), attempt=1))[0], DiscardState)
 
 
+def test_declines_for_a_newer_barrier_or_an_upstream_cancellation_do_not_count() -> None:
+    c = running(tolerable_failures=0, max_concurrent=2)
+    c.handle(Tick(1000))
+    actions = c.handle(DeclineCheckpoint(1, "win-0", "CHECKPOINT_DECLINED_SUBSUMED: barrier of checkpoint 2 arrived"))
+    assert actions[0].reason.startswith("CHECKPOINT_DECLINED_SUBSUMED: task win-0 declined checkpoint 1")
+    assert not any(isinstance(a, FailJob) for a in actions) and c.consecutive_failures == 0
+    c.handle(Tick(2000))
+    actions = c.handle(DeclineCheckpoint(2, "win-1", "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER: cancelled"))
+    assert not any(isinstance(a, FailJob) for a in actions) and c.consecutive_failures == 0
+    c.handle(Tick(3000))
+    assert isinstance(c.handle(DeclineCheckpoint(3, "win-1", "disk full"))[-1], FailJob)  # a real decline counts
+
+
 def test_task_failure_aborts_pending_checkpoints_without_counting() -> None:
     c = running()
     c.handle(Tick(1000))

@@ -154,3 +154,84 @@ def test_assignment_keeps_channel_state_per_subtask_and_refuses_rescaling() -> N
     assert out[("v", 1)].get("op").input_channel_state[0].channel == 1
     with pytest.raises(CheckpointMetadataError, match="checkpoint 7.*in-flight data.*parallelism 2.*parallelism 3"):
         assign_state(_checkpoint(2), [RestoreVertex("v", 3, 128, ("op",))])
+
+
+def test_relocating_a_checkpoint_keeps_its_channel_state() -> None:
+    cp = _checkpoint(2).map_stream_handles(lambda h: ByteStreamStateHandle("moved", h.data))
+    h = cp.operator_states["op"].subtask_states[0].input_channel_state[0]
+    assert (h.channel, h.num_channels, h.delegate.name) == (1, 2, "moved")
+    assert CompletedCheckpoint.from_json(cp.to_json()).operator_states["op"].subtask_states[1] == \
+        cp.operator_states["op"].subtask_states[1]
+
+
+def test_rest_details_report_unaligned_and_persisted_data() -> None:
+    from yarnflink.metrics.checkpoint_stats import checkpoint_details, subtask_record, task_checkpoint_details
+
+    recs = {"0": subtask_record(0, {"state_size": 10, "persisted_data": 300, "unaligned": 1}, 1_100),
+            "1": subtask_record(1, {"state_size": 10, "persisted_data": 0, "unaligned": 1}, 1_200)}
+    stats = {"history": [{"id": 3, "status": "COMPLETED", "trigger_timestamp": 1_000}],
+             "subtask_details": {"3": {"agg": recs, "src": {"0": subtask_record(0, {}, 1_050)}}},
+             "parallelism": {"agg": 2, "src": 1}}
+    d = checkpoint_details(stats, 3)
+    assert d is not None and d["unaligned_checkpoint"] is True and d["persisted_data"] == 300
+    assert d["tasks"]["agg"]["persisted_data"] == 300 and d["tasks"]["src"]["unaligned_checkpoint"] is False
+    t = task_checkpoint_details(stats, 3, "agg")
+    assert t is not None
+    assert [s["alignment"]["persisted"] for s in t["subtasks"]] == [300, 0]
+    assert all(s["unaligned_checkpoint"] for s in t["subtasks"])
+    assert t["summary"]["alignment"]["persisted"]["max"] == 300
+
+
+def SP(n: int) -> CheckpointBarrier:
+    return CheckpointBarrier(n, 1000 + n, is_savepoint=True)
+
+
+def test_a_savepoint_barrier_is_aligned_records_nothing_and_the_next_checkpoint_is_unaligned() -> None:
+    h = UnalignedBarrierHandler(3)
+    assert h.on_barrier(0, SP(1)) == []  # no trigger on the first savepoint barrier
+    assert h.is_aligning and h.blocked == {0} and not h.is_recording
+    assert h.on_buffer(0, "c0-after") == []  # held back (channel 0 is blocked)
+    assert h.on_buffer(1, "c1-x") == [ProcessBuffer(1, "c1-x")]  # not blocked, not recorded
+    assert h.on_barrier(1, SP(1)) == []
+    assert h.on_buffer(1, "c1-after") == [] and h.held_items == 2
+    assert h.on_buffer(2, "c2-x") == [ProcessBuffer(2, "c2-x")]
+    # the last channel's barrier: trigger, then the held items in arrival order; no channel state
+    assert h.on_barrier(2, SP(1)) == [TriggerCheckpointOnBarrier(SP(1)), ProcessBuffer(0, "c0-after"),
+                                      ProcessBuffer(1, "c1-after")]
+    assert not h.is_aligning and h.blocked == set() and h.held_items == 0 and h.recorded == {}
+    assert h.on_barrier(0, SP(1)) == []  # a late duplicate is ignored
+    # the next normal checkpoint is unaligned again: first barrier triggers, nothing blocked
+    assert h.on_barrier(1, B(2)) == [TriggerCheckpointOnBarrier(B(2))]
+    assert h.on_buffer(0, "c0-y") == [ProcessBuffer(0, "c0-y")] and h.blocked == set()
+    h.on_barrier(0, B(2))
+    assert h.on_barrier(2, B(2)) == [ChannelStateComplete(2, {0: ["c0-y"]})]
+
+
+def test_a_savepoint_barrier_aborts_an_unaligned_checkpoint_in_progress_and_ends_with_channels() -> None:
+    h = UnalignedBarrierHandler(2)
+    h.on_barrier(0, B(1))
+    h.on_buffer(1, "x")
+    actions = h.on_barrier(0, SP(2))  # newer: checkpoint 1 is declined, its recording discarded
+    assert len(actions) == 1 and isinstance(actions[0], AbortCheckpointOnBarrier) and actions[0].checkpoint_id == 1
+    assert h.recorded == {} and not h.is_recording and h.blocked == {0}
+    assert h.on_barrier(1, B(1)) == []  # the old barrier is ignored
+    assert h.on_buffer(0, "held") == []
+    # channel 1 ends instead of delivering the savepoint barrier: the alignment completes
+    assert h.on_end_of_partition(1) == [TriggerCheckpointOnBarrier(SP(2)), ProcessBuffer(0, "held")]
+
+
+def test_a_newer_barrier_or_a_cancel_marker_aborts_a_savepoint_alignment_and_releases_held_items() -> None:
+    h = UnalignedBarrierHandler(2)
+    h.on_barrier(0, SP(1))
+    h.on_buffer(0, "held")
+    actions = h.on_barrier(1, B(2))  # channel 1 skipped savepoint 1 (declined upstream): newer wins
+    assert isinstance(actions[0], AbortCheckpointOnBarrier) and actions[0].checkpoint_id == 1
+    assert actions[1:] == [ProcessBuffer(0, "held"), TriggerCheckpointOnBarrier(B(2))]
+    assert h.is_recording and h.blocked == set()
+    h2 = UnalignedBarrierHandler(2)
+    h2.on_barrier(0, SP(3))
+    h2.on_buffer(0, "held")
+    actions = h2.on_cancel_marker(1, CancelCheckpointMarker(3))
+    assert isinstance(actions[0], AbortCheckpointOnBarrier) and actions[0].checkpoint_id == 3
+    assert actions[1:] == [ProcessBuffer(0, "held")] and not h2.is_aligning
+    assert create_barrier_handler("EXACTLY_ONCE", 2, unaligned=True).on_barrier(0, SP(1)) == []

@@ -176,6 +176,9 @@ def test_the_jobmaster_picks_the_scheduler_by_mode_and_refuses_misfits() -> None
     with pytest.raises(JobSubmissionException, match="smaller than execution.batch.adaptive"):
         jobmaster("BATCH", **{"execution.batch.adaptive.auto-parallelism.min-parallelism": "5",
                               "execution.batch.adaptive.auto-parallelism.max-parallelism": "2"})
+    with pytest.raises(JobSubmissionException, match="unaligned checkpoints"):
+        jobmaster("STREAMING", **{"jobmanager.scheduler": "Adaptive", "execution.checkpointing.interval": "1 s",
+                                  "execution.checkpointing.unaligned.enabled": "true"})
     # with checkpointing: a rescale restores the latest completed checkpoint at the new parallelism
     assert jobmaster("STREAMING", **{"jobmanager.scheduler": "Adaptive",
                                      "execution.checkpointing.interval": "1 s"}).checkpoints is not None
@@ -198,3 +201,48 @@ def test_a_scale_up_needs_the_minimum_parallelism_increase() -> None:
     c.join("te3", 1)  # two more: rescale
     c.advance(2.0)
     assert len([a for a in c.take() if isinstance(a, CancelTask)]) == 4
+
+
+def test_checkpointing_follows_a_rescale_keeping_completed_checkpoints() -> None:
+    """The JobMaster's CheckpointDriver after the adaptive scheduler rebuilt the graph: a
+    coordinator for the new tasks, the completed checkpoints kept (restored next, assigned at the
+    new parallelism), a checkpoint still being finalized aborted, ids counting on."""
+    from yarnflink.checkpoint import coordinator as cc
+    from yarnflink.jobmaster.checkpointing import task_id_of
+    from yarnflink.jobmaster.jobmaster import JobMaster
+    from yarnflink.state.handles import TaskStateSnapshot
+
+    jg = graph([("a", 2), ("b", 2)], [("a", "b", "rebalance", "P")])
+    jg.config = {"jobmanager.scheduler": "Adaptive", "execution.checkpointing.interval": "1 s"}
+    jm = JobMaster(jg, "127.0.0.1", "127.0.0.1:1", on_terminated=lambda jm: None)
+    driver = jm.checkpoints
+    assert driver is not None and not driver.follow_rescale()  # nothing changed
+    coord = driver.coordinator
+    tids = sorted(coord.tasks)
+    assert len(tids) == 4
+    for t in tids:
+        coord.handle(cc.TaskRunning(t, 0))
+
+    def checkpoint(now: int) -> int:
+        trigger = next(a for a in coord.handle(cc.Tick(now)) if isinstance(a, cc.TriggerCheckpoint))
+        for t in tids:
+            coord.handle(cc.AcknowledgeCheckpoint(trigger.checkpoint_id, t, TaskStateSnapshot(), 0, now))
+        return trigger.checkpoint_id
+
+    first = checkpoint(10**13)
+    coord.handle(cc.MetadataWritten(first, "file:///chk-1", 10**13))
+    second = checkpoint(10**13 + 2000)  # acknowledged by all, its _metadata not yet written
+    driver.history.insert(0, {"id": second, "status": "IN_PROGRESS", "trigger_timestamp": 0})
+
+    jm.eg.rescale({vid("a"): 4, vid("b"): 4})
+    assert driver.follow_rescale()
+    new = driver.coordinator
+    assert new is not coord and len(new.tasks) == 8
+    assert sorted(new.tasks) == sorted(task_id_of(ev) for v in jm.eg.job_vertices for ev in v.task_vertices)
+    assert [c.checkpoint_id for c in new.completed] == [first] and not new.pending
+    assert new.next_checkpoint_id == second + 1
+    assert driver.history[0]["status"] == "FAILED"
+    assert new.handle(cc.MetadataWritten(second, "file:///chk-2", 0)) == []  # never completes
+    assert [v.parallelism for v in driver.vertices] == [4, 4]
+    execution = jm.eg.vertex(vid("a")).task_vertices[3].current
+    assert driver.restore_state(execution)[1] == first
