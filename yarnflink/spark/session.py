@@ -132,6 +132,9 @@ class SparkSessionHolder:
 
             # Spark looks up this host's address even when told to bind to loopback
             os.environ.setdefault("SPARK_LOCAL_IP", conf.get("spark.driver.bindAddress", "127.0.0.1"))
+            # local mode starts Python workers with $PYSPARK_PYTHON (default python3), not with
+            # spark.pyspark.python: they need this interpreter (yarnflink, pyarrow)
+            os.environ.setdefault("PYSPARK_PYTHON", conf.get("spark.pyspark.python", sys.executable))
             builder = SparkSession.builder
             for k, v in conf.items():
                 builder = builder.config(k, v)

@@ -69,6 +69,19 @@ def test_the_session_is_local_with_a_thread_per_slot_on_loopback_without_ui(spar
     assert spark.sparkContext.uiWebUrl is None
 
 
+def test_python_workers_run_this_interpreter(spark) -> None:
+    """Local mode starts Python workers with $PYSPARK_PYTHON, not spark.pyspark.python: the holder
+    sets it, so UDFs in a Spark step can import yarnflink and pyarrow."""
+    def probe(_: object) -> str:
+        import sys
+
+        import pyarrow  # noqa: F401 - the worker's interpreter has it
+
+        return sys.executable
+
+    assert spark.sparkContext.parallelize([0], 1).map(probe).collect() == [sys.executable]
+
+
 def test_spark_keys_of_the_configuration_reach_spark() -> None:
     conf = session_conf({"spark.executor.memory": "3g", "spark.ui.enabled": "true", "parallelism.default": "4",
                          "spark.micro-batch.max-rows": "10", "spark.sql.shuffle.partitions": "9"},
