@@ -24,12 +24,12 @@ import pytest
 
 from yarnflink import FileSink, MapFunction, StreamExecutionEnvironment
 from yarnflink.api.environment import set_default_executor
+from yarnflink.bench.exactly_once import committed, running_sums
 from yarnflink.client.rest_client import RestClient
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.local.cluster import stop_process
 
 from .conftest import Cluster, wait_until
-from .exactly_once import committed, running_sums
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -23,9 +23,9 @@ import pytest
 
 from yarnflink import FileSink, MapFunction, StreamExecutionEnvironment
 from yarnflink.api.environment import set_default_executor
+from yarnflink.bench.exactly_once import committed, running_sums
 
 from .conftest import Cluster, start_cluster, wait_until
-from .exactly_once import committed, running_sums
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

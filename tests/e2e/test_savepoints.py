@@ -24,8 +24,9 @@ from typing import Any, Iterator
 
 import pytest
 
+from yarnflink.bench.exactly_once import committed, running_sums
+
 from .conftest import Cluster, start_cluster, wait_until
-from .exactly_once import committed, running_sums
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
 

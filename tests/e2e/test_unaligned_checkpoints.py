@@ -8,9 +8,6 @@ restore. TaskExecutors are SIGKILLed; the committed output must equal a failure-
 
 from __future__ import annotations
 
-import collections
-import glob
-import json
 import os
 import random
 import signal
@@ -25,6 +22,7 @@ import pytest
 
 from yarnflink import FileSink, MapFunction, StreamExecutionEnvironment
 from yarnflink.api.environment import set_default_executor
+from yarnflink.bench.exactly_once import committed, running_sums
 
 from .conftest import Cluster, start_cluster, wait_until
 
@@ -50,21 +48,8 @@ def throttle(flag: str, fast_s: float, slow_s: float) -> MapFunction:
 
 
 def expected_running_sums() -> list[tuple[int, int]]:
-    out = []
-    sums: collections.Counter = collections.Counter()
-    for x in range(N):
-        k = x // KEY_WIDTH
-        sums[k] += x
-        out.append((k, sums[k]))
-    return sorted(out)
+    return running_sums(N, lambda x: x // KEY_WIDTH)
 
-
-def committed(path: Path) -> list[tuple[int, int]]:
-    out = []
-    for f in sorted(glob.glob(os.path.join(path, "part-*"))):
-        with open(f) as fh:
-            out.extend(tuple(json.loads(line)) for line in fh)
-    return sorted(out)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")

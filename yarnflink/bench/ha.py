@@ -21,8 +21,6 @@ The helpers here (the job, takeover measurement) are shared with the drills in `
 from __future__ import annotations
 
 import argparse
-import collections
-import glob
 import json
 import os
 import platform
@@ -36,6 +34,7 @@ from typing import Any, Callable, Optional
 
 from yarnflink import FileSink, MapFunction, StreamExecutionEnvironment
 from yarnflink.api.environment import set_default_executor
+from yarnflink.bench.exactly_once import committed, running_sums
 from yarnflink.client.executor import RestClusterExecutor
 from yarnflink.client.rest_client import RestClient, RestClientError
 from yarnflink.common.config import Configuration
@@ -98,21 +97,8 @@ def submit_checkpointed_sum(rest_url: str, *, n: int, out: Path, checkpoints: Pa
 
 
 def expected_running_sums(n: int) -> list[tuple[int, int]]:
-    out = []
-    sums: collections.Counter[int] = collections.Counter()
-    for x in range(n):
-        k = x // KEY_WIDTH
-        sums[k] += x
-        out.append((k, sums[k]))
-    return sorted(out)
+    return running_sums(n, lambda x: x // KEY_WIDTH)
 
-
-def committed(path: Path) -> list[tuple[int, int]]:
-    out = []
-    for f in sorted(glob.glob(os.path.join(path, "part-*"))):
-        with open(f) as fh:
-            out.extend(tuple(json.loads(line)) for line in fh)
-    return sorted(out)  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------------- waiting and measuring

@@ -31,7 +31,7 @@ from typing import Any, Optional
 
 from yarnflink.executiongraph.executiongraph import ExecutionState, Failure, JobStatus, now_ms
 from yarnflink.jobmaster.slotpool import SlotRequest
-from yarnflink.scheduler.scheduler import Action, CancelTask, DefaultScheduler
+from yarnflink.scheduler.scheduler import Action, DefaultScheduler
 
 WAITING_FOR_RESOURCES = "WaitingForResources"
 EXECUTING = "Executing"
@@ -200,13 +200,7 @@ class AdaptiveScheduler(DefaultScheduler):
         """More slots stayed: cancel everything; once all is terminal, execute anew."""
         self._rescaling = True
         self._batches.clear()
-        for ev in self.eg.all_vertices():
-            e = ev.current
-            if e.state in _DEPLOYED:
-                e.transition(ExecutionState.CANCELING)
-                self._out.append(CancelTask(e))
-            elif e.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED):
-                e.transition(ExecutionState.CANCELED)
+        self._cancel_executions()
 
     # ------------------------------------------------------------------ hooks into DefaultScheduler
     def _perform_due_restarts(self, now: float) -> None:

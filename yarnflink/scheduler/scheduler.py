@@ -512,6 +512,12 @@ class DefaultScheduler:
     def _cancel_everything(self, now: float) -> None:
         self.restarts.clear()
         self._batches.clear()
+        self._cancel_executions()
+        for g in self.groups:
+            self._group_maybe_done(g.vertices[0], now)
+
+    def _cancel_executions(self) -> None:
+        """Cancel every deployed execution; those not deployed yet are CANCELED at once."""
         for ev in self.eg.all_vertices():
             e = ev.current
             if e.state in _DEPLOYED:
@@ -519,8 +525,6 @@ class DefaultScheduler:
                 self._out.append(CancelTask(e))
             elif e.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED):
                 e.transition(ExecutionState.CANCELED)
-        for g in self.groups:
-            self._group_maybe_done(g.vertices[0], now)
 
     # ------------------------------------------------------------------ the end of every event
     def _flush(self, now: float) -> list[Action]:

@@ -1,4 +1,4 @@
-"""What exactly-once tests compare: the committed output of a keyed running sum written by the
+"""What exactly-once tests and benchmarks compare: the committed output of a keyed running sum written by the
 FileSink as JSON lines, and the output a failure-free run gives."""
 
 from __future__ import annotations
