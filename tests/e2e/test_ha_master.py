@@ -122,6 +122,13 @@ class HaCluster:
         return httpx.get(m.info["rest_url"] + path, headers=self.headers(), timeout=10,
                          verify=self.credentials.ca_file or True)
 
+    def try_get(self, m: Master, path: str) -> Optional[httpx.Response]:
+        """``get``, or None while the master's REST endpoint is not (yet) serving."""
+        try:
+            return self.get(m, path)
+        except httpx.TransportError:
+            return None
+
     def headers(self) -> dict[str, str]:
         token = self.credentials.token
         return {"Authorization": f"Bearer {token}"} if token else {}
@@ -262,8 +269,8 @@ def test_one_master_leads_the_standby_refuses_and_a_paused_leader_steps_down(ha:
     wait_until(lambda: "lost leadership: " in leader.log(), timeout=30, message="the old leader stepping down")
     wait_until(lambda: leader.log().count("master started: ") >= 2, timeout=60, message="the fresh process")
     assert leader.proc.poll() is None
-    r = wait_until(lambda: (lambda r: r if r.status_code == 503 and r.json().get("leader") else None)(
-        ha.get(leader, "/jobs")), timeout=30, message="the fresh process as a standby naming the leader")
+    r = wait_until(lambda: (lambda r: r if r is not None and r.status_code == 503 and r.json().get("leader") else None)(
+        ha.try_get(leader, "/jobs")), timeout=30, message="the fresh process as a standby naming the leader")
     assert r.json()["leader"] == standby.info["rest_url"]
     assert ha.leader([a, b]) is standby
     assert ha.zk_json("leader/resource_manager/connection_info")["sessionId"] != rm_info["sessionId"]

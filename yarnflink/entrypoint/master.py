@@ -206,11 +206,11 @@ def run_master(config: Configuration, *, local_taskexecutors: Optional[int], inf
     info = master.start()
     if publish is not None:
         publish(info)  # the REST address, in the YARN application's key-value store
-    log.info("master started: %s", info)
-    if info_file is not None:
+    if info_file is not None:  # before the log line: whoever reads the log may read the file next
         tmp = info_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(info))
         os.replace(tmp, info_file)  # atomic: a reader never sees half a file
+    log.info("master started: %s", info)
     try:
         master.wait()
     finally:

@@ -27,6 +27,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional
@@ -35,6 +36,14 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
+
+_GATEWAY_ATTEMPTS = 3
+
+
+def _gateway_exited(e: BaseException) -> bool:
+    """Whether ``e`` is pyspark's "the Java gateway process exited before sending its port"."""
+    text = str(e)  # "[JAVA_GATEWAY_EXITED] Java gateway process exited before sending its port number."
+    return "JAVA_GATEWAY_EXITED" in text or "Java gateway process exited" in text
 
 DEFAULTS: dict[str, str] = {
     "spark.driver.host": "127.0.0.1",
@@ -139,12 +148,29 @@ class SparkSessionHolder:
             for k, v in conf.items():
                 builder = builder.config(k, v)
             log.info("starting the SparkSession (%s)", conf["spark.master"])
-            session = builder.getOrCreate()
+            session = self._get_or_create(builder)
             self.starts += 1
             fut.set_result(session)
         except BaseException as e:  # noqa: BLE001 - handed to every step waiting for the session
             log.warning("the SparkSession failed to start: %s", e)
             fut.set_exception(e)
+
+    @staticmethod
+    def _get_or_create(builder: Any) -> "SparkSession":
+        """``builder.getOrCreate()``, tried again when the JVM exits while starting up. Launching
+        the JVM forks this multi-threaded process (pyspark passes a ``preexec_fn``); on a loaded
+        machine the gateway JVM has been seen to exit within milliseconds of the fork, once in
+        several hundred starts. A second launch succeeds; any other error is raised at once."""
+        for attempt in range(1, _GATEWAY_ATTEMPTS + 1):
+            try:
+                return builder.getOrCreate()
+            except Exception as e:  # noqa: BLE001 - only the gateway's early exit is retried
+                if attempt == _GATEWAY_ATTEMPTS or not _gateway_exited(e):
+                    raise
+                log.warning("the Spark JVM exited while starting (attempt %d of %d): %s; starting it again",
+                            attempt, _GATEWAY_ATTEMPTS, e)
+                time.sleep(0.5 * attempt)
+        raise AssertionError("unreachable")
 
     def get(self, config: Mapping[str, str]) -> "SparkSession":
         """The session (started if needed; waits for a start under way). ``config`` is the job

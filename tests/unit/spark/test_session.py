@@ -136,3 +136,37 @@ def test_a_cancelled_task_cancels_its_spark_job(spark) -> None:
     assert not t.is_alive(), "the Spark job was not cancelled"
     assert failure and "cancel" in str(failure[0]).lower()
     wait_until(lambda: not tracker.getActiveJobsIds(), timeout=30, message="no active Spark job")
+
+
+class _FlakyBuilder:
+    """A SparkSession builder whose first ``failures`` starts fail with ``error``."""
+
+    def __init__(self, failures: int, error: Exception) -> None:
+        self.failures, self.error, self.calls = failures, error, 0
+
+    def getOrCreate(self) -> str:  # noqa: N802 - pyspark's name
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise self.error
+        return "session"
+
+
+def test_a_gateway_that_exits_while_starting_is_started_again() -> None:
+    from pyspark.errors import PySparkRuntimeError
+
+    from yarnflink.spark.session import SparkSessionHolder
+
+    exited = PySparkRuntimeError(errorClass="JAVA_GATEWAY_EXITED", messageParameters={})
+    builder = _FlakyBuilder(1, exited)
+    assert SparkSessionHolder._get_or_create(builder) == "session"
+    assert builder.calls == 2
+
+    always = _FlakyBuilder(10, exited)  # gives up after a few attempts, with pyspark's error
+    with pytest.raises(PySparkRuntimeError, match="JAVA_GATEWAY_EXITED"):
+        SparkSessionHolder._get_or_create(always)
+    assert always.calls == 3
+
+    other = _FlakyBuilder(1, ValueError("spark.executor.memory: bad size"))  # other errors: at once
+    with pytest.raises(ValueError, match="bad size"):
+        SparkSessionHolder._get_or_create(other)
+    assert other.calls == 1
