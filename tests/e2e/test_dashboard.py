@@ -154,6 +154,36 @@ def test_dashboard_shows_a_running_job_and_cancels_it(dcluster: Cluster, browser
                 c.rest.cancel(j["jid"])
 
 
+def test_a_click_held_down_across_refreshes_still_follows_the_link(dcluster: Cluster, browser: Any) -> None:
+    """The page re-renders every 500 ms. A click whose mousedown and mouseup land on two
+    different elements (the link was re-rendered in between: a slow click, or a loaded machine)
+    is lost by the browser, so no refresh replaces the page while a mouse button is down."""
+    context = dcluster_context(dcluster, browser)
+    page = context.new_page()
+    page.set_default_timeout(UI_TIMEOUT_MS)
+    try:
+        page.goto(dcluster.rest_url + "/#/jobmanager/config")
+        page.wait_for_selector("#jm-config")
+        link = page.wait_for_selector("a[href='#/jobmanager/metrics']")
+        box = link.bounding_box()
+        assert box is not None
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.mouse.down()
+        page.wait_for_timeout(2_000)  # four refresh intervals with the button held down
+        assert link.evaluate("e => e.isConnected"), "a refresh replaced the link under the pressed button"
+        page.mouse.up()
+        page.wait_for_url(re.compile("#/jobmanager/metrics$"))
+        # refreshing resumes once the button is up: the page keeps re-rendering by itself
+        metrics_page = page.wait_for_selector("a[href='#/jobmanager/config']")
+        page.wait_for_function("e => !e.isConnected", arg=metrics_page)
+    finally:
+        context.close()
+
+
+def dcluster_context(c: Cluster, browser: Any) -> Any:
+    return browser.new_context(extra_http_headers=c.auth, viewport={"width": 1400, "height": 1000})
+
+
 def test_dashboard_pages_for_cluster_and_logs(dcluster: Cluster, browser: Any) -> None:
     c = dcluster
     context = browser.new_context(extra_http_headers=c.auth)

@@ -11,6 +11,9 @@
   let timer = null;
   let rendering = false;
   let renderSeq = 0;         // a render that finishes after a newer one started is dropped
+  // A periodic refresh never replaces the page while a mouse button is down: a click whose
+  // mousedown and mouseup land on two different (re-rendered) elements is lost by the browser.
+  let pointerDown = false;
   let selectedVertex = {};   // job id -> vertex id shown in the subtask table
 
   // ------------------------------------------------------------------ helpers
@@ -411,7 +414,7 @@
     errorBox.hidden = !message;
   }
 
-  async function render() {
+  async function render(isRefresh = false) {
     const r = route();
     for (const a of document.querySelectorAll('header nav a')) a.classList.toggle('active', a.dataset.nav === r.nav);
     rendering = true;
@@ -419,6 +422,7 @@
     try {
       const node = await r.render();
       if (seq !== renderSeq) return;
+      if (isRefresh && pointerDown) return;  // the next refresh shows it; the click goes through
       const scroll = [window.scrollX, window.scrollY];
       const graph = content.querySelector('.graph');
       const graphScroll = graph ? [graph.scrollLeft, graph.scrollTop] : null;
@@ -440,11 +444,15 @@
   function schedule() {
     if (timer) clearInterval(timer);
     timer = setInterval(() => {
-      if (document.hidden || rendering || route().log) return;
-      render();
+      if (document.hidden || rendering || pointerDown || route().log) return;
+      render(true);
     }, Math.max(500, Number(config['refresh-interval']) || 3000));
   }
 
   window.addEventListener('hashchange', () => render());
+  document.addEventListener('mousedown', () => { pointerDown = true; }, true);
+  // cleared after the click event (dispatched right after mouseup) has been handled
+  document.addEventListener('mouseup', () => setTimeout(() => { pointerDown = false; }, 0), true);
+  window.addEventListener('blur', () => { pointerDown = false; });
   api('/config').then((c) => { config = c; }).catch(() => {}).finally(() => { schedule(); render(); });
 })();
