@@ -35,6 +35,11 @@ Two variants (``execution.checkpointing.mode``):
   and rescalable). The next normal checkpoint is unaligned again.
 
 An ended channel (end of partition) no longer takes part: it will deliver nothing more.
+
+``StopWithSavepointLatch`` is a task's side of stop-with-savepoint (FLIP-34): once the task took
+the snapshot of a synchronous savepoint it processes nothing (a source emits no record, no
+processing-time timer fires) until the savepoint's completion (the task finishes without ending
+its operators' input) or its abort (the task goes on as before).
 """
 
 from __future__ import annotations
@@ -50,9 +55,15 @@ AT_LEAST_ONCE = "AT_LEAST_ONCE"
 # ----------------------------------------------------------------------------- events in streams
 @dataclass(frozen=True)
 class CheckpointBarrier:
+    """``synchronous``: the barrier of a stop-with-savepoint (Flink's SavepointType SUSPEND, or
+    TERMINATE with ``drain``): every task that snapshots it emits nothing more until the savepoint
+    completed (then it finishes) or was aborted (then it goes on); see ``StopWithSavepointLatch``."""
+
     checkpoint_id: int
     timestamp: int
     is_savepoint: bool = False
+    synchronous: bool = False
+    drain: bool = False
 
 
 @dataclass(frozen=True)
@@ -453,3 +464,93 @@ def create_barrier_handler(mode: str, num_channels: int, unaligned: bool = False
     if mode == AT_LEAST_ONCE:
         return BarrierTracker(num_channels)
     raise ValueError(f"unknown checkpointing mode {mode!r}; expected {EXACTLY_ONCE} or {AT_LEAST_ONCE}")
+
+
+# ----------------------------------------------------------------------------- stop-with-savepoint
+@dataclass(frozen=True)
+class AdvanceToEndOfEventTime:
+    """``--drain`` (TERMINATE), at a task the savepoint is triggered at (a source): emit
+    ``MAX_WATERMARK`` before the snapshot, so every event-time timer and window fires into it."""
+
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
+class FinishTask:
+    """The synchronous savepoint completed: the task ends its outputs and finishes, without
+    ending its operators' input (no end-of-input output, no ``MAX_WATERMARK``)."""
+
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
+class ResumeProcessing:
+    """The synchronous savepoint was aborted (declined, expired, not written): go on as before."""
+
+    checkpoint_id: int
+
+
+StopAction = Union[AdvanceToEndOfEventTime, FinishTask, ResumeProcessing]
+
+IDLE, SUSPENDED, FINISHING = "IDLE", "SUSPENDED", "FINISHING"
+
+
+class StopWithSavepointLatch:
+    """A task's stop-with-savepoint as pure logic (Flink's ``SynchronousSavepointLatch``):
+
+    * ``on_trigger`` (a task the JobMaster triggers: a source) before the snapshot: with
+      ``drain``, ``AdvanceToEndOfEventTime``;
+    * ``on_snapshot_taken`` after the barrier went out: SUSPENDED (``is_suspended``: no records,
+      no processing time);
+    * ``on_checkpoint_complete`` of that savepoint: FINISHING and ``FinishTask``;
+      ``on_checkpoint_aborted`` of it: IDLE again and ``ResumeProcessing``.
+
+    A trigger or barrier of a synchronous savepoint already aborted here (an abort can overtake a
+    trigger) suspends nothing. Other checkpoints' notifications change nothing.
+    """
+
+    def __init__(self) -> None:
+        self.state = IDLE
+        self.checkpoint_id = 0  # the synchronous savepoint the task is suspended for or finishing at
+        self._aborted_up_to = 0  # highest checkpoint id whose abort arrived here
+
+    @property
+    def is_suspended(self) -> bool:
+        return self.state == SUSPENDED
+
+    @property
+    def is_finishing(self) -> bool:
+        return self.state == FINISHING
+
+    @property
+    def processing_suspended(self) -> bool:
+        """No record from a source, no processing time, no new checkpoint: after the snapshot of a
+        synchronous savepoint (until its abort) and while finishing after its completion."""
+        return self.state != IDLE
+
+    def _applies(self, checkpoint_id: int, synchronous: bool) -> bool:
+        return synchronous and self.state == IDLE and checkpoint_id > self._aborted_up_to
+
+    def on_trigger(self, checkpoint_id: int, synchronous: bool, drain: bool) -> list[StopAction]:
+        if drain and self._applies(checkpoint_id, synchronous):
+            return [AdvanceToEndOfEventTime(checkpoint_id)]
+        return []
+
+    def on_snapshot_taken(self, checkpoint_id: int, synchronous: bool) -> list[StopAction]:
+        if self._applies(checkpoint_id, synchronous):
+            self.state = SUSPENDED
+            self.checkpoint_id = checkpoint_id
+        return []
+
+    def on_checkpoint_complete(self, checkpoint_id: int) -> list[StopAction]:
+        if self.state == SUSPENDED and checkpoint_id == self.checkpoint_id:
+            self.state = FINISHING
+            return [FinishTask(checkpoint_id)]
+        return []
+
+    def on_checkpoint_aborted(self, checkpoint_id: int) -> list[StopAction]:
+        self._aborted_up_to = max(self._aborted_up_to, checkpoint_id)
+        if self.state == SUSPENDED and checkpoint_id == self.checkpoint_id:
+            self.state = IDLE
+            return [ResumeProcessing(checkpoint_id)]
+        return []

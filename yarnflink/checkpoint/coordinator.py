@@ -23,6 +23,12 @@ Protocol (Flink's):
    ``tolerable-failed-checkpoints`` consecutive failures: ``FailJob``.
 5. Acknowledgements for unknown, aborted or completed checkpoints, or from an old attempt, are
    late: their state is discarded.
+6. Stop-with-savepoint (FLIP-34): ``TriggerSavepoint(synchronous=True)`` triggers a synchronous
+   savepoint (``drain``: Flink's TERMINATE, else SUSPEND). From then on no periodic checkpoint is
+   triggered and no other savepoint (``savepoint_refusal`` says why); its abort lifts that (the
+   job goes on). Its completion aborts the checkpoints still pending (the tasks finish after it,
+   and a finished task must not count as acknowledging an older checkpoint). A task failing
+   after the completion (the job fails over instead of finishing) lifts it too.
 """
 
 from __future__ import annotations
@@ -73,8 +79,12 @@ class Tick:
 
 @dataclass(frozen=True)
 class TriggerSavepoint:
+    """``synchronous``: stop-with-savepoint; ``drain`` (only with it): MAX_WATERMARK first."""
+
     now: int
     target_directory: Optional[str] = None
+    synchronous: bool = False
+    drain: bool = False
 
 
 @dataclass(frozen=True)
@@ -152,6 +162,8 @@ class TriggerCheckpoint:
     tasks: tuple[str, ...]
     mode: str
     is_savepoint: bool = False
+    synchronous: bool = False
+    drain: bool = False
 
 
 @dataclass(frozen=True)
@@ -214,6 +226,8 @@ class PendingCheckpoint:
     not_yet_acknowledged: set[str]
     acknowledged: dict[str, Optional[TaskStateSnapshot]] = field(default_factory=dict)
     finalizing: Optional[CompletedCheckpoint] = None
+    synchronous: bool = False  # stop-with-savepoint
+    drain: bool = False
 
     def handles(self) -> tuple[StreamStateHandle, ...]:
         return tuple(h for s in self.acknowledged.values() if s is not None for h in s.stream_handles())
@@ -261,6 +275,8 @@ class CheckpointCoordinator:
         #: stop-with-savepoint: no periodic checkpoint after the savepoint (its sinks would commit
         #: records the savepoint does not cover); lifted if the savepoint fails
         self.periodic_suspended = False
+        #: the synchronous savepoint (stop-with-savepoint) pending or completed, 0: none
+        self.stop_checkpoint_id = 0
 
     # ------------------------------------------------------------------ queries
     def latest_completed(self) -> Optional[CompletedCheckpoint]:
@@ -272,6 +288,23 @@ class CheckpointCoordinator:
         if self.config.periodic and not self.shutdown:
             times.append(self.next_trigger)
         return min(times) if times else None
+
+    def savepoint_refusal(self, synchronous: bool = False) -> Optional[str]:
+        """Why a savepoint (``synchronous``: a stop-with-savepoint) cannot be triggered now, or
+        None (then ``TriggerSavepoint`` triggers it)."""
+        if self.shutdown:
+            return "the job is no longer running"
+        if self.stop_checkpoint_id:
+            what = "in progress" if self.stop_checkpoint_id in self.pending else "completed; the job is finishing"
+            return f"a stop-with-savepoint of this job is {what} (savepoint {self.stop_checkpoint_id})"
+        unfinished = self._unfinished()
+        if not unfinished:
+            return "every task of the job has finished"
+        waiting = sorted(t for t in unfinished if self.status[t] != RUNNING)
+        if waiting:
+            shown = ", ".join(waiting[:5]) + (f" and {len(waiting) - 5} more" if len(waiting) > 5 else "")
+            return f"not all tasks are running (not running: {shown})"
+        return None
 
     def _unfinished(self) -> list[str]:
         return [t for t, s in self.status.items() if s != FINISHED]
@@ -299,10 +332,20 @@ class CheckpointCoordinator:
         return actions
 
     def _on_TriggerSavepoint(self, e: TriggerSavepoint) -> list[Action]:
-        return self._try_trigger(e.now, savepoint=True, target=e.target_directory)
+        if e.drain and not e.synchronous:
+            raise ValueError("drain applies to a stop-with-savepoint (synchronous) only")
+        if self.savepoint_refusal(e.synchronous) is not None:
+            return []
+        actions = self._try_trigger(e.now, savepoint=True, target=e.target_directory,
+                                    synchronous=e.synchronous, drain=e.drain)
+        if e.synchronous and actions:
+            self.stop_checkpoint_id = actions[0].checkpoint_id  # type: ignore[union-attr]
+            self.periodic_suspended = True
+        return actions
 
-    def _try_trigger(self, now: int, savepoint: bool, target: Optional[str]) -> list[Action]:
-        if self.shutdown:
+    def _try_trigger(self, now: int, savepoint: bool, target: Optional[str], synchronous: bool = False,
+                     drain: bool = False) -> list[Action]:
+        if self.shutdown or self.stop_checkpoint_id:
             return []
         unfinished = self._unfinished()
         if not unfinished:
@@ -320,11 +363,12 @@ class CheckpointCoordinator:
         cid = self.next_checkpoint_id
         self.next_checkpoint_id += 1
         deadline = now + self.config.timeout_ms
-        self.pending[cid] = PendingCheckpoint(cid, now, deadline, savepoint, target, set(unfinished))
+        self.pending[cid] = PendingCheckpoint(cid, now, deadline, savepoint, target, set(unfinished),
+                                              synchronous=synchronous, drain=drain)
         if not savepoint:
             self.next_trigger = now + (self.config.interval_ms or 0)
         return [
-            TriggerCheckpoint(cid, now, self._trigger_tasks(), self.config.mode, savepoint),
+            TriggerCheckpoint(cid, now, self._trigger_tasks(), self.config.mode, savepoint, synchronous, drain),
             ScheduleTimeout(cid, deadline),
         ]
 
@@ -347,6 +391,11 @@ class CheckpointCoordinator:
     def _on_TaskFailed(self, e: TaskFailed) -> list[Action]:
         self._check_task(e.task_id)
         self.status[e.task_id] = CREATED
+        if self.stop_checkpoint_id and self.stop_checkpoint_id not in self.pending:
+            # a task failed while the job finished after its stop's savepoint: the job fails
+            # over and goes on, checkpointing again
+            self.stop_checkpoint_id = 0
+            self.periodic_suspended = False
         actions: list[Action] = []
         for cid in sorted(self.pending):
             if self.pending[cid].finalizing is None:
@@ -430,6 +479,10 @@ class CheckpointCoordinator:
                 q = self.pending[cid]
                 if cid < e.checkpoint_id and not q.is_savepoint and q.finalizing is None:
                     actions += self._abort(cid, SUBSUMED, e.now, f"subsumed by checkpoint {e.checkpoint_id}")
+        if p.synchronous:  # the tasks finish now: what is still pending can never complete
+            for cid in sorted(self.pending):
+                if self.pending[cid].finalizing is None:
+                    actions += self._abort(cid, SUBSUMED, e.now, f"the job stops with savepoint {e.checkpoint_id}")
         notify = tuple(sorted(t for t in p.acknowledged if self.status[t] == RUNNING))
         actions.append(NotifyCheckpointComplete(e.checkpoint_id, notify))
         if not p.is_savepoint:
@@ -451,6 +504,9 @@ class CheckpointCoordinator:
     # ------------------------------------------------------------------ aborting
     def _abort(self, cid: int, reason: str, now: int, message: str) -> list[Action]:
         p = self.pending.pop(cid)
+        if p.synchronous and cid == self.stop_checkpoint_id:  # the stop failed: the job goes on
+            self.stop_checkpoint_id = 0
+            self.periodic_suspended = False
         tasks = tuple(sorted(t for t in set(p.acknowledged) | p.not_yet_acknowledged if self.status[t] == RUNNING))
         actions: list[Action] = [NotifyCheckpointAborted(cid, tasks, f"{reason}: {message}")]
         handles = p.handles()

@@ -4,7 +4,7 @@
     yarnflink run --application [-d] [-n N] job.py [args]   (the script runs in the cluster's master)
     yarnflink info [--json] job.py [args]
     yarnflink list | cancel JOBID
-    yarnflink savepoint JOBID [DIR] | stop [--savepointPath DIR] JOBID
+    yarnflink savepoint JOBID [DIR] | stop [--savepointPath DIR] [--drain] JOBID
     yarnflink run -s PATH [--allowNonRestoredState] job.py    (start from a savepoint, docs/SAVEPOINTS.md)
     yarnflink logs [-t TASKEXECUTOR] [--stdout] [-n LINES] [--list]
     yarnflink session start --target local [-n N] [-s SLOTS] | session list | session stop ID
@@ -96,14 +96,17 @@ def build_parser() -> argparse.ArgumentParser:
     savepoint.add_argument("target_directory", nargs="?", metavar="DIR",
                            help="where to (default: execution.checkpointing.savepoint-dir)")
 
-    stop = sub.add_parser("stop", help="stop a job with a savepoint")
+    stop = sub.add_parser("stop", help="stop a job with a savepoint (the job ends FINISHED)")
     _common(stop)
     stop.add_argument("-m", "--jobmanager", metavar="URL")
     stop.add_argument("--session", metavar="ID")
     stop.add_argument("-p", "--savepointPath", dest="savepoint_path", metavar="DIR",
                       help="where to (default: execution.checkpointing.savepoint-dir)")
-    stop.add_argument("-d", "--drain", action="store_true", help="emit MAX_WATERMARK before the savepoint (not supported)")
-    stop.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS")
+    stop.add_argument("-d", "--drain", action="store_true",
+                      help="emit MAX_WATERMARK before the savepoint: every event-time timer and window fires "
+                           "(for a job that will not be resumed)")
+    stop.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                      help="how long to wait for the savepoint and the job's end (default 600)")
     stop.add_argument("job_id")
 
     logs = sub.add_parser("logs", help="show the log of the master or of a TaskExecutor")
@@ -416,8 +419,9 @@ def _savepoint(args: argparse.Namespace, target: Optional[str], stop: bool) -> i
     with _rest(args) as rest:
         try:
             trigger = rest.trigger_savepoint(args.job_id, target, stop=stop, drain=getattr(args, "drain", False))
+            drain = bool(getattr(args, "drain", False))
             print(f"Triggering savepoint for job {args.job_id}." if not stop else
-                  f"Suspending job {args.job_id} with a savepoint.", file=sys.stderr)
+                  f"{'Draining' if drain else 'Suspending'} job {args.job_id} with a savepoint.", file=sys.stderr)
             location = rest.wait_for_savepoint(args.job_id, trigger, timeout=args.timeout)
         except RestClientError as e:
             raise CliError(str(e)) from None

@@ -274,17 +274,19 @@ class Dispatcher(RpcEndpoint):
         assert jm is not None
         return await jm.call_async(_as_coro(lambda: exceptions_json(jm.eg)))
 
-    async def trigger_savepoint(self, job_id: str, target_directory: Optional[str],
-                                stop: bool = False) -> Optional[str]:
-        """The savepoint's trigger id (``stop``: stop-with-savepoint, the job is cancelled once it
-        completed); None if the job runs no longer or has no checkpointing
-        (savepoints: yarnflink/jobmaster/checkpointing.py)."""
+    async def trigger_savepoint(self, job_id: str, target_directory: Optional[str], *, stop: bool = False,
+                                drain: bool = False, cancel_job: bool = False) -> Optional[str]:
+        """The savepoint's trigger id; None if the job runs no longer or has no checkpointing
+        (savepoints: yarnflink/jobmaster/checkpointing.py). ``stop``: stop-with-savepoint (the
+        job ends FINISHED; ``drain``: MAX_WATERMARK first); ``cancel_job``: cancel-with-savepoint
+        (the job is cancelled once the savepoint completed)."""
         e = self.entry(job_id)
         jm = e.master
         if e.archive is not None or jm is None or getattr(jm, "checkpoints", None) is None:
             return None
         driver = jm.checkpoints
-        trigger_id: str = await jm.call_async(_as_coro(lambda: driver.trigger_savepoint(target_directory, stop)))
+        trigger_id: str = await jm.call_async(_as_coro(
+            lambda: driver.trigger_savepoint(target_directory, stop=stop, drain=drain, cancel_job=cancel_job)))
         # the result stays readable after the job ended (stop-with-savepoint ends it)
         self._savepoint_drivers[(job_id, trigger_id)] = driver
         return trigger_id

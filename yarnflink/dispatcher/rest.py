@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 JOB_ID_PATTERN = "^[0-9a-f]{32}$"
+#: the fields of a ``POST /jobs/:id/stop`` body (``target-directory`` is accepted as in /savepoints)
+STOP_FIELDS = frozenset({"targetDirectory", "target-directory", "drain"})
 
 
 class RestError(Exception):
@@ -226,7 +228,7 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
         cancel_job = body.get("cancel-job", False)
         if not isinstance(cancel_job, bool):
             raise RestError(400, "cancel-job must be true or false")
-        trigger_id = await dispatcher.trigger_savepoint(_job_id(jobid), target, stop=cancel_job)
+        trigger_id = await dispatcher.trigger_savepoint(_job_id(jobid), target, cancel_job=cancel_job)
         if trigger_id is None:
             raise RestError(409, f"Job {jobid} is not running with checkpointing enabled")
         return {"request-id": trigger_id}
@@ -234,15 +236,20 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
     @app.post("/jobs/{jobid}/stop", summary="Stop a job with a savepoint ({'request-id'})", response_model=None,
               responses=doc(m.Empty, conflict=True))
     async def stop_with_savepoint(jobid: str, request: Request) -> dict[str, Any]:
+        """Stop-with-savepoint (FLIP-34): a synchronous savepoint, then the job ends FINISHED;
+        ``drain``: MAX_WATERMARK first (all event-time timers and windows fire into it). The
+        result (``GET /jobs/:id/savepoints/:triggerid``) is known once the job ended, or failed
+        (the job keeps running)."""
         body = await _json_body(request)
+        unknown = sorted(set(body) - STOP_FIELDS)
+        if unknown:
+            raise RestError(400, f"unknown field(s) {', '.join(unknown)} in the stop request; "
+                                 f"accepted: targetDirectory (a directory path or URL), drain (true or false)")
         target = _target(body, "targetDirectory", "target-directory")
         drain = body.get("drain", False)
         if not isinstance(drain, bool):
-            raise RestError(400, "drain must be true or false")
-        if drain:
-            raise RestError(400, "drain (--drain) is not supported: stop without it, the job's pending "
-                                 "event-time timers are kept in the savepoint")
-        trigger_id = await dispatcher.trigger_savepoint(_job_id(jobid), target, stop=True)
+            raise RestError(400, f"drain must be true or false, got {drain!r}")
+        trigger_id = await dispatcher.trigger_savepoint(_job_id(jobid), target, stop=True, drain=drain)
         if trigger_id is None:
             raise RestError(409, f"Job {jobid} is not running with checkpointing enabled")
         return {"request-id": trigger_id}

@@ -3,6 +3,12 @@ loop (ticks, task states, acknowledgements) and carries out its actions (Trigger
 NotifyCheckpoint RPCs to tasks, ``_metadata`` written last through ``FsCheckpointStorage`` off the
 loop, discards), and hands restarted tasks the state of the latest completed checkpoint
 (``assign_state``) in their TaskDeploymentDescriptor.
+
+Savepoints come in Flink's kinds: a plain one (the job goes on), cancel-with-savepoint (REST
+``cancel-job``: the tasks are notified of the savepoint, then the job is cancelled) and
+stop-with-savepoint (a synchronous savepoint, SUSPEND or TERMINATE with ``drain``: the tasks
+finish after it and the job ends FINISHED; its result is kept by a
+``StopWithSavepointTerminationHandler``).
 """
 
 from __future__ import annotations
@@ -20,6 +26,13 @@ from yarnflink.checkpoint.assignment import RestoreVertex, assign_state
 from yarnflink.checkpoint.config import CheckpointConfig
 from yarnflink.checkpoint.metadata import CheckpointMetadataError, CompletedCheckpoint
 from yarnflink.executiongraph.executiongraph import Execution, ExecutionState, ExecutionVertex
+from yarnflink.jobmaster.stop_with_savepoint import (
+    IN_PROGRESS,
+    StopWithSavepointTerminationHandler,
+    completed_operation,
+    failed_operation,
+    savepoint_type,
+)
 from yarnflink.operators.chain import operator_id_of
 from yarnflink.rpc.gateways import RPC_TIMEOUT_S
 from yarnflink.rpc.pb import taskexecutor_pb2
@@ -35,11 +48,6 @@ STORAGE_KEYS = ("s3.endpoint", "s3.access-key", "s3.secret-key", "s3.path.style.
 
 #: checkpoint history kept for the REST API (Flink's web.checkpoints.history default)
 HISTORY_SIZE = 10
-
-
-def _failed(reason: str) -> dict[str, Any]:
-    return {"status": {"id": "COMPLETED"},
-            "operation": {"failure-cause": {"class": "CheckpointException", "stack-trace": reason}}}
 
 
 def task_id_of(ev: ExecutionVertex) -> str:
@@ -82,8 +90,10 @@ class CheckpointDriver:
         #: HA (yarnflink.highavailability.checkpoints): ids from the shared counter, pointers in ZooKeeper
         self.ha: Any = getattr(jm, "checkpoint_ha", None)
         self._reserved_id = 0
-        self._stop_after: set[str] = set()  # stop-with-savepoint trigger ids
-        self._stop_checkpoints: set[int] = set()  # their checkpoint ids, once written
+        self._cancel_after: set[str] = set()  # cancel-with-savepoint trigger ids
+        self._cancel_checkpoints: set[int] = set()  # their checkpoint ids, once written
+        #: stop-with-savepoint trigger id -> its result (reported once the job terminated)
+        self._stops: dict[str, StopWithSavepointTerminationHandler] = {}
         self._validated: set[int] = set()  # checkpoint ids whose files were checked before a restore
         self._validating: Optional[asyncio.Future[None]] = None
         #: checkpoints skipped on restore, and why (GET /jobs/:id/checkpoints: latest.restored.skipped)
@@ -125,6 +135,7 @@ class CheckpointDriver:
                                          next_checkpoint_id=old.next_checkpoint_id, start_time=_now_ms())
         fresh.last_completion = old.last_completion
         fresh.periodic_suspended = old.periodic_suspended
+        fresh.stop_checkpoint_id = old.stop_checkpoint_id
         self.coordinator = fresh
         self._assigned_for = -1
         self._restored_at_restart = -1  # the rescale's restore is counted
@@ -133,34 +144,71 @@ class CheckpointDriver:
                  self.jm.job_id, now, old.latest_completed().checkpoint_id if old.completed else None)
         return True
 
-    def trigger_savepoint(self, target_directory: Optional[str], stop: bool = False) -> str:
-        """``POST /jobs/:id/savepoints`` (and ``/stop``: the job is cancelled once the savepoint
-        completed): the trigger id whose result ``savepoint_status`` tells."""
+    def trigger_savepoint(self, target_directory: Optional[str], stop: bool = False, drain: bool = False,
+                          cancel_job: bool = False) -> str:
+        """``POST /jobs/:id/savepoints`` (``cancel_job``: cancel-with-savepoint, the job is
+        cancelled once the savepoint completed) and ``POST /jobs/:id/stop`` (``stop``: a
+        synchronous savepoint, then the job finishes; ``drain``: MAX_WATERMARK first): the
+        trigger id whose result ``savepoint_status`` tells. A savepoint that cannot be triggered
+        has a failed result naming why; a failed stop leaves the job running."""
         import uuid
 
+        kind = savepoint_type(stop, drain)  # ValueError: drain without stop
+        if stop and cancel_job:
+            raise ValueError("a savepoint either stops or cancels the job, not both")
         trigger_id = uuid.uuid4().hex
-        target = target_directory or self.jm.config.get_string("execution.checkpointing.savepoint-dir")
-        if not target:
-            self.savepoints[trigger_id] = _failed("no target directory: pass target-directory (yarnflink savepoint "
-                                                  "JOBID DIR) or set execution.checkpointing.savepoint-dir")
+        if stop:
+            self._stops[trigger_id] = StopWithSavepointTerminationHandler(self.jm.job_id, drain)
+        refusal = self._savepoint_refusal(target_directory, stop)
+        if refusal is not None:
+            self._savepoint_failed(trigger_id, refusal)
             return trigger_id
-        if not self.config.periodic:
-            self.savepoints[trigger_id] = _failed("checkpointing is not enabled for this job "
-                                                  "(execution.checkpointing.interval)")
-            return trigger_id
+        target = target_directory or self.jm.config.get_string("execution.checkpointing.savepoint-dir") or ""
         target = f"{target.rstrip('/')}/savepoint-{self.jm.job_id[:6]}-{trigger_id[:12]}"
-        actions = self.coordinator.handle(cc.TriggerSavepoint(_now_ms(), target))
+        actions = self.coordinator.handle(cc.TriggerSavepoint(_now_ms(), target, synchronous=stop, drain=drain))
         trigger = next((a for a in actions if isinstance(a, cc.TriggerCheckpoint)), None)
         if trigger is None:
-            self.savepoints[trigger_id] = _failed("not all tasks are running")
+            self._savepoint_failed(trigger_id, "the savepoint could not be triggered")
             return trigger_id
-        self.savepoints[trigger_id] = {"status": {"id": "IN_PROGRESS"}}
+        self.savepoints[trigger_id] = dict(IN_PROGRESS)
         self._savepoint_of[trigger.checkpoint_id] = trigger_id
-        if stop:
-            self._stop_after.add(trigger_id)
+        if cancel_job:
+            self._cancel_after.add(trigger_id)
             self.coordinator.periodic_suspended = True
+        log.info("job %s: %s %d triggered (trigger %s) to %s", self.jm.job_id,
+                 {"SAVEPOINT": "savepoint"}.get(kind, f"stop-with-savepoint ({kind})"),
+                 trigger.checkpoint_id, trigger_id, target)
         self._apply(actions)
         return trigger_id
+
+    def _savepoint_refusal(self, target_directory: Optional[str], stop: bool) -> Optional[str]:
+        """Why no savepoint can be triggered now (None: it can)."""
+        if not (target_directory or self.jm.config.get_string("execution.checkpointing.savepoint-dir")):
+            return ("no target directory: pass one (yarnflink savepoint JOBID DIR, yarnflink stop -p DIR JOBID) "
+                    "or set execution.checkpointing.savepoint-dir")
+        if not self.config.periodic:
+            return "checkpointing is not enabled for this job (execution.checkpointing.interval)"
+        if self._cancel_after:
+            return "a cancel-with-savepoint of this job is in progress"
+        return self.coordinator.savepoint_refusal(stop)
+
+    def _savepoint_failed(self, trigger_id: str, reason: str) -> None:
+        stop = self._stops.get(trigger_id)
+        if stop is None:
+            self.savepoints[trigger_id] = failed_operation(reason)
+            return
+        stop.savepoint_failed(reason)
+        self.savepoints[trigger_id] = stop.operation()
+        log.warning("job %s: %s", self.jm.job_id, (stop.operation()["operation"]["failure-cause"]["stack-trace"]))
+
+    def _savepoint_completed(self, trigger_id: str, pointer: str) -> None:
+        stop = self._stops.get(trigger_id)
+        if stop is None:
+            self.savepoints[trigger_id] = completed_operation(pointer)
+            return
+        stop.savepoint_completed(pointer)  # the result waits for the job's end (FINISHED)
+        self.savepoints[trigger_id] = stop.operation()
+        log.info("job %s: stop-with-savepoint: savepoint %s completed, the tasks finish", self.jm.job_id, pointer)
 
     def storage_config(self) -> dict[str, str]:
         """The file system keys (``s3.*``) of the cluster's configuration that tasks need to
@@ -334,7 +382,15 @@ class CheckpointDriver:
         elif state == ExecutionState.FINISHED:
             self._apply(self.coordinator.handle(cc.TaskFinished(tid, _now_ms())))
         elif state in (ExecutionState.FAILED, ExecutionState.CANCELED):
+            self._stop_task_ended(execution, state)
             self._apply(self.coordinator.handle(cc.TaskFailed(tid, _now_ms())))
+
+    def _stop_task_ended(self, execution: Execution, state: ExecutionState) -> None:
+        """A task ended otherwise than FINISHED after a stop's savepoint completed: the stop failed."""
+        for trigger_id, stop in self._stops.items():
+            if not stop.done and stop.savepoint_path is not None:
+                stop.task_ended(execution.vertex.task_name_with_subtask, state.value)
+                self.savepoints[trigger_id] = stop.operation()
 
     def deploying(self, execution: Execution) -> None:
         """A (re)deployed attempt: pending checkpoints cannot complete."""
@@ -395,6 +451,10 @@ class CheckpointDriver:
 
     def job_terminated(self, status: str) -> None:
         self.stop()
+        for trigger_id, stop in self._stops.items():
+            if not stop.done:
+                stop.job_terminated(status)
+                self.savepoints[trigger_id] = stop.operation()
         self._apply(self.coordinator.handle(cc.JobTerminated(status)))
 
     # ------------------------------------------------------------------ actions
@@ -421,8 +481,8 @@ class CheckpointDriver:
             elif isinstance(a, cc.WriteMetadata):
                 self.jm._spawn(self._write_metadata(a))
             elif isinstance(a, cc.NotifyCheckpointComplete):
-                if a.checkpoint_id in self._stop_checkpoints:  # stop-with-savepoint: notify, then cancel
-                    self._stop_checkpoints.discard(a.checkpoint_id)
+                if a.checkpoint_id in self._cancel_checkpoints:  # cancel-with-savepoint: notify, then cancel
+                    self._cancel_checkpoints.discard(a.checkpoint_id)
                     self.jm._spawn(self._notify_then_cancel(a))
                     continue
                 for tid in a.tasks:
@@ -431,10 +491,10 @@ class CheckpointDriver:
                 self._finish_history(a.checkpoint_id, "FAILED", failure=a.reason)
                 if a.checkpoint_id in self._savepoint_of:
                     trigger_id = self._savepoint_of.pop(a.checkpoint_id)
-                    if trigger_id in self._stop_after:  # a failed stop-with-savepoint leaves the job running
-                        self._stop_after.discard(trigger_id)
-                        self.coordinator.periodic_suspended = bool(self._stop_after)
-                    self.savepoints[trigger_id] = _failed(a.reason)
+                    if trigger_id in self._cancel_after:  # a failed cancel-with-savepoint leaves the job running
+                        self._cancel_after.discard(trigger_id)
+                        self.coordinator.periodic_suspended = bool(self._cancel_after)
+                    self._savepoint_failed(trigger_id, a.reason)
                 for tid in a.tasks:
                     self._rpc_notify(tid, a.checkpoint_id, False)
             elif isinstance(a, cc.DiscardState) and self.storage is not None:
@@ -462,11 +522,12 @@ class CheckpointDriver:
             return
         req = taskexecutor_pb2.CheckpointRequest(jobmaster_id=self.jm.jobmaster_id, execution_id=execution.attempt_id,
                                                  checkpoint_id=a.checkpoint_id, timestamp=a.timestamp,
-                                                 is_savepoint=a.is_savepoint)
+                                                 is_savepoint=a.is_savepoint, synchronous=a.synchronous,
+                                                 drain=a.drain)
         self.jm._spawn(self._call(execution, "TriggerCheckpoint", req))
 
     async def _notify_then_cancel(self, a: cc.NotifyCheckpointComplete) -> None:
-        """The last step of stop-with-savepoint: every task has the savepoint's completion
+        """The last step of cancel-with-savepoint: every task has the savepoint's completion
         notification (its sinks commit what the savepoint covers), then the job is cancelled."""
         calls = []
         for tid in a.tasks:
@@ -476,7 +537,7 @@ class CheckpointDriver:
                     jobmaster_id=self.jm.jobmaster_id, execution_id=execution.attempt_id,
                     checkpoint_id=a.checkpoint_id, completed=True)))
         await asyncio.gather(*calls)
-        log.info("job %s: stop-with-savepoint: savepoint %d completed, cancelling the job",
+        log.info("job %s: cancel-with-savepoint: savepoint %d completed, cancelling the job",
                  self.jm.job_id, a.checkpoint_id)
         self.jm.cancel()
 
@@ -530,13 +591,13 @@ class CheckpointDriver:
         self._finish_history(cid, "COMPLETED", external_path=pointer, state_size=a.checkpoint.state_size,
                              checkpointed_size=a.checkpoint.state_size,
                              num_acknowledged_subtasks=len(self.coordinator.tasks))
-        if cid in self._savepoint_of and self._savepoint_of[cid] in self._stop_after:
-            self._stop_checkpoints.add(cid)
-        self._apply(self.coordinator.handle(cc.MetadataWritten(cid, pointer, _now_ms())))
-        if cid in self._savepoint_of:
+        if cid in self._savepoint_of and self._savepoint_of[cid] in self._cancel_after:
+            self._cancel_checkpoints.add(cid)
+        if cid in self._savepoint_of:  # before the notifications: the tasks finish on them
             trigger_id = self._savepoint_of.pop(cid)
-            self.savepoints[trigger_id] = {"status": {"id": "COMPLETED"}, "operation": {"location": pointer}}
-            self._stop_after.discard(trigger_id)  # (the job is cancelled by _notify_then_cancel)
+            self._savepoint_completed(trigger_id, pointer)
+            self._cancel_after.discard(trigger_id)  # (the job is cancelled by _notify_then_cancel)
+        self._apply(self.coordinator.handle(cc.MetadataWritten(cid, pointer, _now_ms())))
 
     # ------------------------------------------------------------------ REST (Flink's shape)
     def stats(self) -> dict[str, Any]:

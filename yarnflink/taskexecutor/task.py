@@ -3,6 +3,12 @@
 restore -> invoke (seed 003): the thread builds the chain from the deployment descriptor, creates
 its result partitions and input gate, then pushes batches through the chain until its input ends
 or it is cancelled. State changes go to the TaskExecutor's loop through ``report``.
+
+Stop-with-savepoint (FLIP-34, ``docs/SAVEPOINTS.md``): a task that snapshots a synchronous
+savepoint is suspended (``StopWithSavepointLatch``): a source emits no record and no
+processing-time callback runs until the savepoint's completion notification (its sinks commit,
+then the task ends its outputs without ``MAX_WATERMARK`` and finishes without ending its
+operators' input, so nothing is emitted after the savepoint) or its abort (the task goes on).
 """
 
 from __future__ import annotations
@@ -21,10 +27,13 @@ import cloudpickle
 
 from yarnflink.checkpoint.barriers import (
     AbortCheckpointOnBarrier,
+    AdvanceToEndOfEventTime,
     CancelCheckpointMarker,
     ChannelStateComplete,
     CheckpointBarrier,
     ProcessBuffer,
+    ResumeProcessing,
+    StopWithSavepointLatch,
     TriggerCheckpointOnBarrier,
     UnalignedBarrierHandler,
     create_barrier_handler,
@@ -45,7 +54,7 @@ from yarnflink.network import (
 from yarnflink.operators.base import OperatorContext
 from yarnflink.operators.chain import OperatorChain
 from yarnflink.operators.partitioners import NetworkOutput
-from yarnflink.operators.watermarks import StatusWatermarkValve, Watermark, WatermarkStatus
+from yarnflink.operators.watermarks import MAX_WATERMARK, StatusWatermarkValve, Watermark, WatermarkStatus
 from yarnflink.rpc.pb import common_pb2
 from yarnflink.rpc.pb import taskexecutor_pb2 as te_pb
 
@@ -111,7 +120,8 @@ class Task:
         # TaskExecutor's loop and are carried out by the task thread between batches
         config = dict(tdd.job_config)
         self.checkpointing = checkpointing_enabled(config, tdd.runtime_mode)
-        self._checkpoint_requests: "SimpleQueue[tuple[int, int, bool]]" = SimpleQueue()
+        #: (checkpoint id, timestamp, is savepoint, synchronous, drain)
+        self._checkpoint_requests: "SimpleQueue[tuple[int, int, bool, bool, bool]]" = SimpleQueue()
         self._notifications: "SimpleQueue[tuple[int, bool]]" = SimpleQueue()
         self._storage: Any = None
         self._barrier_handler: Any = None
@@ -124,10 +134,14 @@ class Task:
             "true", "1", "yes")
         self._channel_state: dict[int, tuple[Future, Any]] = {}
         self._restored: Optional[TaskStateSnapshot] = None
+        #: stop-with-savepoint: suspended after a synchronous savepoint's snapshot, then finishing
+        self._stop = StopWithSavepointLatch()
 
-    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, is_savepoint: bool = False) -> None:
-        """From any thread: a source (or a task whose inputs all ended) starts checkpoint n."""
-        self._checkpoint_requests.put((checkpoint_id, timestamp, is_savepoint))
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, is_savepoint: bool = False,
+                           synchronous: bool = False, drain: bool = False) -> None:
+        """From any thread: a source (or a task whose inputs all ended) starts checkpoint n
+        (``synchronous``: the savepoint of a stop-with-savepoint, ``drain``: MAX_WATERMARK first)."""
+        self._checkpoint_requests.put((checkpoint_id, timestamp, is_savepoint, synchronous, drain))
 
     def notify_checkpoint(self, checkpoint_id: int, completed: bool) -> None:
         """From any thread: checkpoint n completed (or was aborted)."""
@@ -170,7 +184,7 @@ class Task:
         except BaseException as e:  # noqa: BLE001 - every failure of user code ends here
             if chain is not None:
                 try:
-                    self._notify_completed(chain)  # stop-with-savepoint: its sinks commit first
+                    self._notify_completed(chain)  # cancel-with-savepoint: its sinks commit first
                     chain.close()
                 except Exception:  # noqa: BLE001
                     log.debug("close after failure failed", exc_info=True)
@@ -196,8 +210,8 @@ class Task:
     def _notify_completed(self, chain: OperatorChain) -> None:
         """Completed-checkpoint notifications that arrived before the task ended (cancelled, or
         failed because an upstream task was cancelled) are delivered: a completed checkpoint's
-        sink commits are always safe, and the JobMaster cancels a stopped job only after
-        notifying it of the savepoint."""
+        sink commits are always safe, and the JobMaster cancels a job (cancel-with-savepoint)
+        only after notifying it of the savepoint."""
         from yarnflink.state.task_state import notify_chain
 
         while True:
@@ -269,6 +283,9 @@ class Task:
                 chain.flush_if_due()
                 if self.checkpointing:
                     self._poll_checkpoints(chain)
+                    self._await_stop_outcome(chain)  # stop-with-savepoint: no record after its barrier
+                    if self._stop.is_finishing:
+                        break
         else:
             assert self.gate is not None, "a task without a source operator reads an input gate"
             # watermarks and idle/active statuses of the input channels, combined (Flink's
@@ -281,22 +298,26 @@ class Task:
                                                                          unaligned=self._unaligned)
             self._replay_channel_state(chain)
             while True:
+                if handler is not None:
+                    self._poll_checkpoints(chain)
                 # wait for input at most until buffered output is due (execution.buffer-timeout)
-                # or an operator's processing time is (timers, idleness)
-                deadline = chain.next_flush_deadline()
+                # or an operator's processing time is (timers, idleness); neither while a stop's
+                # savepoint suspends processing
+                suspended = self._stop.processing_suspended
+                deadline = None if suspended else chain.next_flush_deadline()
                 timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-                pt = chain.next_processing_time()
+                pt = None if suspended else chain.next_processing_time()
                 if pt is not None:
                     wait = max(0.0, (pt - _now_ms()) / 1000.0)
                     timeout = wait if timeout is None else min(timeout, wait)
                 if handler is not None:
-                    self._poll_checkpoints(chain)
                     timeout = CHECKPOINT_POLL_S if timeout is None else min(timeout, CHECKPOINT_POLL_S)
                 try:
                     item = self.gate.next(timeout)
                 except TimeoutError:
-                    self._processing_time(chain)
-                    chain.flush_if_due()
+                    if not self._stop.processing_suspended:  # nothing may fire after a stop's savepoint
+                        self._processing_time(chain)
+                        chain.flush_if_due()
                     continue
                 if item is None:
                     break
@@ -316,6 +337,8 @@ class Task:
                     else:
                         actions = handler.on_buffer(item.channel, item)
                     self._handle_barrier_actions(chain, actions)
+                if self._stop.processing_suspended:
+                    continue
                 if pt is not None:
                     self._processing_time(chain)
                 chain.flush_if_due()
@@ -326,9 +349,43 @@ class Task:
         self._check_cancelled()
         if self.checkpointing:
             self._poll_checkpoints(chain)
+            self._await_stop_outcome(chain)  # the input ended before the savepoint's notification
             for p in self.partitions:
                 p.emit_event(EndOfChannel())
-        chain.end_input()
+        if self._stop.is_finishing:
+            self._end_outputs_without_draining()
+        else:
+            chain.end_input()
+
+    # ------------------------------------------------------------------ stop-with-savepoint
+    def _await_stop_outcome(self, chain: OperatorChain) -> None:
+        """While suspended by a synchronous savepoint: wait (cancellable) for its completion or
+        abort; checkpoint notifications are handled as they come, nothing else runs."""
+        while self._stop.is_suspended:
+            self._check_cancelled()
+            try:
+                cid, completed = self._notifications.get(timeout=CHECKPOINT_POLL_S)
+            except Empty:
+                continue
+            self._on_notification(chain, cid, completed)
+
+    def _advance_to_end_of_event_time(self, chain: OperatorChain) -> None:
+        """``--drain``: MAX_WATERMARK into the chain before the savepoint's snapshot, so every
+        event-time timer and window fires (here and downstream) before the barrier."""
+        if chain.is_source:  # a source has no input: the watermark starts at its output
+            emit = getattr(chain.head.output, "emit_watermark", None)
+            if emit is not None:
+                emit(MAX_WATERMARK)
+        else:
+            chain.process_watermark(MAX_WATERMARK)
+
+    def _end_outputs_without_draining(self) -> None:
+        """After a stop's savepoint: flush and end every output partition without MAX_WATERMARK
+        (Flink's NO_DRAIN end: the consumers' pending event time stays in the savepoint). With
+        ``--drain`` the MAX_WATERMARK went out before the barrier already."""
+        for out in self._outputs:
+            out.end_watermark = False
+            out.end_input()
 
     # ------------------------------------------------------------------ checkpoints
     def _state_manager(self, config: dict) -> Any:
@@ -352,21 +409,36 @@ class Task:
 
     def _poll_checkpoints(self, chain: OperatorChain) -> None:
         while True:
+            if self._stop.processing_suspended:
+                break  # taken up again if the stop's savepoint is aborted
             try:
-                cid, ts, savepoint = self._checkpoint_requests.get_nowait()
+                cid, ts, savepoint, synchronous, drain = self._checkpoint_requests.get_nowait()
             except Empty:
                 break
-            self._checkpoint(chain, cid, ts, is_savepoint=savepoint)
+            if any(isinstance(a, AdvanceToEndOfEventTime) for a in self._stop.on_trigger(cid, synchronous, drain)):
+                if cid > self._last_checkpoint:
+                    self._advance_to_end_of_event_time(chain)
+            self._checkpoint(chain, cid, ts, is_savepoint=savepoint, synchronous=synchronous, drain=drain)
         while True:
             try:
                 cid, completed = self._notifications.get_nowait()
             except Empty:
                 break
-            from yarnflink.state.task_state import notify_chain
+            self._on_notification(chain, cid, completed)
 
-            if not completed:
-                self._discard_channel_state(cid)
-            notify_chain(chain, cid, completed)
+    def _on_notification(self, chain: OperatorChain, cid: int, completed: bool) -> None:
+        """Checkpoint ``cid`` completed (operators commit, e.g. the FileSink) or was aborted."""
+        from yarnflink.state.task_state import notify_chain
+
+        if not completed:
+            self._discard_channel_state(cid)
+        notify_chain(chain, cid, completed)
+        stop = self._stop.on_checkpoint_complete(cid) if completed else self._stop.on_checkpoint_aborted(cid)
+        for a in stop:
+            if isinstance(a, ResumeProcessing):
+                log.info("task %s: stop-with-savepoint %d was aborted; resuming", self.name, cid)
+            else:
+                log.info("task %s: stop-with-savepoint %d completed; finishing", self.name, cid)
 
     def _processing_time(self, chain: OperatorChain) -> None:
         """Run the operators whose processing time is due (timers, periodic watermarks, idleness)."""
@@ -406,7 +478,8 @@ class Task:
                 self._checkpoint(chain, a.barrier.checkpoint_id, a.barrier.timestamp,
                                  unaligned=(isinstance(self._barrier_handler, UnalignedBarrierHandler)
                                             and not a.barrier.is_savepoint),
-                                 is_savepoint=a.barrier.is_savepoint)
+                                 is_savepoint=a.barrier.is_savepoint, synchronous=a.barrier.synchronous,
+                                 drain=a.barrier.drain)
             elif isinstance(a, ChannelStateComplete):
                 self._write_channel_state(a)
             elif isinstance(a, AbortCheckpointOnBarrier):
@@ -417,10 +490,11 @@ class Task:
                     p.emit_event(CancelCheckpointMarker(a.checkpoint_id))
 
     def _checkpoint(self, chain: OperatorChain, checkpoint_id: int, timestamp: int, unaligned: bool = False,
-                    is_savepoint: bool = False) -> None:
+                    is_savepoint: bool = False, synchronous: bool = False, drain: bool = False) -> None:
         """Snapshot the chain, forward the barrier, acknowledge once the state is written (and,
         ``unaligned``, once the input channel state recorded until the last barrier is). The
-        forwarded barrier says whether it belongs to a savepoint (handled aligned downstream)."""
+        forwarded barrier says whether it belongs to a savepoint (handled aligned downstream),
+        and whether to a stop-with-savepoint (``synchronous``: the task is suspended after it)."""
         from yarnflink.state.task_state import LazyStreamFactory, snapshot_chain
 
         if checkpoint_id <= self._last_checkpoint:
@@ -455,9 +529,10 @@ class Task:
             for p in self.partitions:
                 p.emit_event(CancelCheckpointMarker(checkpoint_id))
             return
-        barrier = CheckpointBarrier(checkpoint_id, timestamp, is_savepoint)
+        barrier = CheckpointBarrier(checkpoint_id, timestamp, is_savepoint, synchronous, drain)
         for p in self.partitions:
             p.emit_event(barrier)
+        self._stop.on_snapshot_taken(checkpoint_id, synchronous)
         synced = time.monotonic()
         sync_ms = (synced - started) * 1000.0
 

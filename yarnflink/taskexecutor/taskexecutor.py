@@ -478,7 +478,8 @@ class _Servicer(taskexecutor_pb2_grpc.TaskExecutorGatewayServicer):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
                                 self.te.reject_stale("TriggerCheckpoint", "JobMaster"))
         if task is not None:
-            task.trigger_checkpoint(request.checkpoint_id, request.timestamp, request.is_savepoint)
+            task.trigger_checkpoint(request.checkpoint_id, request.timestamp, request.is_savepoint,
+                                    request.synchronous, request.drain)
         return common_pb2.Ack()
 
     async def NotifyCheckpoint(self, request: Any, context: Any) -> Any:

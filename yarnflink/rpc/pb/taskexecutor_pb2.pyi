@@ -8,18 +8,22 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class CheckpointRequest(_message.Message):
-    __slots__ = ("jobmaster_id", "execution_id", "checkpoint_id", "timestamp", "is_savepoint")
+    __slots__ = ("jobmaster_id", "execution_id", "checkpoint_id", "timestamp", "is_savepoint", "synchronous", "drain")
     JOBMASTER_ID_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     IS_SAVEPOINT_FIELD_NUMBER: _ClassVar[int]
+    SYNCHRONOUS_FIELD_NUMBER: _ClassVar[int]
+    DRAIN_FIELD_NUMBER: _ClassVar[int]
     jobmaster_id: str
     execution_id: str
     checkpoint_id: int
     timestamp: int
     is_savepoint: bool
-    def __init__(self, jobmaster_id: _Optional[str] = ..., execution_id: _Optional[str] = ..., checkpoint_id: _Optional[int] = ..., timestamp: _Optional[int] = ..., is_savepoint: _Optional[bool] = ...) -> None: ...
+    synchronous: bool
+    drain: bool
+    def __init__(self, jobmaster_id: _Optional[str] = ..., execution_id: _Optional[str] = ..., checkpoint_id: _Optional[int] = ..., timestamp: _Optional[int] = ..., is_savepoint: _Optional[bool] = ..., synchronous: _Optional[bool] = ..., drain: _Optional[bool] = ...) -> None: ...
 
 class CheckpointNotification(_message.Message):
     __slots__ = ("jobmaster_id", "execution_id", "checkpoint_id", "completed")
