@@ -9,7 +9,10 @@ synchronous part of the snapshot itself (``snapshot_chain`` of a one-operator ch
 ``Task._checkpoint`` does) while the asynchronous part serializes and writes the state in the
 background (``FsCheckpointStorage``'s stream factory). The stall is the longest time between the
 ends of two consecutive batches while a checkpoint is in progress (its synchronous part
-included), next to the longest one without a checkpoint.
+included), next to the longest one without a checkpoint. The throughput run also reports the
+task thread's CPU time per update with and without checkpoints (what they cost the task itself)
+and the snapshot thread's CPU per second (what they take from the machine). The storage is
+initialized first and keeps one checkpoint, as a job's does.
 
     scripts/bench --suite checkpoint [--sizes-mb 100,1000] [--targets local,s3] [--value-bytes 1024]
                   [--throughput-seconds 10] [--json]
@@ -104,6 +107,7 @@ class Storage:
         else:
             raise SystemExit(f"unknown target {target!r} (local, s3)")
         self.storage = FsCheckpointStorage(directory, "bench" + "0" * 27, storage_options=options)
+        self.storage.initialize()  # as the JobMaster does at the start (on S3: the client, its service model)
 
     def _start_moto(self, workdir: Path) -> str:
         server = Path(sys.executable).parent / "moto_server"
@@ -144,6 +148,7 @@ class TaskLoop:
         self.value_bytes = value_bytes
         self.rng = random.Random(1)
         self.updates = 0
+        self.cpu_s = 0.0  # the task thread's CPU time in the last run
         self.checkpoint_id = 0
         self.in_flight: Optional[Future] = None
         self.durations: list[dict[str, float]] = []
@@ -178,6 +183,8 @@ class TaskLoop:
             rec["total_ms"] = (time.monotonic() - started) * 1000
             try:
                 rec["state_size"] = f.result().state_size
+                if storage is not None and cid > 1:  # one retained checkpoint (num-retained: 1)
+                    storage.discard_incomplete(cid - 1)
             except BaseException as e:  # noqa: BLE001 - reported
                 rec["error"] = str(e)  # type: ignore[assignment]
 
@@ -189,6 +196,7 @@ class TaskLoop:
             until_checkpoints: int = 0) -> float:
         """Run for ``seconds`` (or until ``until_checkpoints`` have completed); updates per second."""
         start = last = time.monotonic()
+        cpu0 = time.thread_time()
         next_cp = start + first_at if interval_s is not None else None
         self.updates = 0
         while True:
@@ -222,7 +230,13 @@ class TaskLoop:
                 self.gaps_outside.append(gap)
         if self.in_flight is not None:
             self.in_flight.result()
+        self.cpu_s = time.thread_time() - cpu0
         return self.updates / (time.monotonic() - start)
+
+    def cpu_us_per_update(self) -> float:
+        """The task thread's CPU time per update in the last run: what checkpoints cost the task
+        itself (copy-on-write, GIL hand-overs), apart from the CPU they take from the machine."""
+        return 1e6 * self.cpu_s / max(1, self.updates)
 
 
 def _median(xs: list[float]) -> float:
@@ -282,9 +296,11 @@ def bench_throughput(size_mb: int, value_bytes: int, batch: int, seconds: float,
         base = TaskLoop(op, kgs, value_bytes, batch, storage.storage)
         base.run(1.0, None)
         none = base.run(seconds, None)
+        cpu_none = base.cpu_us_per_update()
         cp = TaskLoop(op, kgs, value_bytes, batch, storage.storage)
         with_cp = cp.run(seconds, 1.0, first_at=1.0)
         none2 = base.run(seconds, None)  # again, to see the noise of a shared machine
+        cpu_none = (cpu_none + base.cpu_us_per_update()) / 2
     finally:
         storage.close()
         op.backend.dispose()
@@ -292,6 +308,9 @@ def bench_throughput(size_mb: int, value_bytes: int, batch: int, seconds: float,
     row = {"size_mb": size_mb, "mode": mode, "updates_per_s_without": round(baseline),
            "updates_per_s_with_1s_interval": round(with_cp),
            "loss_percent": round(100 * (1 - with_cp / baseline), 1),
+           "task_cpu_us_per_update_without": round(cpu_none, 2),
+           "task_cpu_us_per_update_with_1s_interval": round(cp.cpu_us_per_update(), 2),
+           "snapshot_cpu_s_per_s": round(sum(op.executor.cpu_s) / seconds, 2),
            "checkpoints": sum(1 for d in cp.durations if "total_ms" in d),
            "stall_ms_checkpointing": round(cp.stall_in_checkpoint * 1000, 1)}
     print("  " + json.dumps(row), flush=True)

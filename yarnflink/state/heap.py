@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import heapq
-import io
 import itertools
 import os
 import pickle
@@ -38,6 +37,8 @@ from yarnflink.state.handles import (
     SnapshotResult,
     StateMetaInfo,
 )
+from yarnflink.state.snapshot_serializer import BufferPieces, pickled_column, pickled_entry_column
+from yarnflink.state.snapshot_serializer import dumps as _dumps  # noqa: F401 - operator_state.py imports it
 from yarnflink.state.streams import CheckpointStreamFactory, InlineStreamFactory, StateReader, read_inline
 
 _MISSING: Any = object()
@@ -68,15 +69,6 @@ def _copy_value(v: Any) -> Any:
     if t is TtlValue:
         return TtlValue(_copy_value(v.value), v.ts)
     return copy.deepcopy(v)
-
-
-def _dumps(obj: Any) -> bytes:
-    try:
-        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:
-        import cloudpickle
-
-        return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 class TtlValue:
@@ -426,14 +418,16 @@ class HeapKeyedStateBackend:
 
         def write() -> SnapshotResult:
             try:
-                payload = None if not parts else _encode(parts, now, self.compression, yield_gil=True)
+                payload = None if not parts else _encode_pieces(parts, now, self.compression, yield_gil=True)
             finally:
                 with self._lock:
                     self._pending.discard(gen)
                     self._min_pending = min(self._pending) if self._pending else 1 << 62
             if payload is None:
                 return SnapshotResult()
-            handle = factory.write_state(payload, label)
+            # (not bytes: ``bytes(payload)`` makes them, a file system factory writes its pieces)
+            handle = factory.write_state(payload, label)  # type: ignore[arg-type]
+            payload.release(_let_others_run)
             return SnapshotResult(keyed=KeyGroupsStateHandle(rng, handle, tuple(metas), self.backend_name))
 
         return self._executor_for_snapshots().submit(write)
@@ -505,13 +499,13 @@ class HeapKeyedStateBackend:
         self._states.clear()
 
 
-#: rows per Arrow record batch of a snapshot: each conversion holds the GIL only briefly, so a
-#: background snapshot stalls the task thread for milliseconds at most (see docs/PERFORMANCE.md)
-ENCODE_CHUNK_ROWS = 8192
-#: ... and at most about this many bytes of values (32-bit Arrow offsets)
-ENCODE_CHUNK_BYTES = 64 << 20
+#: rows per Arrow record batch of a snapshot: each batch's columns are built in a few bulk calls
+#: (``snapshot_serializer``) that hold the GIL for well under a millisecond, after which a snapshot
+#: thread lets the task thread run (see docs/PERFORMANCE.md)
+ENCODE_CHUNK_ROWS = 2048
 _SNAPSHOT_SCHEMA = pa.schema(
-    [("key_group", pa.int32()), ("state", pa.string()), ("entry", pa.binary()), ("value", pa.binary())],
+    [("key_group", pa.int32()), ("state", pa.string()), ("entry", pa.large_binary()),
+     ("value", pa.large_binary())],
     metadata={b"format": SNAPSHOT_FORMAT.encode()},
 )
 
@@ -533,10 +527,9 @@ def _encode_in_child(parts: list[tuple[int, str, Any, Any]], now: int,
     if pid == 0:  # the child: encode, write, exit -- never return into the task's code
         code = 1
         try:
-            data = _encode(parts, now, compression)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            for view in _encode_pieces(parts, now, compression).buffers():
+                while view:
+                    view = view[os.write(fd, view):]
             code = 0
         finally:
             os._exit(code)
@@ -570,94 +563,86 @@ def _encode_in_child(parts: list[tuple[int, str, Any, Any]], now: int,
     return wait
 
 
-def _binary_array(values: list[bytes]) -> pa.Array:
-    """``pa.array(values, pa.binary())``, about ten times faster (and so holding the GIL ten times
-    shorter): one ``join`` for the data and the offsets from the lengths."""
-    lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
-    offsets = np.zeros(len(values) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    if offsets[-1] >= 2**31:
-        return pa.array(values, pa.binary())  # too large for 32-bit offsets: let Arrow fail clearly
-    return pa.Array.from_buffers(pa.binary(), len(values),
-                                 [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(values))])
+class _BatchBuilder:
+    """Rows of one state gathered up to ``ENCODE_CHUNK_ROWS``, then written as one record batch
+    whose ``entry`` and ``value`` columns are pickled in bulk (one state per batch: its values
+    are more likely all of one type, which is what the bulk path needs)."""
+
+    def __init__(self, writer: pa.ipc.RecordBatchStreamWriter, yield_gil: bool) -> None:
+        self._writer = writer
+        self._yield_gil = yield_gil
+        self._state = ""
+        self._key_groups: list[tuple[int, int]] = []  # (key group, rows), in row order
+        self._entries: list[Any] = []
+        self._values: list[Any] = []
+
+    def add(self, key_group: int, state: str, entries: list[Any], values: list[Any]) -> None:
+        """Rows ``(key_group, state, entries[i], values[i])``, flushed in batches as they fill."""
+        if state != self._state:
+            self.flush()
+            self._state = state
+        start = 0
+        while start < len(entries):
+            take = min(len(entries) - start, ENCODE_CHUNK_ROWS - len(self._entries))
+            self._key_groups.append((key_group, take))
+            self._entries += entries[start:start + take]
+            self._values += values[start:start + take]
+            start += take
+            if len(self._entries) >= ENCODE_CHUNK_ROWS:
+                self.flush()
+
+    def flush(self) -> None:
+        if not self._entries:
+            return
+        groups, counts = zip(*self._key_groups)
+        pause = _let_others_run if self._yield_gil else None
+        self._writer.write_batch(pa.RecordBatch.from_arrays(
+            [pa.array(np.repeat(np.array(groups, dtype=np.int32), counts)),
+             pa.repeat(pa.scalar(self._state, pa.string()), len(self._entries)),
+             pickled_entry_column(self._entries, pause), pickled_column(self._values, pause)],
+            schema=_SNAPSHOT_SCHEMA))
+        self._key_groups, self._entries, self._values = [], [], []
+        if pause is not None:
+            pause()
 
 
-class _Pieces(io.RawIOBase):
-    """A write-only file keeping what is written as a list of ``bytes``: unlike ``BytesIO``, it
-    never reallocates (and copies) the whole payload while holding the GIL."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.parts: list[bytes] = []
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:  # type: ignore[override]
-        b = bytes(data)
-        self.parts.append(b)
-        return len(b)
+def _let_others_run() -> None:
+    """Release the GIL: a waiting task thread runs now, not after the 5 ms switch interval."""
+    time.sleep(0)
 
 
-#: in a snapshot thread, let the task thread have the GIL after this many entries (~1 ms of work)
-YIELD_EVERY = 512
+def _encode(parts: list[tuple[int, str, Any, Any]], now: int, compression: Optional[str] = None) -> memoryview:
+    """The Arrow IPC stream of a snapshot in one buffer (the State Processor API writes it)."""
+    return _encode_pieces(parts, now, compression).contiguous()
 
 
-def _encode(parts: list[tuple[int, str, Any, Any]], now: int, compression: Optional[str] = None,
-            yield_gil: bool = False) -> bytes:
-    """The Arrow IPC stream of a snapshot, written in record batches of ``ENCODE_CHUNK_ROWS``
-    rows (compressed, if asked, outside the GIL) into a list of pieces joined at the end (no
-    reallocation of the whole payload while holding the GIL)."""
-    chunk_rows = ENCODE_CHUNK_ROWS
-    out = _Pieces()
-    kg_col: list[int] = []
-    state_col: list[str] = []
-    entry_col: list[bytes] = []
-    value_col: list[bytes] = []
-    size = [0]  # bytes of the pickled values in the current chunk
+def _encode_pieces(parts: list[tuple[int, str, Any, Any]], now: int, compression: Optional[str] = None,
+                   yield_gil: bool = False) -> BufferPieces:
+    """The Arrow IPC stream of a snapshot: record batches of ``ENCODE_CHUNK_ROWS`` rows
+    (compressed, if asked, outside the GIL), kept as the pieces Arrow wrote, without copies
+    (a stream factory writes them one after the other).
+
+    ``parts`` is consumed (emptied): a key group's dict is let go as soon as it is written, so
+    that one copied-on-write by the task meanwhile is freed then, a key group at a time. Freed
+    all at once at the end, a 1 GB snapshot's replaced entries held the GIL for ~0.5 s."""
+    out = BufferPieces()
+    parts.sort(key=lambda p: (p[1], p[0]), reverse=True)
     with pa.ipc.new_stream(pa.PythonFile(out, mode="w"), _SNAPSHOT_SCHEMA,
                            options=pa.ipc.IpcWriteOptions(compression=compression)) as w:
-
-        def flush() -> None:
-            if not kg_col:
-                return
-            w.write_batch(pa.RecordBatch.from_arrays(
-                [pa.array(kg_col, pa.int32()), pa.array(state_col, pa.string()),
-                 _binary_array(entry_col), _binary_array(value_col)],
-                schema=_SNAPSHOT_SCHEMA))
-            size[0] = 0
-            kg_col.clear()
-            state_col.clear()
-            entry_col.clear()
-            value_col.clear()
-
-        for kg, name, ttl_ms, data in sorted(parts, key=lambda p: (p[0], p[1])):
+        batches = _BatchBuilder(w, yield_gil)
+        while parts:
+            kg, name, ttl_ms, data = parts.pop()
             if ttl_ms == TIMERS:
-                for ts, key, ns in data:
-                    kg_col.append(kg)
-                    state_col.append(name)
-                    entry_col.append(_dumps((key, ns)))
-                    value_col.append(_dumps(ts))
-                    if len(kg_col) >= chunk_rows:
-                        flush()
-                continue
-            for ek, v in data.items():  # (not mutated: copy-on-write; no list of 1M tuples for the GC)
-                if ttl_ms is not None:
-                    v = _drop_expired(v, now, ttl_ms)
-                    if v is _MISSING:
-                        continue
-                kg_col.append(kg)
-                state_col.append(name)
-                entry_col.append(_dumps(ek))
-                pv = _dumps(v)
-                value_col.append(pv)
-                size[0] += len(pv)
-                if len(kg_col) >= chunk_rows or size[0] >= ENCODE_CHUNK_BYTES:
-                    flush()
-                elif yield_gil and len(kg_col) % YIELD_EVERY == 0:
-                    time.sleep(0)  # a waiting task thread runs now, not after the 5 ms switch interval
-        flush()
-    return b"".join(out.parts)  # (a large join runs without the GIL)
+                batches.add(kg, name, [(key, ns) for _, key, ns in data], [ts for ts, _, _ in data])
+            elif ttl_ms is not None:
+                kept = [(ek, v) for ek, v in ((ek, _drop_expired(v, now, ttl_ms)) for ek, v in data.items())
+                        if v is not _MISSING]
+                batches.add(kg, name, [ek for ek, _ in kept], [v for _, v in kept])
+            else:  # the shared dict is not mutated (copy-on-write): two lists of references, no tuples
+                batches.add(kg, name, list(data), list(data.values()))
+            del data  # (see above)
+        batches.flush()
+    return out
 
 
 def _expired(tv: TtlValue, now: int, ttl_ms: int) -> bool:

@@ -51,13 +51,13 @@ def test_the_synchronous_part_does_not_serialize(monkeypatch) -> None:  # type: 
 
     b = _filled(200)
     threads: list[str] = []
-    real = heap._dumps
+    real = heap.pickled_column
 
-    def spy(obj):  # type: ignore[no-untyped-def]
+    def spy(objs, pause=None):  # type: ignore[no-untyped-def]
         threads.append(threading.current_thread().name)
-        return real(obj)
+        return real(objs, pause)
 
-    monkeypatch.setattr(heap, "_dumps", spy)
+    monkeypatch.setattr(heap, "pickled_column", spy)
     f = b.snapshot(1)
     v = b.get_partitioned_state(ValueStateDescriptor("v", "int"))
     b.set_current_key(7)
@@ -68,12 +68,6 @@ def test_the_synchronous_part_does_not_serialize(monkeypatch) -> None:  # type: 
     r.restore([res.keyed])
     r.set_current_key(7)
     assert r.get_partitioned_state(ValueStateDescriptor("v", "int")).value() == 70
-
-
-def test_binary_arrays_are_built_from_one_buffer() -> None:
-    values = [b"", b"a", bytes(range(256)) * 3, b"xyz"]
-    assert heap._binary_array(values).equals(pa.array(values, pa.binary()))
-    assert heap._binary_array([]).equals(pa.array([], pa.binary()))
 
 
 def test_the_checkpoint_directory_is_made_by_the_first_write_on_the_writing_thread() -> None:
@@ -123,7 +117,7 @@ def test_a_failing_snapshot_child_fails_the_snapshot(monkeypatch) -> None:  # ty
     def broken(parts, now, compression=None):  # type: ignore[no-untyped-def]
         raise RuntimeError("cannot encode")
 
-    monkeypatch.setattr(heap, "_encode", broken)
+    monkeypatch.setattr(heap, "_encode_pieces", broken)
     with pytest.raises(RuntimeError, match="snapshot process failed"):
         b.snapshot(1).result()
 
@@ -156,3 +150,19 @@ def test_snapshot_compression_follows_flinks_key() -> None:
     assert packed.keyed.state_size < plain.keyed.state_size
     r = HeapKeyedStateBackend(128, range(0, 128), name="t")
     assert r.restore([packed.keyed]) == 900
+
+
+def test_encoding_lets_go_of_each_key_group_once_written() -> None:
+    """The snapshot thread consumes its list of key-group dicts (so that a dict the task copied
+    on write meanwhile is freed right after it is written, not all of them at the end)."""
+    from yarnflink.state.handles import ByteStreamStateHandle, KeyGroupsStateHandle
+
+    b = _filled(300)
+    tables = {n: t for n, t in b._tables.items() if n != "timers-q"}
+    parts = [(kg, name, None, m.data) for name, t in tables.items() for kg, m in t.maps.items()]
+    payload = heap._encode_pieces(parts, 0)
+    assert parts == []
+    r = HeapKeyedStateBackend(128, range(0, 128), name="t")
+    handle = KeyGroupsStateHandle(r.key_group_range, ByteStreamStateHandle("x", bytes(payload)),
+                                  tuple(t.meta for t in tables.values()))
+    assert r.restore([handle]) == 600
