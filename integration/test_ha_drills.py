@@ -137,7 +137,12 @@ def test_b_a_leader_whose_session_expired_steps_down_and_is_fenced(
     # what the old leader would send with its old session id: refused by the new leader's
     # ResourceManager and by every TaskExecutor
     with cluster.rest() as rest:
-        tes = [tm["path"] for tm in rest.taskmanagers()]
+        # the takeover waited for the job, which 2 slots of one TaskExecutor can run: the other
+        # TaskExecutor may still be on its way to the new leader
+        def both_registered() -> list[str]:
+            paths = [tm["path"] for tm in rest.taskmanagers()]
+            return paths if len(paths) >= 2 else []
+        tes = wait_until(both_registered, 60, "both TaskExecutors registered at the new leader")
     assert len(tes) == 2
     config = {k: str(v) for k, v in cluster.config.to_dict().items()}
     forged = subprocess.run([sys.executable, str(Path(__file__).with_name("forge_rpc.py")), json.dumps(config),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import glob
 import os
+import random
 import selectors
 import shutil
 import signal
@@ -67,11 +68,44 @@ def java_executable() -> str:
     return java
 
 
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct ports free on 127.0.0.1 right now (all held open until all are picked)."""
-    socks = []
+def _ephemeral_port_range() -> tuple[int, int]:
     try:
-        for _ in range(n):
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct ports free on 127.0.0.1 right now (all held open until all are picked).
+
+    The ports are picked *below* the kernel's ephemeral range: the ZooKeeper server binds them
+    only later (a JVM start, seconds on a loaded machine), and a port from ``bind(0)`` is one the
+    kernel hands out again at once to any other ``bind(0)`` or outgoing connection of the test
+    session (every master, TaskExecutor and client here uses port 0), so a port from the
+    ephemeral range can be taken in between. Below it only another explicit pick competes."""
+    lo, _hi = _ephemeral_port_range()
+    floor = 10000
+    rng = random.SystemRandom()
+    socks: list[socket.socket] = []
+    picked: set[int] = set()
+    try:
+        for _ in range(200 * n):
+            if len(socks) == n or lo - floor < 1000:
+                break
+            port = rng.randrange(floor, lo)
+            if port in picked:
+                continue
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                s.close()
+                continue
+            socks.append(s)
+            picked.add(port)
+        while len(socks) < n:  # no room below the ephemeral range: let the kernel pick
             s = socket.socket()
             s.bind(("127.0.0.1", 0))
             socks.append(s)
@@ -185,7 +219,7 @@ class ZooKeeperServer:
         finally:
             log.close()
 
-    def start(self, timeout: float = 30.0) -> ZooKeeperServer:
+    def start(self, timeout: float = 60.0) -> ZooKeeperServer:  # a JVM start: slow on a loaded CI
         self.launch()
         self.wait_serving(timeout)
         return self
@@ -231,7 +265,7 @@ class ZooKeeperServer:
             self.proc.wait()
         self.proc = None
 
-    def restart(self, timeout: float = 30.0) -> str:
+    def restart(self, timeout: float = 60.0) -> str:
         self.kill()
         self.launch()
         return self.wait_serving(timeout)
@@ -258,7 +292,7 @@ class ZooKeeperEnsemble:
     def hosts(self) -> str:
         return ",".join(s.address for s in self.servers)
 
-    def start(self, timeout: float = 60.0) -> ZooKeeperEnsemble:
+    def start(self, timeout: float = 120.0) -> ZooKeeperEnsemble:  # three JVMs and an election
         for s in self.servers:
             s.launch()
         deadline = time.monotonic() + timeout

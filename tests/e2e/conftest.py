@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Optional
 
+import httpx
 import pytest
 
 from yarnflink.api.environment import set_default_executor
 from yarnflink.client.executor import RestClusterExecutor
-from yarnflink.client.rest_client import RestClient
+from yarnflink.client.rest_client import RestClient, RestClientError
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.local.cluster import start_local_cluster, stop_process
 
@@ -79,13 +80,53 @@ def executor(cluster: Cluster) -> Iterator[RestClusterExecutor]:
     set_default_executor(None)
 
 
+def transient_error(e: BaseException) -> bool:
+    """Whether ``e`` is a passing failure of a poll (a connection refused/reset or timed out, a
+    master answering 503 while leadership changes, a ZooKeeper connection loss), which a wait
+    treats as "not yet"; anything else (an AssertionError, a KeyError, a 404, ...) is a finding."""
+    if isinstance(e, RestClientError):
+        return e.status is None or e.status == 503  # unreachable / not the leader (yet)
+    if isinstance(e, (httpx.TransportError, ConnectionError, TimeoutError)):
+        return True
+    if isinstance(e, httpx.HTTPStatusError):
+        return e.response.status_code == 503
+    try:
+        from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError
+        from kazoo.handlers.threading import KazooTimeoutError
+    except ImportError:  # pragma: no cover - kazoo is a test dependency
+        return False
+    if isinstance(e, (ConnectionLoss, OperationTimeoutError, SessionExpiredError, KazooTimeoutError)):
+        return True
+    try:
+        import grpc
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(e, grpc.RpcError) and getattr(e, "code", lambda: None)() in (
+        grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
 def wait_until(predicate: Callable[[], object], timeout: float = 60.0, interval: float = 0.05,
-               message: str = "condition") -> object:
+               message: str = "condition", transient: tuple[type[BaseException], ...] = ()) -> object:
+    """Polls ``predicate`` until it returns a truthy value (returned). A transient error
+    (``transient_error``, or one of the ``transient`` types a caller names, e.g. KeyError while a
+    field is not there yet) counts as "not yet"; at the deadline the wait fails, chained to the
+    last such error. Any other exception, an AssertionError above all, propagates at once."""
     deadline = time.monotonic() + timeout
+    last: Optional[BaseException] = None
     while True:
-        value = predicate()
+        try:
+            value = predicate()
+        except AssertionError:
+            raise
+        except Exception as e:  # noqa: BLE001 - filtered just below; the rest re-raised
+            if not (isinstance(e, transient) or transient_error(e)):
+                raise
+            last, value = e, None
+        else:
+            last = None
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+            detail = f" (last error: {type(last).__name__}: {last})" if last is not None else ""
+            raise AssertionError(f"timed out after {timeout}s waiting for {message}{detail}") from last
         time.sleep(interval)

@@ -108,7 +108,9 @@ def test_a_slow_subtask_is_overtaken_by_its_speculative_attempt_on_the_other_tas
      .sink_to(FileSink(str(out), format="jsonl")))
     started = time.monotonic()
     job_id = env.execute("speculative").get_job_id()
-    assert time.monotonic() - started < 50  # not the slow attempt's 60 s
+    # not the slow attempt's 60 s (counted from its first record, so such a run takes 60 s plus
+    # submission and deployment); the margin below is for a loaded CI machine
+    assert time.monotonic() - started < 58
     details = cluster.rest.job(job_id)
     assert details["state"] == "FINISHED" and details["numRestarts"] == 0
     slow = next(v for v in details["vertices"] if v["name"].startswith("Slow"))

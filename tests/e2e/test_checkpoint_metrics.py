@@ -79,8 +79,11 @@ def test_watermark_and_checkpoint_metrics_of_a_running_job(metrics_cluster: Clus
             out = _values(c, f"/jobs/{job_id}/vertices/{source}/metrics", ["currentOutputWatermark"])
             inp = _values(c, f"/jobs/{job_id}/vertices/{window}/metrics",
                           ["currentInputWatermark", "0.currentInputWatermark", "1.currentInputWatermark"])
+            # (the metric fetcher may not have every subtask's metrics yet: wait for them to be
+            # there, the assertions below check their values)
             return (out, inp) if out.get("currentOutputWatermark", MIN_WATERMARK) >= 30_000 \
-                and inp.get("currentInputWatermark", MIN_WATERMARK) >= 30_000 else None
+                and inp.get("currentInputWatermark", MIN_WATERMARK) >= 30_000 \
+                and all(f"{i}.currentInputWatermark" in inp for i in (0, 1)) else None
 
         out, inp = wait_until(watermarks, timeout=120, message="watermarks in the vertex metrics")  # type: ignore[misc]
         assert out["currentOutputWatermark"] < n * 1000  # the source is held: no end-of-input watermark yet
@@ -123,10 +126,11 @@ def test_watermark_and_checkpoint_metrics_of_a_running_job(metrics_cluster: Clus
 
         # --- the task checkpoint metrics (-1 until a task took part in a checkpoint)
         def task_checkpoint_metrics() -> Any:
-            v = _values(c, f"/jobs/{job_id}/vertices/{window}/metrics",
-                        ["0.lastCheckpointDuration", "1.lastCheckpointDuration", "lastCheckpointSize",
-                         "0.checkpointAlignmentTime", "0.checkpointStartDelayNanos"])
-            return v if min(v.values()) >= 0 else None
+            names = ["0.lastCheckpointDuration", "1.lastCheckpointDuration", "lastCheckpointSize",
+                     "0.checkpointAlignmentTime", "0.checkpointStartDelayNanos"]
+            v = _values(c, f"/jobs/{job_id}/vertices/{window}/metrics", names)
+            # all of them (a metric not fetched yet is absent, not -1), then none at -1
+            return v if set(v) >= set(names) and min(v.values()) >= 0 else None
 
         v = wait_until(task_checkpoint_metrics, timeout=60, message="checkpoint metrics of the window subtasks")
         assert v["lastCheckpointSize"] > 0  # type: ignore[index]

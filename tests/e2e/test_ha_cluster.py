@@ -10,13 +10,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
 from tests.zk import ZooKeeperServer, unique_root
+
+from .conftest import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -39,13 +40,9 @@ def _alive(pid: int) -> bool:
 
 
 def _until(cond: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
+    # conftest's wait_until: a poll that meets a passing REST/ZooKeeper error (the leader just
+    # killed, a standby answering 503) counts as "not yet" instead of failing the test at once
+    return wait_until(cond, timeout=timeout, interval=0.1, message=what)
 
 
 def _ha_args(zookeeper: ZooKeeperServer, tmp_path: Path) -> list[str]:
@@ -53,7 +50,9 @@ def _ha_args(zookeeper: ZooKeeperServer, tmp_path: Path) -> list[str]:
             "-D", f"high-availability.zookeeper.path.root={unique_root('cli')}",
             "-D", f"high-availability.storageDir=file://{tmp_path / 'ha'}",
             "-D", "high-availability.zookeeper.client.session-timeout=2 s",
-            "-D", "heartbeat.interval=1 s", "-D", "heartbeat.timeout=10 s"]
+            "-D", "heartbeat.interval=1 s", "-D", "heartbeat.timeout=10 s",
+            # clients wait this long for a new leader (default 30 s: tight on a loaded 2-core CI)
+            "-D", "rest.await-leader-timeout=60 s"]
 
 
 def test_a_local_session_with_a_standby_survives_a_sigkill_of_its_leader(

@@ -92,9 +92,9 @@ def test_task_metrics_of_a_running_job(mcluster: Cluster) -> None:
         assert get(c, f"/jobs/{job_id}/checkpoints")["history"] == []
         # bad queries are 400s, unknown vertices 404s
         r = httpx.get(f"{c.rest_url}/jobs/{job_id}/vertices/{sink}/subtasks/metrics",
-                      params={"get": "numRecordsIn", "agg": "median"}, headers=c.auth)
+                      params={"get": "numRecordsIn", "agg": "median"}, headers=c.auth, timeout=30)
         assert r.status_code == 400 and "median" in r.json()["errors"][0]
-        r = httpx.get(f"{c.rest_url}/jobs/{job_id}/vertices/{'0' * 32}/metrics", headers=c.auth)
+        r = httpx.get(f"{c.rest_url}/jobs/{job_id}/vertices/{'0' * 32}/metrics", headers=c.auth, timeout=30)
         assert r.status_code == 404
     finally:
         c.rest.cancel(job_id)
@@ -104,7 +104,7 @@ def test_task_metrics_of_a_running_job(mcluster: Cluster) -> None:
     def final() -> dict[str, Any]:
         return {v["id"]: v["metrics"] for v in c.rest.job(job_id)["vertices"]}
 
-    wait_until(lambda: all(m["read-records-complete"] for m in final().values()), timeout=20,
+    wait_until(lambda: all(m["read-records-complete"] for m in final().values()), timeout=60,
                message="final metrics of every subtask")
     assert final()[source]["write-records"] > 0 and final()[sink]["read-records"] > 0
 
@@ -171,7 +171,7 @@ def test_taskmanager_and_master_metrics_and_prometheus(mcluster: Cluster) -> Non
     # Prometheus: the master's endpoint (address in /config) and each TaskExecutor's
     master_prom = get(c, "/config")["metric-reporters"]["prom"]
     assert master_prom.startswith("127.0.0.1:")
-    text = httpx.get(f"http://{master_prom}/metrics").text
+    text = httpx.get(f"http://{master_prom}/metrics", timeout=30).text
     assert re.search(r"^flink_jobmanager_numRegisteredTaskManagers 2\.0$", text, re.M), text[:2000]
     assert "flink_jobmanager_Status_Python_Memory_RSS" in text
     env = StreamExecutionEnvironment.get_execution_environment()
@@ -187,13 +187,13 @@ def test_taskmanager_and_master_metrics_and_prometheus(mcluster: Cluster) -> Non
 
         def exported() -> bool:
             return any(float(v) > 0 for a in addresses
-                       for v in pattern.findall(httpx.get(f"http://{a}/metrics").text))
+                       for v in pattern.findall(httpx.get(f"http://{a}/metrics", timeout=30).text))
 
         wait_until(exported, timeout=60, message="numRecordsOut on a TaskExecutor's Prometheus endpoint")
-        tm_text = httpx.get(f"http://{addresses[0]}/metrics").text
+        tm_text = httpx.get(f"http://{addresses[0]}/metrics", timeout=30).text
         assert "flink_taskmanager_Status_Python_CPU_Load{" in tm_text
         assert re.search(r'flink_jobmanager_job_uptime\{[^}]*job_id="%s"' % job_id,
-                         httpx.get(f"http://{master_prom}/metrics").text)
+                         httpx.get(f"http://{master_prom}/metrics", timeout=30).text)
     finally:
         c.rest.cancel(job_id)
         wait_until(lambda: c.rest.job(job_id)["state"] == "CANCELED", message="canceled")
@@ -212,7 +212,7 @@ def test_logs_over_rest(mcluster: Cluster) -> None:
     # only the processes' own log files are served
     for path in ("/jobmanager/logs/rest-token", "/jobmanager/logs/..%2Fsecurity%2Frest-token",
                  f"/taskmanagers/{tm}/logs/master.log", "/taskmanagers/nope/log"):
-        r = httpx.get(c.rest_url + path, headers=c.auth)
+        r = httpx.get(c.rest_url + path, headers=c.auth, timeout=30)
         assert r.status_code == 404, (path, r.status_code)
 
 
@@ -233,7 +233,7 @@ def test_prometheus_port_ranges_and_default() -> None:
         conf.set("metrics.reporter.prom.port", f"{taken},0")  # the first port is taken: the next choice
         second = start_reporter(conf, lambda: [Sample("taskmanager_y", 2.0, {"tm_id": "a"})])
         assert second is not None and second.port not in (0, taken)
-        assert 'flink_taskmanager_y{tm_id="a"} 2.0' in httpx.get(f"http://{second.address}/metrics").text
+        assert 'flink_taskmanager_y{tm_id="a"} 2.0' in httpx.get(f"http://{second.address}/metrics", timeout=30).text
         stop_reporter(second)
     finally:
         stop_reporter(first)

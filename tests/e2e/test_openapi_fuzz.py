@@ -22,6 +22,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 EXAMPLES_PER_OPERATION = 15
 #: the whole fuzzing stops generating after this long (the suite must stay fast on 2 cores)
 BUDGET_S = 90.0
+#: at least this many requests are sent, however long it takes
+MIN_REQUESTS = 300
 
 
 @pytest.fixture
@@ -69,7 +71,9 @@ def test_generated_requests_get_no_server_error(fcluster: Cluster) -> None:
             if label == "DELETE /cluster":
                 continue
             for mode in (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE):
-                if time.monotonic() > deadline:
+                # the budget ends generation only once the minimum checked below was sent: on a
+                # loaded CI machine 90 s may not reach it, and that is no finding about the API
+                if time.monotonic() > deadline and sum(counts.values()) > MIN_REQUESTS:
                     break
 
                 @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None,
@@ -100,7 +104,7 @@ def test_generated_requests_get_no_server_error(fcluster: Cluster) -> None:
             assert c.proc.poll() is None, f"the master died while fuzzing {label}"
         assert http.get(c.rest_url + "/overview", headers=c.auth).status_code == 200
     assert not failures, "\n\n".join(f"{k}: {v}" for k, v in failures.items())
-    assert sum(counts.values()) > 300, counts
+    assert sum(counts.values()) > MIN_REQUESTS, counts
     # nothing crashed: the running job still runs, the cluster still has its TaskExecutors
     assert c.rest.job(running)["state"] == "RUNNING"
     assert c.rest.overview()["taskmanagers"] == 2

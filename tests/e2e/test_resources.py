@@ -109,7 +109,7 @@ def test_three_jobs_run_at_once_in_one_session_and_their_slots_return(tmp_path: 
         # GET /taskmanagers/:id shows the tasks in each slot: which subtasks share which slot
         in_slots = []
         for tm in tms:
-            r = httpx.get(f"{cluster.rest_url}/taskmanagers/{tm['id']}", headers=cluster.auth)
+            r = httpx.get(f"{cluster.rest_url}/taskmanagers/{tm['id']}", headers=cluster.auth, timeout=30)
             assert r.status_code == 200, r.text
             assert r.json()["id"] == tm["id"] and r.json()["totalResource"]["cpuCores"] == 3
             for s in r.json()["slots"]:
@@ -119,7 +119,7 @@ def test_three_jobs_run_at_once_in_one_session_and_their_slots_return(tmp_path: 
         assert len(in_slots) == 6
         mine = sorted(len(tasks) for _, _, job, tasks in in_slots if job == jobs[1])
         assert mine == [1, 2]
-        r = httpx.get(f"{cluster.rest_url}/taskmanagers/{'f' * 12}", headers=cluster.auth)
+        r = httpx.get(f"{cluster.rest_url}/taskmanagers/{'f' * 12}", headers=cluster.auth, timeout=30)
         assert r.status_code == 404 and r.json()["errors"]
 
         for c in clients:
@@ -282,12 +282,14 @@ def test_a_standalone_master_uses_only_taskexecutors_that_register_by_themselves
         # SIGKILL: no driver watches these processes and heartbeat.timeout is 60 s, so only the
         # failed heartbeat RPCs (heartbeat.rpc-failure-threshold) can notice it this soon
         procs[-1].kill()
-        wait_until(lambda: {tm["id"] for tm in rest.taskmanagers()} == {"te-by-hand-1"}, timeout=20,
+        # 45 s: room for a loaded CI machine, still below the 60 s heartbeat.timeout that would
+        # notice the loss without the failed heartbeat RPCs
+        wait_until(lambda: {tm["id"] for tm in rest.taskmanagers()} == {"te-by-hand-1"}, timeout=45,
                    message="the killed TaskExecutor removed")
         assert rest.overview()["slots-total"] == 1
         wait_until(lambda: any(e["taskManagerId"] == "te-by-hand-2" for e in
                                rest.exceptions(second[0])["exceptionHistory"]["entries"]),
-                   timeout=20, message="its tasks failed")
+                   timeout=45, message="its tasks failed")
         rest.close()
     finally:
         for p in reversed(procs):

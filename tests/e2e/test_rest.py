@@ -19,9 +19,9 @@ def test_cluster_endpoints(cluster: Cluster) -> None:
     assert ov["taskmanagers"] == 2 and ov["slots-total"] == 4
     tms = cluster.rest.taskmanagers()
     assert len(tms) == 2 and all(tm["slotsNumber"] == 2 for tm in tms)
-    r = httpx.get(cluster.rest_url + "/config", headers=cluster.auth)
+    r = httpx.get(cluster.rest_url + "/config", headers=cluster.auth, timeout=30)
     assert r.status_code == 200 and "flink-version" in r.json()
-    spec = httpx.get(cluster.rest_url + "/openapi.json", headers=cluster.auth).json()
+    spec = httpx.get(cluster.rest_url + "/openapi.json", headers=cluster.auth, timeout=30).json()
     for path in ("/jobs", "/overview", "/jobs/overview", "/jobs/{jobid}", "/jobs/{jobid}/exceptions",
                  "/taskmanagers", "/config"):
         assert path in spec["paths"], path
@@ -35,7 +35,7 @@ def test_cluster_endpoints(cluster: Cluster) -> None:
     (json.dumps({"jobId": "xyz", "jobName": "x", "vertices": [{}]}).encode(), 400, "jobId must be 32"),
 ])
 def test_bad_job_submissions_get_clear_errors(cluster: Cluster, body: bytes, status: int, fragment: str) -> None:
-    r = httpx.post(cluster.rest_url + "/jobs", content=body, headers={"content-type": "application/json", **cluster.auth})
+    r = httpx.post(cluster.rest_url + "/jobs", content=body, headers={"content-type": "application/json", **cluster.auth}, timeout=30)
     assert r.status_code == status
     assert fragment in r.json()["errors"][0]
     assert cluster.rest.overview()["taskmanagers"] == 2  # the master keeps serving
@@ -48,9 +48,9 @@ def test_oversized_body_is_refused(cluster: Cluster) -> None:
 
 
 def test_unknown_and_malformed_job_ids(cluster: Cluster) -> None:
-    r = httpx.get(cluster.rest_url + "/jobs/" + "a" * 32, headers=cluster.auth)
+    r = httpx.get(cluster.rest_url + "/jobs/" + "a" * 32, headers=cluster.auth, timeout=30)
     assert r.status_code == 404 and "not found" in r.json()["errors"][0]
-    r = httpx.get(cluster.rest_url + "/jobs/nope/exceptions", headers=cluster.auth)
+    r = httpx.get(cluster.rest_url + "/jobs/nope/exceptions", headers=cluster.auth, timeout=30)
     assert r.status_code == 400 and "not a job id" in r.json()["errors"][0]
     r = httpx.patch(cluster.rest_url + "/jobs/" + "a" * 32, params={"mode": "cancel"}, headers=cluster.auth)
     assert r.status_code == 404

@@ -122,14 +122,14 @@ def _concrete(path: str) -> str:
 
 
 def test_every_endpoint_but_health_needs_the_token(secured: Cluster) -> None:
-    spec = httpx.get(secured.rest_url + "/openapi.json", headers=secured.auth).json()
+    spec = httpx.get(secured.rest_url + "/openapi.json", headers=secured.auth, timeout=30).json()
     operations = [(m.upper(), p) for p, item in spec["paths"].items() for m in item if m != "parameters"]
     assert len(operations) >= 14 and ("DELETE", "/cluster") in operations
     for creds in ({}, {"authorization": "Bearer wrong"}, {"cookie": "yarnflink-auth-0=1"},
                   {"authorization": f"Basic {secured.auth['authorization'].split()[1]}"}):
         for method, path in operations + [("GET", "/openapi.json"), ("GET", "/docs"), ("GET", "/")]:
             r = httpx.request(method, secured.rest_url + _concrete(path), headers=creds,
-                              content=b"{}" if method in ("POST", "PATCH") else None)
+                              content=b"{}" if method in ("POST", "PATCH") else None, timeout=30)
             if path == "/health":
                 assert r.status_code == 200, r.text
             else:
@@ -166,9 +166,13 @@ def test_session_token_is_private_and_the_cli_uses_it(tmp_path: Path) -> None:
         # no process of the cluster carries the token where other users could read it
         master = psutil.Process(info["pid"])
         for p in [master, *master.children(recursive=True)]:
-            assert token not in " ".join(p.cmdline()), p.cmdline()
-        assert httpx.get(info["rest_url"] + "/overview").status_code == 401
-        assert httpx.get(info["rest_url"] + "/overview", headers={"authorization": f"Bearer {token}"}).status_code == 200
+            try:
+                cmdline = p.cmdline()
+            except (psutil.NoSuchProcess, psutil.ZombieProcess):  # a short-lived child just ended
+                continue
+            assert token not in " ".join(cmdline), cmdline
+        assert httpx.get(info["rest_url"] + "/overview", timeout=30).status_code == 401
+        assert httpx.get(info["rest_url"] + "/overview", headers={"authorization": f"Bearer {token}"}, timeout=30).status_code == 200
         r = cli("list")  # the user never types the token
         assert r.returncode == 0 and "No jobs." in r.stdout, r.stderr
         r = cli("list", "-m", info["rest_url"])
@@ -182,7 +186,7 @@ def test_authentication_none_turns_it_off(tmp_path: Path) -> None:
     c = start_cluster(tmp_path, taskexecutors=1, slots=1, security_rest_authentication="none")
     try:
         assert c.info["token_file"] == "" and not (tmp_path / "security" / "rest-token").exists()
-        assert httpx.get(c.rest_url + "/overview").json()["taskmanagers"] == 1
+        assert httpx.get(c.rest_url + "/overview", timeout=30).json()["taskmanagers"] == 1
     finally:
         c.stop()
 
@@ -199,10 +203,10 @@ def test_https_with_a_given_certificate(tmp_path: Path) -> None:
     try:
         assert c.rest_url.startswith("https://127.0.0.1:")
         with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
-            httpx.get(c.rest_url + "/health")  # the system trust store does not know the user's CA
+            httpx.get(c.rest_url + "/health", timeout=30)  # the system trust store does not know the user's CA
         with pytest.raises(httpx.HTTPError):
-            httpx.get(c.rest_url.replace("https:", "http:") + "/health")
-        assert httpx.get(c.rest_url + "/overview", verify=ssl.create_default_context(cafile=str(tmp_path / "ca.pem"))).status_code == 401
+            httpx.get(c.rest_url.replace("https:", "http:") + "/health", timeout=30)
+        assert httpx.get(c.rest_url + "/overview", verify=ssl.create_default_context(cafile=str(tmp_path / "ca.pem")), timeout=30).status_code == 401
         set_default_executor(c.executor())  # token and CA found by the URL
         env = StreamExecutionEnvironment.get_execution_environment()
         assert sorted(env.from_collection([1, 2, 3]).map(lambda x: x * 10).execute_and_collect()) == [10, 20, 30]
@@ -327,7 +331,7 @@ def test_malformed_and_oversized_messages_are_rejected_without_disturbing_jobs(s
         assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details, (code, details)
         for body in (b"{", b"\xff\xfe", b'{"jobId": 1}', b"[]" * 1000, b"[" * 100_000, b'{"a":' * 100_000):
             r = httpx.post(secured.rest_url + "/jobs", content=body,
-                           headers={"content-type": "application/json", **secured.auth})
+                           headers={"content-type": "application/json", **secured.auth}, timeout=30)
             assert r.status_code == 400, r.text
         assert secured.rest.job(job_id)["state"] == "RUNNING"
         assert all(v["status"] == "RUNNING" for v in secured.rest.job(job_id)["vertices"])

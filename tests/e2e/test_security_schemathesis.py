@@ -29,7 +29,7 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 def _operations(c: Cluster) -> list[Any]:
-    spec = httpx.get(c.rest_url + "/openapi.json", headers=c.auth).json()
+    spec = httpx.get(c.rest_url + "/openapi.json", headers=c.auth, timeout=30).json()
     # DELETE /cluster would end the run; test_security's walk covers it without the token
     schema = schemathesis.openapi.from_dict(spec).exclude(method="DELETE", path="/cluster")
     operations = [result.ok() for result in schema.get_all_operations()]

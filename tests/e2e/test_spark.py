@@ -119,7 +119,12 @@ def test_streaming_transform_spark_job_equals_plain_pyspark(spark_executor, data
 
 
 def java_descendants(pid: int) -> list[psutil.Process]:
-    return [p for p in psutil.Process(pid).children(recursive=True) if p.name() == "java"]
+    def is_java(p: psutil.Process) -> bool:
+        try:
+            return p.name() == "java"
+        except psutil.NoSuchProcess:  # a short-lived descendant (e.g. a Python worker) just ended
+            return False
+    return [p for p in psutil.Process(pid).children(recursive=True) if is_java(p)]
 
 
 def test_one_spark_session_serves_all_slots_of_a_taskexecutor(spark_executor, spark_cluster: Cluster) -> None:
@@ -182,7 +187,12 @@ def test_a_stopping_taskexecutor_stops_its_spark_session(spark_cluster: Cluster)
     workdirs = glob.glob(os.path.join(tempfile.gettempdir(), f"yarnflink-spark-{te_pid}-*"))
     assert len(jvms) == 1 and len(workdirs) == 1  # the earlier tests started the session
     spark_cluster.stop()
-    wait_until(lambda: not any(j.is_running() and j.status() != psutil.STATUS_ZOMBIE for j in jvms),
-               timeout=60, message="the TaskExecutors' JVMs to exit")
+    def alive(j: psutil.Process) -> bool:
+        try:
+            return j.is_running() and j.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:  # it exited between the two calls
+            return False
+
+    wait_until(lambda: not any(alive(j) for j in jvms), timeout=60, message="the TaskExecutors' JVMs to exit")
     wait_until(lambda: not any(os.path.exists(d) for d in workdirs), timeout=30,
                message="the Spark work directories to be removed")

@@ -156,7 +156,10 @@ def test_unaligned_checkpoints_complete_while_one_channel_is_slow(ua_cluster: Cl
     flag.touch()
     client = _submit(tmp_path, flag, fast_s=0.01, slow_s=0.4)
     job_id = client.get_job_id()
-    wait_until(lambda: ua_cluster.rest.job(job_id)["state"] == "RUNNING", timeout=30, message="running")
+    # the clock starts once every task runs: a job is RUNNING while its tasks still deploy, which
+    # a loaded 2-core CI machine stretches (that is not checkpointing time)
+    wait_until(lambda: (d := ua_cluster.rest.job(job_id))["state"] == "RUNNING"
+               and all(v["status"] == "RUNNING" for v in d["vertices"]), timeout=60, message="running")
     start = time.monotonic()
     wait_until(lambda: _get(ua_cluster, f"/jobs/{job_id}/checkpoints")["counts"]["completed"] >= 5,
                timeout=40, message="5 completed unaligned checkpoints while one channel is slow")

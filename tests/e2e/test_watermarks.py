@@ -80,7 +80,10 @@ def _seen(client: Any, path: Path, row: list) -> bool:
 def _lines(path: Path) -> list:
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    text = path.read_text()
+    # only whole lines: the sink (another process) may be half-way through appending one
+    text = text[:text.rfind("\n") + 1]
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def _write_events(directory: Path, events: list[dict]) -> None:
