@@ -37,7 +37,13 @@ from yarnflink.state.handles import (
     SnapshotResult,
     StateMetaInfo,
 )
-from yarnflink.state.snapshot_serializer import BufferPieces, pickled_column, pickled_entry_column
+from yarnflink.state.snapshot_serializer import (
+    BufferPieces,
+    entry_key,
+    pickled_column,
+    pickled_entry_column,
+    split_entry_key,
+)
 from yarnflink.state.snapshot_serializer import dumps as _dumps  # noqa: F401 - operator_state.py imports it
 from yarnflink.state.streams import CheckpointStreamFactory, InlineStreamFactory, StateReader, read_inline
 
@@ -264,7 +270,7 @@ class HeapKeyedStateBackend:
             m.owned = set()
         return m.data
 
-    def _owned_entry(self, table: _StateTable, ek: tuple, copier: Callable[[Any], Any]) -> Any:
+    def _owned_entry(self, table: _StateTable, ek: Any, copier: Callable[[Any], Any]) -> Any:
         """The entry ``ek`` (must exist), copied first if a pending snapshot shares it."""
         data = self._writable(table)
         v = data[ek]
@@ -329,7 +335,7 @@ class HeapKeyedStateBackend:
         table = self._tables.get(state_name)
         if table is None:
             return iter(())
-        keys = [k for m in table.maps.values() for (k, ns) in list(m.data) if ns == namespace]
+        keys = [k for m in table.maps.values() for (k, ns) in map(split_entry_key, list(m.data)) if ns == namespace]
         return iter(keys)
 
     def apply_to_all_keys(self, descriptor: StateDescriptor, fn: Callable[[Any, Any], None],
@@ -340,7 +346,7 @@ class HeapKeyedStateBackend:
         try:
             table = self._tables[descriptor.name]
             for kg, m in sorted(table.maps.items()):
-                for (k, ns) in list(m.data):
+                for (k, ns) in map(split_entry_key, list(m.data)):
                     if ns == namespace:
                         self._key, self._kg = k, kg
                         st.set_current_namespace(namespace)
@@ -486,7 +492,8 @@ class HeapKeyedStateBackend:
                 m = t.maps.get(kg)
                 if m is None:
                     m = t.maps[kg] = _KGMap()
-                m.data[loads(entry)] = loads(value)
+                key, ns = loads(entry)
+                m.data[entry_key(key, ns)] = loads(value)
             count += 1
         return count
 

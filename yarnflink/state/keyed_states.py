@@ -17,6 +17,7 @@ from yarnflink.state.descriptors import (
     StateTtlConfig,
 )
 from yarnflink.state.heap import _MISSING, HeapKeyedStateBackend, TtlValue, _copy_value, _StateTable
+from yarnflink.state.snapshot_serializer import PLAIN_KEY_TYPES
 
 _ON_READ = StateTtlConfig.UpdateType.OnReadAndWrite
 _RETURN_EXPIRED = StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp
@@ -40,21 +41,26 @@ class _KeyedState:
     def get_current_namespace(self) -> Any:
         return self._ns
 
+    def _entry_key(self) -> Any:
+        """The table's key of the current entry (``entry_key`` of the current key and namespace)."""
+        key = self._b._key
+        return key if self._ns is None and type(key) in PLAIN_KEY_TYPES else (key, self._ns)
+
     def _raw(self) -> Any:
         m = self._t.maps.get(self._b._kg)
         if m is None:
             return _MISSING
-        return m.data.get((self._b._key, self._ns), _MISSING)
+        return m.data.get(self._entry_key(), _MISSING)
 
     def _put(self, stored: Any) -> None:
-        self._b._writable(self._t)[(self._b._key, self._ns)] = stored
+        self._b._writable(self._t)[self._entry_key()] = stored
 
     def _owned(self, copier: Any = _copy_value) -> Any:
-        return self._b._owned_entry(self._t, (self._b._key, self._ns), copier)
+        return self._b._owned_entry(self._t, self._entry_key(), copier)
 
     def clear(self) -> None:
         m = self._t.maps.get(self._b._kg)
-        ek = (self._b._key, self._ns)
+        ek = self._entry_key()
         if m is not None and ek in m.data:
             del self._b._writable(self._t)[ek]
 

@@ -73,10 +73,36 @@ def pickled_column(objs: Sequence[Any], pause: Optional[Callable[[], None]] = No
     return bulk if bulk is not None else binary_array(_pickle_each(objs, pause))
 
 
-def pickled_entry_column(entries: Sequence[tuple[Any, Any]], pause: Optional[Callable[[], None]] = None) -> pa.Array:
+#: key types a ``hashmap`` table stores bare for the void namespace (see ``entry_key``): the
+#: garbage collector does not track them, so neither a dict of them with such values
+PLAIN_KEY_TYPES = frozenset((int, str, bytes, float, bool))
+
+
+def entry_key(key: Any, namespace: Any) -> Any:
+    """How a ``hashmap`` table stores the entry ``(key, namespace)``: the key alone when the
+    namespace is ``None`` and the key of a plain type, the tuple otherwise. A tuple is tracked by
+    the garbage collector from its creation, and one written into a dict makes the dict tracked:
+    a full collection would then walk every entry of the dict (~0.3 s per million entries with a
+    1 GB snapshot streaming through the caches). The two forms cannot be confused: a stored
+    entry that is a tuple is always ``(key, namespace)``."""
+    return key if namespace is None and type(key) in PLAIN_KEY_TYPES else (key, namespace)
+
+
+def split_entry_key(stored: Any) -> tuple[Any, Any]:
+    """``(key, namespace)`` of a stored entry key (the inverse of ``entry_key``)."""
+    return (stored, None) if type(stored) in PLAIN_KEY_TYPES else stored
+
+
+def pickled_entry_column(entries: Sequence[Any], pause: Optional[Callable[[], None]] = None) -> pa.Array:
     """A ``large_binary`` array whose element ``i`` is a pickle of the ``(key, namespace)``
-    tuple ``entries[i]``: in bulk when no entry has a namespace and the keys are of one plain
-    type, one ``pickle.dumps`` per entry otherwise (``pause`` as for ``pickled_column``)."""
+    tuple of the stored entry key ``entries[i]`` (``entry_key``'s form): in bulk when no entry
+    has a namespace and the keys are of one plain type, one ``pickle.dumps`` per entry otherwise
+    (``pause`` as for ``pickled_column``)."""
+    if entries and type(entries[0]) in PLAIN_KEY_TYPES:
+        bulk = _bulk_pickles(entries, _NONE_TUPLE2_STOP)  # all bare keys of one type
+        if bulk is not None:
+            return bulk
+    entries = [split_entry_key(e) for e in entries]
     if all(map(operator.is_, map(operator.itemgetter(1), entries), repeat(None))):
         bulk = _bulk_pickles(list(map(operator.itemgetter(0), entries)), _NONE_TUPLE2_STOP)
         if bulk is not None:

@@ -229,3 +229,51 @@ def test_expired_ttl_values_are_left_out_of_a_full_snapshot() -> None:
     now[0] += 60_000
     snapshot = b.snapshot(1).result().keyed
     assert snapshot is None or HeapKeyedStateBackend(128, range(0, 128)).restore([snapshot]) == 0
+
+
+def test_tables_of_plain_keys_and_values_stay_untracked_by_the_garbage_collector() -> None:
+    """A write must not make a key group's dict GC-tracked: a full collection (which a snapshot's
+    allocations set off) would walk every entry of every such dict, a long stall at 1 GB."""
+    import gc
+
+    b = HeapKeyedStateBackend(128, range(0, 128), name="t")
+    values = b.get_partitioned_state(ValueStateDescriptor("v", "bytes"))
+    counts = b.get_partitioned_state(ValueStateDescriptor("c", "int"))
+    for k in [*range(2_000), *(f"user-{i}" for i in range(500))]:
+        b.set_current_key(k)
+        values.update(os.urandom(16))
+        counts.update(len(str(k)))
+    for name in ("v", "c"):
+        tracked = [kg for kg, m in b._tables[name].maps.items() if gc.is_tracked(m.data)]
+        assert tracked == [], f"{len(tracked)} key groups of {name!r} are GC-tracked"
+
+
+def test_keys_of_every_form_round_trip_and_are_listed() -> None:
+    """Bare plain keys, tuple keys, bools and namespaced entries side by side in one table."""
+    b = HeapKeyedStateBackend(128, range(0, 128), name="t")
+    desc = ValueStateDescriptor("v", "str")
+    st = b.get_partitioned_state(desc)
+    keys: list[Any] = [7, "7", b"7", 7.5, True, (7, None), ("a", 1), ((1, 2), None)]
+    for k in keys:
+        b.set_current_key(k)
+        st.update(f"plain {k!r}")
+        st.set_current_namespace(("window", 3))
+        st.update(f"windowed {k!r}")
+        st.set_current_namespace(None)
+    assert {repr(k) for k in b.get_keys("v")} == {repr(k) for k in keys}
+    assert {repr(k) for k in b.get_keys("v", ("window", 3))} == {repr(k) for k in keys}
+    seen: dict[str, str] = {}
+    b.apply_to_all_keys(desc, lambda k, s: seen.__setitem__(repr(k), s.value()))
+    assert seen == {repr(k): f"plain {k!r}" for k in keys}
+
+    restored = HeapKeyedStateBackend(128, range(0, 128), name="t")
+    snapshot = b.snapshot(1).result().keyed
+    assert snapshot is not None and restored.restore([snapshot]) == 2 * len(keys)
+    again = restored.get_partitioned_state(desc)
+    for k in keys:
+        restored.set_current_key(k)
+        assert again.value() == f"plain {k!r}"
+        again.set_current_namespace(("window", 3))
+        assert again.value() == f"windowed {k!r}"
+        again.set_current_namespace(None)
+    assert {repr(k) for k in restored.get_keys("v")} == {repr(k) for k in keys}
