@@ -2,20 +2,29 @@
 organised by key group so that a snapshot can be split and redistributed when the parallelism
 changes.
 
-Layout: one ``_StateTable`` per registered state; a table holds one dict per key group, mapping
-``(key, namespace)`` to the stored value (the namespace is ``None`` for plain keyed state and
-the window for window state). Timers live in key-grouped priority queues of the same backend.
+Layout: one ``_StateTable`` per registered state; a table holds one ``_KGMap`` per key group whose
+``data`` dict maps the entry key (``entry_key(key, namespace)``: the plain key alone for the void
+namespace, ``(key, namespace)`` otherwise) to the stored value. Timers live in key-grouped priority
+queues of the same backend.
 
-Snapshots are asynchronous-capable (``snapshot() -> Future[SnapshotResult]``): the synchronous
-part only marks every key-group dict as shared with the snapshot (O(number of key groups)); the
-background part serializes the shared dicts to an Arrow IPC file. Until that is done, the first
-write to a shared dict copies it (copy-on-write per key group), and the first in-place change of
-a list / map / accumulator / mutable value copies that entry, so the snapshot sees exactly the
-state at the synchronous point.
+Snapshots are asynchronous (``snapshot() -> Future[SnapshotResult]``). In ``thread`` mode (the
+default) the snapshot side keeps its own copy of every key group, the *shadow*, and the task keeps
+a changelog: every write also records the entry in its key group's ``changes`` (a removal in
+``removed``). The synchronous part of a snapshot only hands the changelogs over and starts new
+ones (O(number of key groups), no entry is touched); the snapshot thread applies them to the
+shadows and serializes the shadows, which are then exactly the state at the synchronous point.
+The task never copies a key group: the only per-entry copy is of a mutable value (list, map,
+accumulator) changed in place whose entry is not in the current changelog, since the shadow may
+share that object (the first in-place change after a synchronous point copies it). This is the
+idea of Flink's changelog state backend (FLIP-158) with the materialization done on every
+checkpoint, and it keeps a checkpoint's stall on the task independent of the state's size
+(docs/PERFORMANCE.md). ``fork`` mode instead serializes in a forked child, whose copy-on-write
+image of the heap is the snapshot; it keeps no changelog.
 """
 
 from __future__ import annotations
 
+import collections
 import copy
 import heapq
 import itertools
@@ -98,16 +107,18 @@ class TtlValue:
 
 # ----------------------------------------------------------------------------- tables
 class _KGMap:
-    """One state's entries in one key group. ``snap_gen``: the last snapshot that shares
-    ``data``; ``copied``: data was already copied since; ``owned``: entries copied since."""
+    """One state's entries in one key group. ``data``: the live entries (the task's);
+    ``changes`` / ``removed``: the entries written / removed since the last synchronous point
+    (``changes`` is None when no changelog is kept); ``shadow``: the snapshot side's copy, as of
+    the last changelog applied (touched by the snapshot thread only)."""
 
-    __slots__ = ("data", "snap_gen", "copied", "owned")
+    __slots__ = ("data", "changes", "removed", "shadow")
 
-    def __init__(self) -> None:
+    def __init__(self, track: bool) -> None:
         self.data: dict = {}
-        self.snap_gen = 0
-        self.copied = True
-        self.owned: Optional[set] = None
+        self.changes: Optional[dict] = {} if track else None
+        self.removed: Optional[set] = None
+        self.shadow: dict = {}
 
 
 class _StateTable:
@@ -122,17 +133,29 @@ class _StateTable:
 # ----------------------------------------------------------------------------- timer queues
 class KeyGroupedTimerQueue:
     """Timers ``(timestamp, key, namespace)`` kept per key group (for snapshots and rescaling)
-    with one heap over all of them (lazy deletion) for polling the earliest."""
+    with one heap over all of them (lazy deletion) for polling the earliest.
 
-    def __init__(self, name: str):
+    With ``track``, it keeps a changelog for ``thread``-mode snapshots like the keyed tables
+    (``hand_off`` at the synchronous point; the snapshot thread applies it to its shadow)."""
+
+    def __init__(self, name: str, track: bool = False):
         self.name = name
         self._by_kg: dict[int, dict[tuple, int]] = {}  # kg -> {(ts, key, ns): seq}
         self._heap: list[tuple[int, int, Any, Any, int]] = []  # (ts, seq, key, ns, kg)
         self._seq = itertools.count()
         self._size = 0
+        #: kg -> {(ts, key, ns): added (True) or removed (False)} since the last hand-off
+        self._changes: Optional[dict[int, dict[tuple, bool]]] = {} if track else None
+        self._shadow: dict[int, set] = {}  # the snapshot thread's copy
 
     def __len__(self) -> int:
         return self._size
+
+    def _changed(self, key_group: int, t: tuple, added: bool) -> None:
+        ch = self._changes.get(key_group)  # type: ignore[union-attr]
+        if ch is None:
+            ch = self._changes[key_group] = {}  # type: ignore[index]
+        ch[t] = added
 
     def add(self, timestamp: int, key: Any, namespace: Any, key_group: int) -> bool:
         entries = self._by_kg.setdefault(key_group, {})
@@ -143,13 +166,18 @@ class KeyGroupedTimerQueue:
         entries[t] = seq
         heapq.heappush(self._heap, (timestamp, seq, key, namespace, key_group))
         self._size += 1
+        if self._changes is not None:
+            self._changed(key_group, t, True)
         return True
 
     def remove(self, timestamp: int, key: Any, namespace: Any, key_group: int) -> bool:
         entries = self._by_kg.get(key_group)
-        if entries is None or entries.pop((timestamp, key, namespace), None) is None:
+        t = (timestamp, key, namespace)
+        if entries is None or entries.pop(t, None) is None:
             return False
         self._size -= 1
+        if self._changes is not None:
+            self._changed(key_group, t, False)
         return True
 
     def _clean_head(self) -> None:
@@ -173,13 +201,39 @@ class KeyGroupedTimerQueue:
         if head is not None:
             heapq.heappop(self._heap)
             ts, key, ns, kg = head
-            del self._by_kg[kg][(ts, key, ns)]
+            t = (ts, key, ns)
+            del self._by_kg[kg][t]
             self._size -= 1
+            if self._changes is not None:
+                self._changed(kg, t, False)
         return head
 
     def snapshot_entries(self) -> list[tuple[int, int, Any, Any]]:
         """``(key_group, timestamp, key, namespace)`` of every timer (a copy)."""
         return [(kg, t[0], t[1], t[2]) for kg in sorted(self._by_kg) for t in self._by_kg[kg]]
+
+    def hand_off(self) -> dict[int, dict[tuple, bool]]:
+        """The changelog since the last hand-off (the synchronous point of a snapshot: O(1))."""
+        ch, self._changes = self._changes, {}
+        return ch or {}
+
+    def apply(self, changes: dict[int, dict[tuple, bool]]) -> None:
+        """(Snapshot thread) a handed-off changelog into the shadow."""
+        for kg, ch in changes.items():
+            s = self._shadow.get(kg)
+            if s is None:
+                s = self._shadow[kg] = set()
+            for t, added in ch.items():
+                if added:
+                    s.add(t)
+                else:
+                    s.discard(t)
+            if not s:
+                del self._shadow[kg]
+
+    def shadow_parts(self) -> list[tuple[int, list[tuple[int, Any, Any]]]]:
+        """(Snapshot thread) ``(key_group, [(timestamp, key, namespace)])`` of the shadow."""
+        return [(kg, list(s)) for kg, s in self._shadow.items() if s]
 
     def timers_of(self, key: Any, key_group: int) -> list[tuple[int, Any]]:
         return [(t[0], t[2]) for t in self._by_kg.get(key_group, {}) if t[1] == key]
@@ -225,10 +279,15 @@ class HeapKeyedStateBackend:
         self._states: dict[str, Any] = {}
         self._key: Any = None
         self._kg = -1
+        #: thread mode keeps changelogs (see the module doc); fork mode needs none
+        self._track = snapshot_mode == "thread"
         self._gen = 0
-        self._pending: set[int] = set()
-        self._min_pending = 1 << 62
-        self._lock = threading.Lock()
+        #: changelogs handed over by synchronous parts, oldest first, not yet in the shadows:
+        #: ``(gen, [(map, changes, removed)], [(queue, timer changes)])``
+        self._handoffs: collections.deque = collections.deque()
+        #: held by the snapshot side while it applies changelogs and reads the shadows
+        self._shadow_lock = threading.Lock()
+        self._shadow_gen = 0  # the last changelog applied
 
     # ------------------------------------------------------------------ current key
     def set_current_key(self, key: Any, key_group: Optional[int] = None) -> None:
@@ -250,35 +309,46 @@ class HeapKeyedStateBackend:
     def current_key_group(self) -> int:
         return self._kg
 
-    # ------------------------------------------------------------------ copy-on-write
-    def _protected(self, m: _KGMap) -> bool:
-        return m.snap_gen >= self._min_pending
+    # ------------------------------------------------------------------ writes (changelog)
+    def _new_map(self, table: _StateTable) -> _KGMap:
+        if self._kg < 0:
+            raise RuntimeError("no current key: keyed state is accessed outside of a keyed context")
+        m = table.maps[self._kg] = _KGMap(self._track)
+        return m
 
-    def _map(self, table: _StateTable) -> Optional[_KGMap]:
-        return table.maps.get(self._kg)
-
-    def _writable(self, table: _StateTable) -> dict:
+    def _put_entry(self, table: _StateTable, ek: Any, value: Any) -> None:
+        """``value`` for the entry ``ek`` of the current key group (and in its changelog)."""
         m = table.maps.get(self._kg)
         if m is None:
-            if self._kg < 0:
-                raise RuntimeError("no current key: keyed state is accessed outside of a keyed context")
-            m = table.maps[self._kg] = _KGMap()
-            return m.data
-        if not m.copied and self._protected(m):
-            m.data = dict(m.data)
-            m.copied = True
-            m.owned = set()
-        return m.data
+            m = self._new_map(table)
+        m.data[ek] = value
+        changes = m.changes
+        if changes is not None:
+            changes[ek] = value
+            if m.removed:
+                m.removed.discard(ek)
+
+    def _remove_entry(self, table: _StateTable, ek: Any) -> None:
+        m = table.maps.get(self._kg)
+        if m is None or m.data.pop(ek, _MISSING) is _MISSING:
+            return
+        changes = m.changes
+        if changes is not None:
+            changes.pop(ek, None)
+            if m.removed is None:
+                m.removed = set()
+            m.removed.add(ek)
 
     def _owned_entry(self, table: _StateTable, ek: Any, copier: Callable[[Any], Any]) -> Any:
-        """The entry ``ek`` (must exist), copied first if a pending snapshot shares it."""
-        data = self._writable(table)
-        v = data[ek]
+        """The entry ``ek`` (must exist), to change in place: copied first if the snapshot side
+        may share it (it is not in the current changelog, so a shadow holds the same object)."""
         m = table.maps[self._kg]
-        if self._protected(m) and m.owned is not None and ek not in m.owned:
+        v = m.data[ek]
+        changes = m.changes
+        if changes is not None and ek not in changes:
             v = copier(v)
-            data[ek] = v
-            m.owned.add(ek)
+            m.data[ek] = v
+            changes[ek] = v
         return v
 
     # ------------------------------------------------------------------ registration
@@ -324,7 +394,7 @@ class HeapKeyedStateBackend:
         q = self._queues.get(name)
         if q is None:
             self._table(name, TIMERS, False)
-            q = self._queues[name] = KeyGroupedTimerQueue(name)
+            q = self._queues[name] = KeyGroupedTimerQueue(name, self._track)
         return q
 
     def state_names(self) -> list[str]:
@@ -370,65 +440,44 @@ class HeapKeyedStateBackend:
         future yields a ``SnapshotResult`` with a ``KeyGroupsStateHandle`` (None if empty)."""
         factory = stream_factory or InlineStreamFactory()
         now = self.clock()
-        with self._lock:
-            self._gen += 1
-            gen = self._gen
-            self._pending.add(gen)
-            self._min_pending = min(self._pending)
-        parts: list[tuple[int, str, Any, list]] = []  # (kg, state, ttl, data dict | timer list)
-        metas = []
+        rng = self.key_group_range
+        label = f"{self.name or 'keyed'}-{rng.start}-{rng.end}-chk{checkpoint_id}"
+        if self.snapshot_mode == "fork" and hasattr(os, "fork"):
+            return self._snapshot_forked(factory, now, label)
+
+        # the synchronous part: hand the changelogs over, start new ones
+        self._gen += 1
+        gen = self._gen
+        tables: list[tuple[str, _StateTable, Optional[int], list[tuple[int, _KGMap]]]] = []
+        handed: list[tuple[_KGMap, dict, Optional[set]]] = []
         for name, table in self._tables.items():
             if table.meta.kind == TIMERS:
                 continue
-            ttl_ms = None
-            d = table.descriptor
-            if d is not None and d.ttl_config is not None and d.ttl_config.cleanup_full_snapshot:
-                ttl_ms = d.ttl_config.ttl_ms
-            any_data = False
-            for kg, m in table.maps.items():
-                if m.data:
-                    m.snap_gen = gen
-                    m.copied = False
-                    m.owned = None
-                    parts.append((kg, name, ttl_ms, m.data))  # type: ignore[arg-type]
-                    any_data = True
-            if any_data:
-                metas.append(table.meta)
-        for name, q in self._queues.items():
-            entries = q.snapshot_entries()
-            if entries:
-                metas.append(self._tables[name].meta)
-                by_kg: dict[int, list] = {}
-                for kg, ts, key, ns in entries:
-                    by_kg.setdefault(kg, []).append((ts, key, ns))
-                for kg, items in by_kg.items():
-                    parts.append((kg, name, TIMERS, items))
-        rng = self.key_group_range
-        label = f"{self.name or 'keyed'}-{rng.start}-{rng.end}-chk{checkpoint_id}"
-
-        if parts and self.snapshot_mode == "fork" and hasattr(os, "fork"):
-            # the serialization runs in a forked child on its own copy-on-write image of the
-            # heap: no GIL shared with the task thread, and no key-group copies in this process
-            try:
-                wait_for_child = _encode_in_child(parts, now, self.compression)
-            finally:
-                with self._lock:
-                    self._pending.discard(gen)
-                    self._min_pending = min(self._pending) if self._pending else 1 << 62
-
-            def write_forked() -> SnapshotResult:
-                handle = factory.write_state(wait_for_child(), label)
-                return SnapshotResult(keyed=KeyGroupsStateHandle(rng, handle, tuple(metas), self.backend_name))
-
-            return self._executor_for_snapshots().submit(write_forked)
+            maps = list(table.maps.items())
+            for _, m in maps:
+                if m.changes or m.removed:
+                    handed.append((m, m.changes, m.removed))  # type: ignore[arg-type]
+                    m.changes, m.removed = {}, None
+            tables.append((name, table, self._full_snapshot_ttl(table), maps))
+        queues = [(name, q, q.hand_off()) for name, q in self._queues.items()]
+        self._handoffs.append((gen, handed, [(q, ch) for _, q, ch in queues]))
 
         def write() -> SnapshotResult:
-            try:
+            with self._shadow_lock:
+                self._apply_handoffs(gen, checkpoint_id)
+                parts: list[tuple[int, str, Any, Any]] = []  # (kg, state, ttl, shadow | timer list)
+                metas = []
+                for name, table, ttl_ms, maps in tables:
+                    n = len(parts)
+                    parts += [(kg, name, ttl_ms, m.shadow) for kg, m in maps if m.shadow]
+                    if len(parts) > n:
+                        metas.append(table.meta)
+                for name, q, _ in queues:
+                    timer_parts = q.shadow_parts()
+                    if timer_parts:
+                        metas.append(self._tables[name].meta)
+                        parts += [(kg, name, TIMERS, items) for kg, items in timer_parts]
                 payload = None if not parts else _encode_pieces(parts, now, self.compression, yield_gil=True)
-            finally:
-                with self._lock:
-                    self._pending.discard(gen)
-                    self._min_pending = min(self._pending) if self._pending else 1 << 62
             if payload is None:
                 return SnapshotResult()
             # (not bytes: ``bytes(payload)`` makes them, a file system factory writes its pieces)
@@ -437,6 +486,72 @@ class HeapKeyedStateBackend:
             return SnapshotResult(keyed=KeyGroupsStateHandle(rng, handle, tuple(metas), self.backend_name))
 
         return self._executor_for_snapshots().submit(write)
+
+    @staticmethod
+    def _full_snapshot_ttl(table: _StateTable) -> Optional[int]:
+        """The TTL whose expired entries a full snapshot leaves out (``cleanupFullSnapshot``)."""
+        d = table.descriptor
+        if d is not None and d.ttl_config is not None and d.ttl_config.cleanup_full_snapshot:
+            return d.ttl_config.ttl_ms
+        return None
+
+    def _apply_handoffs(self, gen: int, checkpoint_id: int) -> None:
+        """(Snapshot thread, ``_shadow_lock`` held) every changelog handed over up to the
+        synchronous part ``gen``, oldest first, into the shadows. A changelog is applied even if
+        its own snapshot never runs (an aborted checkpoint): the next one applies it first."""
+        if self._shadow_gen >= gen:  # only if an executor ran a later snapshot first
+            raise RuntimeError(f"the snapshot of checkpoint {checkpoint_id} ran after a later one; "
+                               "the state it was taken of is gone")
+        while self._handoffs and self._handoffs[0][0] <= gen:
+            g, handed, timer_changes = self._handoffs.popleft()
+            for i, (m, changes, removed) in enumerate(handed):
+                shadow = m.shadow
+                if not shadow:
+                    m.shadow = changes  # the first changelog of a key group is its whole state
+                else:
+                    shadow.update(changes)
+                    if removed:
+                        for ek in removed:
+                            shadow.pop(ek, None)
+                handed[i] = None  # type: ignore[call-overload]  # freed a key group at a time
+                del changes, removed, shadow
+                if i % 8 == 7:
+                    _let_others_run()
+            for q, ch in timer_changes:
+                q.apply(ch)
+            self._shadow_gen = g
+
+    def _snapshot_forked(self, factory: CheckpointStreamFactory, now: int, label: str) -> "Future[SnapshotResult]":
+        """Fork mode: the child serializes its copy-on-write image of the live state."""
+        parts: list[tuple[int, str, Any, Any]] = []
+        metas = []
+        for name, table in self._tables.items():
+            if table.meta.kind == TIMERS:
+                continue
+            ttl_ms = self._full_snapshot_ttl(table)
+            n = len(parts)
+            parts += [(kg, name, ttl_ms, m.data) for kg, m in table.maps.items() if m.data]
+            if len(parts) > n:
+                metas.append(table.meta)
+        for name, q in self._queues.items():
+            by_kg: dict[int, list] = {}
+            for kg, ts, key, ns in q.snapshot_entries():
+                by_kg.setdefault(kg, []).append((ts, key, ns))
+            if by_kg:
+                metas.append(self._tables[name].meta)
+                parts += [(kg, name, TIMERS, items) for kg, items in by_kg.items()]
+        rng = self.key_group_range
+        if not parts:
+            done: Future[SnapshotResult] = Future()
+            done.set_result(SnapshotResult())
+            return done
+        wait_for_child = _encode_in_child(parts, now, self.compression)
+
+        def write_forked() -> SnapshotResult:
+            handle = factory.write_state(wait_for_child(), label)
+            return SnapshotResult(keyed=KeyGroupsStateHandle(rng, handle, tuple(metas), self.backend_name))
+
+        return self._executor_for_snapshots().submit(write_forked)
 
     def _executor_for_snapshots(self) -> Executor:
         if self._executor is not None:
@@ -458,7 +573,7 @@ class HeapKeyedStateBackend:
             for meta in h.states:
                 self._table(meta.name, meta.kind, meta.ttl)
                 if meta.kind == TIMERS and meta.name not in self._queues:
-                    self._queues[meta.name] = KeyGroupedTimerQueue(meta.name)
+                    self._queues[meta.name] = KeyGroupedTimerQueue(meta.name, self._track)
             count += self._load(read(h.delegate))
         return count
 
@@ -491,9 +606,12 @@ class HeapKeyedStateBackend:
             else:
                 m = t.maps.get(kg)
                 if m is None:
-                    m = t.maps[kg] = _KGMap()
+                    m = t.maps[kg] = _KGMap(self._track)
                 key, ns = loads(entry)
-                m.data[entry_key(key, ns)] = loads(value)
+                ek = entry_key(key, ns)
+                m.data[ek] = v = loads(value)
+                if m.changes is not None:  # the first snapshot's changelog brings it to the shadow
+                    m.changes[ek] = v
             count += 1
         return count
 

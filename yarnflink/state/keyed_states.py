@@ -53,16 +53,13 @@ class _KeyedState:
         return m.data.get(self._entry_key(), _MISSING)
 
     def _put(self, stored: Any) -> None:
-        self._b._writable(self._t)[self._entry_key()] = stored
+        self._b._put_entry(self._t, self._entry_key(), stored)
 
     def _owned(self, copier: Any = _copy_value) -> Any:
         return self._b._owned_entry(self._t, self._entry_key(), copier)
 
     def clear(self) -> None:
-        m = self._t.maps.get(self._b._kg)
-        ek = self._entry_key()
-        if m is not None and ek in m.data:
-            del self._b._writable(self._t)[ek]
+        self._b._remove_entry(self._t, self._entry_key())
 
     # TTL helpers
     def _now(self) -> int:

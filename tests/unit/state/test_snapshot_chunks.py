@@ -11,8 +11,8 @@ from yarnflink.state.heap import HeapKeyedStateBackend
 from yarnflink.state.streams import read_inline
 
 
-def _filled(n: int) -> HeapKeyedStateBackend:
-    b = HeapKeyedStateBackend(128, range(0, 128), name="t")
+def _filled(n: int, snapshot_mode: str = "thread") -> HeapKeyedStateBackend:
+    b = HeapKeyedStateBackend(128, range(0, 128), name="t", snapshot_mode=snapshot_mode)
     v = b.get_partitioned_state(ValueStateDescriptor("v", "int"))
     lst = b.get_partitioned_state(ListStateDescriptor("l", "str"))
     timers = b.create_timer_queue("timers-q")
@@ -91,14 +91,13 @@ def test_the_checkpoint_directory_is_made_by_the_first_write_on_the_writing_thre
 
 
 def test_a_forked_snapshot_sees_the_state_at_the_synchronous_point() -> None:
-    b = _filled(500)
-    b.snapshot_mode = "fork"
+    b = _filled(500, "fork")
     v = b.get_partitioned_state(ValueStateDescriptor("v", "int"))
     f = b.snapshot(1)
-    for k in range(500):  # after the fork: in this process only, no copy-on-write bookkeeping
+    for k in range(500):  # after the fork: in this process only, no changelog kept
         b.set_current_key(k)
         v.update(-k)
-    assert not b._pending  # the child has its own image: nothing stays protected here
+    assert all(m.changes is None for t in b._tables.values() for m in t.maps.values())
     res = f.result()
     r = HeapKeyedStateBackend(128, range(0, 128), name="t")
     assert r.restore([res.keyed]) == 1500
@@ -111,8 +110,7 @@ def test_a_forked_snapshot_sees_the_state_at_the_synchronous_point() -> None:
 def test_a_failing_snapshot_child_fails_the_snapshot(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import pytest
 
-    b = _filled(10)
-    b.snapshot_mode = "fork"
+    b = _filled(10, "fork")
 
     def broken(parts, now, compression=None):  # type: ignore[no-untyped-def]
         raise RuntimeError("cannot encode")
