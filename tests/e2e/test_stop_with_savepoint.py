@@ -14,13 +14,26 @@ runs together can be compared with one failure-free run.
   records read until the stop;
 * a stop whose savepoint cannot be written fails with the reason in the trigger status, the job
   keeps RUNNING (and checkpointing), and a later stop and restore still give exactly the
-  failure-free output.
+  failure-free output;
+* a task that fails after the stop's savepoint completed (on its completion notification, before
+  the sink commits it) ends the job FAILED without a restart (FLINK-26783), the stop fails naming
+  the savepoint, and a restore from that savepoint commits what it covered: exactly the
+  failure-free output again.
+
+Before the sink, a ``CommitHook`` (keyed process function at parallelism 1, chained with the
+sink) passes the windows on; two files next to ``flag`` steer it: while ``hold`` exists it holds
+the next record (and creates ``held``), and its ``notify_checkpoint_complete`` of a checkpoint
+whose id is at least the one in ``fail-at`` raises (before the sink, after it in the chain,
+commits anything).
 """
 
 from __future__ import annotations
 
 import collections
 import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -41,16 +54,29 @@ STEP_MS = 10  # event time of record x: x * STEP_MS
 
 JOB = """
     import os, sys, time
-    from yarnflink import (Duration, FileSink, MapFunction, ProcessWindowFunction, StreamExecutionEnvironment,
-                           Time, TumblingEventTimeWindows, WatermarkStrategy)
+    from yarnflink import (Duration, FileSink, KeyedProcessFunction, MapFunction, ProcessWindowFunction,
+                           StreamExecutionEnvironment, Time, TumblingEventTimeWindows, WatermarkStrategy)
 
     out, checkpoints, flag = sys.argv[1:4]
+    hold, held, fail_at = (os.path.join(os.path.dirname(flag), name) for name in ("hold", "held", "fail-at"))
 
     class Slow(MapFunction):
         def map(self, value):
             if os.path.exists(flag):
                 time.sleep(0.001)
             return value
+
+    class CommitHook(KeyedProcessFunction):
+        def process_element(self, value, ctx):
+            if os.path.exists(hold):
+                open(held, "w").close()
+                while os.path.exists(hold):
+                    time.sleep(0.005)
+            yield value
+
+        def notify_checkpoint_complete(self, checkpoint_id):
+            if os.path.exists(fail_at) and checkpoint_id >= int(open(fail_at).read()):
+                raise RuntimeError("injected failure on the completion of checkpoint " + str(checkpoint_id))
 
     class WithWindow(ProcessWindowFunction):
         def process(self, key, context, elements):
@@ -72,6 +98,7 @@ JOB = """
         .window(TumblingEventTimeWindows.of(Time.milliseconds(%(window)d)))
         .reduce(lambda a, b: (a[0], a[1] + b[1], a[2] + b[2]), window_function=WithWindow())
         .set_parallelism(2).uid("windows")
+        .key_by(lambda r: 0).process(CommitHook()).set_parallelism(1).uid("commit-hook")
         .sink_to(FileSink(out, format="jsonl")).set_parallelism(1).uid("sink"))
     env.execute("windowed sums, stopped with a savepoint")
 """ % {"n": N, "keys": KEYS, "step": STEP_MS, "window": WINDOW_MS}
@@ -227,5 +254,83 @@ def test_a_failed_stop_leaves_the_job_running_and_loses_nothing(stop_cluster: Cl
     # then a stop that works, and the rest from its savepoint: nothing lost, nothing twice
     savepoint = cli.stop(job)
     assert state_of(stop_cluster, job) == "FINISHED", root_exception(stop_cluster, job)
+    run_to_the_end(stop_cluster, cli, savepoint)
+    assert committed(cli.out) == window_sums(N)
+
+
+def test_a_failure_after_the_stops_savepoint_completed_fails_the_job_and_a_restore_commits_the_rest(
+        stop_cluster: Cluster, tmp_path: Path) -> None:
+    """FLINK-26783: the savepoint of the stop completes, then the sink's task fails on its
+    completion notification (before the sink commits it). The job ends FAILED without a restart;
+    the stop fails naming the savepoint and telling to start from it; and the job started from
+    that savepoint commits what it covered: the output is exactly the failure-free output."""
+    cli = Cli(stop_cluster, tmp_path)
+    job = cli.run()
+    running_with_output(stop_cluster, cli, job)
+    restarts = int(stop_cluster.rest.job(job)["numRestarts"])
+    hold, held, fail_at = tmp_path / "hold", tmp_path / "held", tmp_path / "fail-at"
+    stderr = tmp_path / "stop.stderr"
+
+    def in_progress_savepoint() -> int:
+        history = stop_cluster.rest.get_json(f"/jobs/{job}/checkpoints")["history"]
+        return next((int(h["id"]) for h in history if h["is_savepoint"] and h["status"] == "IN_PROGRESS"), 0)
+
+    # hold the sink's task on a record: no checkpoint can complete until it goes on, so the
+    # stop's savepoint is still in progress when the failure is armed for its id
+    hold.touch()
+    try:
+        wait_until(held.exists, timeout=60, message="the commit hook holding a record")
+        with stderr.open("w") as err:
+            stopping = subprocess.Popen(
+                [sys.executable, "-m", "yarnflink.cli.main", "stop", "-m", stop_cluster.rest_url, "-p", cli.savepoints,
+                 "--timeout", "240", job], stdout=subprocess.PIPE, stderr=err, text=True, env=cli.env, cwd=tmp_path,
+                stdin=subprocess.DEVNULL)
+        try:
+            found = wait_until(lambda: re.search(r"\(trigger ([0-9a-f]{32})\)", stderr.read_text()), timeout=60,
+                               message="the stop's trigger id")
+            trigger = found.group(1)  # type: ignore[attr-defined]
+            savepoint_id = int(wait_until(in_progress_savepoint, timeout=60, interval=0.1,  # type: ignore[arg-type]
+                                          message="the stop's savepoint in progress"))
+            (tmp_path / "fail-at.tmp").write_text(str(savepoint_id))
+            os.replace(tmp_path / "fail-at.tmp", fail_at)
+            assert state_of(stop_cluster, job) == "RUNNING" and in_progress_savepoint() == savepoint_id
+        finally:
+            hold.unlink()
+        out, _ = stopping.communicate(timeout=300)
+    finally:
+        hold.unlink(missing_ok=True)
+
+    # the CLI fails, says why and what to do
+    message = stderr.read_text()
+    assert stopping.returncode != 0, (out, message)
+    m = re.search(r"yarnflink run -s (\S+) ", message)
+    assert m and "complete and consistent" in message and "may not have been committed" in message, message
+    savepoint = m.group(1)
+    assert os.path.isfile(savepoint[len("file://"):] + "/_metadata")
+    # the trigger status: failed, naming the savepoint (it did complete: it is in the history)
+    status = stop_cluster.rest.savepoint_status(job, trigger)
+    assert status["status"]["id"] == "COMPLETED" and "location" not in status["operation"], status
+    cause = status["operation"]["failure-cause"]
+    assert cause["class"] == "StopWithSavepointStoppingException", cause
+    assert f"the savepoint {savepoint} completed" in cause["stack-trace"], cause
+    assert "injected failure on the completion of checkpoint" in cause["stack-trace"], cause
+    assert f"yarnflink run -s {savepoint}" in cause["stack-trace"], cause
+    history = stop_cluster.rest.get_json(f"/jobs/{job}/checkpoints")["history"]
+    assert [h["external_path"] for h in history if h["id"] == savepoint_id] == [savepoint]
+    # the job failed without a failover: no restart, every subtask still at its first attempt
+    wait_until(lambda: state_of(stop_cluster, job) in ("FAILED", "CANCELED", "FINISHED"), timeout=120,
+               message="the stopped job ends")
+    details = stop_cluster.rest.job(job)
+    assert details["state"] == "FAILED", root_exception(stop_cluster, job)
+    assert details["numRestarts"] == restarts
+    assert {st["attempt"] for v in details["vertices"] for st in v["subtasks"]} == {0}
+    root = root_exception(stop_cluster, job)
+    assert root.startswith("StopWithSavepointStoppingException: ") and savepoint in root, root
+    assert "RuntimeError: injected failure on the completion of checkpoint" in root, root
+
+    # a job started from the savepoint commits what it covered and goes on: nothing lost, nothing twice
+    fail_at.unlink()
+    at_stop = committed(cli.out)
+    assert len(at_stop) == len(set(at_stop)) and set(at_stop) < set(window_sums(N))
     run_to_the_end(stop_cluster, cli, savepoint)
     assert committed(cli.out) == window_sums(N)

@@ -392,8 +392,9 @@ class CheckpointCoordinator:
         self._check_task(e.task_id)
         self.status[e.task_id] = CREATED
         if self.stop_checkpoint_id and self.stop_checkpoint_id not in self.pending:
-            # a task failed while the job finished after its stop's savepoint: the job fails
-            # over and goes on, checkpointing again
+            # a task failed after its stop's savepoint ended: if the savepoint was aborted, the
+            # job fails over and goes on, checkpointing again; if it completed, the JobMaster has
+            # already failed the whole job, with no restart (FLINK-26783, jobmaster.py)
             self.stop_checkpoint_id = 0
             self.periodic_suspended = False
         actions: list[Action] = []

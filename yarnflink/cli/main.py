@@ -421,7 +421,8 @@ def _savepoint(args: argparse.Namespace, target: Optional[str], stop: bool) -> i
             trigger = rest.trigger_savepoint(args.job_id, target, stop=stop, drain=getattr(args, "drain", False))
             drain = bool(getattr(args, "drain", False))
             print(f"Triggering savepoint for job {args.job_id}." if not stop else
-                  f"{'Draining' if drain else 'Suspending'} job {args.job_id} with a savepoint.", file=sys.stderr)
+                  f"{'Draining' if drain else 'Suspending'} job {args.job_id} with a savepoint (trigger {trigger}).",
+                  file=sys.stderr, flush=True)
             location = rest.wait_for_savepoint(args.job_id, trigger, timeout=args.timeout)
         except RestClientError as e:
             raise CliError(str(e)) from None

@@ -28,6 +28,7 @@ from yarnflink.checkpoint.metadata import CheckpointMetadataError, CompletedChec
 from yarnflink.executiongraph.executiongraph import Execution, ExecutionState, ExecutionVertex
 from yarnflink.jobmaster.stop_with_savepoint import (
     IN_PROGRESS,
+    FailWithoutRestart,
     StopWithSavepointTerminationHandler,
     completed_operation,
     failed_operation,
@@ -391,6 +392,20 @@ class CheckpointDriver:
             if not stop.done and stop.savepoint_path is not None:
                 stop.task_ended(execution.vertex.task_name_with_subtask, state.value)
                 self.savepoints[trigger_id] = stop.operation()
+
+    def stop_task_failed(self, task: str, cause: str) -> Optional[FailWithoutRestart]:
+        """A task failed (``cause``: its exception, one line), before the JobMaster decides on a
+        failover: ``FailWithoutRestart`` if a stop's savepoint completed (the job then ends FAILED,
+        see ``StopWithSavepointTerminationHandler.task_failed``), else None (fail over as usual)."""
+        decision: Optional[FailWithoutRestart] = None
+        for trigger_id, stop in self._stops.items():
+            verdict = stop.task_failed(task, cause)
+            if verdict is not None:
+                self.savepoints[trigger_id] = stop.operation()
+                decision = decision or verdict
+        if decision is not None:
+            log.warning("job %s: %s", self.jm.job_id, decision.message)
+        return decision
 
     def deploying(self, execution: Execution) -> None:
         """A (re)deployed attempt: pending checkpoints cannot complete."""

@@ -29,6 +29,7 @@ from yarnflink.executiongraph.executiongraph import (
     ExecutionGraph,
     ExecutionState,
     Failure,
+    JobStatus,
     now_ms,
 )
 from yarnflink.jobgraph.jobgraph import JobGraph
@@ -65,6 +66,8 @@ log = logging.getLogger(__name__)
 MAX_COLLECTED_BYTES = 512 * 1024 * 1024
 #: How long a probe of a possibly dead TaskExecutor may take before it counts as alive.
 PROBE_TIMEOUT_S = 3.0
+#: the states of a deployed task (one whose failure the scheduler would fail over)
+_DEPLOYED = frozenset({ExecutionState.DEPLOYING, ExecutionState.INITIALIZING, ExecutionState.RUNNING})
 
 
 class JobSubmissionException(ValueError):
@@ -442,6 +445,8 @@ class JobMaster(RpcEndpoint):
                 now_ms(), execution.vertex.task_name_with_subtask,
                 slot.data_address if slot else "", slot.resource_id if slot else "",
                 partition_id=failed_partition_id)
+            if execution.state in _DEPLOYED:
+                self._fail_if_stopping(failure, [execution])
         produced = self.final_io_metrics.get(attempt_id, {}).get("numBytesOut")
         self._apply(self.scheduler.task_state_changed(
             attempt_id, state, failure, time.monotonic(),
@@ -449,6 +454,22 @@ class JobMaster(RpcEndpoint):
         if self.checkpoints is not None and not self.eg.status.globally_terminal:
             self.checkpoints.task_state_changed(execution, state)
         return True
+
+    def _fail_if_stopping(self, failure: Failure, executions: Sequence[Execution]) -> None:
+        """Tasks fail (``executions``; ``failure`` the cause): if a stop-with-savepoint's savepoint
+        has completed, the job fails as a whole now, with no failover or restart (FLINK-26783; the
+        decision is ``StopWithSavepointTerminationHandler.task_failed``). The scheduler, told of the
+        tasks' failure after this, then counts them among the failed tasks of the failing job."""
+        if self.checkpoints is None or self.eg.status != JobStatus.RUNNING or not executions:
+            return
+        cause = f"{failure.exception_class}: {failure.message}".splitlines()[0]
+        decision = self.checkpoints.stop_task_failed(executions[0].vertex.task_name_with_subtask, cause)
+        if decision is None:
+            return
+        first = failure.traceback or f"{failure.exception_class}: {failure.message}"
+        self.fail_job(Failure(decision.exception_class, decision.message,
+                              f"{decision.exception_class}: {decision.message}\n\nCaused by: {first}",
+                              failure.timestamp_ms, failure.task_name, failure.endpoint, failure.task_manager_id))
 
     def fail_job(self, failure: Failure) -> None:
         """A failure of the job as a whole (not of one task): no restart."""
@@ -461,9 +482,10 @@ class JobMaster(RpcEndpoint):
         return cancelled
 
     def task_manager_lost(self, resource_id: str, cause: str) -> None:
-        self._apply(self.scheduler.task_manager_lost(
-            resource_id, Failure("TaskManagerLostException", cause, "", now_ms(), task_manager_id=resource_id),
-            time.monotonic()))
+        failure = Failure("TaskManagerLostException", cause, "", now_ms(), task_manager_id=resource_id)
+        self._fail_if_stopping(failure, [e for e in self.eg.executions() if e.state in _DEPLOYED
+                                         and e.slot is not None and e.slot.resource_id == resource_id])
+        self._apply(self.scheduler.task_manager_lost(resource_id, failure, time.monotonic()))
 
     def _job_terminated(self, a: JobTerminated) -> None:
         log.info("job %s (%s) %s", self.job_graph.job_name, self.job_id, a.status.value)

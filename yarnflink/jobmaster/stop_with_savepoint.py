@@ -10,11 +10,20 @@ when the savepoint completed AND every task finished (the job is FINISHED), a fa
 * ``job_terminated(status)``: FINISHED after the savepoint completed is success; any other end
   (or an end before the savepoint completed) is a failure that names the status (and the
   savepoint, which exists and can be restored, if it completed);
+* ``task_failed(task, cause)``: a task failed. Before the savepoint completed nothing is decided
+  here (None): the savepoint is aborted (``savepoint_failed``) and the job fails over as usual.
+  After it completed but before the job FINISHED (say, a sink failing while it commits on the
+  savepoint's completion) the decision is ``FailWithoutRestart`` (Flink since 1.15, FLINK-26783):
+  the job ends FAILED, with no failover -- a restart would restore the latest *checkpoint*, older
+  than the savepoint, and a sink could commit that interval twice -- and the result is a failure
+  that names the savepoint, says it is complete and consistent but its side effects may not have
+  been committed, and tells how to commit them: start the job from it (``run -s``);
 * ``task_ended(task, state)`` after the savepoint completed, with a state other than FINISHED
-  (a task failed while finishing): a failure naming the task (Flink: "inconsistent execution
-  state after stopping with savepoint"); the job fails over (or is cancelled) instead.
+  (e.g. a task cancelled while finishing): a failure naming the task (Flink: "inconsistent
+  execution state after stopping with savepoint").
 
-The first outcome is final: later events change nothing.
+The first outcome is final: later events change nothing (``task_failed`` after the savepoint
+completed decides ``FailWithoutRestart`` every time, whatever the result says).
 """
 
 from __future__ import annotations
@@ -46,6 +55,26 @@ def completed_operation(location: str) -> dict[str, Any]:
 
 
 IN_PROGRESS: dict[str, Any] = {"status": {"id": "IN_PROGRESS"}}
+
+#: the failure of a job whose task failed after its stop's savepoint completed (Flink's class name)
+STOPPING_EXCEPTION = "StopWithSavepointStoppingException"
+
+
+@dataclass(frozen=True)
+class FailWithoutRestart:
+    """The decision: the job ends FAILED with this cause; no failover, no restart."""
+
+    exception_class: str
+    message: str
+
+
+def stopping_failure_message(job_id: str, savepoint_path: str, task: str, cause: str) -> str:
+    """Why a job stopped with a savepoint ended FAILED, and what to do (FLINK-26783's message)."""
+    return (f"stop-with-savepoint of job {job_id}: the savepoint {savepoint_path} completed, but task {task} "
+            f"failed before the job finished ({cause}). The savepoint is complete and consistent, but its side "
+            f"effects (e.g. the files the FileSink commits when it completes) may not have been committed. The "
+            f"job ends FAILED and is not restarted; to commit them, start the job from the savepoint: "
+            f"yarnflink run -s {savepoint_path} <job file>")
 
 
 @dataclass
@@ -79,6 +108,16 @@ class StopWithSavepointTerminationHandler:
         if self.done or self.savepoint_path is not None:
             return
         self.savepoint_path = path
+
+    def task_failed(self, task: str, cause: str) -> Optional[FailWithoutRestart]:
+        """Task ``task`` failed with ``cause`` (one line): None before the savepoint completed
+        (the job fails over as usual), else ``FailWithoutRestart`` (see the module's doc)."""
+        if self.savepoint_path is None:
+            return None
+        message = stopping_failure_message(self.job_id, self.savepoint_path, task, cause)
+        if not self.done:
+            self._result = failed_operation(message, exception_class=STOPPING_EXCEPTION)
+        return FailWithoutRestart(STOPPING_EXCEPTION, message)
 
     def task_ended(self, task: str, state: str) -> None:
         if self.done or self.savepoint_path is None or state == "FINISHED":

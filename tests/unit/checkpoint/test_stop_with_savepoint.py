@@ -35,8 +35,10 @@ from yarnflink.checkpoint.coordinator import (
 )
 from yarnflink.jobmaster.stop_with_savepoint import (
     SAVEPOINT,
+    STOPPING_EXCEPTION,
     SUSPEND,
     TERMINATE,
+    FailWithoutRestart,
     StopWithSavepointTerminationHandler,
     savepoint_type,
 )
@@ -217,6 +219,40 @@ def test_result_when_a_task_does_not_finish_after_the_savepoint() -> None:
         "FAILED instead of FINISHED, so the job did not stop with it")
     h.job_terminated("FINISHED")
     assert "location" not in h.operation()["operation"]
+
+
+def test_a_task_failure_after_the_savepoint_completed_fails_the_job_without_restart() -> None:
+    """FLINK-26783: once the stop's savepoint completed, a task failure ends the job FAILED (no
+    failover, which would restore an older checkpoint and could commit its interval twice), and
+    the result names the savepoint and says how to commit its side effects."""
+    h = StopWithSavepointTerminationHandler("job-1")
+    h.savepoint_completed("file:///sp/savepoint-1")
+    decision = h.task_failed("sink (1/1)", "RuntimeError: commit failed")
+    assert isinstance(decision, FailWithoutRestart)
+    assert decision.exception_class == STOPPING_EXCEPTION == "StopWithSavepointStoppingException"
+    message = decision.message
+    for part in ("file:///sp/savepoint-1", "task sink (1/1) failed", "RuntimeError: commit failed",
+                 "complete and consistent", "may not have been committed", "FileSink",
+                 "is not restarted", "yarnflink run -s file:///sp/savepoint-1"):
+        assert part in message, (part, message)
+    op = h.operation()
+    assert op["status"] == {"id": "COMPLETED"} and "location" not in op["operation"]
+    assert op["operation"]["failure-cause"] == {"class": STOPPING_EXCEPTION, "stack-trace": message}
+    # the job then ends FAILED: the result stays; another task failing decides the same, result unchanged
+    h.job_terminated("FAILED")
+    assert h.task_failed("windows (2/2)", "PartitionException: gone") is not None
+    assert h.operation()["operation"]["failure-cause"]["stack-trace"] == message
+
+
+def test_a_task_failure_before_the_savepoint_completed_is_left_to_the_failover() -> None:
+    h = StopWithSavepointTerminationHandler("job-1")
+    assert h.task_failed("windows (1/2)", "RuntimeError: boom") is None  # the job fails over as usual
+    assert not h.done and h.operation() == {"status": {"id": "IN_PROGRESS"}}
+    h.savepoint_failed("TASK_FAILURE: task win-0 failed")  # the coordinator aborts the savepoint
+    assert "the job keeps running" in h.operation()["operation"]["failure-cause"]["stack-trace"]
+    assert h.task_failed("windows (1/2)", "RuntimeError: again") is None
+    h.savepoint_completed("file:///late")  # an aborted savepoint never completes the stop
+    assert h.task_failed("sink (1/1)", "RuntimeError: x") is None
 
 
 @pytest.mark.parametrize("completed,status,expected", [
