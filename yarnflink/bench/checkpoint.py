@@ -235,7 +235,7 @@ class TaskLoop:
 
     def cpu_us_per_update(self) -> float:
         """The task thread's CPU time per update in the last run: what checkpoints cost the task
-        itself (copy-on-write, GIL hand-overs), apart from the CPU they take from the machine."""
+        itself (changelog writes, copies of shared mutable values, GIL hand-overs), apart from the CPU they take from the machine."""
         return 1e6 * self.cpu_s / max(1, self.updates)
 
 

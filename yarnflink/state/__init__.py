@@ -1,7 +1,7 @@
 """Keyed and operator state (Flink's state backends; ``state.backend.type: hashmap``).
 
 * ``descriptors``: ``ValueStateDescriptor`` ... ``AggregatingStateDescriptor``, ``StateTtlConfig``;
-* ``heap``: ``HeapKeyedStateBackend`` (key-grouped, copy-on-write, asynchronous snapshots);
+* ``heap``: ``HeapKeyedStateBackend`` (key-grouped, changelog and shadow copy, asynchronous snapshots);
 * ``keyed_states``: the state objects; ``operator_state``: list and union list state;
 * ``handles``: state handles and ``TaskStateSnapshot`` (pure data);
 * ``task_state``: the Task seam (``TaskStateManager``, ``snapshot_chain``);

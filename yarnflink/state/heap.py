@@ -504,19 +504,30 @@ class HeapKeyedStateBackend:
                                "the state it was taken of is gone")
         while self._handoffs and self._handoffs[0][0] <= gen:
             g, handed, timer_changes = self._handoffs.popleft()
+            since_pause = 0
             for i, (m, changes, removed) in enumerate(handed):
                 shadow = m.shadow
                 if not shadow:
                     m.shadow = changes  # the first changelog of a key group is its whole state
                 else:
-                    shadow.update(changes)
+                    # replacing an entry frees the old value here: a few hundred ns a cold entry,
+                    # so the GIL is let go every APPLY_CHUNK_ENTRIES
+                    if len(changes) <= APPLY_CHUNK_ENTRIES:
+                        shadow.update(changes)
+                    else:
+                        items = iter(changes.items())
+                        for _ in range(0, len(changes), APPLY_CHUNK_ENTRIES):
+                            shadow.update(itertools.islice(items, APPLY_CHUNK_ENTRIES))
+                            _let_others_run()
                     if removed:
                         for ek in removed:
                             shadow.pop(ek, None)
+                    since_pause += len(changes) + len(removed or ())
                 handed[i] = None  # type: ignore[call-overload]  # freed a key group at a time
                 del changes, removed, shadow
-                if i % 8 == 7:
+                if since_pause >= APPLY_CHUNK_ENTRIES:
                     _let_others_run()
+                    since_pause = 0
             for q, ch in timer_changes:
                 q.apply(ch)
             self._shadow_gen = g
@@ -634,6 +645,9 @@ _SNAPSHOT_SCHEMA = pa.schema(
     metadata={b"format": SNAPSHOT_FORMAT.encode()},
 )
 
+
+#: changelog entries the snapshot thread applies to a shadow between two GIL releases
+APPLY_CHUNK_ENTRIES = 4096
 
 #: a forked snapshot process still running after this long is killed (the checkpoint fails)
 FORK_TIMEOUT_S = 600.0
@@ -763,7 +777,7 @@ def _encode_pieces(parts: list[tuple[int, str, Any, Any]], now: int, compression
                 kept = [(ek, v) for ek, v in ((ek, _drop_expired(v, now, ttl_ms)) for ek, v in data.items())
                         if v is not _MISSING]
                 batches.add(kg, name, [ek for ek, _ in kept], [v for _, v in kept])
-            else:  # the shared dict is not mutated (copy-on-write): two lists of references, no tuples
+            else:  # the dict is not mutated meanwhile (a shadow, or a fork's image): two lists of references
                 batches.add(kg, name, list(data), list(data.values()))
             del data  # (see above)
         batches.flush()

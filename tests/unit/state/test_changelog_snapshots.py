@@ -191,3 +191,32 @@ def test_a_snapshot_run_after_a_later_one_fails_instead_of_writing_later_state()
     assert second.result().keyed is not None
     with pytest.raises(RuntimeError, match="checkpoint 1 ran after a later one"):
         first.result()
+
+
+def test_changelogs_applied_in_chunks_restore_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large changelog is applied a chunk at a time (the GIL released in between)."""
+    from yarnflink.state import heap
+
+    monkeypatch.setattr(heap, "APPLY_CHUNK_ENTRIES", 3)
+    b = HeapKeyedStateBackend(1, range(0, 1))  # one key group: every change in one changelog
+    v = b.get_partitioned_state(ValueStateDescriptor("v"))
+    for k in range(100):
+        b.set_current_key(k)
+        v.update(k)
+    b.snapshot(1).result()
+    for k in range(0, 100, 2):
+        b.set_current_key(k)
+        v.update(-k)
+    for k in range(1, 30, 3):
+        b.set_current_key(k)
+        v.clear()
+    cleared = set(range(1, 30, 3))
+    expected = {k: None if k in cleared else -k if k % 2 == 0 else k for k in range(100)}
+    r = HeapKeyedStateBackend(1, range(0, 1))
+    r.restore([b.snapshot(2).result().keyed])
+    rv = r.get_partitioned_state(ValueStateDescriptor("v"))
+    got = {}
+    for k in range(100):
+        r.set_current_key(k)
+        got[k] = rv.value()
+    assert got == expected
