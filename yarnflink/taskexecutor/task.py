@@ -400,6 +400,7 @@ class Task:
             threshold = parse_memory(config.get("execution.checkpointing.data-inline-threshold") or "20 kb")
             self._storage = FsCheckpointStorage(directory, self.job_id, storage_options=options,
                                                 inline_threshold=threshold)
+            self._storage.connect()  # before the task runs, not on its first checkpoint's thread
         restored = None
         if self.tdd.task_state:
             restored = TaskStateSnapshot.from_json(json.loads(self.tdd.task_state.decode("utf-8")))

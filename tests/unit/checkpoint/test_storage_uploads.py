@@ -97,3 +97,14 @@ def test_the_buffer_file_reads_a_range_across_buffers() -> None:
     part = storage._BufferFile(views, 2, 9)
     assert len(part) == 7 and part.read() == b"2345678"
     assert part.seek(0) == 0 and part.read(2) == b"23" and part.read(100) == b"45678"
+
+
+def test_connect_creates_the_s3_client_before_the_first_checkpoint(s3_server: dict[str, Any], tmp_path: Any) -> None:
+    """A task connects its checkpoint storage when it starts, so the first checkpoint does not
+    build botocore's client (~0.2 s holding the GIL) on its snapshot thread."""
+    target = FsCheckpointStorage(f"s3://{BUCKET}/{uuid.uuid4().hex}", "job",
+                                 storage_options={**s3_server, "skip_instance_cache": True})
+    assert getattr(target.fs, "_s3", None) is None
+    target.connect()
+    assert target.fs._s3 is not None
+    FsCheckpointStorage(f"file://{tmp_path}/chk", "job").connect()  # nothing to connect: no error
