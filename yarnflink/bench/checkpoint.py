@@ -76,6 +76,18 @@ class _KeyedOperator:
         return [self.backend.snapshot(checkpoint_id, timestamp, factory)]
 
 
+def _memory_mb(field: str) -> float:
+    """This process's ``VmRSS`` (now) or ``VmHWM`` (peak) in MB (Linux), NaN elsewhere."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
 def fill(op: _KeyedOperator, num_keys: int, value_bytes: int) -> list[int]:
     """``num_keys`` keys with a random (incompressible) value each; returns their key groups."""
     kgs = [key_group_of(k, MAX_PARALLELISM) for k in range(num_keys)]
@@ -254,7 +266,9 @@ def bench_size(size_mb: int, targets: list[str], value_bytes: int, batch: int, c
     op = _KeyedOperator(mode)
     t0 = time.monotonic()
     kgs = fill(op, num_keys, value_bytes)
-    print(f"  {size_mb} MB: {num_keys} keys x {value_bytes} B filled in {time.monotonic() - t0:.1f}s", flush=True)
+    rss_filled = _memory_mb("VmRSS")
+    print(f"  {size_mb} MB: {num_keys} keys x {value_bytes} B filled in {time.monotonic() - t0:.1f}s "
+          f"(RSS {rss_filled:.0f} MB)", flush=True)
     rows = []
     for target in targets:
         storage = Storage(target, workdir / f"{target}-{size_mb}-{mode}")
@@ -276,6 +290,10 @@ def bench_size(size_mb: int, targets: list[str], value_bytes: int, batch: int, c
                    "batch_ms_p99_checkpointing": round(_pct(loop.gaps_in_checkpoint, 0.99) * 1000, 1),
                    "batch_ms_p99_without": round(_pct(loop.gaps_outside, 0.99) * 1000, 1),
                    "batch_ms_median": round(_median(loop.gaps_outside) * 1000, 1),
+                   # the memory checkpoints add: the snapshot side's copy of the dicts (the
+                   # values are shared), the changelogs, the buffers being written
+                   "rss_mb_filled": round(rss_filled), "rss_mb_now": round(_memory_mb("VmRSS")),
+                   "rss_mb_peak": round(_memory_mb("VmHWM")),
                    "errors": [d["error"] for d in done if "error" in d]}
             rows.append(row)
             print("  " + json.dumps(row), flush=True)
