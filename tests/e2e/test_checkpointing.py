@@ -1,6 +1,7 @@
 """Checkpoints and exactly-once recovery across real processes (issue 5): a streaming keyed
 aggregation checkpoints every 200 ms into a local directory while TaskExecutors are SIGKILLed at
-random points; the FileSink's committed output must equal a failure-free run's exactly.
+random points (the drill in kill_drill, which test_checkpoint_s3 runs on S3); the FileSink's
+committed output must equal a failure-free run's exactly.
 
 The test module is not importable in the TaskExecutor processes, so cloudpickle ships its
 functions by value.
@@ -9,42 +10,27 @@ functions by value.
 from __future__ import annotations
 
 import glob
-import json
 import os
 import random
-import signal
 import sys
-import time
 from pathlib import Path
 from typing import Any, Iterator
 
 import cloudpickle
 import pytest
 
-from yarnflink import FileSink, MapFunction, StreamExecutionEnvironment
+from yarnflink import FileSink, StreamExecutionEnvironment
 from yarnflink.api.environment import set_default_executor
 from yarnflink.bench.exactly_once import committed, running_sums
 
-from .conftest import Cluster, start_cluster, wait_until
+from .conftest import Cluster, wait_until
+from .kill_drill import (KILLS, N, checkpoint_stats, checkpointed_env, committed_windows, expected_windows,
+                         kill_taskexecutors, slow_while, start_kill_cluster, window_job)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-N = 200_000          # records; source subtask i reads [i * N/2, (i + 1) * N/2)
 KEY_WIDTH = 100      # key = x // 100: every key's records come from one source subtask, in order
-KILLS = 10
-
-
-def slow_while(flag: str) -> MapFunction:
-    """Slows the pipeline down while ``flag`` exists, so the kills hit a running job."""
-
-    class Slow(MapFunction):
-        def map(self, value: Any) -> Any:
-            if os.path.exists(flag):
-                time.sleep(0.0002)
-            return value
-
-    return Slow()
 
 
 def expected_running_sums() -> list[tuple[int, int]]:
@@ -55,35 +41,18 @@ def expected_running_sums() -> list[tuple[int, int]]:
 @pytest.fixture(scope="module")
 def ckpt_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """Three TaskExecutors with two slots each; a killed one is replaced by the ResourceManager."""
-    c = start_cluster(tmp_path_factory.mktemp("ckpt-cluster"), taskexecutors=3, slots=2,
-                      cluster_evenly__spread__out__slots="true")
+    c = start_kill_cluster(tmp_path_factory.mktemp("ckpt-cluster"))
     yield c
     set_default_executor(None)
     c.stop()
 
 
-def checkpoint_stats(cluster: Cluster, job_id: str) -> dict[str, Any]:
-    import httpx
-
-    r = httpx.get(f"{cluster.rest_url}/jobs/{job_id}/checkpoints", headers=cluster.auth, timeout=10)
-    r.raise_for_status()
-    return dict(r.json())
-
-
 def test_keyed_aggregation_is_exactly_once_across_taskexecutor_kills(ckpt_cluster: Cluster, tmp_path: Path) -> None:
     ckpt_cluster.executor()
-    rng = random.Random()
     flag = tmp_path / "slow"
     flag.touch()
     out = tmp_path / "out"
-    env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_parallelism(2)
-    for k, v in {"execution.checkpointing.interval": "200 ms",
-                 "execution.checkpointing.dir": f"file://{tmp_path / 'checkpoints'}",
-                 "restart-strategy.type": "fixed-delay",
-                 "restart-strategy.fixed-delay.attempts": "100",
-                 "restart-strategy.fixed-delay.delay": "100 ms"}.items():
-        env.get_config().set(k, v)
+    env = checkpointed_env(f"file://{tmp_path / 'checkpoints'}")
     (env.from_sequence(0, N - 1).map(slow_while(str(flag)))
         .map(lambda x: (x // KEY_WIDTH, x))
         .key_by(lambda t: t[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
@@ -91,26 +60,7 @@ def test_keyed_aggregation_is_exactly_once_across_taskexecutor_kills(ckpt_cluste
     client = env.execute_async("checkpointed keyed sum under kills")
     job_id = client.get_job_id()
     rest = ckpt_cluster.rest
-
-    def running_with_new_checkpoint(after: int) -> Any:
-        d = rest.job(job_id)
-        if d["state"] != "RUNNING" or any(s["status"] != "RUNNING" for v in d["vertices"] for s in v["subtasks"]):
-            return None
-        stats = checkpoint_stats(ckpt_cluster, job_id)
-        done = stats["counts"]["completed"]
-        return (d, done) if done > after else None
-
-    seen = 0
-    for kill in range(KILLS):
-        d, seen = wait_until(lambda: running_with_new_checkpoint(seen), timeout=90,  # type: ignore[misc]
-                             message=f"a new completed checkpoint before kill {kill + 1}")
-        time.sleep(rng.uniform(0.0, 0.6))  # a random point between checkpoints
-        tms = {s["taskmanager-id"] for v in d["vertices"] for s in v["subtasks"]}
-        pids = {tm["id"]: tm["hardware"]["pid"] for tm in rest.taskmanagers()}
-        victim = rng.choice(sorted(t for t in tms if t in pids))
-        os.kill(pids[victim], signal.SIGKILL)
-        wait_until(lambda: rest.job(job_id)["numRestarts"] > kill, timeout=60, message=f"restart after kill {kill + 1}")
-    wait_until(lambda: running_with_new_checkpoint(seen), timeout=90, message="running again after the last kill")
+    kill_taskexecutors(ckpt_cluster, job_id, KILLS, random.Random())
     flag.unlink()  # full speed to the end
     client.get_job_execution_result()
 
@@ -181,64 +131,20 @@ def test_a_job_started_from_a_retained_checkpoint_continues_where_the_cancelled_
 
 def test_event_time_windows_are_exactly_once_across_taskexecutor_kills(ckpt_cluster: Cluster, tmp_path: Path) -> None:
     """The window operator's keyed state (window contents and timers) is checkpointed and restored."""
-    from yarnflink import Duration, Time, TumblingEventTimeWindows, WatermarkStrategy
-
     ckpt_cluster.executor()
-    rng = random.Random()
     flag = tmp_path / "slow"
     flag.touch()
     out = tmp_path / "out"
-    env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_parallelism(2)
-    for k, v in {"execution.checkpointing.interval": "200 ms",
-                 "execution.checkpointing.dir": f"file://{tmp_path / 'checkpoints'}",
-                 "restart-strategy.type": "fixed-delay",
-                 "restart-strategy.fixed-delay.attempts": "100",
-                 "restart-strategy.fixed-delay.delay": "100 ms"}.items():
-        env.get_config().set(k, v)
-    strategy = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(1))
-                .with_timestamp_assigner(lambda e, _ts: e[1]))
-    (env.from_sequence(0, N - 1).map(slow_while(str(flag)))
-        .map(lambda x: (x % 7, x, 1))
-        .assign_timestamps_and_watermarks(strategy)
-        .key_by(lambda t: t[0])
-        .window(TumblingEventTimeWindows.of(Time.seconds(10)))
-        .reduce(lambda a, b: (a[0], min(a[1], b[1]), a[2] + b[2]))
-        .sink_to(FileSink(str(out), format="jsonl")))
+    env = checkpointed_env(f"file://{tmp_path / 'checkpoints'}")
+    window_job(env, flag, out)
     client = env.execute_async("checkpointed windows under kills")
     job_id = client.get_job_id()
     rest = ckpt_cluster.rest
-
-    def running_with_new_checkpoint(after: int) -> Any:
-        d = rest.job(job_id)
-        if d["state"] != "RUNNING" or any(s["status"] != "RUNNING" for v in d["vertices"] for s in v["subtasks"]):
-            return None
-        done = checkpoint_stats(ckpt_cluster, job_id)["counts"]["completed"]
-        return (d, done) if done > after else None
-
-    seen = 0
-    for kill in range(3):
-        d, seen = wait_until(lambda: running_with_new_checkpoint(seen), timeout=90,  # type: ignore[misc]
-                             message=f"a new completed checkpoint before kill {kill + 1}")
-        time.sleep(rng.uniform(0.0, 0.6))
-        tms = {s["taskmanager-id"] for v in d["vertices"] for s in v["subtasks"]}
-        pids = {tm["id"]: tm["hardware"]["pid"] for tm in rest.taskmanagers()}
-        os.kill(pids[rng.choice(sorted(t for t in tms if t in pids))], signal.SIGKILL)
-        wait_until(lambda: rest.job(job_id)["numRestarts"] > kill, timeout=60, message=f"restart after kill {kill + 1}")
-    wait_until(lambda: running_with_new_checkpoint(seen), timeout=90, message="running again after the last kill")
+    kill_taskexecutors(ckpt_cluster, job_id, 3, random.Random())
     flag.unlink()
     client.get_job_execution_result()
     assert rest.job(job_id)["state"] == "FINISHED"
-    expected: dict[tuple[int, int], list[int]] = {}
-    for x in range(N):
-        e = expected.setdefault((x % 7, x // 10_000), [x, 0])
-        e[0] = min(e[0], x)
-        e[1] += 1
-    got = []
-    for f in sorted(glob.glob(os.path.join(out, "part-*"))):
-        with open(f) as fh:
-            got.extend(tuple(json.loads(line)) for line in fh)
-    assert sorted(got) == sorted((k, m, c) for (k, _w), (m, c) in expected.items())
+    assert committed_windows(out) == expected_windows()
     assert checkpoint_stats(ckpt_cluster, job_id)["counts"]["restored"] >= 3
 
 

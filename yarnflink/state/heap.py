@@ -288,6 +288,7 @@ class HeapKeyedStateBackend:
         #: held by the snapshot side while it applies changelogs and reads the shadows
         self._shadow_lock = threading.Lock()
         self._shadow_gen = 0  # the last changelog applied
+        self._writes = 0  # writes since the last hand-off
 
     # ------------------------------------------------------------------ current key
     def set_current_key(self, key: Any, key_group: Optional[int] = None) -> None:
@@ -327,6 +328,9 @@ class HeapKeyedStateBackend:
             changes[ek] = value
             if m.removed:
                 m.removed.discard(ek)
+            self._writes += 1
+            if self._writes >= HAND_OFF_WRITES:
+                self._maybe_hand_off()
 
     def _remove_entry(self, table: _StateTable, ek: Any) -> None:
         m = table.maps.get(self._kg)
@@ -338,6 +342,9 @@ class HeapKeyedStateBackend:
             if m.removed is None:
                 m.removed = set()
             m.removed.add(ek)
+            self._writes += 1
+            if self._writes >= HAND_OFF_WRITES:
+                self._maybe_hand_off()
 
     def _owned_entry(self, table: _StateTable, ek: Any, copier: Callable[[Any], Any]) -> Any:
         """The entry ``ek`` (must exist), to change in place: copied first if the snapshot side
@@ -446,21 +453,10 @@ class HeapKeyedStateBackend:
             return self._snapshot_forked(factory, now, label)
 
         # the synchronous part: hand the changelogs over, start new ones
-        self._gen += 1
-        gen = self._gen
-        tables: list[tuple[str, _StateTable, Optional[int], list[tuple[int, _KGMap]]]] = []
-        handed: list[tuple[_KGMap, dict, Optional[set]]] = []
-        for name, table in self._tables.items():
-            if table.meta.kind == TIMERS:
-                continue
-            maps = list(table.maps.items())
-            for _, m in maps:
-                if m.changes or m.removed:
-                    handed.append((m, m.changes, m.removed))  # type: ignore[arg-type]
-                    m.changes, m.removed = {}, None
-            tables.append((name, table, self._full_snapshot_ttl(table), maps))
-        queues = [(name, q, q.hand_off()) for name, q in self._queues.items()]
-        self._handoffs.append((gen, handed, [(q, ch) for _, q, ch in queues]))
+        gen = self._hand_off()
+        tables = [(name, table, self._full_snapshot_ttl(table), list(table.maps.items()))
+                  for name, table in self._tables.items() if table.meta.kind != TIMERS]
+        queues = list(self._queues.items())
 
         def write() -> SnapshotResult:
             with self._shadow_lock:
@@ -472,7 +468,7 @@ class HeapKeyedStateBackend:
                     parts += [(kg, name, ttl_ms, m.shadow) for kg, m in maps if m.shadow]
                     if len(parts) > n:
                         metas.append(table.meta)
-                for name, q, _ in queues:
+                for name, q in queues:
                     timer_parts = q.shadow_parts()
                     if timer_parts:
                         metas.append(self._tables[name].meta)
@@ -486,6 +482,36 @@ class HeapKeyedStateBackend:
             return SnapshotResult(keyed=KeyGroupsStateHandle(rng, handle, tuple(metas), self.backend_name))
 
         return self._executor_for_snapshots().submit(write)
+
+    def _hand_off(self) -> int:
+        """(Task thread) every changelog to the snapshot side, new ones started: O(key groups)."""
+        self._writes = 0
+        self._gen += 1
+        handed: list[tuple[_KGMap, dict, Optional[set]]] = []
+        for table in self._tables.values():
+            for m in table.maps.values():
+                if m.changes or m.removed:
+                    handed.append((m, m.changes, m.removed))  # type: ignore[arg-type]
+                    m.changes, m.removed = {}, None
+        self._handoffs.append((self._gen, handed, [(q, q.hand_off()) for q in self._queues.values()]))
+        return self._gen
+
+    def _maybe_hand_off(self) -> None:
+        """(Task thread, every ``HAND_OFF_WRITES`` writes) hand the changelogs over between
+        checkpoints too, so that the shadows let go of replaced values soon (they hold each one
+        until a changelog replacing it is applied) -- unless changelogs are still waiting for the
+        snapshot side, whose next apply then takes these as well."""
+        self._writes = 0
+        if self._handoffs:
+            return
+        gen = self._hand_off()
+
+        def apply() -> None:
+            with self._shadow_lock:
+                if self._shadow_gen < gen:
+                    self._apply_handoffs(gen, 0)
+
+        self._executor_for_snapshots().submit(apply)
 
     @staticmethod
     def _full_snapshot_ttl(table: _StateTable) -> Optional[int]:
@@ -633,6 +659,7 @@ class HeapKeyedStateBackend:
         self._tables.clear()
         self._queues.clear()
         self._states.clear()
+        self._handoffs.clear()
 
 
 #: rows per Arrow record batch of a snapshot: each batch's columns are built in a few bulk calls
@@ -645,6 +672,10 @@ _SNAPSHOT_SCHEMA = pa.schema(
     metadata={b"format": SNAPSHOT_FORMAT.encode()},
 )
 
+
+#: writes after which the task hands its changelogs over even without a checkpoint (bounds the
+#: replaced values the shadows hold to about this many; docs/PERFORMANCE.md)
+HAND_OFF_WRITES = 65536
 
 #: changelog entries the snapshot thread applies to a shadow between two GIL releases
 APPLY_CHUNK_ENTRIES = 4096
