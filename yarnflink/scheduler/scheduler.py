@@ -248,8 +248,10 @@ class DefaultScheduler:
         return self._flush(now)
 
     def task_manager_lost(self, resource_id: str, failure: Failure, now: float) -> list[Action]:
-        """``failure`` (class, message, time) describes the loss; each affected task gets a copy."""
-        self._checks.pop(resource_id, None)
+        """``failure`` (class, message, time) describes the loss; each affected task gets a copy.
+        If a consumer's failure had this TaskExecutor probed, its restart (counted, and waiting
+        for the probe) takes the tasks the loss adds: one failure, not two."""
+        probed = self._checks.pop(resource_id, None) is not None
         known = resource_id in self.pool.task_managers or any(
             e.slot is not None and e.slot.resource_id == resource_id for e in self.eg.executions())
         if resource_id in self._lost_task_managers or not known:
@@ -278,7 +280,7 @@ class DefaultScheduler:
         if failed:
             primary = failed[0][1]
             primary.concurrent.extend(f for _, f in failed[1:])
-            self._handle_failure(failed, primary, now)
+            self._handle_failure(failed, primary, now, merge=probed)
         else:
             for g in self.groups:
                 self._group_maybe_done(g.vertices[0], now)
@@ -447,7 +449,9 @@ class DefaultScheduler:
             self.eg.failures[-1].concurrent.append(failure)
 
     def _handle_failure(self, failed: list[tuple[ExecutionVertex, Failure]], primary: Failure, now: float,
-                        lost: Optional[IntermediateResultPartition] = None) -> None:
+                        lost: Optional[IntermediateResultPartition] = None, merge: bool = False) -> None:
+        """``merge``: the failure is the cause found for the latest pending restart (a probe's
+        answer): tasks it adds join that restart instead of counting as a new failure."""
         for ev, f in failed:
             e = ev.current
             if not e.state.terminal:
@@ -467,6 +471,13 @@ class DefaultScheduler:
             for ev, _ in failed:
                 self._group_maybe_done(ev, now)
             return
+        if merge and self.restarts:
+            restart = self.restarts[-1]
+            restart.failure.concurrent.append(primary)
+            restart.failure.restarted_tasks.extend(v.task_name_with_subtask for v in fresh)
+            restart.vertices.extend(fresh)
+            self._stop_for_restart(fresh, now)
+            return
         new_attempt = self.restart_strategy.notify_failure(now)
         if not self.restart_strategy.can_restart():
             primary.message = f"{primary.message} (recovery is suppressed by {self.restart_strategy})" \
@@ -477,7 +488,12 @@ class DefaultScheduler:
             self.eg.num_restarts += 1
         primary.restarted_tasks = [v.task_name_with_subtask for v in fresh]
         self.eg.failures.append(primary)
-        for v in fresh:
+        self.restarts.append(PendingRestart(fresh, now + self.restart_strategy.backoff_time(now), primary))
+        self._stop_for_restart(fresh, now)
+
+    def _stop_for_restart(self, vertices: list[ExecutionVertex], now: float) -> None:
+        """Cancel what runs of ``vertices`` (about to restart); let go of their old results."""
+        for v in vertices:
             e = v.current
             if e.state in _DEPLOYED:
                 e.transition(ExecutionState.CANCELING)
@@ -488,8 +504,7 @@ class DefaultScheduler:
                 for p in v.produced.values():  # its results are about to be recomputed
                     if p.partition_id not in self._unavailable:
                         self._release_partition(p)
-        self.restarts.append(PendingRestart(fresh, now + self.restart_strategy.backoff_time(now), primary))
-        for v in fresh:
+        for v in vertices:
             self._group_maybe_done(v, now)
 
     def _perform_due_restarts(self, now: float) -> None:

@@ -200,3 +200,38 @@ def test_cancel_ends_the_job_canceled() -> None:
     assert len(d.cancels()) == 2 and s.eg.status == JobStatus.CANCELLING
     d.confirm_cancels()
     assert s.eg.status == JobStatus.CANCELED
+
+
+def test_a_probe_finding_more_lost_results_extends_the_consumers_restart_as_one_failure() -> None:
+    """A consumer fails reading A1's result: its restart is counted and waits for the probe of
+    A1's TaskExecutor. The probe finds it dead, and A0 ran there too: A0's result is lost as well.
+    A0 joins the pending restart -- one failure, so fixed-delay(attempts=1) still recovers."""
+    s = scheduler(graph([("A", 2), ("B", 3)], [("A", "B", "rebalance", "B")], mode="BATCH"),
+                  restart_strategy=FixedDelayRestartBackoffTimeStrategy(1, 0.0))
+    d = Driver(s, task_managers=2, slots_each=2)
+    d.start()
+    a0, a1 = ev(s.eg, "A", 0), ev(s.eg, "A", 1)
+    te = a1.current.slot.resource_id  # type: ignore[union-attr]
+    assert a0.current.slot.resource_id == te  # type: ignore[union-attr]
+    d.finish(a0)
+    d.finish(a1)
+    d.run_all()
+    consumers = [ev(s.eg, "B", i) for i in range(3)]
+    elsewhere = [v for v in consumers if v.current.slot.resource_id != te]  # type: ignore[union-attr]
+    assert elsewhere, "a consumer on the other TaskExecutor"
+    for v in consumers:
+        if v not in elsewhere:
+            d.finish(v)
+    d.take()
+    b = elsewhere[0]
+    d.report(b, ExecutionState.FAILED, fail(b, "connection refused", partition_id=next(iter(a1.produced.values())).partition_id))
+    (probe,) = [a for a in d.actions if isinstance(a, CheckTaskManager)]
+    d.confirm_cancels()
+    d.run(s.task_manager_lost(probe.resource_id, Failure("TaskManagerLostException", "probe: refused", "", 5), d.now))
+    assert s.eg.status == JobStatus.RUNNING and s.eg.num_restarts == 1
+    d.confirm_cancels()
+    d.offer()
+    assert (a0.current.attempt_number, a1.current.attempt_number) == (1, 1)
+    (entry,) = s.eg.failures
+    assert "A (1/2)" in entry.restarted_tasks and "A (2/2)" in entry.restarted_tasks
+    assert [f.exception_class for f in entry.concurrent] == ["TaskManagerLostException"]
