@@ -279,8 +279,9 @@ class HeapKeyedStateBackend:
         self._states: dict[str, Any] = {}
         self._key: Any = None
         self._kg = -1
-        #: thread mode keeps changelogs (see the module doc); fork mode needs none
-        self._track = snapshot_mode == "thread"
+        #: thread mode keeps changelogs (see the module doc); fork mode needs none where it can
+        #: fork (elsewhere its snapshots run as thread mode's)
+        self._track = snapshot_mode == "thread" or not hasattr(os, "fork")
         self._gen = 0
         #: changelogs handed over by synchronous parts, oldest first, not yet in the shadows:
         #: ``(gen, [(map, changes, removed)], [(queue, timer changes)])``

@@ -164,3 +164,14 @@ def test_encoding_lets_go_of_each_key_group_once_written() -> None:
     handle = KeyGroupsStateHandle(r.key_group_range, ByteStreamStateHandle("x", bytes(payload)),
                                   tuple(t.meta for t in tables.values()))
     assert r.restore([handle]) == 600
+
+
+def test_fork_mode_without_fork_snapshots_as_thread_mode(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Where the platform cannot fork, fork mode falls back to the snapshot thread, with the
+    changelog it needs (an empty snapshot otherwise)."""
+    import os
+
+    monkeypatch.delattr(os, "fork")
+    b = _filled(50, "fork")
+    r = HeapKeyedStateBackend(128, range(0, 128), name="t")
+    assert r.restore([b.snapshot(1).result().keyed]) == 150
