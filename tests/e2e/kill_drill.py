@@ -104,7 +104,7 @@ def checkpoint_stats(cluster: Cluster, job_id: str) -> dict[str, Any]:
 
 
 def kill_taskexecutors(cluster: Cluster, job_id: str, kills: int, rng: random.Random,
-                       checkpoint_timeout: float = 90, restart_timeout: float = 60) -> int:
+                       checkpoint_timeout: float = 90, restart_timeout: float = 60, max_pause_s: float = 0.6) -> int:
     """SIGKILLs a TaskExecutor running a subtask of ``job_id`` ``kills`` times, each at a random
     point after a new completed checkpoint with every subtask running, and waits for the restart;
     at the end, waits until the job runs again with a new completed checkpoint. Returns the number
@@ -122,7 +122,7 @@ def kill_taskexecutors(cluster: Cluster, job_id: str, kills: int, rng: random.Ra
     for kill in range(kills):
         d, seen = wait_until(lambda: running_with_new_checkpoint(seen), timeout=checkpoint_timeout,  # type: ignore[misc]
                              message=f"a new completed checkpoint before kill {kill + 1}")
-        time.sleep(rng.uniform(0.0, 0.6))  # a random point between checkpoints
+        time.sleep(rng.uniform(0.0, max_pause_s))  # a random point between checkpoints
         tms = {s["taskmanager-id"] for v in d["vertices"] for s in v["subtasks"]}
         pids = {tm["id"]: tm["hardware"]["pid"] for tm in rest.taskmanagers()}
         victim = rng.choice(sorted(t for t in tms if t in pids))

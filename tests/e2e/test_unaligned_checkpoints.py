@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import sys
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ from yarnflink.api.environment import set_default_executor
 from yarnflink.bench.exactly_once import committed, running_sums
 
 from .conftest import Cluster, start_cluster, wait_until
+from .kill_drill import kill_taskexecutors
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -106,13 +106,6 @@ def test_unaligned_checkpoints_persist_in_flight_data_and_are_exactly_once_acros
     job_id = client.get_job_id()
     rest = ua_cluster.rest
 
-    def running_with_new_checkpoint(after: int) -> Any:
-        d = rest.job(job_id)
-        if d["state"] != "RUNNING" or any(s["status"] != "RUNNING" for v in d["vertices"] for s in v["subtasks"]):
-            return None
-        done = _get(ua_cluster, f"/jobs/{job_id}/checkpoints")["counts"]["completed"]
-        return (d, done) if done > after else None
-
     # checkpoints complete with in-flight data of the slow channel
     details = wait_until(lambda: _persisted(ua_cluster, job_id) or None, timeout=40,
                          message="a completed unaligned checkpoint with persisted in-flight data")[0]
@@ -125,17 +118,7 @@ def test_unaligned_checkpoints_persist_in_flight_data_and_are_exactly_once_acros
     assert sum(s["alignment"]["persisted"] for s in done_subs) == sub["persisted_data"] > 0
     assert sub["summary"]["alignment"]["persisted"]["max"] > 0
 
-    seen = 0
-    for kill in range(KILLS):
-        d, seen = wait_until(lambda: running_with_new_checkpoint(seen), timeout=60,  # type: ignore[misc]
-                             message=f"a new completed checkpoint before kill {kill + 1}")
-        time.sleep(rng.uniform(0.0, 0.4))  # a random point between checkpoints
-        tms = {s["taskmanager-id"] for v in d["vertices"] for s in v["subtasks"]}
-        pids = {tm["id"]: tm["hardware"]["pid"] for tm in rest.taskmanagers()}
-        victim = rng.choice(sorted(t for t in tms if t in pids))
-        os.kill(pids[victim], signal.SIGKILL)
-        wait_until(lambda: rest.job(job_id)["numRestarts"] > kill, timeout=60, message=f"restart after kill {kill + 1}")
-    wait_until(lambda: running_with_new_checkpoint(seen), timeout=60, message="running again after the last kill")
+    kill_taskexecutors(ua_cluster, job_id, KILLS, rng, checkpoint_timeout=60, max_pause_s=0.4)
     flag.unlink()
     client.get_job_execution_result()
 

@@ -214,8 +214,10 @@ class KeyGroupedTimerQueue:
 
     def hand_off(self) -> dict[int, dict[tuple, bool]]:
         """The changelog since the last hand-off (the synchronous point of a snapshot: O(1))."""
+        if self._changes is None:
+            return {}
         ch, self._changes = self._changes, {}
-        return ch or {}
+        return ch
 
     def apply(self, changes: dict[int, dict[tuple, bool]]) -> None:
         """(Snapshot thread) a handed-off changelog into the shadow."""
@@ -231,9 +233,10 @@ class KeyGroupedTimerQueue:
             if not s:
                 del self._shadow[kg]
 
-    def shadow_parts(self) -> list[tuple[int, list[tuple[int, Any, Any]]]]:
-        """(Snapshot thread) ``(key_group, [(timestamp, key, namespace)])`` of the shadow."""
-        return [(kg, list(s)) for kg, s in self._shadow.items() if s]
+    def parts(self, shadow: bool = False) -> list[tuple[int, list[tuple[int, Any, Any]]]]:
+        """``(key_group, [(timestamp, key, namespace)])`` of the live timers, or of the shadow
+        (snapshot thread)."""
+        return [(kg, list(s)) for kg, s in (self._shadow if shadow else self._by_kg).items() if s]
 
     def timers_of(self, key: Any, key_group: int) -> list[tuple[int, Any]]:
         return [(t[0], t[2]) for t in self._by_kg.get(key_group, {}) if t[1] == key]
@@ -455,25 +458,12 @@ class HeapKeyedStateBackend:
 
         # the synchronous part: hand the changelogs over, start new ones
         gen = self._hand_off()
-        tables = [(name, table, self._full_snapshot_ttl(table), list(table.maps.items()))
-                  for name, table in self._tables.items() if table.meta.kind != TIMERS]
-        queues = list(self._queues.items())
+        views = self._views()
 
         def write() -> SnapshotResult:
             with self._shadow_lock:
                 self._apply_handoffs(gen, checkpoint_id)
-                parts: list[tuple[int, str, Any, Any]] = []  # (kg, state, ttl, shadow | timer list)
-                metas = []
-                for name, table, ttl_ms, maps in tables:
-                    n = len(parts)
-                    parts += [(kg, name, ttl_ms, m.shadow) for kg, m in maps if m.shadow]
-                    if len(parts) > n:
-                        metas.append(table.meta)
-                for name, q in queues:
-                    timer_parts = q.shadow_parts()
-                    if timer_parts:
-                        metas.append(self._tables[name].meta)
-                        parts += [(kg, name, TIMERS, items) for kg, items in timer_parts]
+                parts, metas = self._parts(views, shadow=True)
                 payload = None if not parts else _encode_pieces(parts, now, self.compression, yield_gil=True)
             if payload is None:
                 return SnapshotResult()
@@ -483,6 +473,31 @@ class HeapKeyedStateBackend:
             return SnapshotResult(keyed=KeyGroupsStateHandle(rng, handle, tuple(metas), self.backend_name))
 
         return self._executor_for_snapshots().submit(write)
+
+    def _views(self) -> tuple[list[tuple[str, _StateTable, Optional[int], list[tuple[int, _KGMap]]]],
+                              list[tuple[str, KeyGroupedTimerQueue]]]:
+        """(Task thread) the states, their key-group maps and the timer queues as of now."""
+        return ([(name, table, self._full_snapshot_ttl(table), list(table.maps.items()))
+                 for name, table in self._tables.items() if table.meta.kind != TIMERS],
+                list(self._queues.items()))
+
+    def _parts(self, views: tuple[list, list], shadow: bool) -> tuple[list[tuple[int, str, Any, Any]], list]:
+        """The ``_encode_pieces`` parts ``(key group, state, ttl, entries dict | timer list)`` and
+        the metas of the states that have any, from the shadows or from the live state."""
+        tables, queues = views
+        parts: list[tuple[int, str, Any, Any]] = []
+        metas = []
+        for name, table, ttl_ms, maps in tables:
+            n = len(parts)
+            parts += [(kg, name, ttl_ms, d) for kg, m in maps if (d := m.shadow if shadow else m.data)]
+            if len(parts) > n:
+                metas.append(table.meta)
+        for name, q in queues:
+            timer_parts = q.parts(shadow)
+            if timer_parts:
+                metas.append(self._tables[name].meta)
+                parts += [(kg, name, TIMERS, items) for kg, items in timer_parts]
+        return parts, metas
 
     def _hand_off(self) -> int:
         """(Task thread) every changelog to the snapshot side, new ones started: O(key groups)."""
@@ -561,23 +576,7 @@ class HeapKeyedStateBackend:
 
     def _snapshot_forked(self, factory: CheckpointStreamFactory, now: int, label: str) -> "Future[SnapshotResult]":
         """Fork mode: the child serializes its copy-on-write image of the live state."""
-        parts: list[tuple[int, str, Any, Any]] = []
-        metas = []
-        for name, table in self._tables.items():
-            if table.meta.kind == TIMERS:
-                continue
-            ttl_ms = self._full_snapshot_ttl(table)
-            n = len(parts)
-            parts += [(kg, name, ttl_ms, m.data) for kg, m in table.maps.items() if m.data]
-            if len(parts) > n:
-                metas.append(table.meta)
-        for name, q in self._queues.items():
-            by_kg: dict[int, list] = {}
-            for kg, ts, key, ns in q.snapshot_entries():
-                by_kg.setdefault(kg, []).append((ts, key, ns))
-            if by_kg:
-                metas.append(self._tables[name].meta)
-                parts += [(kg, name, TIMERS, items) for kg, items in by_kg.items()]
+        parts, metas = self._parts(self._views(), shadow=False)
         rng = self.key_group_range
         if not parts:
             done: Future[SnapshotResult] = Future()

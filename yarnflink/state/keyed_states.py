@@ -17,7 +17,7 @@ from yarnflink.state.descriptors import (
     StateTtlConfig,
 )
 from yarnflink.state.heap import _MISSING, HeapKeyedStateBackend, TtlValue, _copy_value, _StateTable
-from yarnflink.state.snapshot_serializer import PLAIN_KEY_TYPES
+from yarnflink.state.snapshot_serializer import entry_key
 
 _ON_READ = StateTtlConfig.UpdateType.OnReadAndWrite
 _RETURN_EXPIRED = StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp
@@ -43,8 +43,7 @@ class _KeyedState:
 
     def _entry_key(self) -> Any:
         """The table's key of the current entry (``entry_key`` of the current key and namespace)."""
-        key = self._b._key
-        return key if self._ns is None and type(key) in PLAIN_KEY_TYPES else (key, self._ns)
+        return entry_key(self._b._key, self._ns)
 
     def _raw(self) -> Any:
         m = self._t.maps.get(self._b._kg)
