@@ -347,6 +347,11 @@ def test_failover_recovers_the_running_job_from_its_checkpoint(ha: HaCluster, tm
     wait_until(newer_checkpoint, timeout=60, message="a checkpoint of the new leader")
     latest_pointer = max(_children(ha, f"jobs/{running}/checkpoints"))
     assert int(latest_pointer) > restored["id"]
+    # the new leader owns the checkpoint it resumed from: subsumed (num-retained 1), it is deleted
+    job_dir = tmp_path / "checkpoints" / running
+    wait_until(lambda: not (job_dir / f"chk-{restored['id']}").exists(), timeout=60,
+               message=f"the restored checkpoint chk-{restored['id']} deleted once subsumed")
+    assert any((d / "_metadata").exists() for d in job_dir.glob("chk-*"))  # the retained one
     print(f"leader elected {took:.2f}s after SIGKILL of the old one")
 
 

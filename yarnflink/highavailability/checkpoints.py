@@ -5,7 +5,8 @@
   counter, so a new leader never reuses an id an earlier leader may have started.
 * ``add_pointer(checkpoint_id, pointer)``: a checkpoint is complete only once its pointer (the URL
   of its ``_metadata``) is in ZooKeeper; a deposed leader's write is refused.
-* ``latest()``: what a new leader's JobMaster resumes from.
+* ``latest()``: what a new leader's JobMaster resumes from; ``retained()``: every pointer kept
+  (``execution.checkpointing.num-retained``), oldest first, which the new leader takes over.
 
 Every method blocks on ZooKeeper: the driver calls them off its loop.
 """
@@ -41,3 +42,6 @@ class JobCheckpointRecovery:
 
     def latest(self) -> tuple[int, str] | None:
         return self.pointers.get_latest()
+
+    def retained(self) -> list[tuple[int, str]]:
+        return self.pointers.get_all()

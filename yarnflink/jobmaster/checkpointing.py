@@ -301,15 +301,22 @@ class CheckpointDriver:
     # ------------------------------------------------------------------ HA (a new leader resumes here)
     async def _load_from_ha(self) -> bool:
         """The latest completed checkpoint whose pointer is in ZooKeeper, if any: a job recovered
-        by a new leader resumes from it (ahead of ``execution.savepoint.path``)."""
+        by a new leader resumes from it (ahead of ``execution.savepoint.path``).
+
+        The job owns the checkpoints it resumes from (unlike a savepoint or a checkpoint given
+        with ``-s``): the coordinator takes over every retained one, as Flink's new leader
+        recovers its CompletedCheckpointStore, so they are subsumed and discarded like the
+        checkpoints it completes itself (``num-retained``, the retention policy at the end)."""
         loop = asyncio.get_running_loop()
-        latest = await loop.run_in_executor(None, self.ha.latest)
-        if latest is None or self.storage is None:
+        retained = await loop.run_in_executor(None, self.ha.retained)
+        if not retained or self.storage is None:
             return False
-        cid, pointer = latest
+        cid, pointer = retained[-1]
+        older: list[CompletedCheckpoint] = []
         try:
             checkpoint = await loop.run_in_executor(None, self.storage.read_metadata, pointer)
             await loop.run_in_executor(None, self.storage.validate, checkpoint)
+            older = await loop.run_in_executor(None, self._read_retained, retained[:-1])
         except CheckpointMetadataError as e:  # damaged: the newest valid one of the job's directory
             found = await loop.run_in_executor(None, self.storage.find_latest_valid)
             if found.checkpoint is None:
@@ -321,6 +328,7 @@ class CheckpointDriver:
             pointer = checkpoint.external_pointer or pointer
             cid = max(cid, checkpoint.checkpoint_id)  # ids after the damaged one stay unused
         self._restore = checkpoint
+        self.coordinator.completed = older + [checkpoint]
         self.latest_restored = {"id": checkpoint.checkpoint_id, "external_path": pointer,
                                 "restore_timestamp": _now_ms(), "is_savepoint": checkpoint.is_savepoint,
                                 "skipped": list(self.restore_warnings)}
@@ -328,6 +336,18 @@ class CheckpointDriver:
         self.coordinator.next_checkpoint_id = max(self.coordinator.next_checkpoint_id, cid + 1)
         log.info("job %s: resuming from checkpoint %d (%s)", self.jm.job_id, cid, pointer)
         return True
+
+    def _read_retained(self, entries: list[tuple[int, str]]) -> list[CompletedCheckpoint]:
+        """(Off the loop) the older retained checkpoints' metadata; one that cannot be read is
+        logged and left where it is (neither restored nor deleted)."""
+        assert self.storage is not None
+        found = []
+        for cid, pointer in entries:
+            try:
+                found.append(self.storage.read_metadata(pointer))
+            except Exception as e:  # noqa: BLE001 - damaged or unreachable: only this one is left out
+                log.warning("job %s: retained checkpoint %d is not taken over: %s", self.jm.job_id, cid, e)
+        return found
 
     async def _reserve_id(self) -> bool:
         """The next checkpoint's id drawn from the job's shared counter in ZooKeeper (once per

@@ -38,6 +38,8 @@ def test_the_latest_pointer_is_what_a_new_leader_resumes_from() -> None:
     ha.revoke_leadership()
     ha.grant_leadership()
     assert _recovery(ha).latest() == (3, "file:///c/chk-3/_metadata")
+    # every retained pointer, oldest first: the new leader's coordinator takes them over
+    assert _recovery(ha).retained() == [(2, "file:///c/chk-2/_metadata"), (3, "file:///c/chk-3/_metadata")]
     ha.close()
 
 
