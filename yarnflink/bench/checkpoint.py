@@ -9,7 +9,9 @@ synchronous part of the snapshot itself (``snapshot_chain`` of a one-operator ch
 ``Task._checkpoint`` does) while the asynchronous part serializes and writes the state in the
 background (``FsCheckpointStorage``'s stream factory). The stall is the longest time between the
 ends of two consecutive batches while a checkpoint is in progress (its synchronous part
-included), next to the longest one without a checkpoint. The throughput run also reports the
+included), next to the longest one without a checkpoint. Where Linux tells (``schedstat``), the
+longest stall is split into the task thread's own CPU time, its wait for a core (run queue) and
+the rest (waiting for the GIL, or blocked), and the host's steal time of the run is given. The throughput run also reports the
 task thread's CPU time per update with and without checkpoints (what they cost the task itself)
 and the snapshot thread's CPU per second (what they take from the machine). The storage is
 initialized first and keeps one checkpoint, as a job's does.
@@ -30,6 +32,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -74,6 +77,27 @@ class _KeyedOperator:
 
     def snapshot_state(self, checkpoint_id: int, timestamp: int, factory: Any = None) -> list:
         return [self.backend.snapshot(checkpoint_id, timestamp, factory)]
+
+
+def _schedstat() -> tuple[float, float]:
+    """The calling thread's (CPU time on a core, time waiting for one) in seconds (0, 0 where
+    Linux's ``schedstat`` is not there)."""
+    try:
+        with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as f:
+            on_cpu, waiting = f.read().split()[:2]
+        return int(on_cpu) / 1e9, int(waiting) / 1e9
+    except (OSError, ValueError):
+        return 0.0, 0.0
+
+
+def _steal_s() -> float:
+    """The host's steal time so far, all CPUs (seconds; 0 where /proc/stat has none)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+    except (OSError, ValueError):
+        return 0.0
 
 
 def _memory_mb(field: str) -> float:
@@ -165,6 +189,8 @@ class TaskLoop:
         self.in_flight: Optional[Future] = None
         self.durations: list[dict[str, float]] = []
         self.stall_in_checkpoint = 0.0
+        #: the longest stall's (task CPU, run-queue wait, the rest) in ms
+        self.stall_split_ms: tuple[float, float, float] = (0.0, 0.0, 0.0)
         self.stall_outside = 0.0
         self.gaps_in_checkpoint: list[float] = []
         self.gaps_outside: list[float] = []
@@ -208,6 +234,7 @@ class TaskLoop:
             until_checkpoints: int = 0) -> float:
         """Run for ``seconds`` (or until ``until_checkpoints`` have completed); updates per second."""
         start = last = time.monotonic()
+        last_sched = _schedstat()
         cpu0 = time.thread_time()
         next_cp = start + first_at if interval_s is not None else None
         self.updates = 0
@@ -228,7 +255,13 @@ class TaskLoop:
             end = time.monotonic()
             gap = end - last
             last = end
+            sched = _schedstat()
+            on_cpu, run_queue = sched[0] - last_sched[0], sched[1] - last_sched[1]
+            last_sched = sched
             if checkpointing or (self.in_flight is not None and not self.in_flight.done()):
+                if gap > self.stall_in_checkpoint:  # where the longest stall went
+                    self.stall_split_ms = (round(on_cpu * 1000, 1), round(run_queue * 1000, 1),
+                                           round(max(0.0, gap - on_cpu - run_queue) * 1000, 1))
                 self.stall_in_checkpoint = max(self.stall_in_checkpoint, gap)
                 self.gaps_in_checkpoint.append(gap)
                 rec = self.durations[-1]
@@ -275,7 +308,9 @@ def bench_size(size_mb: int, targets: list[str], value_bytes: int, batch: int, c
         try:
             loop = TaskLoop(op, kgs, value_bytes, batch, storage.storage)
             loop.run(3.0, None)  # the stalls without checkpoints (longest gap per second)
+            steal0, t_run = _steal_s(), time.monotonic()
             loop.run(0, 2.0, first_at=0.2, until_checkpoints=checkpoints)
+            steal_s, t_run = _steal_s() - steal0, time.monotonic() - t_run
             done = [d for d in loop.durations if "total_ms" in d]
             row = {"size_mb": size_mb, "target": target, "mode": mode, "keys": num_keys, "checkpoints": len(done),
                    "state_size_mb": round(_median([d.get("state_size", 0) for d in done]) / 2**20, 1),
@@ -285,6 +320,10 @@ def bench_size(size_mb: int, targets: list[str], value_bytes: int, batch: int, c
                    "duration_ms_median": round(_median([d["total_ms"] for d in done])),
                    "stall_ms_checkpointing": round(loop.stall_in_checkpoint * 1000, 1),
                    "stall_ms_median_per_checkpoint": round(_median([d.get("stall_ms", 0.0) for d in done]), 1),
+                   # the longest stall: the task thread on a core / waiting for one / neither
+                   # (the GIL, or blocked); and the host's steal time over the run, all CPUs
+                   "stall_split_ms_cpu_runqueue_other": list(loop.stall_split_ms),
+                   "steal_ms_per_s": round(1000 * steal_s / max(t_run, 1e-9), 1),
                    "stall_ms_without": round(loop.stall_outside * 1000, 1),
                    "stall_ms_median_per_second_without": round(_median([w for w in loop.window_stalls if w]), 1),
                    "batch_ms_p99_checkpointing": round(_pct(loop.gaps_in_checkpoint, 0.99) * 1000, 1),

@@ -286,5 +286,13 @@ class TaskStateSnapshot:
 class SnapshotResult:
     """What a state backend's ``snapshot`` future yields (None: nothing to store)."""
 
-    keyed: Optional[KeyGroupsStateHandle] = None
+    #: the keyed state: one handle per file, each for the key groups it holds
+    keyed_handles: tuple[KeyGroupsStateHandle, ...] = ()
     operator: Optional[OperatorStateHandle] = None
+
+    @property
+    def keyed(self) -> Optional[KeyGroupsStateHandle]:
+        """The keyed state written as one file (None: none); ``keyed_handles`` for several."""
+        if len(self.keyed_handles) > 1:
+            raise ValueError(f"the keyed state was written as {len(self.keyed_handles)} files: use keyed_handles")
+        return self.keyed_handles[0] if self.keyed_handles else None

@@ -461,16 +461,19 @@ class HeapKeyedStateBackend:
         views = self._views()
 
         def write() -> SnapshotResult:
-            with self._shadow_lock:
+            handles = []
+            with self._shadow_lock:  # (the next apply waits: it runs on this executor after it anyway)
                 self._apply_handoffs(gen, checkpoint_id)
                 parts, metas = self._parts(views, shadow=True)
-                payload = None if not parts else _encode_pieces(parts, now, self.compression, yield_gil=True)
-            if payload is None:
-                return SnapshotResult()
-            # (not bytes: ``bytes(payload)`` makes them, a file system factory writes its pieces)
-            handle = factory.write_state(payload, label)  # type: ignore[arg-type]
-            payload.release(_let_others_run)
-            return SnapshotResult(keyed=KeyGroupsStateHandle(rng, handle, tuple(metas), self.backend_name))
+                # one file per key-group range of about SNAPSHOT_FILE_BYTES, each written and let
+                # go before the next is serialized: memory for one file, not for the whole state
+                for kgs, payload in _encode_files(parts, now, self.compression, yield_gil=True,
+                                                  file_bytes=SNAPSHOT_FILE_BYTES):
+                    # (not bytes: ``bytes(payload)`` makes them, a file system factory writes its pieces)
+                    handle = factory.write_state(payload, label)  # type: ignore[arg-type]
+                    payload.release(_let_others_run)
+                    handles.append(KeyGroupsStateHandle(kgs, handle, tuple(metas), self.backend_name))
+            return SnapshotResult(keyed_handles=tuple(handles))
 
         return self._executor_for_snapshots().submit(write)
 
@@ -586,7 +589,7 @@ class HeapKeyedStateBackend:
 
         def write_forked() -> SnapshotResult:
             handle = factory.write_state(wait_for_child(), label)
-            return SnapshotResult(keyed=KeyGroupsStateHandle(rng, handle, tuple(metas), self.backend_name))
+            return SnapshotResult(keyed_handles=(KeyGroupsStateHandle(rng, handle, tuple(metas), self.backend_name),))
 
         return self._executor_for_snapshots().submit(write_forked)
 
@@ -666,6 +669,9 @@ class HeapKeyedStateBackend:
 #: (``snapshot_serializer``) that hold the GIL for well under a millisecond, after which a snapshot
 #: thread lets the task thread run (see docs/PERFORMANCE.md)
 ENCODE_CHUNK_ROWS = 2048
+#: a thread-mode snapshot of more keyed state than this is written as several files, each of
+#: whole key groups (memory for one file at a time while writing; on S3 one PUT per file)
+SNAPSHOT_FILE_BYTES = 64 << 20
 _SNAPSHOT_SCHEMA = pa.schema(
     [("key_group", pa.int32()), ("state", pa.string()), ("entry", pa.large_binary()),
      ("value", pa.large_binary())],
@@ -734,44 +740,45 @@ def _encode_in_child(parts: list[tuple[int, str, Any, Any]], now: int,
 
 
 class _BatchBuilder:
-    """Rows of one state gathered up to ``ENCODE_CHUNK_ROWS``, then written as one record batch
+    """Rows gathered per state up to ``ENCODE_CHUNK_ROWS``, then written as one record batch
     whose ``entry`` and ``value`` columns are pickled in bulk (one state per batch: its values
-    are more likely all of one type, which is what the bulk path needs)."""
+    are more likely all of one type, which is what the bulk path needs). Rows come in key-group
+    order, several states interleaved; each state's batch keeps its rows in that order."""
 
     def __init__(self, writer: pa.ipc.RecordBatchStreamWriter, yield_gil: bool) -> None:
         self._writer = writer
         self._yield_gil = yield_gil
-        self._state = ""
-        self._key_groups: list[tuple[int, int]] = []  # (key group, rows), in row order
-        self._entries: list[Any] = []
-        self._values: list[Any] = []
+        #: state -> ((key group, rows) in row order, entries, values) not written yet
+        self._pending: dict[str, tuple[list[tuple[int, int]], list[Any], list[Any]]] = {}
 
     def add(self, key_group: int, state: str, entries: list[Any], values: list[Any]) -> None:
-        """Rows ``(key_group, state, entries[i], values[i])``, flushed in batches as they fill."""
-        if state != self._state:
-            self.flush()
-            self._state = state
+        """Rows ``(key_group, state, entries[i], values[i])``, written in batches as they fill."""
         start = 0
         while start < len(entries):
-            take = min(len(entries) - start, ENCODE_CHUNK_ROWS - len(self._entries))
-            self._key_groups.append((key_group, take))
-            self._entries += entries[start:start + take]
-            self._values += values[start:start + take]
+            groups, es, vs = self._pending.setdefault(state, ([], [], []))
+            take = min(len(entries) - start, ENCODE_CHUNK_ROWS - len(es))
+            groups.append((key_group, take))
+            es += entries[start:start + take]
+            vs += values[start:start + take]
             start += take
-            if len(self._entries) >= ENCODE_CHUNK_ROWS:
-                self.flush()
+            if len(es) >= ENCODE_CHUNK_ROWS:
+                self._write(state)
 
     def flush(self) -> None:
-        if not self._entries:
+        for state in list(self._pending):
+            self._write(state)
+
+    def _write(self, state: str) -> None:
+        key_groups, entries, values = self._pending.pop(state)
+        if not entries:
             return
-        groups, counts = zip(*self._key_groups)
+        groups, counts = zip(*key_groups)
         pause = _let_others_run if self._yield_gil else None
         self._writer.write_batch(pa.RecordBatch.from_arrays(
             [pa.array(np.repeat(np.array(groups, dtype=np.int32), counts)),
-             pa.repeat(pa.scalar(self._state, pa.string()), len(self._entries)),
-             pickled_entry_column(self._entries, pause), pickled_column(self._values, pause)],
+             pa.repeat(pa.scalar(state, pa.string()), len(entries)),
+             pickled_entry_column(entries, pause), pickled_column(values, pause)],
             schema=_SNAPSHOT_SCHEMA))
-        self._key_groups, self._entries, self._values = [], [], []
         if pause is not None:
             pause()
 
@@ -788,31 +795,50 @@ def _encode(parts: list[tuple[int, str, Any, Any]], now: int, compression: Optio
 
 def _encode_pieces(parts: list[tuple[int, str, Any, Any]], now: int, compression: Optional[str] = None,
                    yield_gil: bool = False) -> BufferPieces:
-    """The Arrow IPC stream of a snapshot: record batches of ``ENCODE_CHUNK_ROWS`` rows
-    (compressed, if asked, outside the GIL), kept as the pieces Arrow wrote, without copies
-    (a stream factory writes them one after the other).
+    """The Arrow IPC stream of a snapshot, in one file (see ``_encode_files``)."""
+    out = BufferPieces()
+    for _, out in _encode_files(parts, now, compression, yield_gil, file_bytes=None):
+        pass
+    return out
+
+
+def _encode_files(parts: list[tuple[int, str, Any, Any]], now: int, compression: Optional[str] = None,
+                  yield_gil: bool = False, file_bytes: Optional[int] = None) -> Iterator[tuple[KeyGroupRange, BufferPieces]]:
+    """The snapshot's files: Arrow IPC streams of record batches of up to ``ENCODE_CHUNK_ROWS``
+    rows of one state (compressed, if asked, outside the GIL), kept as the pieces Arrow wrote,
+    without copies (a stream factory writes them one after the other). Rows are in key-group
+    order; a file ends at the first key-group boundary after ``file_bytes`` (None: one file), and
+    comes with the key groups it holds. Nothing if ``parts`` is empty.
+
+    The next file is serialized only when the caller asks for it, so a caller that writes each
+    file and lets it go holds one file's pieces at a time, not the whole snapshot's.
 
     ``parts`` is consumed (emptied): a key group's dict is let go as soon as it is written, so
     that one copied-on-write by the task meanwhile is freed then, a key group at a time. Freed
     all at once at the end, a 1 GB snapshot's replaced entries held the GIL for ~0.5 s."""
-    out = BufferPieces()
-    parts.sort(key=lambda p: (p[1], p[0]), reverse=True)
-    with pa.ipc.new_stream(pa.PythonFile(out, mode="w"), _SNAPSHOT_SCHEMA,
-                           options=pa.ipc.IpcWriteOptions(compression=compression)) as w:
-        batches = _BatchBuilder(w, yield_gil)
-        while parts:
-            kg, name, ttl_ms, data = parts.pop()
-            if ttl_ms == TIMERS:
-                batches.add(kg, name, [(key, ns) for _, key, ns in data], [ts for ts, _, _ in data])
-            elif ttl_ms is not None:
-                kept = [(ek, v) for ek, v in ((ek, _drop_expired(v, now, ttl_ms)) for ek, v in data.items())
-                        if v is not _MISSING]
-                batches.add(kg, name, [ek for ek, _ in kept], [v for _, v in kept])
-            else:  # the dict is not mutated meanwhile (a shadow, or a fork's image): two lists of references
-                batches.add(kg, name, list(data), list(data.values()))
-            del data  # (see above)
-        batches.flush()
-    return out
+    parts.sort(key=lambda p: (p[0], p[1]), reverse=True)  # popped from the end: key group, then state
+    while parts:
+        out = BufferPieces()
+        first = last = parts[-1][0]
+        with pa.ipc.new_stream(pa.PythonFile(out, mode="w"), _SNAPSHOT_SCHEMA,
+                               options=pa.ipc.IpcWriteOptions(compression=compression)) as w:
+            batches = _BatchBuilder(w, yield_gil)
+            while parts:
+                if parts[-1][0] != last and file_bytes is not None and len(out) >= file_bytes:
+                    break  # at a key-group boundary, with the file full
+                kg, name, ttl_ms, data = parts.pop()
+                last = kg
+                if ttl_ms == TIMERS:
+                    batches.add(kg, name, [(key, ns) for _, key, ns in data], [ts for ts, _, _ in data])
+                elif ttl_ms is not None:
+                    kept = [(ek, v) for ek, v in ((ek, _drop_expired(v, now, ttl_ms)) for ek, v in data.items())
+                            if v is not _MISSING]
+                    batches.add(kg, name, [ek for ek, _ in kept], [v for _, v in kept])
+                else:  # the dict is not mutated meanwhile (a shadow, or a fork's image): two lists of references
+                    batches.add(kg, name, list(data), list(data.values()))
+                del data  # (see above)
+            batches.flush()
+        yield KeyGroupRange(first, last), out
 
 
 def _expired(tv: TtlValue, now: int, ttl_ms: int) -> bool:

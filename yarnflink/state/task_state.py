@@ -178,8 +178,7 @@ def snapshot_operators(
             for op_id, f in pending:
                 r: SnapshotResult = f.result()
                 st = snapshot.subtask_states.setdefault(op_id, OperatorSubtaskState())
-                if r.keyed is not None:
-                    st.managed_keyed_state.append(r.keyed)
+                st.managed_keyed_state.extend(r.keyed_handles)
                 if r.operator is not None:
                     st.managed_operator_state.append(r.operator)
             snapshot.subtask_states = {k: v for k, v in snapshot.subtask_states.items() if not v.is_empty()}
