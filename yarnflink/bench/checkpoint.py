@@ -11,7 +11,9 @@ background (``FsCheckpointStorage``'s stream factory). The stall is the longest 
 ends of two consecutive batches while a checkpoint is in progress (its synchronous part
 included), next to the longest one without a checkpoint. Where Linux tells (``schedstat``), the
 longest stall is split into the task thread's own CPU time, its wait for a core (run queue) and
-the rest (waiting for the GIL, or blocked), and the host's steal time of the run is given. The throughput run also reports the
+the rest (waiting for the GIL, or blocked), and the host's steal time of the run is given; a
+witness process (``MemoryWitness``) tells whether the machine's memory was slow for everyone
+during that stall. The throughput run also reports the
 task thread's CPU time per update with and without checkpoints (what they cost the task itself)
 and the snapshot thread's CPU per second (what they take from the machine). The storage is
 initialized first and keeps one checkpoint, as a job's does.
@@ -34,9 +36,10 @@ import sys
 import tempfile
 import threading
 import time
+from array import array
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from yarnflink.common.keygroups import key_group_of
 from yarnflink.state.descriptors import ValueStateDescriptor
@@ -112,9 +115,11 @@ def _memory_mb(field: str) -> float:
     return float("nan")
 
 
-def fill(op: _KeyedOperator, num_keys: int, value_bytes: int) -> list[int]:
-    """``num_keys`` keys with a random (incompressible) value each; returns their key groups."""
-    kgs = [key_group_of(k, MAX_PARALLELISM) for k in range(num_keys)]
+def fill(op: _KeyedOperator, num_keys: int, value_bytes: int) -> "array[int]":
+    """``num_keys`` keys with a random (incompressible) value each; returns their key groups
+    (an ``array``, not a list: every full garbage collection would walk a list of a million
+    ints, ~70 ms instead of ~25 ms at 1 GB, a cost of the benchmark, not of the modelled job)."""
+    kgs = array("i", (key_group_of(k, MAX_PARALLELISM) for k in range(num_keys)))
     b, st = op.backend, op.state
     for start in range(0, num_keys, 4096):
         pool = os.urandom(value_bytes * 4096)
@@ -176,10 +181,52 @@ class Storage:
             self._proc.wait(timeout=30)
 
 
+_WITNESS = """
+import random, sys, time
+buf = bytearray(int(sys.argv[2]) << 20)
+for i in range(0, len(buf), 4096):
+    buf[i] = 1
+pages, rng, out = len(buf) // 4096, random.Random(7), open(sys.argv[1], "w", buffering=1)
+while True:
+    idx = [rng.randrange(pages) << 12 for _ in range(64)]
+    t0, c0 = time.monotonic(), time.thread_time()
+    s = sum(buf[i] for i in idx)
+    out.write(f"{t0:.4f} {(time.thread_time() - c0) * 1e6:.0f}\\n")
+    time.sleep(0.005)
+"""
+
+
+class MemoryWitness:
+    """Another process reading 64 random pages of its own memory every 5 ms and logging the CPU
+    time each round took (~1 % of a core). The machine's memory slows down for everyone at times
+    (seen on this VM: rounds 50-100x their usual time, on a core, with no page fault); its slowdown
+    during the task's longest stall tells whether that stall was the machine's or the process's."""
+
+    def __init__(self, workdir: Path, mb: int = 256) -> None:
+        self.path = workdir / "witness.log"
+        self.proc = subprocess.Popen([sys.executable, "-c", _WITNESS, str(self.path), str(mb)])
+
+    def slowdown(self, start: float, end: float) -> Optional[float]:
+        """The slowest round within ``[start, end]`` against the median round (None: no data)."""
+        try:
+            rounds = [(float(t), float(us)) for t, us in (line.split() for line in self.path.read_text().splitlines()
+                                                          if line.count(" ") == 1)]
+        except (OSError, ValueError):
+            return None
+        inside = [us for t, us in rounds if start <= t <= end]
+        if not inside or len(rounds) < 10:
+            return None
+        return round(max(inside) / max(1.0, _median([us for _, us in rounds])), 1)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
 class TaskLoop:
     """The modelled task thread: batches of state updates, checkpoints when due."""
 
-    def __init__(self, op: _KeyedOperator, kgs: list[int], value_bytes: int, batch: int, storage: Any) -> None:
+    def __init__(self, op: _KeyedOperator, kgs: Sequence[int], value_bytes: int, batch: int, storage: Any) -> None:
         self.op, self.kgs, self.batch, self.storage = op, kgs, batch, storage
         self.value_bytes = value_bytes
         self.rng = random.Random(1)
@@ -191,6 +238,7 @@ class TaskLoop:
         self.stall_in_checkpoint = 0.0
         #: the longest stall's (task CPU, run-queue wait, the rest) in ms
         self.stall_split_ms: tuple[float, float, float] = (0.0, 0.0, 0.0)
+        self.stall_window = (0.0, 0.0)  # its start and end (time.monotonic)
         self.stall_outside = 0.0
         self.gaps_in_checkpoint: list[float] = []
         self.gaps_outside: list[float] = []
@@ -260,6 +308,7 @@ class TaskLoop:
             last_sched = sched
             if checkpointing or (self.in_flight is not None and not self.in_flight.done()):
                 if gap > self.stall_in_checkpoint:  # where the longest stall went
+                    self.stall_window = (end - gap, end)
                     self.stall_split_ms = (round(on_cpu * 1000, 1), round(run_queue * 1000, 1),
                                            round(max(0.0, gap - on_cpu - run_queue) * 1000, 1))
                 self.stall_in_checkpoint = max(self.stall_in_checkpoint, gap)
@@ -305,6 +354,7 @@ def bench_size(size_mb: int, targets: list[str], value_bytes: int, batch: int, c
     rows = []
     for target in targets:
         storage = Storage(target, workdir / f"{target}-{size_mb}-{mode}")
+        witness = MemoryWitness(workdir / f"{target}-{size_mb}-{mode}")
         try:
             loop = TaskLoop(op, kgs, value_bytes, batch, storage.storage)
             loop.run(3.0, None)  # the stalls without checkpoints (longest gap per second)
@@ -323,6 +373,8 @@ def bench_size(size_mb: int, targets: list[str], value_bytes: int, batch: int, c
                    # the longest stall: the task thread on a core / waiting for one / neither
                    # (the GIL, or blocked); and the host's steal time over the run, all CPUs
                    "stall_split_ms_cpu_runqueue_other": list(loop.stall_split_ms),
+                   # another process's memory reads during that stall, against their median
+                   "witness_slowdown_x": witness.slowdown(*loop.stall_window),
                    "steal_ms_per_s": round(1000 * steal_s / max(t_run, 1e-9), 1),
                    "stall_ms_without": round(loop.stall_outside * 1000, 1),
                    "stall_ms_median_per_second_without": round(_median([w for w in loop.window_stalls if w]), 1),
@@ -337,6 +389,7 @@ def bench_size(size_mb: int, targets: list[str], value_bytes: int, batch: int, c
             rows.append(row)
             print("  " + json.dumps(row), flush=True)
         finally:
+            witness.close()
             storage.close()
     op.backend.dispose()
     op.executor.shutdown()
