@@ -532,6 +532,9 @@ class CheckpointDriver:
                     self._savepoint_failed(trigger_id, a.reason)
                 for tid in a.tasks:
                     self._rpc_notify(tid, a.checkpoint_id, False)
+                if self.storage is not None:  # its directory goes, with what a failing task left
+                    # there (Flink: disposeOnFailure); a task still writing late may leave a file
+                    self.jm._spawn(self._off_loop(self.storage.discard_incomplete, a.checkpoint_id))
             elif isinstance(a, cc.DiscardState) and self.storage is not None:
                 self.jm._spawn(self._off_loop(self.storage.discard_state, list(a.handles)))
             elif isinstance(a, cc.DiscardCheckpoint) and self.storage is not None:

@@ -795,11 +795,14 @@ def _encode(parts: list[tuple[int, str, Any, Any]], now: int, compression: Optio
 
 def _encode_pieces(parts: list[tuple[int, str, Any, Any]], now: int, compression: Optional[str] = None,
                    yield_gil: bool = False) -> BufferPieces:
-    """The Arrow IPC stream of a snapshot, in one file (see ``_encode_files``)."""
-    out = BufferPieces()
-    for _, out in _encode_files(parts, now, compression, yield_gil, file_bytes=None):
-        pass
-    return out
+    """The Arrow IPC stream of a snapshot, in one file (see ``_encode_files``); a stream of no
+    rows if ``parts`` is empty."""
+    if not parts:
+        out = BufferPieces()
+        with pa.ipc.new_stream(pa.PythonFile(out, mode="w"), _SNAPSHOT_SCHEMA):
+            pass
+        return out
+    return next(_encode_files(parts, now, compression, yield_gil, file_bytes=None))[1]
 
 
 def _encode_files(parts: list[tuple[int, str, Any, Any]], now: int, compression: Optional[str] = None,

@@ -146,3 +146,10 @@ def test_batches_stay_of_one_state_and_full_although_rows_come_in_key_group_orde
     assert set(per_state) == {"v", "l", "timers-q"}
     for sizes in per_state.values():  # full batches, not one per key group (~23 rows)
         assert sum(sizes) == KEYS and all(n == 500 for n in sizes[:-1])
+
+
+def test_no_parts_encode_to_a_valid_stream_of_no_rows() -> None:
+    """(What the State Processor API's bootstrap writes for an empty key-group range.)"""
+    payload = heap._encode_pieces([], 0)
+    with pa.ipc.open_stream(pa.BufferReader(bytes(payload))) as reader:
+        assert reader.read_all().num_rows == 0
