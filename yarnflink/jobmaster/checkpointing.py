@@ -532,8 +532,11 @@ class CheckpointDriver:
                     self._savepoint_failed(trigger_id, a.reason)
                 for tid in a.tasks:
                     self._rpc_notify(tid, a.checkpoint_id, False)
-                if self.storage is not None:  # its directory goes, with what a failing task left
-                    # there (Flink: disposeOnFailure); a task still writing late may leave a file
+                if self.storage is not None and not self.coordinator.shutdown:
+                    # its directory goes, with what a failing task left there (Flink:
+                    # disposeOnFailure; a task still writing late may leave a file) -- but not
+                    # when the job ends: a checkpoint being finalized then may already have its
+                    # pointer in ZooKeeper, for the next leader to resume from
                     self.jm._spawn(self._off_loop(self.storage.discard_incomplete, a.checkpoint_id))
             elif isinstance(a, cc.DiscardState) and self.storage is not None:
                 self.jm._spawn(self._off_loop(self.storage.discard_state, list(a.handles)))

@@ -26,11 +26,19 @@ def test_an_aborted_checkpoints_directory_is_deleted(tmp_path: Path) -> None:
             (job_dir / f"chk-{cid}").mkdir(parents=True)
             (job_dir / f"chk-{cid}" / "keyed-0-127-chk7-0001.arrow").write_bytes(b"half of a snapshot")
         driver._apply([cc.NotifyCheckpointAborted(7, (), "declined: the snapshot's upload failed")])
-        for _ in range(200):
-            if not (job_dir / "chk-7").exists():
+        for _ in range(200):  # (the deletion runs off the loop; 10 s at most)
+            if not (job_dir / "chk-7").exists() and not jm._io:
                 break
             await asyncio.sleep(0.05)
         assert not (job_dir / "chk-7").exists()
         assert (job_dir / "chk-6" / "keyed-0-127-chk7-0001.arrow").exists()  # another checkpoint's: kept
+
+        # once the job ended, aborts leave the directory: a checkpoint being finalized then may
+        # already be in ZooKeeper for the next leader
+        driver.coordinator.shutdown = True
+        assert not jm._io  # the deletion above is done
+        driver._apply([cc.NotifyCheckpointAborted(6, (), "the job is CANCELED")])
+        assert not jm._io, "an abort after the job ended started a deletion"
+        assert (job_dir / "chk-6").exists()
 
     asyncio.run(run())
