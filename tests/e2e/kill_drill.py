@@ -39,13 +39,14 @@ def start_kill_cluster(workdir: Path, **conf: str) -> Cluster:
     return start_cluster(workdir, taskexecutors=3, slots=2, cluster_evenly__spread__out__slots="true", **conf)
 
 
-def slow_while(flag: str) -> MapFunction:
-    """Slows the pipeline down while ``flag`` exists, so the kills hit a running job."""
+def slow_while(flag: str, delay_s: float = 0.0002) -> MapFunction:
+    """Slows the pipeline down (``delay_s`` per record) while ``flag`` exists, so the kills (or
+    rescales) hit a running job."""
 
     class Slow(MapFunction):
         def map(self, value: Any) -> Any:
             if os.path.exists(flag):
-                time.sleep(0.0002)
+                time.sleep(delay_s)
             return value
 
     return Slow()
@@ -101,6 +102,23 @@ def checkpoint_stats(cluster: Cluster, job_id: str) -> dict[str, Any]:
     r = httpx.get(f"{cluster.rest_url}/jobs/{job_id}/checkpoints", headers=cluster.auth, timeout=10)
     r.raise_for_status()
     return dict(r.json())
+
+
+def assert_exact_after_kills(cluster: Cluster, job_id: str, kills: int, out: Path, got: list, expected: list) -> dict[str, Any]:
+    """What every kill drill checks at the end: the job FINISHED after at least ``kills``
+    restarts, its committed output ``got`` equals the failure-free ``expected`` (nothing lost,
+    nothing duplicated), no in-progress file is left in ``out``, and a checkpoint completed and
+    was restored per kill. Returns the job's checkpoint statistics."""
+    details = cluster.rest.job(job_id)
+    assert details["state"] == "FINISHED"
+    assert details["numRestarts"] >= kills
+    assert len(got) == len(expected), f"{len(got)} committed records, expected {len(expected)}"
+    assert got == expected  # nothing lost, nothing duplicated
+    assert not [f for f in os.listdir(out) if f.endswith(".inprogress")]
+    stats = checkpoint_stats(cluster, job_id)
+    assert stats["counts"]["completed"] >= kills + 1
+    assert stats["counts"]["restored"] >= kills
+    return stats
 
 
 def kill_taskexecutors(cluster: Cluster, job_id: str, kills: int, rng: random.Random,

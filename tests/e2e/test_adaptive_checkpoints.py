@@ -12,17 +12,15 @@ functions by value.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import cloudpickle
 import pytest
 
-from yarnflink import FileSink, MapFunction, StreamExecutionEnvironment
+from yarnflink import FileSink, StreamExecutionEnvironment
 from yarnflink.api.environment import set_default_executor
 from yarnflink.bench.exactly_once import committed, running_sums
 from yarnflink.client.rest_client import RestClient
@@ -30,6 +28,7 @@ from yarnflink.common.config import Configuration
 from yarnflink.deployment.local.cluster import stop_process
 
 from .conftest import Cluster, wait_until
+from .kill_drill import slow_while
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -38,18 +37,6 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 #: so each key's records reach its reducer in order at any parallelism
 N = 128_000
 KEY_WIDTH = 100
-
-
-def slow_while(flag: str) -> MapFunction:
-    """Slows the pipeline down while ``flag`` exists, so the rescales hit a running job."""
-
-    class Slow(MapFunction):
-        def map(self, value: Any) -> Any:
-            if os.path.exists(flag):
-                time.sleep(0.001)
-            return value
-
-    return Slow()
 
 
 def expected_running_sums() -> list[tuple[int, int]]:
@@ -99,7 +86,7 @@ def test_an_adaptive_checkpointed_job_rescales_from_its_latest_checkpoint_exactl
                            "restart-strategy.fixed-delay.attempts": "10",
                            "restart-strategy.fixed-delay.delay": "200 ms"}.items():
             env.get_config().set(key, value)
-        (env.from_sequence(0, N - 1).map(slow_while(str(flag)))
+        (env.from_sequence(0, N - 1).map(slow_while(str(flag), 0.001))
             .map(lambda x: (x // KEY_WIDTH, x))
             .key_by(lambda t: t[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
             .sink_to(FileSink(str(out), format="jsonl")))

@@ -8,7 +8,6 @@ names the path, and the cluster goes on."""
 
 from __future__ import annotations
 
-import os
 import random
 import socket
 import subprocess
@@ -22,8 +21,8 @@ import pytest
 from yarnflink.api.environment import set_default_executor
 
 from .conftest import Cluster, start_cluster, wait_until
-from .kill_drill import (KILLS, checkpoint_stats, checkpointed_env, committed_windows, expected_windows,
-                         kill_taskexecutors, start_kill_cluster, window_job)
+from .kill_drill import (KILLS, assert_exact_after_kills, checkpointed_env, committed_windows,
+                         expected_windows, kill_taskexecutors, start_kill_cluster, window_job)
 from .test_savepoints import (Cli, checkpoints_of, committed, expected_running_sums, root_exception,
                               running_with_checkpoint, state_of)
 
@@ -130,24 +129,13 @@ def test_event_time_windows_on_s3_are_exactly_once_across_taskexecutor_kills(
     window_job(env, flag, out)
     client = env.execute_async("windows checkpointed to S3 under kills")
     job_id = client.get_job_id()
-    rest = s3_kill_cluster.rest
     kill_taskexecutors(s3_kill_cluster, job_id, KILLS, random.Random())
     fs = s3_fs(moto_endpoint)
     assert completed_checkpoints_on_s3(fs, f"{prefix}/checkpoints/{job_id}")  # the job's checkpoints are on S3
     flag.unlink()  # full speed to the end
     client.get_job_execution_result()
 
-    details = rest.job(job_id)
-    assert details["state"] == "FINISHED"
-    assert details["numRestarts"] >= KILLS
-    got = committed_windows(out)
-    expected = expected_windows()
-    assert len(got) == len(expected), f"{len(got)} committed windows, expected {len(expected)}"
-    assert got == expected  # nothing lost, nothing duplicated
-    assert not [f for f in os.listdir(out) if f.endswith(".inprogress")]
-    stats = checkpoint_stats(s3_kill_cluster, job_id)
-    assert stats["counts"]["completed"] >= KILLS + 1
-    assert stats["counts"]["restored"] >= KILLS
+    stats = assert_exact_after_kills(s3_kill_cluster, job_id, KILLS, out, committed_windows(out), expected_windows())
     restored = stats["latest"]["restored"]
     assert restored is not None and restored["external_path"].startswith(f"s3://{prefix}/checkpoints/{job_id}/chk-")
     assert restored["is_savepoint"] is False
