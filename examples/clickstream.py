@@ -48,13 +48,31 @@ MAX_DELAY_MS = 5_000
 #: half of them stay into the next phase.
 USERS, ACTIVE, PHASE_EVENTS = 1_000, 100, 3_000
 HOST = "https://shop.example.com"
-PAGES = (["/", "/products", "/search", "/cart", "/checkout", "/help", "/about"]
-         + [f"/products/{n}" for n in range(1, 31)] + [f"/blog/{n}" for n in range(1, 6)])
+PAGES = (
+    ["/", "/products", "/search", "/cart", "/checkout", "/help", "/about"]
+    + [f"/products/{n}" for n in range(1, 31)]
+    + [f"/blog/{n}" for n in range(1, 6)]
+)
 # a url as it reaches the server: as is, with a trailing slash, in capitals, with a tracking query
-URLS = [u for p in PAGES for u in (HOST + p, HOST + p.rstrip("/") + "/", HOST + p.upper(),
-                                   f"{HOST}{p}?utm_source=newsletter&utm_medium=email")]
-REFERRERS = [None, "", "https://www.google.com/search?q=shoes", "https://www.bing.com/search?q=shop",
-             "https://news.example.org/deals", "https://social.example.net/post/42", HOST + "/"]
+URLS = [
+    u
+    for p in PAGES
+    for u in (
+        HOST + p,
+        HOST + p.rstrip("/") + "/",
+        HOST + p.upper(),
+        f"{HOST}{p}?utm_source=newsletter&utm_medium=email",
+    )
+]
+REFERRERS = [
+    None,
+    "",
+    "https://www.google.com/search?q=shoes",
+    "https://www.bing.com/search?q=shop",
+    "https://news.example.org/deals",
+    "https://social.example.net/post/42",
+    HOST + "/",
+]
 USER_AGENTS = [
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
     "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_6) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15",
@@ -63,9 +81,11 @@ USER_AGENTS = [
     "Mozilla/5.0 (iPad; CPU OS 18_1 like Mac OS X) AppleWebKit/605.1.15 Mobile/15E148 Safari/604.1",
     "Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0",
 ]
-BOT_AGENTS = ["Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
-              "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)",
-              "python-requests/2.32.3"]
+BOT_AGENTS = [
+    "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+    "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)",
+    "python-requests/2.32.3",
+]
 SCHEMA = "user_id STRING, url STRING, referrer STRING, ts BIGINT, user_agent STRING"
 
 
@@ -107,11 +127,16 @@ def generate(index: np.ndarray, seed: int) -> pa.RecordBatch:
     urls[defect == 32] = "shop.example.com/products"  # no scheme
     urls[defect == 33] = None
     ts = np.where(defect == 34, 0, ts)
-    return pa.record_batch([
-        pa.array(user_ids, pa.string()), pa.array(urls, pa.string()),
-        pa.array(np.array(REFERRERS, dtype=object)[referrer], pa.string()),
-        pa.array(ts, pa.int64()), pa.array(agents, pa.string()),
-    ], names=["user_id", "url", "referrer", "ts", "user_agent"])
+    return pa.record_batch(
+        [
+            pa.array(user_ids, pa.string()),
+            pa.array(urls, pa.string()),
+            pa.array(np.array(REFERRERS, dtype=object)[referrer], pa.string()),
+            pa.array(ts, pa.int64()),
+            pa.array(agents, pa.string()),
+        ],
+        names=["user_id", "url", "referrer", "ts", "user_agent"],
+    )
 
 
 # ----------------------------------------------------------------------------- cleaning in Spark
@@ -165,8 +190,13 @@ class SessionStats(AggregateFunction):
         n, pages, first, last, converted = acc
         page, ts = click["page"], click["ts"]
         entry = (ts, page, click["device"], click["source"])
-        return (n + 1, pages | {page}, entry if first is None or entry < first else first,
-                ts if last is None or ts > last else last, converted or page == "/checkout")
+        return (
+            n + 1,
+            pages | {page},
+            entry if first is None or entry < first else first,
+            ts if last is None or ts > last else last,
+            converted or page == "/checkout",
+        )
 
     def get_result(self, acc: Any) -> Any:
         return acc
@@ -185,28 +215,59 @@ class SessionRecord(ProcessWindowFunction):
             yield session_record(key, n, pages, first_ts, last_ts, landing, device, source, converted)
 
 
-def session_record(user: str, clicks: int, pages: Any, first_ts: int, last_ts: int, landing: str, device: str,
-                   source: str, converted: bool) -> dict:
+def session_record(
+    user: str,
+    clicks: int,
+    pages: Any,
+    first_ts: int,
+    last_ts: int,
+    landing: str,
+    device: str,
+    source: str,
+    converted: bool,
+) -> dict:
     """One output row (the Parquet columns, in order); the device and traffic source are the
     landing click's."""
-    return {"user_id": user, "session_start_ms": first_ts, "session_end_ms": last_ts,
-            "duration_s": (last_ts - first_ts) / 1000.0, "clicks": clicks, "distinct_pages": len(pages),
-            "landing_page": landing, "device": device, "source": source, "converted": converted}
+    return {
+        "user_id": user,
+        "session_start_ms": first_ts,
+        "session_end_ms": last_ts,
+        "duration_s": (last_ts - first_ts) / 1000.0,
+        "clicks": clicks,
+        "distinct_pages": len(pages),
+        "landing_page": landing,
+        "device": device,
+        "source": source,
+        "converted": converted,
+    }
 
 
-def build(env: StreamExecutionEnvironment, *, events: int, seed: int, output: str, gap_s: float,
-          clean: Any = None) -> None:
+def build(
+    env: StreamExecutionEnvironment, *, events: int, seed: int, output: str, gap_s: float, clean: Any = None
+) -> None:
     """The pipeline. ``clean(stream) -> stream`` replaces the Spark SQL step (tests inject faults)."""
-    clicks = (env.from_sequence(0, events - 1).name("Event ids")
-              .map_batches(lambda rb: generate(rb.column(0).to_numpy(), seed)).name("Click events"))
-    cleaned = clean(clicks) if clean is not None else clicks.spark_sql(CLEAN_SQL, schema=SCHEMA).name("Clean and enrich")
-    strategy = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(MAX_DELAY_MS))
-                .with_timestamp_assigner(lambda click, _ts: click["ts"]))
-    (cleaned.assign_timestamps_and_watermarks(strategy).name("Event time")
+    clicks = (
+        env.from_sequence(0, events - 1)
+        .name("Event ids")
+        .map_batches(lambda rb: generate(rb.column(0).to_numpy(), seed))
+        .name("Click events")
+    )
+    cleaned = (
+        clean(clicks) if clean is not None else clicks.spark_sql(CLEAN_SQL, schema=SCHEMA).name("Clean and enrich")
+    )
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(MAX_DELAY_MS)).with_timestamp_assigner(
+        lambda click, _ts: click["ts"]
+    )
+    (
+        cleaned.assign_timestamps_and_watermarks(strategy)
+        .name("Event time")
         .key_by(lambda click: click["user_id"])
         .window(EventTimeSessionWindows.with_gap(Time.milliseconds(int(gap_s * 1000))))
-        .aggregate(SessionStats(), window_function=SessionRecord()).name("Sessions")
-        .sink_to(FileSink(output, format="parquet")).name("Parquet sink"))
+        .aggregate(SessionStats(), window_function=SessionRecord())
+        .name("Sessions")
+        .sink_to(FileSink(output, format="parquet"))
+        .name("Parquet sink")
+    )
 
 
 def configure(env: StreamExecutionEnvironment, parallelism: int = 2) -> None:
@@ -251,8 +312,10 @@ def summary(sessions: pa.Table, events: int, runtime_ms: int) -> str:
     for page, n in list(zip(top["landing_page"].to_pylist(), top["clicks_count"].to_pylist()))[:5]:
         lines.append(f"    {page:<16} {n:>6,} sessions")
     devices = sessions.group_by("device").aggregate([("clicks", "count")]).sort_by("device")
-    lines.append("  sessions by device: " + ", ".join(
-        f"{d} {n:,}" for d, n in zip(devices["device"].to_pylist(), devices["clicks_count"].to_pylist())))
+    lines.append(
+        "  sessions by device: "
+        + ", ".join(f"{d} {n:,}" for d, n in zip(devices["device"].to_pylist(), devices["clicks_count"].to_pylist()))
+    )
     return "\n".join(lines)
 
 
@@ -260,8 +323,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Clickstream sessions (see the module docstring).")
     parser.add_argument("--events", type=int, default=100_000, help="click events to generate")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--output", default="out/clickstream",
-                        help="directory of the Parquet files (a previous run's are replaced)")
+    parser.add_argument(
+        "--output", default="out/clickstream", help="directory of the Parquet files (a previous run's are replaced)"
+    )
     parser.add_argument("--gap", type=float, default=30.0, help="session gap in seconds")
     args = parser.parse_args()
     if args.events < 1 or args.gap <= 0:

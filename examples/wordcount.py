@@ -22,13 +22,17 @@ env = StreamExecutionEnvironment.get_execution_environment()
 env.set_runtime_mode(RuntimeExecutionMode.BATCH)  # BATCH: one final count per word
 env.set_parallelism(2)
 
-lines = env.from_sequence(1, args.lines).map(
-    lambda i: " ".join(WORDS[(i * k + k * k) % len(WORDS)] for k in range(1, 11))
-).name("Lines")
+lines = (
+    env.from_sequence(1, args.lines)
+    .map(lambda i: " ".join(WORDS[(i * k + k * k) % len(WORDS)] for k in range(1, 11)))
+    .name("Lines")
+)
 counts = (
-    lines.flat_map(lambda line: [(w, 1) for w in line.split()]).name("Tokenizer")
+    lines.flat_map(lambda line: [(w, 1) for w in line.split()])
+    .name("Tokenizer")
     .key_by(lambda pair: pair[0])
-    .sum(1).name("Count")
+    .sum(1)
+    .name("Count")
 )
 counts.sink_to(FileSink(args.output, format="jsonl"))
 result = env.execute("WordCount")

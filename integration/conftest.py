@@ -42,17 +42,26 @@ def ha_cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Calla
 
     started: list[LocalHaCluster] = []
 
-    def make(quorum: str, masters: int = 2, taskexecutors: int = 2,
-             extra: dict[str, str] | None = None) -> LocalHaCluster:
-        config = Configuration({
-            "high-availability.type": "zookeeper",
-            "high-availability.zookeeper.quorum": quorum,
-            "high-availability.zookeeper.path.root": unique_root("drill"),
-            "high-availability.storageDir": f"file://{tmp_path / 'ha'}",
-            **DRILL_CONFIG, **(extra or {}),
-        })
-        cluster = LocalHaCluster(config, tmp_path / f"cluster-{len(started)}", masters=masters,
-                                 taskexecutors=taskexecutors, name=f"drill{len(started)}")
+    def make(
+        quorum: str, masters: int = 2, taskexecutors: int = 2, extra: dict[str, str] | None = None
+    ) -> LocalHaCluster:
+        config = Configuration(
+            {
+                "high-availability.type": "zookeeper",
+                "high-availability.zookeeper.quorum": quorum,
+                "high-availability.zookeeper.path.root": unique_root("drill"),
+                "high-availability.storageDir": f"file://{tmp_path / 'ha'}",
+                **DRILL_CONFIG,
+                **(extra or {}),
+            }
+        )
+        cluster = LocalHaCluster(
+            config,
+            tmp_path / f"cluster-{len(started)}",
+            masters=masters,
+            taskexecutors=taskexecutors,
+            name=f"drill{len(started)}",
+        )
         started.append(cluster)
         return cluster.start()
 

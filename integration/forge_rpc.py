@@ -21,16 +21,38 @@ from yarnflink.security import prepare_taskexecutor
 
 async def forge(token: str, rm: str, tes: list[str]) -> dict[str, str]:
     pool = GatewayPool()
-    calls = [(f"RM {rm} NotifySlotAvailable", pool.resource_manager(rm).NotifySlotAvailable,
-              resourcemanager_pb2.NotifySlotAvailableRequest(fencing_token=token, resource_id="forged",
-                                                             slot_index=0, allocation_id="forged"))]
+    calls = [
+        (
+            f"RM {rm} NotifySlotAvailable",
+            pool.resource_manager(rm).NotifySlotAvailable,
+            resourcemanager_pb2.NotifySlotAvailableRequest(
+                fencing_token=token, resource_id="forged", slot_index=0, allocation_id="forged"
+            ),
+        )
+    ]
     for te in tes:
         gw = pool.task_executor(te)
-        calls.append((f"TE {te} RequestSlot", gw.RequestSlot, taskexecutor_pb2.RequestSlotRequest(
-            resource_manager_token=token, slot_index=0, job_id="forged", allocation_id="forged",
-            jobmaster_address="127.0.0.1:1", jobmaster_id="forged")))
-        calls.append((f"TE {te} HeartbeatFromResourceManager", gw.HeartbeatFromResourceManager,
-                      taskexecutor_pb2.ResourceManagerHeartbeat(resource_manager_token=token)))
+        calls.append(
+            (
+                f"TE {te} RequestSlot",
+                gw.RequestSlot,
+                taskexecutor_pb2.RequestSlotRequest(
+                    resource_manager_token=token,
+                    slot_index=0,
+                    job_id="forged",
+                    allocation_id="forged",
+                    jobmaster_address="127.0.0.1:1",
+                    jobmaster_id="forged",
+                ),
+            )
+        )
+        calls.append(
+            (
+                f"TE {te} HeartbeatFromResourceManager",
+                gw.HeartbeatFromResourceManager,
+                taskexecutor_pb2.ResourceManagerHeartbeat(resource_manager_token=token),
+            )
+        )
     out = {}
     for name, method, request in calls:
         try:

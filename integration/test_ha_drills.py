@@ -22,8 +22,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -64,8 +65,7 @@ def _leader_information(cluster: Any, component: str) -> tuple[str, str]:
 def _finish_and_check(cluster: Any, job_id: str, out: Path, flag: Path, n: int = N) -> dict[str, Any]:
     flag.unlink(missing_ok=True)
     with cluster.rest() as rest:
-        wait_until(lambda: rest.job(job_id)["state"] in ("FINISHED", "FAILED", "CANCELED"), 180,
-                   f"job {job_id} to end")
+        wait_until(lambda: rest.job(job_id)["state"] in ("FINISHED", "FAILED", "CANCELED"), 180, f"job {job_id} to end")
         details = rest.job(job_id)
     assert details["state"] == "FINISHED"
     got = committed(out)
@@ -76,21 +76,28 @@ def _finish_and_check(cluster: Any, job_id: str, out: Path, flag: Path, n: int =
     return details
 
 
-def _start_job(cluster: Any, tmp_path: Path, name: str = "job", n: int = N,
-               pause_s: float = 0.0005) -> tuple[str, Path, Path]:
+def _start_job(
+    cluster: Any, tmp_path: Path, name: str = "job", n: int = N, pause_s: float = 0.0005
+) -> tuple[str, Path, Path]:
     """A job that runs at least n/2 x pause_s seconds until its flag file goes."""
     flag = tmp_path / f"{name}.slow"
     flag.touch()
     out = tmp_path / f"{name}.out"
-    job_id = submit_checkpointed_sum(cluster.leader_url(), n=n, out=out, checkpoints=tmp_path / f"{name}.ckpt",
-                                     flag=flag, name=name, pause_s=pause_s)
+    job_id = submit_checkpointed_sum(
+        cluster.leader_url(), n=n, out=out, checkpoints=tmp_path / f"{name}.ckpt", flag=flag, name=name, pause_s=pause_s
+    )
     return job_id, out, flag
 
 
 def _wait_checkpointed(cluster: Any, job_id: str, after: int = 0) -> int:
     with cluster.rest() as rest:
-        return int(wait_until(lambda: running_with_checkpoint_after(rest, job_id, after), 120,
-                              f"job {job_id} running with a completed checkpoint"))
+        return int(
+            wait_until(
+                lambda: running_with_checkpoint_after(rest, job_id, after),
+                120,
+                f"job {job_id} running with a completed checkpoint",
+            )
+        )
 
 
 @pytest.fixture(params=["standalone", "ensemble"])
@@ -102,7 +109,8 @@ def quorum(request: pytest.FixtureRequest) -> str:
 
 # ---------------------------------------------------------------------------- (a)
 def test_a_sigkill_of_the_leader_resumes_the_job_from_its_latest_checkpoint(
-        ha_cluster: Callable[..., Any], quorum: str, tmp_path: Path) -> None:
+    ha_cluster: Callable[..., Any], quorum: str, tmp_path: Path
+) -> None:
     cluster = ha_cluster(quorum)
     job_id, out, flag = _start_job(cluster, tmp_path)
     _wait_checkpointed(cluster, job_id)
@@ -118,7 +126,8 @@ def test_a_sigkill_of_the_leader_resumes_the_job_from_its_latest_checkpoint(
 
 # ---------------------------------------------------------------------------- (b)
 def test_b_a_leader_whose_session_expired_steps_down_and_is_fenced(
-        ha_cluster: Callable[..., Any], zookeeper: Any, tmp_path: Path) -> None:
+    ha_cluster: Callable[..., Any], zookeeper: Any, tmp_path: Path
+) -> None:
     from yarnflink.highavailability.services import RESOURCE_MANAGER
 
     cluster = ha_cluster(zookeeper.address)
@@ -129,8 +138,9 @@ def test_b_a_leader_whose_session_expired_steps_down_and_is_fenced(
     print(f"\n(b) {t.line('SIGSTOP')}")
     old_log = cluster.workdir / f"master-{t.old_leader}.log"
     os.kill(cluster.master_pids[t.old_leader], signal.SIGCONT)
-    wait_until(lambda: "lost leadership" in old_log.read_text(errors="replace"), 60,
-               "the woken-up old leader to step down")
+    wait_until(
+        lambda: "lost leadership" in old_log.read_text(errors="replace"), 60, "the woken-up old leader to step down"
+    )
     new_session, new_rm = _leader_information(cluster, RESOURCE_MANAGER)
     assert new_session != old_session and new_rm != old_rm
 
@@ -142,12 +152,17 @@ def test_b_a_leader_whose_session_expired_steps_down_and_is_fenced(
         def both_registered() -> list[str]:
             paths = [tm["path"] for tm in rest.taskmanagers()]
             return paths if len(paths) >= 2 else []
+
         tes = wait_until(both_registered, 60, "both TaskExecutors registered at the new leader")
     assert len(tes) == 2
     config = {k: str(v) for k, v in cluster.config.to_dict().items()}
-    forged = subprocess.run([sys.executable, str(Path(__file__).with_name("forge_rpc.py")), json.dumps(config),
-                             old_session, new_rm, *tes], capture_output=True, text=True, timeout=120,
-                            cwd=str(Path(__file__).parents[1]))
+    forged = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("forge_rpc.py")), json.dumps(config), old_session, new_rm, *tes],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(Path(__file__).parents[1]),
+    )
     assert forged.returncode == 0, forged.stderr
     codes = json.loads(forged.stdout)
     assert len(codes) == 1 + 2 * len(tes)
@@ -157,8 +172,14 @@ def test_b_a_leader_whose_session_expired_steps_down_and_is_fenced(
     stale = "Status.HighAvailability.StaleRpcsRejected"
     with cluster.rest() as rest:
         for tm in rest.taskmanagers():
-            wait_until(lambda: any(m["id"] == stale and float(m["value"]) >= 2 for m in rest.get_json(
-                f"/taskmanagers/{tm['id']}/metrics", get=stale)), 60, f"{stale} of {tm['id']}")
+            wait_until(
+                lambda: any(
+                    m["id"] == stale and float(m["value"]) >= 2
+                    for m in rest.get_json(f"/taskmanagers/{tm['id']}/metrics", get=stale)
+                ),
+                60,
+                f"{stale} of {tm['id']}",
+            )
     _finish_and_check(cluster, job_id, out, flag)
 
 
@@ -172,11 +193,16 @@ def _zookeeper_server_of(pid: int, ensemble: Any) -> Any:
 
 
 def test_c_a_restarting_ensemble_node_changes_no_leadership_and_restarts_no_job(
-        ha_cluster: Callable[..., Any], ensemble: Any, tmp_path: Path) -> None:
+    ha_cluster: Callable[..., Any], ensemble: Any, tmp_path: Path
+) -> None:
     # a connection moving to another server is SUSPENDED for a moment: leaders keep leading
-    cluster = ha_cluster(ensemble.hosts, extra={
-        "high-availability.zookeeper.client.tolerate-suspended-connections": "true",
-        "high-availability.zookeeper.client.session-timeout": "4 s"})
+    cluster = ha_cluster(
+        ensemble.hosts,
+        extra={
+            "high-availability.zookeeper.client.tolerate-suspended-connections": "true",
+            "high-availability.zookeeper.client.session-timeout": "4 s",
+        },
+    )
     job_id, out, flag = _start_job(cluster, tmp_path)
     seen = _wait_checkpointed(cluster, job_id)
     from yarnflink.highavailability.services import RESOURCE_MANAGER
@@ -190,15 +216,23 @@ def test_c_a_restarting_ensemble_node_changes_no_leadership_and_restarts_no_job(
     server = _zookeeper_server_of(cluster.master_pids[leader], ensemble)
     leaders_own = server is not None and server.mode() == "follower"
     if not leaders_own:
-        server = next((s for s in (_zookeeper_server_of(p, ensemble) for p in cluster.te_pids)
-                       if s is not None and s.mode() == "follower"), None)
+        server = next(
+            (
+                s
+                for s in (_zookeeper_server_of(p, ensemble) for p in cluster.te_pids)
+                if s is not None and s.mode() == "follower"
+            ),
+            None,
+        )
     if server is None:
         server = next(s for s in ensemble.servers if s.mode() == "follower")
     t0 = time.monotonic()
     mode = server.restart()
     whose = "the leading master's" if leaders_own else "a follower"
-    print(f"\n(c) ZooKeeper server {server.client_port} ({whose}, {mode} again) restarted in "
-          f"{time.monotonic() - t0:.2f}s; no takeover")
+    print(
+        f"\n(c) ZooKeeper server {server.client_port} ({whose}, {mode} again) restarted in "
+        f"{time.monotonic() - t0:.2f}s; no takeover"
+    )
     _wait_checkpointed(cluster, job_id, seen)  # still checkpointing after the restart
     assert _leader_information(cluster, RESOURCE_MANAGER) == before
     assert cluster.leader_index() == leader
@@ -210,8 +244,7 @@ def test_c_a_restarting_ensemble_node_changes_no_leadership_and_restarts_no_job(
 
 
 # ---------------------------------------------------------------------------- (d)
-def test_d_ten_failovers_in_a_row_under_load(ha_cluster: Callable[..., Any], zookeeper: Any,
-                                               tmp_path: Path) -> None:
+def test_d_ten_failovers_in_a_row_under_load(ha_cluster: Callable[..., Any], zookeeper: Any, tmp_path: Path) -> None:
     # three masters: a killed one restarts while the next failover is prepared
     cluster = ha_cluster(zookeeper.address, masters=3)
     # two jobs on both slots of both TaskExecutors, slowed down to outlast the ten failovers
@@ -229,9 +262,13 @@ def test_d_ten_failovers_in_a_row_under_load(ha_cluster: Callable[..., Any], zoo
         restarting.append(t.old_leader)
         with cluster.rest() as rest:
             for job_id, _, _ in jobs:  # a fresh checkpoint under the new leader before the next kill
-                seen[job_id] = int(wait_until(
-                    lambda: running_with_checkpoint_after(rest, job_id, 0) and completed_checkpoints(rest, job_id),
-                    120, f"a checkpoint of {job_id} after failover {i + 1}"))
+                seen[job_id] = int(
+                    wait_until(
+                        lambda: running_with_checkpoint_after(rest, job_id, 0) and completed_checkpoints(rest, job_id),
+                        120,
+                        f"a checkpoint of {job_id} after failover {i + 1}",
+                    )
+                )
     print(f"\n(d) takeover times: {', '.join(f'{x:.2f}' for x in times)} s")
     for job_id, out, flag in jobs:
         _finish_and_check(cluster, job_id, out, flag)
@@ -243,7 +280,8 @@ def _snapshot(path: Path) -> dict[str, tuple[int, int]]:
 
 
 def test_e_a_job_finished_before_the_failover_is_not_run_again(
-        ha_cluster: Callable[..., Any], ensemble: Any, tmp_path: Path) -> None:
+    ha_cluster: Callable[..., Any], ensemble: Any, tmp_path: Path
+) -> None:
     cluster = ha_cluster(ensemble.hosts)
     done_id, done_out, done_flag = _start_job(cluster, tmp_path, name="done", n=2_000)
     done_flag.unlink()

@@ -17,8 +17,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -37,8 +38,12 @@ WORDCOUNT = ROOT / "examples" / "wordcount.py"
 
 
 def _dynamic() -> dict[str, str]:
-    conf = {"yarn.application.name": f"yarnflink-it-{uuid.uuid4().hex[:8]}", "taskmanager.numberOfTaskSlots": "2",
-            "taskmanager.memory.process.size": "1024m", "jobmanager.memory.process.size": "1024m"}
+    conf = {
+        "yarn.application.name": f"yarnflink-it-{uuid.uuid4().hex[:8]}",
+        "taskmanager.numberOfTaskSlots": "2",
+        "taskmanager.memory.process.size": "1024m",
+        "jobmanager.memory.process.size": "1024m",
+    }
     if os.environ.get("YARNFLINK_IT_ARCHIVE"):
         conf["yarn.ship-archives"] = os.environ["YARNFLINK_IT_ARCHIVE"]
     if os.environ.get("YARNFLINK_IT_PYTHON"):
@@ -83,8 +88,12 @@ def test_session_taskexecutors_are_containers_and_lost_ones_are_replaced(config:
             running = app.get_containers(services=["taskexecutor"], states=["RUNNING"])
             assert len(running) == 2
             app.kill_container(running[0].id)  # as if YARN preempted it
-            _until(lambda: {c.id for c in app.get_containers(services=["taskexecutor"], states=["RUNNING"])}
-                   - {running[0].id, running[1].id})
+            _until(
+                lambda: (
+                    {c.id for c in app.get_containers(services=["taskexecutor"], states=["RUNNING"])}
+                    - {running[0].id, running[1].id}
+                )
+            )
             _until(lambda: len(rest.taskmanagers()) == 2)
     finally:
         stop_cluster(config, cluster.app_id)
@@ -93,29 +102,81 @@ def test_session_taskexecutors_are_containers_and_lost_ones_are_replaced(config:
 
 def test_cli_session_run_by_application_id_and_stop(tmp_path: Path, config: Configuration) -> None:
     env = {"YARNFLINK_SESSIONS_DIR": str(tmp_path / "sessions")}
-    start = subprocess.run([sys.executable, "-m", "yarnflink.cli.main", "session", "start", "--target", "yarn",
-                            "-n", "1", "-s", "2", *_dflags()], capture_output=True, text=True, timeout=600,
-                           env=dict(os.environ, **env), cwd=ROOT)
+    start = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "yarnflink.cli.main",
+            "session",
+            "start",
+            "--target",
+            "yarn",
+            "-n",
+            "1",
+            "-s",
+            "2",
+            *_dflags(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ, **env),
+        cwd=ROOT,
+    )
     assert start.returncode == 0, start.stderr
     app_id = next(w for w in start.stdout.split() if w.startswith("application_"))
     try:
-        run = subprocess.run([sys.executable, "-m", "yarnflink.cli.main", "run", "-yid", app_id, str(WORDCOUNT)],
-                             capture_output=True, text=True, timeout=600, env=dict(os.environ, **env), cwd=ROOT)
+        run = subprocess.run(
+            [sys.executable, "-m", "yarnflink.cli.main", "run", "-yid", app_id, str(WORDCOUNT)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=dict(os.environ, **env),
+            cwd=ROOT,
+        )
         assert run.returncode == 0, run.stderr
-        listed = subprocess.run([sys.executable, "-m", "yarnflink.cli.main", "session", "list", "--target", "yarn"],
-                                capture_output=True, text=True, timeout=120, env=dict(os.environ, **env))
+        listed = subprocess.run(
+            [sys.executable, "-m", "yarnflink.cli.main", "session", "list", "--target", "yarn"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=dict(os.environ, **env),
+        )
         assert app_id in listed.stdout
     finally:
-        stop = subprocess.run([sys.executable, "-m", "yarnflink.cli.main", "session", "stop", app_id],
-                              capture_output=True, text=True, timeout=120, env=dict(os.environ, **env))
+        stop = subprocess.run(
+            [sys.executable, "-m", "yarnflink.cli.main", "session", "stop", app_id],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=dict(os.environ, **env),
+        )
         assert stop.returncode == 0, stop.stderr
 
 
 @pytest.mark.parametrize("mode", ["--per-job", "--application"])
 def test_job_clusters_end_with_their_job(mode: str, tmp_path: Path, config: Configuration) -> None:
     env = dict(os.environ, YARNFLINK_SESSIONS_DIR=str(tmp_path / "sessions"))
-    run = subprocess.run([sys.executable, "-m", "yarnflink.cli.main", "run", mode, "--target", "yarn", "-n", "1",
-                          *_dflags(), str(WORDCOUNT)], capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "yarnflink.cli.main",
+            "run",
+            mode,
+            "--target",
+            "yarn",
+            "-n",
+            "1",
+            *_dflags(),
+            str(WORDCOUNT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+        cwd=ROOT,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     app_id = next(w for w in run.stderr.split() if w.startswith("application_"))
     _until(lambda: str(skein_client(config).application_report(app_id).state) in ("FINISHED",), 120)

@@ -28,14 +28,16 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import TypeVar
 from pathlib import Path
+from typing import TypeVar
 
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 DEBIAN_JAR = "/usr/share/java/zookeeper.jar"  # its manifest's Class-Path names the dependencies
 SLF4J_SIMPLE = "/usr/share/java/slf4j-simple.jar"  # server log to the log file instead of nowhere
-INSTALL_HINT = ("ZooKeeper server not found: install Debian's 'zookeeper' package (scripts/setup does "
-                "as root) or set ZOOKEEPER_CLASSPATH to the server's jars")
+INSTALL_HINT = (
+    "ZooKeeper server not found: install Debian's 'zookeeper' package (scripts/setup does "
+    "as root) or set ZOOKEEPER_CLASSPATH to the server's jars"
+)
 
 
 T = TypeVar("T")
@@ -164,8 +166,15 @@ class ZooKeeperServer:
     """One ZooKeeper server process: standalone, or member ``server_id`` of an ensemble whose
     members are ``peers`` (id -> (client port, quorum port, election port))."""
 
-    def __init__(self, workdir: Path, client_port: int, *, server_id: int | None = None,
-                 peers: dict[int, tuple[int, int, int]] | None = None, tick_ms: int = 200) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        client_port: int,
+        *,
+        server_id: int | None = None,
+        peers: dict[int, tuple[int, int, int]] | None = None,
+        tick_ms: int = 200,
+    ) -> None:
         self.workdir = Path(workdir)
         self.client_port = client_port
         self.server_id = server_id
@@ -196,8 +205,13 @@ class ZooKeeperServer:
         ]
         if self.peers:
             # generous limits: a loaded 2-core machine must not drop followers
-            lines += ["initLimit=50", "syncLimit=25", "standaloneEnabled=false",
-                      "reconfigEnabled=false", "electionPortBindRetry=0"]
+            lines += [
+                "initLimit=50",
+                "syncLimit=25",
+                "standaloneEnabled=false",
+                "reconfigEnabled=false",
+                "electionPortBindRetry=0",
+            ]
             for sid, (_cp, qp, ep) in sorted(self.peers.items()):
                 lines.append(f"server.{sid}=127.0.0.1:{qp}:{ep}")
             (self.data_dir / "myid").write_text(f"{self.server_id}\n")
@@ -208,14 +222,29 @@ class ZooKeeperServer:
         """Starts the process without waiting for it to serve."""
         if self.is_running():
             return
-        cmd = [java_executable(), "-Xmx160m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-               "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-               "-Dorg.slf4j.simpleLogger.showDateTime=true",
-               "-cp", zookeeper_classpath(), MAIN_CLASS, str(self.workdir / "zoo.cfg")]
+        cmd = [
+            java_executable(),
+            "-Xmx160m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-Dorg.slf4j.simpleLogger.showDateTime=true",
+            "-cp",
+            zookeeper_classpath(),
+            MAIN_CLASS,
+            str(self.workdir / "zoo.cfg"),
+        ]
         log = open(self.log_path, "ab")
         try:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         cwd=self.workdir, start_new_session=True, preexec_fn=_die_with_parent)
+            self.proc = subprocess.Popen(
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.workdir,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
         finally:
             log.close()
 
@@ -234,9 +263,11 @@ class ZooKeeperServer:
     def wait_serving(self, timeout: float = 30.0) -> str:
         def serving() -> str | None:
             if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"ZooKeeper on port {self.client_port} exited with {self.proc.returncode}; "
-                                   f"log:\n{self.log_tail()}")
+                raise RuntimeError(
+                    f"ZooKeeper on port {self.client_port} exited with {self.proc.returncode}; log:\n{self.log_tail()}"
+                )
             return self.mode()
+
         try:
             return str(wait_for(serving, timeout, f"ZooKeeper on port {self.client_port} to serve"))
         except AssertionError as e:
@@ -379,6 +410,7 @@ class ZkProxy:
                 fn()
             finally:
                 done.set()
+
         with self._lock:
             self._pending.append(run)
         try:

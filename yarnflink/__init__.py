@@ -1,6 +1,6 @@
 """yarnflink: a Python reimplementation of Apache Flink's runtime with PyFlink's DataStream API.
 
-    from yarnflink import StreamExecutionEnvironment, RuntimeExecutionMode, FileSource, FileSink
+from yarnflink import StreamExecutionEnvironment, RuntimeExecutionMode, FileSource, FileSink
 """
 
 from yarnflink.api import (
@@ -15,15 +15,25 @@ from yarnflink.api import (
     StreamExecutionEnvironment,
 )
 from yarnflink.api.connectors import DiscardingSink
-from yarnflink.common.config import Configuration
 from yarnflink.api.windowing import WindowedStream
+from yarnflink.common.config import Configuration
+from yarnflink.operators.functions import (
+    FilterFunction,
+    FlatMapFunction,
+    KeyedProcessFunction,
+    KeySelector,
+    MapFunction,
+    ProcessFunction,
+    ReduceFunction,
+    RuntimeContext,
+)
 from yarnflink.operators.timers import TimeDomain
 from yarnflink.operators.watermarks import Duration, TimestampAssigner, Watermark, WatermarkStrategy
 from yarnflink.operators.windows import (
     EventTimeSessionWindows,
     OutputTag,
-    ProcessWindowFunction,
     ProcessingTimeSessionWindows,
+    ProcessWindowFunction,
     SlidingEventTimeWindows,
     SlidingProcessingTimeWindows,
     Time,
@@ -41,16 +51,6 @@ from yarnflink.state.descriptors import (
     StateTtlConfig,
     Types,
     ValueStateDescriptor,
-)
-from yarnflink.operators.functions import (
-    FilterFunction,
-    FlatMapFunction,
-    KeyedProcessFunction,
-    KeySelector,
-    MapFunction,
-    ProcessFunction,
-    ReduceFunction,
-    RuntimeContext,
 )
 
 __all__ = [

@@ -33,13 +33,30 @@ class JobCli:
         self.checkpoints = f"file://{tmp_path / 'checkpoints'}"
 
     def __call__(self, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "yarnflink.cli.main", *args], capture_output=True, text=True,
-                              env=self.env, cwd=self.tmp, timeout=timeout or self.timeout, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [sys.executable, "-m", "yarnflink.cli.main", *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            cwd=self.tmp,
+            timeout=timeout or self.timeout,
+            stdin=subprocess.DEVNULL,
+        )
 
     def submit(self, flags: tuple[str, ...], job_args: tuple[str, ...]) -> str:
         """``yarnflink run -d [flags] job.py OUT CHECKPOINTS FLAG [job_args]``: the JobID."""
-        r = self("run", "-m", self.cluster.rest_url, "-d", *flags, str(self.job), str(self.out), self.checkpoints,
-                 str(self.flag), *job_args)
+        r = self(
+            "run",
+            "-m",
+            self.cluster.rest_url,
+            "-d",
+            *flags,
+            str(self.job),
+            str(self.out),
+            self.checkpoints,
+            str(self.flag),
+            *job_args,
+        )
         assert r.returncode == 0, r.stderr
         m = re.search(r"JobID ([0-9a-f]{32})", r.stdout)
         assert m, r.stdout

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator, Optional
 
 import httpx
 import pytest
@@ -67,8 +67,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 def monitoring_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """The dashboard, metrics and OpenAPI tests' cluster (2 TaskExecutors x 2 slots): metrics
     fetched every 200 ms, the dashboard refreshing every 500 ms, Prometheus on free ports."""
-    c = start_cluster(tmp_path_factory.mktemp("monitoring"), metrics_fetcher_update__interval="200 ms",
-                      web_refresh__interval="500 ms", metrics_reporter_prom_port="0")
+    c = start_cluster(
+        tmp_path_factory.mktemp("monitoring"),
+        metrics_fetcher_update__interval="200 ms",
+        web_refresh__interval="500 ms",
+        metrics_reporter_prom_port="0",
+    )
     yield c
     c.stop()
 
@@ -102,17 +106,24 @@ def transient_error(e: BaseException) -> bool:
     except ImportError:  # pragma: no cover
         return False
     return isinstance(e, grpc.RpcError) and getattr(e, "code", lambda: None)() in (
-        grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+    )
 
 
-def wait_until(predicate: Callable[[], object], timeout: float = 60.0, interval: float = 0.05,
-               message: str = "condition", transient: tuple[type[BaseException], ...] = ()) -> object:
+def wait_until(
+    predicate: Callable[[], object],
+    timeout: float = 60.0,
+    interval: float = 0.05,
+    message: str = "condition",
+    transient: tuple[type[BaseException], ...] = (),
+) -> object:
     """Polls ``predicate`` until it returns a truthy value (returned). A transient error
     (``transient_error``, or one of the ``transient`` types a caller names, e.g. KeyError while a
     field is not there yet) counts as "not yet"; at the deadline the wait fails, chained to the
     last such error. Any other exception, an AssertionError above all, propagates at once."""
     deadline = time.monotonic() + timeout
-    last: Optional[BaseException] = None
+    last: BaseException | None = None
     while True:
         try:
             value = predicate()

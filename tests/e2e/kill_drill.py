@@ -27,9 +27,9 @@ from .conftest import Cluster, start_cluster, wait_until
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-N = 200_000          # records; source subtask i reads [i * N/2, (i + 1) * N/2)
+N = 200_000  # records; source subtask i reads [i * N/2, (i + 1) * N/2)
 KILLS = 10
-WINDOW_KEYS = 7      # the window job's key = x % 7
+WINDOW_KEYS = 7  # the window job's key = x % 7
 WINDOW_SIZE = 10_000  # event time = x ms, tumbling 10 s windows: x // 10_000
 
 
@@ -57,11 +57,13 @@ def checkpointed_env(checkpoints: str) -> StreamExecutionEnvironment:
     for the drill."""
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
-    for k, v in {"execution.checkpointing.interval": "200 ms",
-                 "execution.checkpointing.dir": checkpoints,
-                 "restart-strategy.type": "fixed-delay",
-                 "restart-strategy.fixed-delay.attempts": "100",
-                 "restart-strategy.fixed-delay.delay": "100 ms"}.items():
+    for k, v in {
+        "execution.checkpointing.interval": "200 ms",
+        "execution.checkpointing.dir": checkpoints,
+        "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.attempts": "100",
+        "restart-strategy.fixed-delay.delay": "100 ms",
+    }.items():
         env.get_config().set(k, v)
     return env
 
@@ -71,15 +73,19 @@ def window_job(env: StreamExecutionEnvironment, flag: Path, out: Path) -> None:
     smallest ``x`` and the count, into an exactly-once FileSink at ``out``."""
     from yarnflink import Duration, Time, TumblingEventTimeWindows, WatermarkStrategy
 
-    strategy = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(1))
-                .with_timestamp_assigner(lambda e, _ts: e[1]))
-    (env.from_sequence(0, N - 1).map(slow_while(str(flag)))
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(1)).with_timestamp_assigner(
+        lambda e, _ts: e[1]
+    )
+    (
+        env.from_sequence(0, N - 1)
+        .map(slow_while(str(flag)))
         .map(lambda x: (x % WINDOW_KEYS, x, 1))
         .assign_timestamps_and_watermarks(strategy)
         .key_by(lambda t: t[0])
         .window(TumblingEventTimeWindows.of(Time.seconds(WINDOW_SIZE // 1000)))
         .reduce(lambda a, b: (a[0], min(a[1], b[1]), a[2] + b[2]))
-        .sink_to(FileSink(str(out), format="jsonl")))
+        .sink_to(FileSink(str(out), format="jsonl"))
+    )
 
 
 def expected_windows() -> list[tuple[int, int, int]]:
@@ -104,7 +110,9 @@ def checkpoint_stats(cluster: Cluster, job_id: str) -> dict[str, Any]:
     return dict(r.json())
 
 
-def assert_exact_after_kills(cluster: Cluster, job_id: str, kills: int, out: Path, got: list, expected: list) -> dict[str, Any]:
+def assert_exact_after_kills(
+    cluster: Cluster, job_id: str, kills: int, out: Path, got: list, expected: list
+) -> dict[str, Any]:
     """What every kill drill checks at the end: the job FINISHED after at least ``kills``
     restarts, its committed output ``got`` equals the failure-free ``expected`` (nothing lost,
     nothing duplicated), no in-progress file is left in ``out``, and a checkpoint completed and
@@ -121,8 +129,15 @@ def assert_exact_after_kills(cluster: Cluster, job_id: str, kills: int, out: Pat
     return stats
 
 
-def kill_taskexecutors(cluster: Cluster, job_id: str, kills: int, rng: random.Random,
-                       checkpoint_timeout: float = 90, restart_timeout: float = 60, max_pause_s: float = 0.6) -> int:
+def kill_taskexecutors(
+    cluster: Cluster,
+    job_id: str,
+    kills: int,
+    rng: random.Random,
+    checkpoint_timeout: float = 90,
+    restart_timeout: float = 60,
+    max_pause_s: float = 0.6,
+) -> int:
     """SIGKILLs a TaskExecutor running a subtask of ``job_id`` ``kills`` times, each at a random
     point after a new completed checkpoint with every subtask running, and waits for the restart;
     at the end, waits until the job runs again with a new completed checkpoint. Returns the number
@@ -138,15 +153,24 @@ def kill_taskexecutors(cluster: Cluster, job_id: str, kills: int, rng: random.Ra
 
     seen = 0
     for kill in range(kills):
-        d, seen = wait_until(lambda: running_with_new_checkpoint(seen), timeout=checkpoint_timeout,  # type: ignore[misc]
-                             message=f"a new completed checkpoint before kill {kill + 1}")
+        d, seen = wait_until(
+            lambda: running_with_new_checkpoint(seen),
+            timeout=checkpoint_timeout,  # type: ignore[misc]
+            message=f"a new completed checkpoint before kill {kill + 1}",
+        )
         time.sleep(rng.uniform(0.0, max_pause_s))  # a random point between checkpoints
         tms = {s["taskmanager-id"] for v in d["vertices"] for s in v["subtasks"]}
         pids = {tm["id"]: tm["hardware"]["pid"] for tm in rest.taskmanagers()}
         victim = rng.choice(sorted(t for t in tms if t in pids))
         os.kill(pids[victim], signal.SIGKILL)
-        wait_until(lambda: rest.job(job_id)["numRestarts"] > kill, timeout=restart_timeout,
-                   message=f"restart after kill {kill + 1}")
-    _, seen = wait_until(lambda: running_with_new_checkpoint(seen), timeout=checkpoint_timeout,  # type: ignore[misc]
-                         message="running again after the last kill")
+        wait_until(
+            lambda: rest.job(job_id)["numRestarts"] > kill,
+            timeout=restart_timeout,
+            message=f"restart after kill {kill + 1}",
+        )
+    _, seen = wait_until(
+        lambda: running_with_new_checkpoint(seen),
+        timeout=checkpoint_timeout,  # type: ignore[misc]
+        message="running again after the last kill",
+    )
     return seen

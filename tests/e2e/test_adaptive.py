@@ -11,12 +11,11 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-
-import time
-from typing import Any
 
 from yarnflink import FileSink, MapFunction, RuntimeExecutionMode, StreamExecutionEnvironment
 from yarnflink.client.rest_client import RestClient
@@ -44,16 +43,22 @@ def batch_sum_job(tmp_path: Path, name: str, n: int) -> tuple[str, Path]:
     env.set_max_parallelism(8)  # the keyed exchange writes one subpartition per key group
     env.get_config().set("execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task", "64 kb")
     env.get_config().set("execution.batch.adaptive.auto-parallelism.max-parallelism", "4")
-    (env.from_sequence(0, n - 1).set_parallelism(2)
-     .map(lambda x: (x % 10, x))
-     .key_by(lambda t: t[0]).reduce(lambda a, b: (a[0], a[1] + b[1])).name("Sum")
-     .map(lambda t: [t[0], t[1]])
-     .sink_to(FileSink(str(out), format="jsonl")))
+    (
+        env.from_sequence(0, n - 1)
+        .set_parallelism(2)
+        .map(lambda x: (x % 10, x))
+        .key_by(lambda t: t[0])
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+        .name("Sum")
+        .map(lambda t: [t[0], t[1]])
+        .sink_to(FileSink(str(out), format="jsonl"))
+    )
     return env.execute(name).get_job_id(), out
 
 
 def test_a_batch_vertex_left_unset_gets_a_parallelism_that_follows_its_input_size(
-        cluster: Cluster, executor, tmp_path: Path) -> None:
+    cluster: Cluster, executor, tmp_path: Path
+) -> None:
     sizes = {}
     for name, n in (("small", 100), ("big", 300_000)):
         job_id, out = batch_sum_job(tmp_path, name, n)
@@ -77,8 +82,7 @@ def slow_first_attempt() -> MapFunction:
     class SlowFirstAttempt(MapFunction):
         def open(self, runtime_context: Any) -> None:
             self.is_running = runtime_context._ctx.is_running
-            self.slow = runtime_context.get_index_of_this_subtask() == 0 and \
-                runtime_context.get_attempt_number() == 0
+            self.slow = runtime_context.get_index_of_this_subtask() == 0 and runtime_context.get_attempt_number() == 0
 
         def map(self, value: Any) -> Any:
             if self.slow:
@@ -92,20 +96,29 @@ def slow_first_attempt() -> MapFunction:
 
 
 def test_a_slow_subtask_is_overtaken_by_its_speculative_attempt_on_the_other_taskexecutor(
-        cluster: Cluster, executor, tmp_path: Path) -> None:
+    cluster: Cluster, executor, tmp_path: Path
+) -> None:
     out = tmp_path / "out"
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_runtime_mode(RuntimeExecutionMode.BATCH)
     env.set_parallelism(2)
-    for key, value in {"execution.batch.speculative.enabled": "true",
-                       "slow-task-detector.check-interval": "200 ms",
-                       "slow-task-detector.execution-time.baseline-ratio": "0.5",
-                       "slow-task-detector.execution-time.baseline-lower-bound": "500 ms"}.items():
+    for key, value in {
+        "execution.batch.speculative.enabled": "true",
+        "slow-task-detector.check-interval": "200 ms",
+        "slow-task-detector.execution-time.baseline-ratio": "0.5",
+        "slow-task-detector.execution-time.baseline-lower-bound": "500 ms",
+    }.items():
         env.get_config().set(key, value)
-    (env.from_sequence(0, 199).rebalance()
-     .map(slow_first_attempt()).name("Slow")
-     .rebalance().map(lambda x: x + 1).set_parallelism(1)
-     .sink_to(FileSink(str(out), format="jsonl")))
+    (
+        env.from_sequence(0, 199)
+        .rebalance()
+        .map(slow_first_attempt())
+        .name("Slow")
+        .rebalance()
+        .map(lambda x: x + 1)
+        .set_parallelism(1)
+        .sink_to(FileSink(str(out), format="jsonl"))
+    )
     started = time.monotonic()
     job_id = env.execute("speculative").get_job_id()
     # not the slow attempt's 60 s (counted from its first record, so such a run takes 60 s plus
@@ -148,19 +161,47 @@ def test_an_adaptive_streaming_job_follows_taskexecutors_joining_and_leaving(tmp
     from yarnflink.security.material import ensure_cluster_security, private_directory
 
     private_directory(tmp_path)
-    config = ensure_cluster_security(Configuration({
-        "rest.port": "0", "jobmanager.rpc.port": "0", "taskmanager.numberOfTaskSlots": "2",
-        "heartbeat.interval": "500 ms", "heartbeat.timeout": "60 s", "heartbeat.rpc-failure-threshold": "2",
-    }), tmp_path / "security")
+    config = ensure_cluster_security(
+        Configuration(
+            {
+                "rest.port": "0",
+                "jobmanager.rpc.port": "0",
+                "taskmanager.numberOfTaskSlots": "2",
+                "heartbeat.interval": "500 ms",
+                "heartbeat.timeout": "60 s",
+                "heartbeat.rpc-failure-threshold": "2",
+            }
+        ),
+        tmp_path / "security",
+    )
     dyn = [a for k, v in config.to_dict().items() for a in ("-D", f"{k}={v}")]
     cli = [sys.executable, "-m", "yarnflink.cli.main"]
     info_file = tmp_path / "master.json"
-    procs = [subprocess.Popen(cli + ["master", "start", "--info-file", str(info_file), "--workdir", str(tmp_path),
-                                     "--log-file", str(tmp_path / "master.log"), *dyn], stdin=subprocess.DEVNULL)]
+    procs = [
+        subprocess.Popen(
+            cli
+            + [
+                "master",
+                "start",
+                "--info-file",
+                str(info_file),
+                "--workdir",
+                str(tmp_path),
+                "--log-file",
+                str(tmp_path / "master.log"),
+                *dyn,
+            ],
+            stdin=subprocess.DEVNULL,
+        )
+    ]
 
     def taskexecutor(resource_id: str) -> subprocess.Popen:  # type: ignore[type-arg]
-        procs.append(subprocess.Popen(cli + ["taskexecutor", "start", "--master", info["rpc_address"],
-                                             "--resource-id", resource_id, *dyn], stdin=subprocess.DEVNULL))
+        procs.append(
+            subprocess.Popen(
+                cli + ["taskexecutor", "start", "--master", info["rpc_address"], "--resource-id", resource_id, *dyn],
+                stdin=subprocess.DEVNULL,
+            )
+        )
         return procs[-1]
 
     hold = tmp_path / "hold"
@@ -177,22 +218,24 @@ def test_an_adaptive_streaming_job_follows_taskexecutors_joining_and_leaving(tmp
 
         env = StreamExecutionEnvironment.get_execution_environment()
         env.set_parallelism(4)
-        for key, value in {"jobmanager.scheduler": "Adaptive",
-                           "jobmanager.adaptive-scheduler.resource-stabilization-timeout": "1 s",
-                           "restart-strategy.type": "fixed-delay",
-                           "restart-strategy.fixed-delay.attempts": "10",
-                           "restart-strategy.fixed-delay.delay": "200 ms"}.items():
+        for key, value in {
+            "jobmanager.scheduler": "Adaptive",
+            "jobmanager.adaptive-scheduler.resource-stabilization-timeout": "1 s",
+            "restart-strategy.type": "fixed-delay",
+            "restart-strategy.fixed-delay.attempts": "10",
+            "restart-strategy.fixed-delay.delay": "200 ms",
+        }.items():
             env.get_config().set(key, value)
         stream = env.from_sequence(0, 999).map(held_while(str(hold))).name("Double")
-        runner = threading.Thread(target=lambda: results.extend(stream.execute_and_collect("adaptive")),
-                                  daemon=True)
+        runner = threading.Thread(target=lambda: results.extend(stream.execute_and_collect("adaptive")), daemon=True)
         runner.start()
         job_id = wait_until(lambda: next((j["jid"] for j in rest.jobs_overview()), None), message="the job submitted")
 
         def running_at(p: int) -> bool:
             d = rest.job(str(job_id))
             return d["state"] == "RUNNING" and all(
-                v["parallelism"] == p and v["status"] == "RUNNING" for v in d["vertices"])
+                v["parallelism"] == p and v["status"] == "RUNNING" for v in d["vertices"]
+            )
 
         # 2 slots of the 4 it wants: it starts with 2 once the slots were stable for 1 s
         wait_until(lambda: running_at(2), timeout=60, message="running at parallelism 2")

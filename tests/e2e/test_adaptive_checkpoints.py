@@ -43,25 +43,52 @@ def expected_running_sums() -> list[tuple[int, int]]:
     return running_sums(N, lambda x: x // KEY_WIDTH)
 
 
-
 def test_an_adaptive_checkpointed_job_rescales_from_its_latest_checkpoint_exactly_once(tmp_path: Path) -> None:
     from yarnflink.security.client import RestCredentials, register
     from yarnflink.security.material import ensure_cluster_security, private_directory
 
     private_directory(tmp_path)
-    config = ensure_cluster_security(Configuration({
-        "rest.port": "0", "jobmanager.rpc.port": "0", "taskmanager.numberOfTaskSlots": "2",
-        "heartbeat.interval": "500 ms", "heartbeat.timeout": "60 s", "heartbeat.rpc-failure-threshold": "2",
-    }), tmp_path / "security")
+    config = ensure_cluster_security(
+        Configuration(
+            {
+                "rest.port": "0",
+                "jobmanager.rpc.port": "0",
+                "taskmanager.numberOfTaskSlots": "2",
+                "heartbeat.interval": "500 ms",
+                "heartbeat.timeout": "60 s",
+                "heartbeat.rpc-failure-threshold": "2",
+            }
+        ),
+        tmp_path / "security",
+    )
     dyn = [a for k, v in config.to_dict().items() for a in ("-D", f"{k}={v}")]
     cli = [sys.executable, "-m", "yarnflink.cli.main"]
     info_file = tmp_path / "master.json"
-    procs = [subprocess.Popen(cli + ["master", "start", "--info-file", str(info_file), "--workdir", str(tmp_path),
-                                     "--log-file", str(tmp_path / "master.log"), *dyn], stdin=subprocess.DEVNULL)]
+    procs = [
+        subprocess.Popen(
+            cli
+            + [
+                "master",
+                "start",
+                "--info-file",
+                str(info_file),
+                "--workdir",
+                str(tmp_path),
+                "--log-file",
+                str(tmp_path / "master.log"),
+                *dyn,
+            ],
+            stdin=subprocess.DEVNULL,
+        )
+    ]
 
     def taskexecutor(resource_id: str) -> subprocess.Popen:  # type: ignore[type-arg]
-        procs.append(subprocess.Popen(cli + ["taskexecutor", "start", "--master", info["rpc_address"],
-                                             "--resource-id", resource_id, *dyn], stdin=subprocess.DEVNULL))
+        procs.append(
+            subprocess.Popen(
+                cli + ["taskexecutor", "start", "--master", info["rpc_address"], "--resource-id", resource_id, *dyn],
+                stdin=subprocess.DEVNULL,
+            )
+        )
         return procs[-1]
 
     flag = tmp_path / "slow"
@@ -78,18 +105,24 @@ def test_an_adaptive_checkpointed_job_rescales_from_its_latest_checkpoint_exactl
 
         env = StreamExecutionEnvironment.get_execution_environment()
         env.set_parallelism(4)
-        for key, value in {"jobmanager.scheduler": "Adaptive",
-                           "jobmanager.adaptive-scheduler.resource-stabilization-timeout": "1 s",
-                           "execution.checkpointing.interval": "200 ms",
-                           "execution.checkpointing.dir": f"file://{tmp_path / 'checkpoints'}",
-                           "restart-strategy.type": "fixed-delay",
-                           "restart-strategy.fixed-delay.attempts": "10",
-                           "restart-strategy.fixed-delay.delay": "200 ms"}.items():
+        for key, value in {
+            "jobmanager.scheduler": "Adaptive",
+            "jobmanager.adaptive-scheduler.resource-stabilization-timeout": "1 s",
+            "execution.checkpointing.interval": "200 ms",
+            "execution.checkpointing.dir": f"file://{tmp_path / 'checkpoints'}",
+            "restart-strategy.type": "fixed-delay",
+            "restart-strategy.fixed-delay.attempts": "10",
+            "restart-strategy.fixed-delay.delay": "200 ms",
+        }.items():
             env.get_config().set(key, value)
-        (env.from_sequence(0, N - 1).map(slow_while(str(flag), 0.001))
+        (
+            env.from_sequence(0, N - 1)
+            .map(slow_while(str(flag), 0.001))
             .map(lambda x: (x // KEY_WIDTH, x))
-            .key_by(lambda t: t[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
-            .sink_to(FileSink(str(out), format="jsonl")))
+            .key_by(lambda t: t[0])
+            .reduce(lambda a, b: (a[0], a[1] + b[1]))
+            .sink_to(FileSink(str(out), format="jsonl"))
+        )
         client = env.execute_async("adaptive checkpointed keyed sum")
         job_id = client.get_job_id()
 
@@ -104,24 +137,26 @@ def test_an_adaptive_checkpointed_job_rescales_from_its_latest_checkpoint_exactl
             """The id of the latest completed checkpoint once every subtask runs at ``p`` and
             ``more`` checkpoints after ``after`` completed with all of them (2 vertices: 2p tasks)."""
             d = rest.job(job_id)
-            if d["state"] != "RUNNING" or any(v["parallelism"] != p or v["status"] != "RUNNING"
-                                              for v in d["vertices"]):
+            if d["state"] != "RUNNING" or any(v["parallelism"] != p or v["status"] != "RUNNING" for v in d["vertices"]):
                 return None
-            done = [h for h in checkpoints()["history"]
-                    if h["status"] == "COMPLETED" and h["id"] > after and h["num_subtasks"] == 2 * p]
+            done = [
+                h
+                for h in checkpoints()["history"]
+                if h["status"] == "COMPLETED" and h["id"] > after and h["num_subtasks"] == 2 * p
+            ]
             return max(h["id"] for h in done) if len(done) >= more else None
 
         seen = wait_until(lambda: checkpointed_at(2, 0), timeout=60, message="running at 2, checkpointed")
         te2 = taskexecutor("te-2")
-        seen = wait_until(lambda: checkpointed_at(4, seen, more=2), timeout=60,
-                          message="scaled up to 4 with te-2, checkpointed twice")
+        seen = wait_until(
+            lambda: checkpointed_at(4, seen, more=2), timeout=60, message="scaled up to 4 with te-2, checkpointed twice"
+        )
         stats = checkpoints()
         assert stats["latest"]["restored"] is not None  # the scale-up restored a checkpoint taken at 2
         restored_up = stats["counts"]["restored"]
         assert {s["taskmanager-id"] for v in rest.job(job_id)["vertices"] for s in v["subtasks"]} == {"te-1", "te-2"}
         te2.kill()  # SIGKILL
-        wait_until(lambda: checkpointed_at(2, seen), timeout=60,
-                   message="scaled down to 2 without te-2, checkpointed")
+        wait_until(lambda: checkpointed_at(2, seen), timeout=60, message="scaled down to 2 without te-2, checkpointed")
         # ... and the scale-down restored one taken at 4
         assert checkpoints()["counts"]["restored"] > restored_up
         details = rest.job(job_id)

@@ -29,12 +29,15 @@ def test_slow_sink_keeps_upstream_memory_bounded(tmp_path: Path) -> None:
             return False
 
         # ~8 GB of int64 rows if nothing held the source back
-        env.from_sequence(1, 10**9).slot_sharing_group("source") \
-            .rebalance().filter(slow).slot_sharing_group("sink").print()
+        env.from_sequence(1, 10**9).slot_sharing_group("source").rebalance().filter(slow).slot_sharing_group(
+            "sink"
+        ).print()
         client = env.execute_async("backpressure")
         job_id = client.get_job_id()
-        wait_until(lambda: all(v["status"] == "RUNNING" for v in cluster.rest.job(job_id)["vertices"]),
-                   message="both tasks running")
+        wait_until(
+            lambda: all(v["status"] == "RUNNING" for v in cluster.rest.job(job_id)["vertices"]),
+            message="both tasks running",
+        )
         tms = cluster.rest.taskmanagers()
         assert len({tm["id"] for tm in tms}) == 2 and all(tm["freeSlots"] == 0 for tm in tms)
         procs = [psutil.Process(pid) for pid in cluster.taskexecutor_pids()]

@@ -21,18 +21,32 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 
 def test_six_vertices_at_parallelism_four_run_region_after_region_on_four_slots(
-        cluster: Cluster, executor, tmp_path: Path) -> None:
+    cluster: Cluster, executor, tmp_path: Path
+) -> None:
     assert cluster.rest.overview()["slots-total"] == 4
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(4)
     env.set_runtime_mode(RuntimeExecutionMode.BATCH)
-    (env.from_sequence(0, 39_999).map(lambda x: x * 2).name("Double")      # 1: source + map
-     .rebalance().map(lambda x: (x % 100, x)).name("Pair")                # 2
-     .key_by(lambda t: t[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))     # 3: one total per key
-     .rebalance().map(lambda t: (t[0], t[1] // 2)).name("Halve")          # 4
-     .shuffle().filter(lambda t: t[0] % 2 == 0).name("Even")              # 5
-     .rebalance().map(lambda t: [t[0], t[1]]).name("Out")                 # 6: map + sink
-     .sink_to(FileSink(str(tmp_path / "out"), format="jsonl")))
+    (
+        env.from_sequence(0, 39_999)
+        .map(lambda x: x * 2)
+        .name("Double")  # 1: source + map
+        .rebalance()
+        .map(lambda x: (x % 100, x))
+        .name("Pair")  # 2
+        .key_by(lambda t: t[0])
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))  # 3: one total per key
+        .rebalance()
+        .map(lambda t: (t[0], t[1] // 2))
+        .name("Halve")  # 4
+        .shuffle()
+        .filter(lambda t: t[0] % 2 == 0)
+        .name("Even")  # 5
+        .rebalance()
+        .map(lambda t: [t[0], t[1]])
+        .name("Out")  # 6: map + sink
+        .sink_to(FileSink(str(tmp_path / "out"), format="jsonl"))
+    )
     result = env.execute("six vertices")
     details = cluster.rest.job(result.get_job_id())
     vertices = details["vertices"]

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import cloudpickle
 import httpx
@@ -28,8 +29,12 @@ MIN_WATERMARK = -(2**63)
 
 @pytest.fixture(scope="module")
 def metrics_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = start_cluster(tmp_path_factory.mktemp("ckpt-metrics"), cluster_evenly__spread__out__slots="true",
-                      metrics_fetcher_update__interval="200 ms", metrics_reporter_prom_port="0")
+    c = start_cluster(
+        tmp_path_factory.mktemp("ckpt-metrics"),
+        cluster_evenly__spread__out__slots="true",
+        metrics_fetcher_update__interval="200 ms",
+        metrics_reporter_prom_port="0",
+    )
     c.executor()
     yield c
     set_default_executor(None)
@@ -47,8 +52,9 @@ def _values(c: Cluster, path: str, names: list[str]) -> dict[str, float]:
 
 
 @pytest.mark.parametrize("snapshot_mode", ["thread", "fork"])
-def test_watermark_and_checkpoint_metrics_of_a_running_job(metrics_cluster: Cluster, tmp_path: Path,
-                                                           snapshot_mode: str) -> None:
+def test_watermark_and_checkpoint_metrics_of_a_running_job(
+    metrics_cluster: Cluster, tmp_path: Path, snapshot_mode: str
+) -> None:
     """Also with the keyed state serialized by forked children of the TaskExecutors (a real
     TaskExecutor process with its gRPC and data threads)."""
     c = metrics_cluster
@@ -57,19 +63,26 @@ def test_watermark_and_checkpoint_metrics_of_a_running_job(metrics_cluster: Clus
     release = tmp_path / "release"
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
-    for k, v in {"pipeline.auto-watermark-interval": "50 ms",
-                 "execution.checkpointing.interval": "300 ms",
-                 "execution.checkpointing.dir": f"file://{tmp_path / 'checkpoints'}",
-                 "state.backend.hashmap.snapshot-mode": snapshot_mode}.items():
+    for k, v in {
+        "pipeline.auto-watermark-interval": "50 ms",
+        "execution.checkpointing.interval": "300 ms",
+        "execution.checkpointing.dir": f"file://{tmp_path / 'checkpoints'}",
+        "state.backend.hashmap.snapshot-mode": snapshot_mode,
+    }.items():
         env.get_config().set(k, v)
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda e, _ts: e["t"])
-    (env.from_source(FileSource(str(tmp_path / "in"), format="jsonl"), name="events").set_parallelism(1)
-        .map(Gate(str(release), hold_at=n - 1)).set_parallelism(1)
-        .assign_timestamps_and_watermarks(strategy).set_parallelism(1)
+    (
+        env.from_source(FileSource(str(tmp_path / "in"), format="jsonl"), name="events")
+        .set_parallelism(1)
+        .map(Gate(str(release), hold_at=n - 1))
+        .set_parallelism(1)
+        .assign_timestamps_and_watermarks(strategy)
+        .set_parallelism(1)
         .key_by(lambda e: e["k"])
         .window(TumblingEventTimeWindows.of(Time.seconds(5)))
         .process(CountWindow())
-        .sink_to(DiscardingSink()))
+        .sink_to(DiscardingSink())
+    )
     job_id = env.execute_async("checkpoint metrics").get_job_id()
     try:
         source, window = [v["id"] for v in c.rest.job(job_id)["vertices"]]
@@ -77,13 +90,20 @@ def test_watermark_and_checkpoint_metrics_of_a_running_job(metrics_cluster: Clus
         # --- watermarks crossing the exchange, as metrics
         def watermarks() -> Any:
             out = _values(c, f"/jobs/{job_id}/vertices/{source}/metrics", ["currentOutputWatermark"])
-            inp = _values(c, f"/jobs/{job_id}/vertices/{window}/metrics",
-                          ["currentInputWatermark", "0.currentInputWatermark", "1.currentInputWatermark"])
+            inp = _values(
+                c,
+                f"/jobs/{job_id}/vertices/{window}/metrics",
+                ["currentInputWatermark", "0.currentInputWatermark", "1.currentInputWatermark"],
+            )
             # (the metric fetcher may not have every subtask's metrics yet: wait for them to be
             # there, the assertions below check their values)
-            return (out, inp) if out.get("currentOutputWatermark", MIN_WATERMARK) >= 30_000 \
-                and inp.get("currentInputWatermark", MIN_WATERMARK) >= 30_000 \
-                and all(f"{i}.currentInputWatermark" in inp for i in (0, 1)) else None
+            return (
+                (out, inp)
+                if out.get("currentOutputWatermark", MIN_WATERMARK) >= 30_000
+                and inp.get("currentInputWatermark", MIN_WATERMARK) >= 30_000
+                and all(f"{i}.currentInputWatermark" in inp for i in (0, 1))
+                else None
+            )
 
         out, inp = wait_until(watermarks, timeout=120, message="watermarks in the vertex metrics")  # type: ignore[misc]
         assert out["currentOutputWatermark"] < n * 1000  # the source is held: no end-of-input watermark yet
@@ -120,14 +140,20 @@ def test_watermark_and_checkpoint_metrics_of_a_running_job(metrics_cluster: Clus
         assert summary["state_size"]["max"] > 0 and summary["checkpoint_duration"]["sync"]["max"] < 10_000
         r = httpx.get(f"{c.rest_url}/jobs/{job_id}/checkpoints/details/999999", headers=c.auth, timeout=30)
         assert r.status_code == 404
-        r = httpx.get(f"{c.rest_url}/jobs/{job_id}/checkpoints/details/{cid}/subtasks/{'0' * 32}",
-                      headers=c.auth, timeout=30)
+        r = httpx.get(
+            f"{c.rest_url}/jobs/{job_id}/checkpoints/details/{cid}/subtasks/{'0' * 32}", headers=c.auth, timeout=30
+        )
         assert r.status_code == 404
 
         # --- the task checkpoint metrics (-1 until a task took part in a checkpoint)
         def task_checkpoint_metrics() -> Any:
-            names = ["0.lastCheckpointDuration", "1.lastCheckpointDuration", "lastCheckpointSize",
-                     "0.checkpointAlignmentTime", "0.checkpointStartDelayNanos"]
+            names = [
+                "0.lastCheckpointDuration",
+                "1.lastCheckpointDuration",
+                "lastCheckpointSize",
+                "0.checkpointAlignmentTime",
+                "0.checkpointStartDelayNanos",
+            ]
             v = _values(c, f"/jobs/{job_id}/vertices/{window}/metrics", names)
             # all of them (a metric not fetched yet is absent, not -1), then none at -1
             return v if set(v) >= set(names) and min(v.values()) >= 0 else None
@@ -137,16 +163,24 @@ def test_watermark_and_checkpoint_metrics_of_a_running_job(metrics_cluster: Clus
 
         # --- the same watermark metrics on the TaskExecutors' Prometheus endpoints
         addresses = [_get(c, f"/taskmanagers/{t['id']}")["metricReporters"]["prom"] for t in c.rest.taskmanagers()]
-        pattern = re.compile(r'^flink_taskmanager_job_task_(currentInputWatermark|currentOutputWatermark)'
-                             r'\{[^}]*job_id="%s"[^}]*\} (\S+)$' % job_id, re.M)
+        pattern = re.compile(
+            r"^flink_taskmanager_job_task_(currentInputWatermark|currentOutputWatermark)"
+            r'\{[^}]*job_id="%s"[^}]*\} (\S+)$' % job_id,
+            re.M,
+        )
 
         def exported() -> Any:
             found: dict[str, float] = {}
             for a in addresses:
                 for name, value in pattern.findall(httpx.get(f"http://{a}/metrics", timeout=30).text):
                     found[name] = max(found.get(name, MIN_WATERMARK), float(value))
-            return found if all(found.get(k, MIN_WATERMARK) >= 30_000
-                                for k in ("currentInputWatermark", "currentOutputWatermark")) else None
+            return (
+                found
+                if all(
+                    found.get(k, MIN_WATERMARK) >= 30_000 for k in ("currentInputWatermark", "currentOutputWatermark")
+                )
+                else None
+            )
 
         wait_until(exported, timeout=60, message="watermarks on the Prometheus endpoints")
     finally:

@@ -13,18 +13,34 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from yarnflink.api.environment import set_default_executor
 
 from .conftest import Cluster, start_cluster, wait_until
-from .kill_drill import (KILLS, assert_exact_after_kills, checkpointed_env, committed_windows,
-                         expected_windows, kill_taskexecutors, start_kill_cluster, window_job)
-from .test_savepoints import (Cli, checkpoints_of, committed, expected_running_sums, root_exception,
-                              running_with_checkpoint, state_of)
+from .kill_drill import (
+    KILLS,
+    assert_exact_after_kills,
+    checkpointed_env,
+    committed_windows,
+    expected_windows,
+    kill_taskexecutors,
+    start_kill_cluster,
+    window_job,
+)
+from .test_savepoints import (
+    Cli,
+    checkpoints_of,
+    committed,
+    expected_running_sums,
+    root_exception,
+    running_with_checkpoint,
+    state_of,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
 
@@ -50,8 +66,13 @@ def moto_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         import boto3
 
-        client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
-                              aws_secret_access_key="testing", region_name="us-east-1")
+        client = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        )
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -70,9 +91,15 @@ def moto_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def s3_cluster(tmp_path_factory: pytest.TempPathFactory, moto_endpoint: str) -> Iterator[Cluster]:
-    c = start_cluster(tmp_path_factory.mktemp("s3-cluster"), taskexecutors=2, slots=2,
-                      s3_endpoint=moto_endpoint, s3_access__key="testing", s3_secret__key="testing",
-                      s3_path_style_access="true")
+    c = start_cluster(
+        tmp_path_factory.mktemp("s3-cluster"),
+        taskexecutors=2,
+        slots=2,
+        s3_endpoint=moto_endpoint,
+        s3_access__key="testing",
+        s3_secret__key="testing",
+        s3_path_style_access="true",
+    )
     yield c
     c.stop()
 
@@ -81,8 +108,13 @@ def s3_cluster(tmp_path_factory: pytest.TempPathFactory, moto_endpoint: str) -> 
 def s3_kill_cluster(tmp_path_factory: pytest.TempPathFactory, moto_endpoint: str) -> Iterator[Cluster]:
     """test_checkpointing's kill-drill cluster (three TaskExecutors, two slots each, a killed one
     replaced), with S3 through moto; only for the drill, so stopped right after it."""
-    c = start_kill_cluster(tmp_path_factory.mktemp("s3-kill-cluster"), s3_endpoint=moto_endpoint,
-                           s3_access__key="testing", s3_secret__key="testing", s3_path_style_access="true")
+    c = start_kill_cluster(
+        tmp_path_factory.mktemp("s3-kill-cluster"),
+        s3_endpoint=moto_endpoint,
+        s3_access__key="testing",
+        s3_secret__key="testing",
+        s3_path_style_access="true",
+    )
     yield c
     set_default_executor(None)
     c.stop()
@@ -91,8 +123,9 @@ def s3_kill_cluster(tmp_path_factory: pytest.TempPathFactory, moto_endpoint: str
 def s3_fs(endpoint: str) -> Any:
     import s3fs
 
-    return s3fs.S3FileSystem(endpoint_url=endpoint, key="testing", secret="testing",
-                             client_kwargs={"region_name": "us-east-1"})
+    return s3fs.S3FileSystem(
+        endpoint_url=endpoint, key="testing", secret="testing", client_kwargs={"region_name": "us-east-1"}
+    )
 
 
 def completed_checkpoints_on_s3(fs: Any, job_dir: str) -> list[str]:
@@ -104,7 +137,7 @@ def completed_checkpoints_on_s3(fs: Any, job_dir: str) -> list[str]:
 def relocate(fs: Any, savepoint: str, target: str) -> str:
     """Copies the savepoint at ``savepoint`` (an s3:// URL) to ``target`` (bucket/key), deletes the
     original, and returns the copy's URL."""
-    source = savepoint[len("s3://"):]
+    source = savepoint[len("s3://") :]
     names = sorted(p.rsplit("/", 1)[-1] for p in fs.ls(source, refresh=True))
     for name in names:
         fs.copy(f"{source}/{name}", f"{target}/{name}")
@@ -116,7 +149,8 @@ def relocate(fs: Any, savepoint: str, target: str) -> str:
 
 
 def test_event_time_windows_on_s3_are_exactly_once_across_taskexecutor_kills(
-        s3_kill_cluster: Cluster, moto_endpoint: str, tmp_path: Path) -> None:
+    s3_kill_cluster: Cluster, moto_endpoint: str, tmp_path: Path
+) -> None:
     """The kill drill of test_checkpointing with the checkpoints on S3: the window operator's keyed
     state and timers go to S3 every 200 ms, ten TaskExecutors are SIGKILLed at random points, and
     every restart restores from S3; the committed output is exactly a failure-free run's."""
@@ -142,7 +176,8 @@ def test_event_time_windows_on_s3_are_exactly_once_across_taskexecutor_kills(
 
 
 def test_checkpoints_savepoints_and_rescale_2_3_1_through_relocated_savepoints_on_s3(
-        s3_cluster: Cluster, moto_endpoint: str, tmp_path: Path) -> None:
+    s3_cluster: Cluster, moto_endpoint: str, tmp_path: Path
+) -> None:
     """test_savepoints' rescale on S3: checkpoints and savepoints on S3, each restore (at
     parallelism 3, then 1) from a savepoint copied to another prefix with the original deleted."""
     cli = Cli(s3_cluster, tmp_path)
@@ -154,12 +189,12 @@ def test_checkpoints_savepoints_and_rescale_2_3_1_through_relocated_savepoints_o
     assert completed_checkpoints_on_s3(fs, f"{prefix}/checkpoints/{first}")
     # yarnflink savepoint JOBID DIR: the job keeps running
     taken = cli.savepoint_path(cli("savepoint", "-m", s3_cluster.rest_url, first, f"s3://{prefix}/savepoints"))
-    assert taken.startswith(f"s3://{prefix}/savepoints/savepoint-") and fs.exists(f"{taken[len('s3://'):]}/_metadata")
+    assert taken.startswith(f"s3://{prefix}/savepoints/savepoint-") and fs.exists(f"{taken[len('s3://') :]}/_metadata")
     assert state_of(s3_cluster, first) == "RUNNING"
     stopped = cli.savepoint_path(cli("stop", "-m", s3_cluster.rest_url, "-p", f"s3://{prefix}/savepoints", first))
     assert stopped.startswith(f"s3://{prefix}/savepoints/savepoint-") and stopped != taken
     assert state_of(s3_cluster, first) == "FINISHED"  # stop-with-savepoint: printed once the job finished
-    names = [p.rsplit("/", 1)[-1] for p in fs.ls(stopped[len("s3://"):], refresh=True)]
+    names = [p.rsplit("/", 1)[-1] for p in fs.ls(stopped[len("s3://") :], refresh=True)]
     assert "_metadata" in names and any(n.endswith(".arrow") for n in names), names  # self-contained
 
     # 2 -> 3, from a copy under another prefix, the original deleted
@@ -177,13 +212,17 @@ def test_checkpoints_savepoints_and_rescale_2_3_1_through_relocated_savepoints_o
     moved2 = relocate(fs, stopped2, f"{prefix}/moved/to-1")
     cli.flag.unlink()  # full speed to the end
     third = cli.run(1, "-s", moved2)
-    wait_until(lambda: state_of(s3_cluster, third) in ("FINISHED", "FAILED", "CANCELED"), timeout=180,
-               message="the last job ends")
+    wait_until(
+        lambda: state_of(s3_cluster, third) in ("FINISHED", "FAILED", "CANCELED"),
+        timeout=180,
+        message="the last job ends",
+    )
     assert state_of(s3_cluster, third) == "FINISHED", root_exception(s3_cluster, third)
     restored = checkpoints_of(s3_cluster, third)["latest"]["restored"]
     assert restored["external_path"] == moved2 and restored["is_savepoint"] is True
     assert [v["parallelism"] for v in s3_cluster.rest.job(third)["vertices"]] == [1] * len(
-        s3_cluster.rest.job(third)["vertices"])
+        s3_cluster.rest.job(third)["vertices"]
+    )
     got = committed(cli.out)
     expected = expected_running_sums()
     assert len(got) == len(expected), f"{len(got)} committed records, expected {len(expected)}"
@@ -194,8 +233,12 @@ def test_an_unreachable_s3_endpoint_is_a_clear_error(s3_cluster: Cluster, tmp_pa
     cli = Cli(s3_cluster, tmp_path)
     cli.flag.unlink()
     dead = f"http://127.0.0.1:{_free_port()}"
-    job = cli.run(2, "-s", f"s3://{BUCKET}/savepoints/some-savepoint",
-                  extra=(f"s3.endpoint={dead}", "s3.access-key=testing", "s3.secret-key=testing"))
+    job = cli.run(
+        2,
+        "-s",
+        f"s3://{BUCKET}/savepoints/some-savepoint",
+        extra=(f"s3.endpoint={dead}", "s3.access-key=testing", "s3.secret-key=testing"),
+    )
     wait_until(lambda: state_of(s3_cluster, job) in ("FAILED", "FINISHED"), timeout=180, message="the job ends")
     assert state_of(s3_cluster, job) == "FAILED"
     cause = root_exception(s3_cluster, job)

@@ -13,8 +13,9 @@ import glob
 import os
 import random
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import cloudpickle
 import pytest
@@ -24,18 +25,28 @@ from yarnflink.api.environment import set_default_executor
 from yarnflink.bench.exactly_once import committed, running_sums
 
 from .conftest import Cluster, wait_until
-from .kill_drill import (KILLS, N, assert_exact_after_kills, checkpoint_stats, checkpointed_env, committed_windows,
-                         expected_windows, kill_taskexecutors, slow_while, start_kill_cluster, window_job)
+from .kill_drill import (
+    KILLS,
+    N,
+    assert_exact_after_kills,
+    checkpoint_stats,
+    checkpointed_env,
+    committed_windows,
+    expected_windows,
+    kill_taskexecutors,
+    slow_while,
+    start_kill_cluster,
+    window_job,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-KEY_WIDTH = 100      # key = x // 100: every key's records come from one source subtask, in order
+KEY_WIDTH = 100  # key = x // 100: every key's records come from one source subtask, in order
 
 
 def expected_running_sums() -> list[tuple[int, int]]:
     return running_sums(N, lambda x: x // KEY_WIDTH)
-
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +64,14 @@ def test_keyed_aggregation_is_exactly_once_across_taskexecutor_kills(ckpt_cluste
     flag.touch()
     out = tmp_path / "out"
     env = checkpointed_env(f"file://{tmp_path / 'checkpoints'}")
-    (env.from_sequence(0, N - 1).map(slow_while(str(flag)))
+    (
+        env.from_sequence(0, N - 1)
+        .map(slow_while(str(flag)))
         .map(lambda x: (x // KEY_WIDTH, x))
-        .key_by(lambda t: t[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
-        .sink_to(FileSink(str(out), format="jsonl")))
+        .key_by(lambda t: t[0])
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+        .sink_to(FileSink(str(out), format="jsonl"))
+    )
     client = env.execute_async("checkpointed keyed sum under kills")
     job_id = client.get_job_id()
     kill_taskexecutors(ckpt_cluster, job_id, KILLS, random.Random())
@@ -75,25 +90,32 @@ def test_keyed_aggregation_is_exactly_once_across_taskexecutor_kills(ckpt_cluste
 
 
 def test_a_job_started_from_a_retained_checkpoint_continues_where_the_cancelled_one_stopped(
-        ckpt_cluster: Cluster, tmp_path: Path) -> None:
+    ckpt_cluster: Cluster, tmp_path: Path
+) -> None:
     """``execution.savepoint.path`` (``yarnflink run -s``): the new job restores the cancelled job's
     retained checkpoint; the committed output of both together is exactly the expected output."""
     ckpt_cluster.executor()
     flag = tmp_path / "slow"
     flag.touch()
-    conf = {"execution.checkpointing.interval": "200 ms",
-            "execution.checkpointing.dir": f"file://{tmp_path / 'checkpoints'}",
-            "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION"}
+    conf = {
+        "execution.checkpointing.interval": "200 ms",
+        "execution.checkpointing.dir": f"file://{tmp_path / 'checkpoints'}",
+        "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
+    }
 
     def submit(out: Path, **extra: str) -> Any:
         env = StreamExecutionEnvironment.get_execution_environment()
         env.set_parallelism(2)
         for k, v in {**conf, **extra}.items():
             env.get_config().set(k, v)
-        (env.from_sequence(0, N - 1).map(slow_while(str(flag)))
+        (
+            env.from_sequence(0, N - 1)
+            .map(slow_while(str(flag)))
             .map(lambda x: (x // KEY_WIDTH, x))
-            .key_by(lambda t: t[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
-            .sink_to(FileSink(str(out), format="jsonl")))
+            .key_by(lambda t: t[0])
+            .reduce(lambda a, b: (a[0], a[1] + b[1]))
+            .sink_to(FileSink(str(out), format="jsonl"))
+        )
         return env.execute_async("checkpointed keyed sum")
 
     first = submit(tmp_path / "out")
@@ -144,27 +166,40 @@ def test_savepoint_via_rest_and_a_job_started_from_it(ckpt_cluster: Cluster, tmp
     ckpt_cluster.executor()
     flag = tmp_path / "slow"
     flag.touch()
-    conf = {"execution.checkpointing.interval": "200 ms",
-            "execution.checkpointing.dir": f"file://{tmp_path / 'checkpoints'}"}
+    conf = {
+        "execution.checkpointing.interval": "200 ms",
+        "execution.checkpointing.dir": f"file://{tmp_path / 'checkpoints'}",
+    }
 
     def submit(**extra: str) -> Any:
         env = StreamExecutionEnvironment.get_execution_environment()
         env.set_parallelism(2)
         for k, v in {**conf, **extra}.items():
             env.get_config().set(k, v)
-        (env.from_sequence(0, N - 1).map(slow_while(str(flag)))
+        (
+            env.from_sequence(0, N - 1)
+            .map(slow_while(str(flag)))
             .map(lambda x: (x // KEY_WIDTH, x))
-            .key_by(lambda t: t[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
-            .sink_to(FileSink(str(tmp_path / "out"), format="jsonl")))
+            .key_by(lambda t: t[0])
+            .reduce(lambda a, b: (a[0], a[1] + b[1]))
+            .sink_to(FileSink(str(tmp_path / "out"), format="jsonl"))
+        )
         return env.execute_async("savepointed keyed sum")
 
     first = submit()
     job1 = first.get_job_id()
-    wait_until(lambda: checkpoint_stats(ckpt_cluster, job1)["counts"]["completed"] >= 1, timeout=90,
-               message="a completed checkpoint")
+    wait_until(
+        lambda: checkpoint_stats(ckpt_cluster, job1)["counts"]["completed"] >= 1,
+        timeout=90,
+        message="a completed checkpoint",
+    )
     base = ckpt_cluster.rest_url
-    r = httpx.post(f"{base}/jobs/{job1}/savepoints", headers=ckpt_cluster.auth, timeout=10,
-                   json={"target-directory": f"file://{tmp_path / 'savepoints'}", "cancel-job": False})
+    r = httpx.post(
+        f"{base}/jobs/{job1}/savepoints",
+        headers=ckpt_cluster.auth,
+        timeout=10,
+        json={"target-directory": f"file://{tmp_path / 'savepoints'}", "cancel-job": False},
+    )
     assert r.status_code == 200, r.text
     trigger = r.json()["request-id"]
 

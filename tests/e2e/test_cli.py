@@ -19,8 +19,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def yarnflink(*args: str, env: dict, cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "yarnflink.cli.main", *args], capture_output=True,
-                          text=True, env=env, cwd=cwd, timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "yarnflink.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.fixture
@@ -30,7 +37,8 @@ def cli_env(tmp_path: Path) -> dict:
     env["YARNFLINK_CONF_DIR"] = str(tmp_path / "conf")
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf" / "yarnflink.yaml").write_text(
-        "rest.port: 0\njobmanager.rpc.port: 0\ntaskmanager.numberOfTaskSlots: 1\n")
+        "rest.port: 0\njobmanager.rpc.port: 0\ntaskmanager.numberOfTaskSlots: 1\n"
+    )
     return env
 
 
@@ -62,26 +70,34 @@ def test_run_without_session_uses_a_per_job_local_cluster(tmp_path: Path, cli_en
 
 
 def test_failing_job_exits_nonzero_with_traceback(tmp_path: Path, cli_env: dict) -> None:
-    job = write(tmp_path / "bad.py", """
+    job = write(
+        tmp_path / "bad.py",
+        """
         from yarnflink import StreamExecutionEnvironment
         def boom(x):
             raise RuntimeError(f"boom at {x}")
         env = StreamExecutionEnvironment.get_execution_environment()
         env.from_sequence(1, 10).map(boom).print()
         env.execute("bad")
-    """)
+    """,
+    )
     r = yarnflink("run", str(job), env=cli_env, cwd=tmp_path)
     assert r.returncode == 1
     assert "RuntimeError: boom at" in r.stderr and "in boom" in r.stderr
 
 
-@pytest.mark.parametrize("code,fragment", [
-    ("x = 1\n", "defined no job"),
-    ("def broken(:\n", "SyntaxError"),
-    ("raise KeyError('missing-thing')\n", "missing-thing"),
-    ("from yarnflink import StreamExecutionEnvironment\nStreamExecutionEnvironment.get_execution_environment().execute('e')\n",
-     "no operators defined"),
-])
+@pytest.mark.parametrize(
+    "code,fragment",
+    [
+        ("x = 1\n", "defined no job"),
+        ("def broken(:\n", "SyntaxError"),
+        ("raise KeyError('missing-thing')\n", "missing-thing"),
+        (
+            "from yarnflink import StreamExecutionEnvironment\nStreamExecutionEnvironment.get_execution_environment().execute('e')\n",
+            "no operators defined",
+        ),
+    ],
+)
 def test_bad_job_files_get_clear_errors(tmp_path: Path, cli_env: dict, code: str, fragment: str) -> None:
     job = write(tmp_path / "job.py", code)
     r = yarnflink("run", "-m", "http://127.0.0.1:9", str(job), env=cli_env, cwd=tmp_path)
@@ -117,12 +133,15 @@ def test_session_lifecycle_with_detached_run_list_and_cancel(tmp_path: Path, cli
     try:
         r = yarnflink("session", "list", env=cli_env, cwd=tmp_path)
         assert session_id in r.stdout and "RUNNING" in r.stdout
-        job = write(tmp_path / "forever.py", """
+        job = write(
+            tmp_path / "forever.py",
+            """
             from yarnflink import StreamExecutionEnvironment
             env = StreamExecutionEnvironment.get_execution_environment()
             env.from_sequence(1, 10**12).filter(lambda x: x < 0).print()
             env.execute("forever")
-        """)
+        """,
+        )
         r = yarnflink("run", "-d", str(job), env=cli_env, cwd=tmp_path)
         assert r.returncode == 0, r.stderr
         job_id = re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
@@ -132,14 +151,17 @@ def test_session_lifecycle_with_detached_run_list_and_cancel(tmp_path: Path, cli
         assert r.returncode == 0, r.stderr
         r = yarnflink("cancel", "f" * 32, env=cli_env, cwd=tmp_path)
         assert r.returncode == 1 and "not found" in r.stderr
-        bad = write(tmp_path / "bad.py", """
+        bad = write(
+            tmp_path / "bad.py",
+            """
             from yarnflink import StreamExecutionEnvironment
             def check(x):
                 raise ValueError(f"unexpected record {x}")
             env = StreamExecutionEnvironment.get_execution_environment()
             env.from_sequence(1, 5).map(check).print()
             env.execute("doomed")
-        """)
+        """,
+        )
         r = yarnflink("run", "-d", str(bad), env=cli_env, cwd=tmp_path)
         bad_id = re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)
         deadline = time.monotonic() + 60

@@ -14,8 +14,9 @@ import os
 import runpy
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import cloudpickle
 import numpy as np
@@ -53,8 +54,9 @@ def cs_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """One TaskExecutor with 2 slots: both subtasks of the Spark step share its SparkSession. A
     spark.* key of the TaskExecutor's configuration reaches it: the JIT's quick tier only, which
     halves the JVM's CPU time for short jobs on a busy machine."""
-    c = start_cluster(tmp_path_factory.mktemp("clickstream-cluster"), taskexecutors=1, slots=2,
-                      spark_driver_extraJavaOptions=JIT)
+    c = start_cluster(
+        tmp_path_factory.mktemp("clickstream-cluster"), taskexecutors=1, slots=2, spark_driver_extraJavaOptions=JIT
+    )
     yield c
     set_default_executor(None)
     c.stop()
@@ -68,7 +70,9 @@ def reference() -> list[dict]:
     from yarnflink.spark.session import holder
 
     spark = holder.get({"taskmanager.numberOfTaskSlots": "2", "spark.driver.extraJavaOptions": JIT}).newSession()
-    spark.createDataFrame(pa.Table.from_batches([cs.generate(np.arange(EVENTS), SEED)])).createOrReplaceTempView("input")
+    spark.createDataFrame(pa.Table.from_batches([cs.generate(np.arange(EVENTS), SEED)])).createOrReplaceTempView(
+        "input"
+    )
     clicks = spark.sql(cs.CLEAN_SQL).toArrow().to_pylist()
     assert 0.9 * EVENTS < len(clicks) < EVENTS  # bots and malformed rows went
     by_user: dict[str, list[dict]] = collections.defaultdict(list)
@@ -82,9 +86,19 @@ def reference() -> list[dict]:
         for c in cl + [None]:  # type: ignore[list-item]
             if current and (c is None or c["ts"] - current[-1]["ts"] > gap_ms):
                 first = current[0]
-                sessions.append(cs.session_record(
-                    user, len(current), {x["page"] for x in current}, first["ts"], current[-1]["ts"],
-                    first["page"], first["device"], first["source"], any(x["page"] == "/checkout" for x in current)))
+                sessions.append(
+                    cs.session_record(
+                        user,
+                        len(current),
+                        {x["page"] for x in current},
+                        first["ts"],
+                        current[-1]["ts"],
+                        first["page"],
+                        first["device"],
+                        first["source"],
+                        any(x["page"] == "/checkout" for x in current),
+                    )
+                )
                 current = []
             if c is not None:
                 current.append(c)
@@ -101,14 +115,21 @@ def committed(output: Path) -> list[dict]:
 
 
 def test_clickstream_example_output_equals_a_plain_pyspark_reference(
-        cs_cluster: Cluster, reference: list[dict], tmp_path: Path, capsys: pytest.CaptureFixture,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    cs_cluster: Cluster,
+    reference: list[dict],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     cs_cluster.executor()
     out = tmp_path / "sessions"
     # as `yarnflink run examples/clickstream.py ...` runs it: the script as __main__ with the
     # cluster's executor installed
-    monkeypatch.setattr(sys, "argv", [str(EXAMPLE), "--events", str(EVENTS), "--seed", str(SEED),
-                                      "--gap", str(GAP_S), "--output", str(out)])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [str(EXAMPLE), "--events", str(EVENTS), "--seed", str(SEED), "--gap", str(GAP_S), "--output", str(out)],
+    )
     runpy.run_path(str(EXAMPLE), run_name="__main__")
     got = committed(out)
     assert len(reference) > 500
@@ -128,7 +149,8 @@ def fails_once_after_a_checkpoint(checkpoints: Path, marks: Path) -> Callable[[A
 
         spark = df.sparkSession
         (marks / f"app-{os.getpid()}-{spark.sparkContext.applicationId}").write_text(
-            spark.sparkContext.getConf().get("spark.driver.extraJavaOptions") or "")
+            spark.sparkContext.getConf().get("spark.driver.extraJavaOptions") or ""
+        )
         df.createOrReplaceTempView("input")
         out = spark.sql(cs.CLEAN_SQL)
         if glob.glob(str(checkpoints / "*" / "chk-*" / "_metadata")):
@@ -145,22 +167,31 @@ def fails_once_after_a_checkpoint(checkpoints: Path, marks: Path) -> Callable[[A
 
 
 def test_a_spark_step_failing_mid_run_keeps_the_committed_sessions_exact(
-        cs_cluster: Cluster, reference: list[dict], tmp_path: Path) -> None:
+    cs_cluster: Cluster, reference: list[dict], tmp_path: Path
+) -> None:
     cs_cluster.executor()
     out, checkpoints, marks = tmp_path / "sessions", tmp_path / "checkpoints", tmp_path / "marks"
     marks.mkdir()
     env = StreamExecutionEnvironment.get_execution_environment()
     cs.configure(env)
-    for k, v in {"execution.checkpointing.interval": "300 ms",
-                 "execution.checkpointing.dir": f"file://{checkpoints}",
-                 "spark.micro-batch.max-rows": "500",  # many micro-batches: the failure comes mid-run
-                 "restart-strategy.type": "fixed-delay",
-                 "restart-strategy.fixed-delay.attempts": "3",
-                 "restart-strategy.fixed-delay.delay": "200 ms"}.items():
+    for k, v in {
+        "execution.checkpointing.interval": "300 ms",
+        "execution.checkpointing.dir": f"file://{checkpoints}",
+        "spark.micro-batch.max-rows": "500",  # many micro-batches: the failure comes mid-run
+        "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.attempts": "3",
+        "restart-strategy.fixed-delay.delay": "200 ms",
+    }.items():
         env.get_config().set(k, v)
     clean = fails_once_after_a_checkpoint(checkpoints, marks)
-    cs.build(env, events=EVENTS, seed=SEED, output=str(out), gap_s=GAP_S,
-             clean=lambda s: s.transform_spark(clean, schema=cs.SCHEMA))
+    cs.build(
+        env,
+        events=EVENTS,
+        seed=SEED,
+        output=str(out),
+        gap_s=GAP_S,
+        clean=lambda s: s.transform_spark(clean, schema=cs.SCHEMA),
+    )
     client = env.execute_async("clickstream with a failing Spark step")
     client.get_job_execution_result()
     job = cs_cluster.rest.job(client.get_job_id())

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -19,8 +20,15 @@ from .conftest import Cluster, wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--no-first-run"]
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 #: how long the page may take to show something (a loaded 2-core machine, refresh every 500 ms)
 UI_TIMEOUT_MS = 30_000
 
@@ -47,11 +55,18 @@ def browser() -> Iterator[Any]:
 def submit_forever_job() -> str:
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(3)
-    (env.from_sequence(1, 10**12).name("numbers").set_parallelism(2)
-        .map(lambda x: x * 3).name("triple").set_parallelism(2)
+    (
+        env.from_sequence(1, 10**12)
+        .name("numbers")
+        .set_parallelism(2)
+        .map(lambda x: x * 3)
+        .name("triple")
+        .set_parallelism(2)
         .rebalance()
-        .filter(lambda x: x < 0).name("drop all")
-        .print())
+        .filter(lambda x: x < 0)
+        .name("drop all")
+        .print()
+    )
     return env.execute_async("dashboard-job").get_job_id()
 
 
@@ -100,15 +115,19 @@ def test_dashboard_shows_a_running_job_and_cancels_it(dcluster: Cluster, browser
         page.wait_for_function(
             """ids => ids.every(id => {
                  const b = document.querySelector(`#job-graph .vertex[data-vertex-id='${id}'] .badge`);
-                 return b && b.textContent === 'RUNNING'; })""", arg=[v["id"] for v in vertices])
+                 return b && b.textContent === 'RUNNING'; })""",
+            arg=[v["id"] for v in vertices],
+        )
         page.wait_for_function(
             """id => { const t = document.querySelector(`#job-graph .vertex[data-vertex-id='${id}'] .records-out`);
                       return t && !t.textContent.startsWith('0 ') && !t.textContent.startsWith('- '); }""",
-            arg=source["id"])
+            arg=source["id"],
+        )
         page.wait_for_function(
             """id => { const t = document.querySelector(`#job-graph .vertex[data-vertex-id='${id}'] .records-in`);
                       return t && !t.textContent.startsWith('0 ') && !t.textContent.startsWith('- '); }""",
-            arg=sink["id"])
+            arg=sink["id"],
+        )
 
         # subtasks of a vertex, with the TaskExecutor and slot each runs in
         page.click(f"#job-graph .vertex[data-vertex-id='{sink['id']}']")

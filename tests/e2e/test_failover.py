@@ -17,8 +17,9 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import cloudpickle
 import pytest
@@ -104,18 +105,41 @@ def test_task_error_in_a_streaming_job(cluster: Cluster, executor, tmp_path: Pat
     """Two independent pipelines in one job: ``full`` restarts both, ``region`` only the failed
     one -- its tasks go back to the slots they had (sticky)."""
     go = str(tmp_path / "go")
-    env = env_with(**{"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": "100 ms",
-                      "jobmanager.execution.failover-strategy": strategy})
-    (env.from_sequence(1, 2000).name("Src1").rebalance()
-     .map(fail_once(1, go)).name("Fail1").sink_to(FileSink(str(tmp_path / "out1"), format="jsonl")))
-    (env.from_sequence(1, 500).name("Src2").rebalance()
-     .map(lambda x: -x).name("Neg2").sink_to(FileSink(str(tmp_path / "out2"), format="jsonl")))
+    env = env_with(
+        **{
+            "restart-strategy.type": "fixed-delay",
+            "restart-strategy.fixed-delay.delay": "100 ms",
+            "jobmanager.execution.failover-strategy": strategy,
+        }
+    )
+    (
+        env.from_sequence(1, 2000)
+        .name("Src1")
+        .rebalance()
+        .map(fail_once(1, go))
+        .name("Fail1")
+        .sink_to(FileSink(str(tmp_path / "out1"), format="jsonl"))
+    )
+    (
+        env.from_sequence(1, 500)
+        .name("Src2")
+        .rebalance()
+        .map(lambda x: -x)
+        .name("Neg2")
+        .sink_to(FileSink(str(tmp_path / "out2"), format="jsonl"))
+    )
     client = env.execute_async(f"two pipelines, {strategy}")
     job_id = client.get_job_id()
     # every task deployed, the failing one waiting for the go file
-    before = wait_until(lambda: (d := cluster.rest.job(job_id)) and subtask(d, "Fail1", 1)["status"] == "RUNNING"
-                        and all(s["allocation-id"] for v in d["vertices"] for s in v["subtasks"]) and d,
-                        message="the job deployed")
+    before = wait_until(
+        lambda: (
+            (d := cluster.rest.job(job_id))
+            and subtask(d, "Fail1", 1)["status"] == "RUNNING"
+            and all(s["allocation-id"] for v in d["vertices"] for s in v["subtasks"])
+            and d
+        ),
+        message="the job deployed",
+    )
     open(go, "w").close()
     client.get_job_execution_result()
     details = cluster.rest.job(job_id)
@@ -132,24 +156,37 @@ def test_task_error_in_a_streaming_job(cluster: Cluster, executor, tmp_path: Pat
     assert entry["exceptionName"] == "RuntimeError" and "planned failure of subtask 1" in entry["stacktrace"]
     assert entry["taskName"] == f"{names[1]} (2/2)"
     assert entry["taskManagerId"] == subtask(before, "Fail1", 1)["taskmanager-id"] and entry["timestamp"] > 0
-    assert set(entry["restartedTasks"]) == {f"{n} ({i}/2)" for n in names[:4 if strategy == "full" else 2]
-                                            for i in (1, 2)}
+    assert set(entry["restartedTasks"]) == {
+        f"{n} ({i}/2)" for n in names[: 4 if strategy == "full" else 2] for i in (1, 2)
+    }
 
 
 # ----------------------------------------------------------------------------- batch task error
 def test_task_error_downstream_of_a_blocking_exchange_restarts_only_its_region(
-        cluster: Cluster, executor, tmp_path: Path) -> None:
+    cluster: Cluster, executor, tmp_path: Path
+) -> None:
     go = str(tmp_path / "go")
-    env = env_with(batch=True, **{"restart-strategy.type": "fixed-delay",
-                                  "restart-strategy.fixed-delay.delay": "100 ms"})
-    (env.from_sequence(0, 9999).map(lambda x: (x % 10, 1)).name("Pairs")
-     .key_by(lambda t: t[0]).sum(1).map(fail_once(1, go, in_open=True)).name("Check")
-     .sink_to(FileSink(str(tmp_path / "out"), format="jsonl")))
+    env = env_with(
+        batch=True, **{"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": "100 ms"}
+    )
+    (
+        env.from_sequence(0, 9999)
+        .map(lambda x: (x % 10, 1))
+        .name("Pairs")
+        .key_by(lambda t: t[0])
+        .sum(1)
+        .map(fail_once(1, go, in_open=True))
+        .name("Check")
+        .sink_to(FileSink(str(tmp_path / "out"), format="jsonl"))
+    )
     client = env.execute_async("batch, downstream failure")
     job_id = client.get_job_id()
-    before = wait_until(lambda: (d := cluster.rest.job(job_id)) and
-                        subtask(d, "Check", 1)["status"] in ("INITIALIZING", "RUNNING") and d,
-                        message="the downstream region deployed")
+    before = wait_until(
+        lambda: (
+            (d := cluster.rest.job(job_id)) and subtask(d, "Check", 1)["status"] in ("INITIALIZING", "RUNNING") and d
+        ),
+        message="the downstream region deployed",
+    )
     assert before["vertices"][0]["status"] == "FINISHED"  # the producers are done
     open(go, "w").close()
     client.get_job_execution_result()
@@ -165,8 +202,13 @@ def test_task_error_downstream_of_a_blocking_exchange_restarts_only_its_region(
 
 # ----------------------------------------------------------------------------- individual
 def test_individual_failover_restarts_the_failed_task_alone(cluster: Cluster, executor, tmp_path: Path) -> None:
-    env = env_with(**{"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": "100 ms",
-                      "jobmanager.execution.failover-strategy": "individual"})
+    env = env_with(
+        **{
+            "restart-strategy.type": "fixed-delay",
+            "restart-strategy.fixed-delay.delay": "100 ms",
+            "jobmanager.execution.failover-strategy": "individual",
+        }
+    )
     env.from_sequence(1, 1000).map(fail_once(1)).sink_to(FileSink(str(tmp_path / "out"), format="jsonl"))
     result = env.execute("individual")
     details = cluster.rest.job(result.get_job_id())
@@ -192,21 +234,47 @@ def always_fail() -> MapFunction:
     return AlwaysFail()
 
 
-@pytest.mark.parametrize("conf, restarts, min_gaps_s", [
-    ({}, 0, []),  # Flink's default without checkpointing: no restart
-    ({"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "2",
-      "restart-strategy.fixed-delay.delay": "400 ms"}, 2, [0.4, 0.4]),
-    ({"restart-strategy.type": "failure-rate", "restart-strategy.failure-rate.max-failures-per-interval": "2",
-      "restart-strategy.failure-rate.failure-rate-interval": "1 min", "restart-strategy.failure-rate.delay": "300 ms"},
-     2, [0.3, 0.3]),
-    ({"restart-strategy.type": "exponential-delay", "restart-strategy.exponential-delay.initial-backoff": "200 ms",
-      "restart-strategy.exponential-delay.max-backoff": "600 ms",
-      "restart-strategy.exponential-delay.backoff-multiplier": "2",
-      "restart-strategy.exponential-delay.jitter-factor": "0",
-      "restart-strategy.exponential-delay.attempts-before-reset-backoff": "3"}, 3, [0.2, 0.4, 0.6]),
-], ids=["none", "fixed-delay", "failure-rate", "exponential-delay"])
+@pytest.mark.parametrize(
+    "conf, restarts, min_gaps_s",
+    [
+        ({}, 0, []),  # Flink's default without checkpointing: no restart
+        (
+            {
+                "restart-strategy.type": "fixed-delay",
+                "restart-strategy.fixed-delay.attempts": "2",
+                "restart-strategy.fixed-delay.delay": "400 ms",
+            },
+            2,
+            [0.4, 0.4],
+        ),
+        (
+            {
+                "restart-strategy.type": "failure-rate",
+                "restart-strategy.failure-rate.max-failures-per-interval": "2",
+                "restart-strategy.failure-rate.failure-rate-interval": "1 min",
+                "restart-strategy.failure-rate.delay": "300 ms",
+            },
+            2,
+            [0.3, 0.3],
+        ),
+        (
+            {
+                "restart-strategy.type": "exponential-delay",
+                "restart-strategy.exponential-delay.initial-backoff": "200 ms",
+                "restart-strategy.exponential-delay.max-backoff": "600 ms",
+                "restart-strategy.exponential-delay.backoff-multiplier": "2",
+                "restart-strategy.exponential-delay.jitter-factor": "0",
+                "restart-strategy.exponential-delay.attempts-before-reset-backoff": "3",
+            },
+            3,
+            [0.2, 0.4, 0.6],
+        ),
+    ],
+    ids=["none", "fixed-delay", "failure-rate", "exponential-delay"],
+)
 def test_restart_strategy_gives_up_at_its_count_after_its_delays(
-        cluster: Cluster, executor, conf: dict[str, str], restarts: int, min_gaps_s: list[float]) -> None:
+    cluster: Cluster, executor, conf: dict[str, str], restarts: int, min_gaps_s: list[float]
+) -> None:
     env = env_with(parallelism=1, **conf)
     env.from_collection([7]).map(always_fail()).print()
     with pytest.raises(JobExecutionException) as err:
@@ -230,8 +298,13 @@ def test_restart_strategy_gives_up_at_its_count_after_its_delays(
 def kill_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """Four TaskExecutors with one slot each (every subtask of a vertex on its own process);
     heartbeats at Flink's defaults, so a recovery within seconds did not wait for them."""
-    c = start_cluster(tmp_path_factory.mktemp("kill-cluster"), taskexecutors=4, slots=1,
-                      heartbeat_interval="10 s", heartbeat_timeout="50 s")
+    c = start_cluster(
+        tmp_path_factory.mktemp("kill-cluster"),
+        taskexecutors=4,
+        slots=1,
+        heartbeat_interval="10 s",
+        heartbeat_timeout="50 s",
+    )
     yield c
     set_default_executor(None)
     c.stop()
@@ -270,21 +343,25 @@ def wait_unless_beside_a1(directory: str, go_file: str) -> MapFunction:
 
 @pytest.mark.parametrize("partitioning", ["key_by", "rebalance"])
 def test_lost_upstream_partition_restarts_the_producer_region(
-        kill_cluster: Cluster, tmp_path: Path, partitioning: str) -> None:
+    kill_cluster: Cluster, tmp_path: Path, partitioning: str
+) -> None:
     """A BATCH job A -> B over a blocking exchange. Once A finished, the consumer of B beside
     A1 finishes too, the other one waits; A1's TaskExecutor is SIGKILLed; the waiting consumer
     then fails reading A1's result. Region failover restarts A1's region and the reader -- and,
     for ``rebalance`` (non-deterministic), the finished consumer as well."""
     kill_cluster.executor()
     go = str(tmp_path / "go")
-    env = env_with(batch=True, **{"restart-strategy.type": "fixed-delay",
-                                  "restart-strategy.fixed-delay.delay": "100 ms"})
+    env = env_with(
+        batch=True, **{"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": "100 ms"}
+    )
     a = env.from_sequence(0, 19_999).map(pid_files(str(tmp_path))).name("ProducerA")
     if partitioning == "key_by":
         b = a.map(lambda x: (x % 97, x)).key_by(lambda t: t[0]).reduce(lambda x, y: (x[0], x[1] + y[1]))
     else:
         b = a.rebalance()
-    b.map(wait_unless_beside_a1(str(tmp_path), go)).name("ConsumerB").sink_to(FileSink(str(tmp_path / "out"), format="jsonl"))
+    b.map(wait_unless_beside_a1(str(tmp_path), go)).name("ConsumerB").sink_to(
+        FileSink(str(tmp_path / "out"), format="jsonl")
+    )
     client = env.execute_async(f"lost partition, {partitioning}")
     job_id = client.get_job_id()
     rest = kill_cluster.rest
@@ -294,8 +371,11 @@ def test_lost_upstream_partition_restarts_the_producer_region(
         a1_tm = subtask(d, "ProducerA", 1)["taskmanager-id"]
         bs = [subtask(d, "ConsumerB", i) for i in (0, 1)]
         beside = [i for i, s in enumerate(bs) if s["taskmanager-id"] == a1_tm]
-        if len(beside) == 1 and bs[beside[0]]["status"] == "FINISHED" and \
-                bs[1 - beside[0]]["status"] in ("INITIALIZING", "RUNNING"):
+        if (
+            len(beside) == 1
+            and bs[beside[0]]["status"] == "FINISHED"
+            and bs[1 - beside[0]]["status"] in ("INITIALIZING", "RUNNING")
+        ):
             return d, beside[0], 1 - beside[0]
         return None
 
@@ -326,7 +406,8 @@ def test_lost_upstream_partition_restarts_the_producer_region(
     assert entry["exceptionName"] in ("PartitionException", "TaskManagerLostException")
     assert sorted(entry["restartedTasks"]) == sorted(
         [f"{a_name} ({i + 1}/2)" for i in (0, 1) if expected_a[i]]
-        + [f"{b_name} ({i + 1}/2)" for i in (0, 1) if expected_b[i]])
+        + [f"{b_name} ({i + 1}/2)" for i in (0, 1) if expected_b[i]]
+    )
     got = read_jsonl(tmp_path / "out")
     if partitioning == "key_by":
         sums = collections.Counter()

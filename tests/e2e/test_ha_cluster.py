@@ -10,8 +10,9 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -23,8 +24,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 
 def _cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "yarnflink.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=timeout, cwd=str(Path(__file__).parents[2]))
+    return subprocess.run(
+        [sys.executable, "-m", "yarnflink.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        cwd=str(Path(__file__).parents[2]),
+    )
 
 
 def _alive(pid: int) -> bool:
@@ -46,21 +53,44 @@ def _until(cond: Callable[[], Any], timeout: float, what: str) -> Any:
 
 
 def _ha_args(zookeeper: ZooKeeperServer, tmp_path: Path) -> list[str]:
-    return ["-D", f"high-availability.zookeeper.quorum={zookeeper.address}",
-            "-D", f"high-availability.zookeeper.path.root={unique_root('cli')}",
-            "-D", f"high-availability.storageDir=file://{tmp_path / 'ha'}",
-            "-D", "high-availability.zookeeper.client.session-timeout=2 s",
-            "-D", "heartbeat.interval=1 s", "-D", "heartbeat.timeout=10 s",
-            # clients wait this long for a new leader (default 30 s: tight on a loaded 2-core CI)
-            "-D", "rest.await-leader-timeout=60 s"]
+    return [
+        "-D",
+        f"high-availability.zookeeper.quorum={zookeeper.address}",
+        "-D",
+        f"high-availability.zookeeper.path.root={unique_root('cli')}",
+        "-D",
+        f"high-availability.storageDir=file://{tmp_path / 'ha'}",
+        "-D",
+        "high-availability.zookeeper.client.session-timeout=2 s",
+        "-D",
+        "heartbeat.interval=1 s",
+        "-D",
+        "heartbeat.timeout=10 s",
+        # clients wait this long for a new leader (default 30 s: tight on a loaded 2-core CI)
+        "-D",
+        "rest.await-leader-timeout=60 s",
+    ]
 
 
 def test_a_local_session_with_a_standby_survives_a_sigkill_of_its_leader(
-        zookeeper: ZooKeeperServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    zookeeper: ZooKeeperServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("YARNFLINK_SESSIONS_DIR", str(tmp_path / "sessions"))
     env = dict(os.environ)
-    started = _cli(env, "session", "start", "--target", "local", "--standby", "1", "-n", "2", "-s", "1",
-                   *_ha_args(zookeeper, tmp_path))
+    started = _cli(
+        env,
+        "session",
+        "start",
+        "--target",
+        "local",
+        "--standby",
+        "1",
+        "-n",
+        "2",
+        "-s",
+        "1",
+        *_ha_args(zookeeper, tmp_path),
+    )
     assert started.returncode == 0, started.stderr
     assert "1 leader, 1 standby" in started.stdout
     (session_file,) = (tmp_path / "sessions").glob("*/session.json")
@@ -88,8 +118,11 @@ def test_a_local_session_with_a_standby_survives_a_sigkill_of_its_leader(
         assert "RUNNING" in sessions.stdout and "(HA)" in sessions.stdout
 
         # without the session file: the configuration's HA keys find the leader in ZooKeeper
-        bare = {**env, "YARNFLINK_SESSIONS_DIR": str(tmp_path / "no-sessions"),
-                "YARNFLINK_REST_TOKEN_FILE": session["token_file"]}
+        bare = {
+            **env,
+            "YARNFLINK_SESSIONS_DIR": str(tmp_path / "no-sessions"),
+            "YARNFLINK_REST_TOKEN_FILE": session["token_file"],
+        }
         ha = [a for k, v in session["ha_config"].items() for a in ("-D", f"{k}={v}")]
         listed = _cli(bare, "list", *ha)
         assert listed.returncode == 0 and "No jobs." in listed.stdout, listed.stderr
@@ -116,8 +149,9 @@ env.execute("attached across a failover")
 """
 
 
-def test_an_attached_run_rides_through_a_failover(zookeeper: ZooKeeperServer, tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_attached_run_rides_through_a_failover(
+    zookeeper: ZooKeeperServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``yarnflink run`` (attached) keeps following its job while the leader is SIGKILLed: it
     ends with exit status 0 and the job's committed output is exact."""
     from yarnflink.bench.ha import committed, expected_running_sums, running_with_checkpoint_after
@@ -125,23 +159,54 @@ def test_an_attached_run_rides_through_a_failover(zookeeper: ZooKeeperServer, tm
 
     monkeypatch.setenv("YARNFLINK_SESSIONS_DIR", str(tmp_path / "sessions"))
     env = dict(os.environ)
-    started = _cli(env, "session", "start", "--target", "local", "--standby", "1", "-n", "2", "-s", "1",
-                   *_ha_args(zookeeper, tmp_path))
+    started = _cli(
+        env,
+        "session",
+        "start",
+        "--target",
+        "local",
+        "--standby",
+        "1",
+        "-n",
+        "2",
+        "-s",
+        "1",
+        *_ha_args(zookeeper, tmp_path),
+    )
     assert started.returncode == 0, started.stderr
     session = json.loads(next((tmp_path / "sessions").glob("*/session.json")).read_text())
     job, flag, out = tmp_path / "job.py", tmp_path / "slow", tmp_path / "out"
     job.write_text(JOB)
     flag.touch()
-    run = subprocess.Popen([sys.executable, "-m", "yarnflink.cli.main", "run", str(job), str(out),
-                            str(tmp_path / "checkpoints"), str(flag)], env=env, text=True,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(Path(__file__).parents[2]))
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "yarnflink.cli.main",
+            "run",
+            str(job),
+            str(out),
+            str(tmp_path / "checkpoints"),
+            str(flag),
+        ],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=str(Path(__file__).parents[2]),
+    )
     try:
         with RestClient(session["rest_url"]) as rest:
             job_id = _until(lambda: [j["jid"] for j in rest.jobs_overview()], 60, "the job")[0]
             _until(lambda: running_with_checkpoint_after(rest, job_id, 0), 60, "a completed checkpoint")
             os.kill(session["master_pids"][session["rest_urls"].index(session["rest_url"])], signal.SIGKILL)
-            _until(lambda: running_with_checkpoint_after(rest, job_id, 0)
-                   and rest.base_url != session["rest_url"].rstrip("/"), 90, "the job running under the new leader")
+            _until(
+                lambda: (
+                    running_with_checkpoint_after(rest, job_id, 0) and rest.base_url != session["rest_url"].rstrip("/")
+                ),
+                90,
+                "the job running under the new leader",
+            )
         flag.unlink()
         stdout, stderr = run.communicate(timeout=120)
         assert run.returncode == 0, stderr
@@ -153,16 +218,35 @@ def test_an_attached_run_rides_through_a_failover(zookeeper: ZooKeeperServer, tm
 
 
 def test_master_start_ha_zookeeper_joins_the_election_and_publishes_its_rest_endpoint(
-        zookeeper: ZooKeeperServer, tmp_path: Path) -> None:
+    zookeeper: ZooKeeperServer, tmp_path: Path
+) -> None:
     from yarnflink.client.leader import RestLeaderResolver
     from yarnflink.common.config import Configuration
 
     args = _ha_args(zookeeper, tmp_path)
     info_file = tmp_path / "master.json"
-    proc = subprocess.Popen([sys.executable, "-m", "yarnflink.cli.main", "master", "start", "--ha", "zookeeper",
-                             "--info-file", str(info_file), "--workdir", str(tmp_path),
-                             "-D", "rest.port=0", "-D", "jobmanager.rpc.port=0", *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "yarnflink.cli.main",
+            "master",
+            "start",
+            "--ha",
+            "zookeeper",
+            "--info-file",
+            str(info_file),
+            "--workdir",
+            str(tmp_path),
+            "-D",
+            "rest.port=0",
+            "-D",
+            "jobmanager.rpc.port=0",
+            *args,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         _until(info_file.exists, 60, "the master to start")
         conf = dict(a.split("=", 1) for a in args[1::2])
@@ -178,12 +262,20 @@ def test_master_start_ha_zookeeper_joins_the_election_and_publishes_its_rest_end
 
 def test_incomplete_ha_configurations_are_errors_that_name_the_missing_key(tmp_path: Path) -> None:
     env = {**os.environ, "YARNFLINK_SESSIONS_DIR": str(tmp_path / "sessions")}
-    r = _cli(env, "session", "start", "--target", "local", "--standby", "1", "-D",
-             f"high-availability.storageDir=file://{tmp_path}")
+    r = _cli(
+        env,
+        "session",
+        "start",
+        "--target",
+        "local",
+        "--standby",
+        "1",
+        "-D",
+        f"high-availability.storageDir=file://{tmp_path}",
+    )
     assert r.returncode == 1
     assert "high-availability.zookeeper.quorum" in r.stderr and "Traceback" not in r.stderr
-    r = _cli(env, "session", "start", "--target", "local", "--standby", "1",
-             "-D", "high-availability.type=NONE")
+    r = _cli(env, "session", "start", "--target", "local", "--standby", "1", "-D", "high-availability.type=NONE")
     assert r.returncode == 1 and "high-availability.type: zookeeper" in r.stderr
     r = _cli(env, "taskexecutor", "start")
     assert r.returncode == 2 and "--master" in r.stderr and "Traceback" not in r.stderr

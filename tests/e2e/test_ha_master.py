@@ -21,8 +21,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
 import cloudpickle
 import httpx
@@ -53,8 +54,11 @@ class Master:
         return dict(json.loads(self.info_file.read_text()))
 
     def log(self) -> str:
-        parts = [p.read_text(errors="replace") for p in (self.workdir / "master.out", self.workdir / "master.log")
-                 if p.exists()]
+        parts = [
+            p.read_text(errors="replace")
+            for p in (self.workdir / "master.out", self.workdir / "master.log")
+            if p.exists()
+        ]
         return "\n".join(parts)
 
 
@@ -65,19 +69,23 @@ class HaCluster:
         private_directory(root)
         self.root = root
         self.zk_root = zk_root
-        config = Configuration({
-            "high-availability.type": "zookeeper",
-            "high-availability.zookeeper.quorum": zk_address,
-            "high-availability.zookeeper.path.root": zk_root,
-            "high-availability.cluster-id": CLUSTER_ID,
-            "high-availability.storageDir": f"file://{root / 'ha'}",
-            "high-availability.zookeeper.client.session-timeout": "2 s",
-            "high-availability.zookeeper.client.connection-timeout": "10 s",
-            "high-availability.zookeeper.client.retry-wait": "100 ms",
-            "rest.port": "0", "jobmanager.rpc.port": "0",
-            "taskmanager.numberOfTaskSlots": "2",
-            "heartbeat.interval": "1 s", "heartbeat.timeout": "10 s",
-        })
+        config = Configuration(
+            {
+                "high-availability.type": "zookeeper",
+                "high-availability.zookeeper.quorum": zk_address,
+                "high-availability.zookeeper.path.root": zk_root,
+                "high-availability.cluster-id": CLUSTER_ID,
+                "high-availability.storageDir": f"file://{root / 'ha'}",
+                "high-availability.zookeeper.client.session-timeout": "2 s",
+                "high-availability.zookeeper.client.connection-timeout": "10 s",
+                "high-availability.zookeeper.client.retry-wait": "100 ms",
+                "rest.port": "0",
+                "jobmanager.rpc.port": "0",
+                "taskmanager.numberOfTaskSlots": "2",
+                "heartbeat.interval": "1 s",
+                "heartbeat.timeout": "10 s",
+            }
+        )
         self.config = ensure_cluster_security(config, root / "security")
         self.credentials = RestCredentials.from_config(self.config)
         self.procs: list[subprocess.Popen[bytes]] = []
@@ -95,8 +103,19 @@ class HaCluster:
         for _ in range(n):
             wd = self.root / f"master-{len(self.masters)}"
             private_directory(wd)
-            cmd = [sys.executable, "-m", "yarnflink.cli.main", "master", "start", "--info-file",
-                   str(wd / "master.json"), "--workdir", str(wd), "--log-file", str(wd / "master.log")] + self._args()
+            cmd = [
+                sys.executable,
+                "-m",
+                "yarnflink.cli.main",
+                "master",
+                "start",
+                "--info-file",
+                str(wd / "master.json"),
+                "--workdir",
+                str(wd),
+                "--log-file",
+                str(wd / "master.log"),
+            ] + self._args()
             with open(wd / "master.out", "ab") as out:
                 proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
             self.procs.append(proc)
@@ -104,25 +123,35 @@ class HaCluster:
             self.masters.append(m)
             started.append(m)
         for m in started:
-            wait_until(lambda: m.info_file.exists() or m.proc.poll() is not None, timeout=60,
-                       message="master info file")
+            wait_until(
+                lambda: m.info_file.exists() or m.proc.poll() is not None, timeout=60, message="master info file"
+            )
             assert m.proc.poll() is None, m.log()
         return started
 
     def start_taskexecutor(self, rm_address: str) -> subprocess.Popen[bytes]:
         wd = self.root / f"te-{len(self.procs)}"
         private_directory(wd)
-        cmd = [sys.executable, "-m", "yarnflink.cli.main", "taskexecutor", "start", "--master", rm_address] + self._args()
+        cmd = [
+            sys.executable,
+            "-m",
+            "yarnflink.cli.main",
+            "taskexecutor",
+            "start",
+            "--master",
+            rm_address,
+        ] + self._args()
         with open(wd / "te.out", "ab") as out:
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=wd)
         self.procs.append(proc)
         return proc
 
     def get(self, m: Master, path: str) -> httpx.Response:
-        return httpx.get(m.info["rest_url"] + path, headers=self.headers(), timeout=10,
-                         verify=self.credentials.ca_file or True)
+        return httpx.get(
+            m.info["rest_url"] + path, headers=self.headers(), timeout=10, verify=self.credentials.ca_file or True
+        )
 
-    def try_get(self, m: Master, path: str) -> Optional[httpx.Response]:
+    def try_get(self, m: Master, path: str) -> httpx.Response | None:
         """``get``, or None while the master's REST endpoint is not (yet) serving."""
         try:
             return self.get(m, path)
@@ -133,7 +162,7 @@ class HaCluster:
         token = self.credentials.token
         return {"Authorization": f"Bearer {token}"} if token else {}
 
-    def leader(self, candidates: list[Master]) -> Optional[Master]:
+    def leader(self, candidates: list[Master]) -> Master | None:
         """The master whose job endpoints answer (None while nobody leads)."""
         leaders = []
         for m in candidates:
@@ -145,11 +174,11 @@ class HaCluster:
         assert len(leaders) <= 1, "two masters accept jobs at once"
         return leaders[0] if leaders else None
 
-    def zk_json(self, path: str) -> Optional[dict[str, Any]]:
+    def zk_json(self, path: str) -> dict[str, Any] | None:
         data = self.zk_get(path)
         return None if data is None else dict(json.loads(data))
 
-    def zk_get(self, path: str) -> Optional[bytes]:
+    def zk_get(self, path: str) -> bytes | None:
         from kazoo.client import KazooClient
         from kazoo.exceptions import NoNodeError
 
@@ -225,13 +254,18 @@ def job_graph(name: str, conf: dict[str, str], slow: bool) -> dict[str, Any]:
 
 
 def submit(cluster: HaCluster, m: Master, graph: dict[str, Any]) -> str:
-    r = httpx.post(m.info["rest_url"] + "/jobs", json=graph, headers=cluster.headers(), timeout=30,
-                   verify=cluster.credentials.ca_file or True)
+    r = httpx.post(
+        m.info["rest_url"] + "/jobs",
+        json=graph,
+        headers=cluster.headers(),
+        timeout=30,
+        verify=cluster.credentials.ca_file or True,
+    )
     assert r.status_code == 202, r.text
     return str(r.json()["jobUrl"]).rsplit("/", 1)[1]
 
 
-def state(cluster: HaCluster, m: Master, job_id: str) -> Optional[str]:
+def state(cluster: HaCluster, m: Master, job_id: str) -> str | None:
     r = cluster.get(m, f"/jobs/{job_id}")
     return str(r.json()["state"]) if r.status_code == 200 else None
 
@@ -241,16 +275,25 @@ def test_one_master_leads_the_standby_refuses_and_a_paused_leader_steps_down(ha:
     a, b = ha.start_masters(2)
     leader = wait_until(lambda: ha.leader([a, b]), timeout=60, message="a leader")
     standby = b if leader is a else a
-    rm_info = wait_until(lambda: ha.zk_json("leader/resource_manager/connection_info"), timeout=30,
-                         message="the ResourceManager's leader information")
+    rm_info = wait_until(
+        lambda: ha.zk_json("leader/resource_manager/connection_info"),
+        timeout=30,
+        message="the ResourceManager's leader information",
+    )
     assert rm_info["address"] == leader.info["rpc_address"]
-    rest_info = wait_until(lambda: ha.zk_json("leader/rest_server/connection_info"), timeout=30,
-                           message="the REST endpoint's leader information")
+    rest_info = wait_until(
+        lambda: ha.zk_json("leader/rest_server/connection_info"),
+        timeout=30,
+        message="the REST endpoint's leader information",
+    )
     assert rest_info["address"] == leader.info["rest_url"]
     assert rest_info["sessionId"] == rm_info["sessionId"]
 
-    r = wait_until(lambda: (lambda r: r if r.json().get("leader") else None)(ha.get(standby, "/jobs")),
-                   timeout=30, message="the standby naming the leader")
+    r = wait_until(
+        lambda: (lambda r: r if r.json().get("leader") else None)(ha.get(standby, "/jobs")),
+        timeout=30,
+        message="the standby naming the leader",
+    )
     assert r.status_code == 503
     assert r.json()["leader"] == leader.info["rest_url"]
     assert "not the leader" in r.json()["errors"][0]
@@ -273,8 +316,13 @@ def test_one_master_leads_the_standby_refuses_and_a_paused_leader_steps_down(ha:
     wait_until(lambda: "lost leadership: " in leader.log(), timeout=60, message="the old leader stepping down")
     wait_until(lambda: leader.log().count("master started: ") >= 2, timeout=60, message="the fresh process")
     assert leader.proc.poll() is None
-    r = wait_until(lambda: (lambda r: r if r is not None and r.status_code == 503 and r.json().get("leader") else None)(
-        ha.try_get(leader, "/jobs")), timeout=60, message="the fresh process as a standby naming the leader")
+    r = wait_until(
+        lambda: (lambda r: r if r is not None and r.status_code == 503 and r.json().get("leader") else None)(
+            ha.try_get(leader, "/jobs")
+        ),
+        timeout=60,
+        message="the fresh process as a standby naming the leader",
+    )
     assert r.json()["leader"] == standby.info["rest_url"]
     assert ha.leader([a, b]) is standby
     assert ha.zk_json("leader/resource_manager/connection_info")["sessionId"] != rm_info["sessionId"]
@@ -285,31 +333,53 @@ def test_failover_recovers_the_running_job_from_its_checkpoint(ha: HaCluster, tm
     leader = wait_until(lambda: ha.leader([a, b]), timeout=60, message="a leader")
     standby = b if leader is a else a
     ha.start_taskexecutor(leader.info["rpc_address"])
-    old_session = wait_until(lambda: ha.zk_json("leader/resource_manager/connection_info"), timeout=30,
-                             message="leader information")["sessionId"]
+    old_session = wait_until(
+        lambda: ha.zk_json("leader/resource_manager/connection_info"), timeout=30, message="leader information"
+    )["sessionId"]
 
     # a job that ends for good before the failover: result store entry, HA data removed
     finished = submit(ha, leader, job_graph("finishes", {}, slow=False))
     wait_until(lambda: state(ha, leader, finished) == "FINISHED", timeout=60, message="the short job FINISHED")
-    wait_until(lambda: ha.zk_get(f"jobgraphs/{finished}") is None and ha.zk_get(f"jobs/{finished}") is None
-               and ha.zk_get(f"leader/{finished}") is None, timeout=30, message="the finished job's HA data removed")
+    wait_until(
+        lambda: (
+            ha.zk_get(f"jobgraphs/{finished}") is None
+            and ha.zk_get(f"jobs/{finished}") is None
+            and ha.zk_get(f"leader/{finished}") is None
+        ),
+        timeout=30,
+        message="the finished job's HA data removed",
+    )
 
     # a job that runs through the failover, with completed checkpoints
-    running = submit(ha, leader, job_graph("runs", {
-        "execution.checkpointing.interval": "300 ms",
-        "execution.checkpointing.dir": f"file://{tmp_path / 'checkpoints'}"}, slow=True))
+    running = submit(
+        ha,
+        leader,
+        job_graph(
+            "runs",
+            {
+                "execution.checkpointing.interval": "300 ms",
+                "execution.checkpointing.dir": f"file://{tmp_path / 'checkpoints'}",
+            },
+            slow=True,
+        ),
+    )
     assert ha.zk_get(f"jobgraphs/{running}") is not None  # durable before the JobMaster started
     wait_until(lambda: state(ha, leader, running) == "RUNNING", timeout=60, message="the job RUNNING")
-    jm_info = wait_until(lambda: ha.zk_json(f"leader/{running}/connection_info"), timeout=30,
-                         message="the JobMaster's leader information")
+    jm_info = wait_until(
+        lambda: ha.zk_json(f"leader/{running}/connection_info"),
+        timeout=30,
+        message="the JobMaster's leader information",
+    )
     assert jm_info["sessionId"] == old_session
 
     def checkpointed() -> Any:
         stats = ha.get(leader, f"/jobs/{running}/checkpoints").json()
         return stats["latest"]["completed"] if stats["counts"]["completed"] >= 1 else None
+
     wait_until(checkpointed, timeout=60, message="a completed checkpoint")
-    pointers = wait_until(lambda: _children(ha, f"jobs/{running}/checkpoints"), timeout=30,
-                          message="a checkpoint pointer in ZooKeeper")
+    pointers = wait_until(
+        lambda: _children(ha, f"jobs/{running}/checkpoints"), timeout=30, message="a checkpoint pointer in ZooKeeper"
+    )
     assert pointers
 
     killed_at = time.monotonic()
@@ -322,8 +392,11 @@ def test_failover_recovers_the_running_job_from_its_checkpoint(ha: HaCluster, tm
     # the ResourceManager's address is published by the election thread (confirm_leadership is
     # asynchronous), not necessarily before the Dispatcher answers /jobs; the old leader's node
     # went with its session, so whatever node appears is the new leader's
-    new_info = wait_until(lambda: ha.zk_json("leader/resource_manager/connection_info"), timeout=30,
-                          message="the new ResourceManager's leader information")
+    new_info = wait_until(
+        lambda: ha.zk_json("leader/resource_manager/connection_info"),
+        timeout=30,
+        message="the new ResourceManager's leader information",
+    )
     assert new_info is not None and new_info["address"] == standby.info["rpc_address"]
     assert new_info["sessionId"] != old_session
     jobs = {j["id"]: j["status"] for j in ha.get(new, "/jobs").json()["jobs"]}
@@ -344,13 +417,17 @@ def test_failover_recovers_the_running_job_from_its_checkpoint(ha: HaCluster, tm
     def newer_checkpoint() -> Any:  # ids continue from the counter in ZooKeeper
         c = ha.get(new, f"/jobs/{running}/checkpoints").json()["latest"]["completed"]
         return c if c and c["id"] > restored["id"] else None
+
     wait_until(newer_checkpoint, timeout=60, message="a checkpoint of the new leader")
     latest_pointer = max(_children(ha, f"jobs/{running}/checkpoints"))
     assert int(latest_pointer) > restored["id"]
     # the new leader owns the checkpoint it resumed from: subsumed (num-retained 1), it is deleted
     job_dir = tmp_path / "checkpoints" / running
-    wait_until(lambda: not (job_dir / f"chk-{restored['id']}").exists(), timeout=60,
-               message=f"the restored checkpoint chk-{restored['id']} deleted once subsumed")
+    wait_until(
+        lambda: not (job_dir / f"chk-{restored['id']}").exists(),
+        timeout=60,
+        message=f"the restored checkpoint chk-{restored['id']} deleted once subsumed",
+    )
     assert any((d / "_metadata").exists() for d in job_dir.glob("chk-*"))  # the retained one
     print(f"leader elected {took:.2f}s after SIGKILL of the old one")
 
@@ -370,4 +447,3 @@ def _children(ha: HaCluster, path: str) -> list[str]:
     finally:
         client.stop()
         client.close()
-

@@ -57,8 +57,13 @@ def test_streaming_keyed_reduce_emits_every_update(cluster: Cluster, executor) -
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
     data = [("a", 1), ("b", 10), ("a", 2), ("a", 3), ("b", 20)]
-    out = list(env.from_collection(data).set_parallelism(1)
-               .key_by(lambda t: t[0]).reduce(lambda x, y: (x[0], x[1] + y[1])).execute_and_collect())
+    out = list(
+        env.from_collection(data)
+        .set_parallelism(1)
+        .key_by(lambda t: t[0])
+        .reduce(lambda x, y: (x[0], x[1] + y[1]))
+        .execute_and_collect()
+    )
     by_key = collections.defaultdict(list)
     for k, v in out:
         by_key[k].append(v)
@@ -93,8 +98,13 @@ def test_partitionings_and_min_max(cluster: Cluster, executor) -> None:
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
     env.set_runtime_mode(RuntimeExecutionMode.BATCH)
-    got = list(env.from_collection([("x", 5), ("y", 1), ("x", 2), ("y", 9)]).shuffle()
-               .key_by(lambda t: t[0]).max(1).execute_and_collect())
+    got = list(
+        env.from_collection([("x", 5), ("y", 1), ("x", 2), ("y", 9)])
+        .shuffle()
+        .key_by(lambda t: t[0])
+        .max(1)
+        .execute_and_collect()
+    )
     assert sorted(got) == [("x", 5), ("y", 9)]
 
 
@@ -109,8 +119,9 @@ def test_file_source_to_parquet_sink(cluster: Cluster, executor, tmp_path: Path)
 
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
-    env.from_source(FileSource(str(src), format="jsonl")).filter(lambda r: r["n"] % 2 == 0) \
-        .sink_to(FileSink(str(tmp_path / "out"), format="parquet"))
+    env.from_source(FileSource(str(src), format="jsonl")).filter(lambda r: r["n"] % 2 == 0).sink_to(
+        FileSink(str(tmp_path / "out"), format="parquet")
+    )
     env.execute("files")
     import pyarrow.parquet as pq
 

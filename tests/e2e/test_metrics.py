@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -59,18 +60,35 @@ def test_task_metrics_of_a_running_job(mcluster: Cluster) -> None:
         def flowing() -> bool:
             out = values(c, f"/jobs/{job_id}/vertices/{source}/metrics", ["numRecordsOut", "numRecordsOutPerSecond"])
             inp = values(c, f"/jobs/{job_id}/vertices/{sink}/metrics", ["0.numRecordsIn", "1.numRecordsIn"])
-            return out.get("numRecordsOut", 0) > 0 and out.get("numRecordsOutPerSecond", 0) > 0 \
-                and inp.get("0.numRecordsIn", 0) > 0 and inp.get("1.numRecordsIn", 0) > 0
+            return (
+                out.get("numRecordsOut", 0) > 0
+                and out.get("numRecordsOutPerSecond", 0) > 0
+                and inp.get("0.numRecordsIn", 0) > 0
+                and inp.get("1.numRecordsIn", 0) > 0
+            )
 
         wait_until(flowing, timeout=60, message="records flowing in the metrics")
         # the ids without ?get: Flink's per-subtask ids and the vertex aggregate
         ids = {m["id"] for m in get(c, f"/jobs/{job_id}/vertices/{sink}/metrics")}
-        for name in ("numRecordsIn", "numRecordsOut", "numBytesIn", "numBytesOut", "numRecordsInPerSecond",
-                     "numRecordsOutPerSecond", "backPressuredTimeMsPerSecond", "isBackPressured",
-                     "currentInputWatermark", "lastCheckpointDuration", "lastCheckpointSize"):
+        for name in (
+            "numRecordsIn",
+            "numRecordsOut",
+            "numBytesIn",
+            "numBytesOut",
+            "numRecordsInPerSecond",
+            "numRecordsOutPerSecond",
+            "backPressuredTimeMsPerSecond",
+            "isBackPressured",
+            "currentInputWatermark",
+            "lastCheckpointDuration",
+            "lastCheckpointSize",
+        ):
             assert f"0.{name}" in ids and f"1.{name}" in ids and name in ids, name
-        sink_vals = values(c, f"/jobs/{job_id}/vertices/{sink}/metrics",
-                           ["numBytesIn", "numRecordsInPerSecond", "0.currentInputWatermark"])
+        sink_vals = values(
+            c,
+            f"/jobs/{job_id}/vertices/{sink}/metrics",
+            ["numBytesIn", "numRecordsInPerSecond", "0.currentInputWatermark"],
+        )
         assert sink_vals["numBytesIn"] > 0 and sink_vals["numRecordsInPerSecond"] > 0
         assert sink_vals["0.currentInputWatermark"] == -(2**63)  # Flink's "no watermark yet"
         # aggregated over subtasks
@@ -91,21 +109,29 @@ def test_task_metrics_of_a_running_job(mcluster: Cluster) -> None:
         assert jm["numRestarts"] == 0 and jm["numberOfCompletedCheckpoints"] == 0 and jm["uptime"] > 0
         assert get(c, f"/jobs/{job_id}/checkpoints")["history"] == []
         # bad queries are 400s, unknown vertices 404s
-        r = httpx.get(f"{c.rest_url}/jobs/{job_id}/vertices/{sink}/subtasks/metrics",
-                      params={"get": "numRecordsIn", "agg": "median"}, headers=c.auth, timeout=30)
+        r = httpx.get(
+            f"{c.rest_url}/jobs/{job_id}/vertices/{sink}/subtasks/metrics",
+            params={"get": "numRecordsIn", "agg": "median"},
+            headers=c.auth,
+            timeout=30,
+        )
         assert r.status_code == 400 and "median" in r.json()["errors"][0]
         r = httpx.get(f"{c.rest_url}/jobs/{job_id}/vertices/{'0' * 32}/metrics", headers=c.auth, timeout=30)
         assert r.status_code == 404
     finally:
         c.rest.cancel(job_id)
         wait_until(lambda: c.rest.job(job_id)["state"] == "CANCELED", message="canceled")
+
     # the final metrics came with the tasks' CANCELED states (a task that ended on its own while
     # the cancel was on its way reports them a moment after the job ended)
     def final() -> dict[str, Any]:
         return {v["id"]: v["metrics"] for v in c.rest.job(job_id)["vertices"]}
 
-    wait_until(lambda: all(m["read-records-complete"] for m in final().values()), timeout=60,
-               message="final metrics of every subtask")
+    wait_until(
+        lambda: all(m["read-records-complete"] for m in final().values()),
+        timeout=60,
+        message="final metrics of every subtask",
+    )
     assert final()[source]["write-records"] > 0 and final()[sink]["read-records"] > 0
 
 
@@ -142,8 +168,9 @@ def test_backpressure_of_a_slow_consumer(mcluster: Cluster) -> None:
         source = vertex_ids(c, job_id)[0]
 
         def backpressured() -> bool:
-            v = values(c, f"/jobs/{job_id}/vertices/{source}/metrics",
-                       ["0.backPressuredTimeMsPerSecond", "0.isBackPressured"])
+            v = values(
+                c, f"/jobs/{job_id}/vertices/{source}/metrics", ["0.backPressuredTimeMsPerSecond", "0.isBackPressured"]
+            )
             return v.get("0.backPressuredTimeMsPerSecond", 0) > 500 and v.get("0.isBackPressured") == 1.0
 
         wait_until(backpressured, timeout=60, message="the source back-pressured")
@@ -159,8 +186,13 @@ def test_taskmanager_and_master_metrics_and_prometheus(mcluster: Cluster) -> Non
     c = mcluster
     tms = c.rest.taskmanagers()
     tm = tms[0]["id"]
-    names = ["Status.Python.CPU.Load", "Status.Python.Memory.RSS", "Status.Python.Threads.Count",
-             "Status.Shuffle.Arrow.UsedMemory", "Status.Slots.Total"]
+    names = [
+        "Status.Python.CPU.Load",
+        "Status.Python.Memory.RSS",
+        "Status.Python.Threads.Count",
+        "Status.Shuffle.Arrow.UsedMemory",
+        "Status.Slots.Total",
+    ]
     tv = values(c, f"/taskmanagers/{tm}/metrics", names)
     assert set(tv) == set(names) and tv["Status.Python.Memory.RSS"] > 10 * 2**20 and tv["Status.Slots.Total"] == 2
     assert 0 <= tv["Status.Python.CPU.Load"] <= 1
@@ -182,18 +214,24 @@ def test_taskmanager_and_master_metrics_and_prometheus(mcluster: Cluster) -> Non
         wait_until(lambda: running(c, job_id), message="job running")
         addresses = [get(c, f"/taskmanagers/{t['id']}")["metricReporters"]["prom"] for t in tms]
         assert len(set(addresses)) == 2 and all(a.startswith("127.0.0.1:") for a in addresses)
-        pattern = re.compile(r'^flink_taskmanager_job_task_numRecordsOut\{[^}]*job_id="%s"[^}]*\} ([0-9.e+]+)$' % job_id,
-                             re.M)
+        pattern = re.compile(
+            r'^flink_taskmanager_job_task_numRecordsOut\{[^}]*job_id="%s"[^}]*\} ([0-9.e+]+)$' % job_id, re.M
+        )
 
         def exported() -> bool:
-            return any(float(v) > 0 for a in addresses
-                       for v in pattern.findall(httpx.get(f"http://{a}/metrics", timeout=30).text))
+            return any(
+                float(v) > 0
+                for a in addresses
+                for v in pattern.findall(httpx.get(f"http://{a}/metrics", timeout=30).text)
+            )
 
         wait_until(exported, timeout=60, message="numRecordsOut on a TaskExecutor's Prometheus endpoint")
         tm_text = httpx.get(f"http://{addresses[0]}/metrics", timeout=30).text
         assert "flink_taskmanager_Status_Python_CPU_Load{" in tm_text
-        assert re.search(r'flink_jobmanager_job_uptime\{[^}]*job_id="%s"' % job_id,
-                         httpx.get(f"http://{master_prom}/metrics", timeout=30).text)
+        assert re.search(
+            r'flink_jobmanager_job_uptime\{[^}]*job_id="%s"' % job_id,
+            httpx.get(f"http://{master_prom}/metrics", timeout=30).text,
+        )
     finally:
         c.rest.cancel(job_id)
         wait_until(lambda: c.rest.job(job_id)["state"] == "CANCELED", message="canceled")
@@ -210,8 +248,12 @@ def test_logs_over_rest(mcluster: Cluster) -> None:
     assert f"{tm}.log" in tm_logs, tm_logs
     assert tm in get(c, f"/taskmanagers/{tm}/log")  # it logs its own id when it registers
     # only the processes' own log files are served
-    for path in ("/jobmanager/logs/rest-token", "/jobmanager/logs/..%2Fsecurity%2Frest-token",
-                 f"/taskmanagers/{tm}/logs/master.log", "/taskmanagers/nope/log"):
+    for path in (
+        "/jobmanager/logs/rest-token",
+        "/jobmanager/logs/..%2Fsecurity%2Frest-token",
+        f"/taskmanagers/{tm}/logs/master.log",
+        "/taskmanagers/nope/log",
+    ):
         r = httpx.get(c.rest_url + path, headers=c.auth, timeout=30)
         assert r.status_code == 404, (path, r.status_code)
 

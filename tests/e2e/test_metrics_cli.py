@@ -9,8 +9,8 @@ import subprocess
 import sys
 import textwrap
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -42,8 +42,15 @@ def cli_env(c: Cluster, tmp_path: Path) -> dict[str, str]:
 
 
 def yarnflink(c: Cluster, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "yarnflink.cli.main", *args], capture_output=True, text=True,
-                          env=cli_env(c, tmp_path), cwd=tmp_path, timeout=120, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "yarnflink.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=cli_env(c, tmp_path),
+        cwd=tmp_path,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _rate(value: str, unit: str) -> float:
@@ -54,9 +61,15 @@ def test_attached_run_shows_live_progress(ccluster: Cluster, tmp_path: Path) -> 
     c = ccluster
     job = tmp_path / "forever.py"
     job.write_text(textwrap.dedent(FOREVER_JOB))
-    proc = subprocess.Popen([sys.executable, "-m", "yarnflink.cli.main", "run", "-m", c.rest_url, str(job)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(c, tmp_path),
-                            cwd=tmp_path, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "yarnflink.cli.main", "run", "-m", c.rest_url, str(job)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env(c, tmp_path),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+    )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True)  # type: ignore[union-attr]
     reader.start()
@@ -70,8 +83,12 @@ def test_attached_run_shows_live_progress(ccluster: Cluster, tmp_path: Path) -> 
             snk = [m for line in snapshot if (m := sink_line.match(line))]
             return any(_rate(*m.groups()) > 0 for m in src) and any(_rate(*m.groups()) > 0 for m in snk)
 
-        wait_until(lambda: progressing() or proc.poll() is not None, timeout=90, interval=0.2,
-                   message="progress with records per second")
+        wait_until(
+            lambda: progressing() or proc.poll() is not None,
+            timeout=90,
+            interval=0.2,
+            message="progress with records per second",
+        )
         assert proc.poll() is None, "".join(lines)
         heads = [line for line in lines if line.startswith("Job ") and "cli-progress" in line]
         assert heads and "restarts: 0" in heads[-1] and "last checkpoint: none" in heads[-1], heads

@@ -7,7 +7,8 @@ behind the 404s are exercised too. ``DELETE /cluster`` is left out (it shuts the
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -36,8 +37,8 @@ def fcluster(monitoring_cluster: Cluster) -> Iterator[Cluster]:
 def test_generated_requests_get_no_server_error(fcluster: Cluster) -> None:
     schemathesis = pytest.importorskip("schemathesis")
     from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis.errors import Unsatisfiable
     from hypothesis import strategies as st
+    from hypothesis.errors import Unsatisfiable
     from schemathesis import checks
 
     c = fcluster
@@ -60,8 +61,12 @@ def test_generated_requests_get_no_server_error(fcluster: Cluster) -> None:
     schema = schemathesis.openapi.from_url(c.rest_url + "/openapi.json", headers=c.auth)
     operations = [r.ok() for r in schema.get_all_operations()]
     assert len(operations) >= 30
-    validations = [checks.not_a_server_error, checks.status_code_conformance, checks.content_type_conformance,
-                   checks.response_schema_conformance]
+    validations = [
+        checks.not_a_server_error,
+        checks.status_code_conformance,
+        checks.content_type_conformance,
+        checks.response_schema_conformance,
+    ]
     failures: dict[str, str] = {}
     counts: dict[str, int] = {}
     deadline = time.monotonic() + BUDGET_S
@@ -76,12 +81,20 @@ def test_generated_requests_get_no_server_error(fcluster: Cluster) -> None:
                 if time.monotonic() > deadline and sum(counts.values()) > MIN_REQUESTS:
                     break
 
-                @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None,
-                          phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+                @settings(
+                    max_examples=EXAMPLES_PER_OPERATION,
+                    deadline=None,
+                    database=None,
+                    phases=[Phase.generate],
+                    suppress_health_check=list(HealthCheck),
+                )
                 @given(case=op.as_strategy(generation_mode=mode), data=st.data())
                 def run(case: Any, data: Any) -> None:
-                    if mode == schemathesis.GenerationMode.POSITIVE and op.method.upper() == "GET" \
-                            and case.path_parameters:
+                    if (
+                        mode == schemathesis.GenerationMode.POSITIVE
+                        and op.method.upper() == "GET"
+                        and case.path_parameters
+                    ):
                         for name in case.path_parameters:
                             if name in real and data.draw(st.booleans()):
                                 case.path_parameters[name] = data.draw(st.sampled_from(real[name]))

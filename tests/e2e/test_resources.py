@@ -70,8 +70,12 @@ def tm_ids(cluster: Cluster) -> set[str]:
 
 # ---------------------------------------------------------------------- sessions
 def test_three_jobs_run_at_once_in_one_session_and_their_slots_return(tmp_path: Path) -> None:
-    cluster = start(tmp_path, taskexecutors=2, slots=3, **{"slotmanager.number-of-slots.max": "6",
-                                                            "cluster.evenly-spread-out-slots": "true"})
+    cluster = start(
+        tmp_path,
+        taskexecutors=2,
+        slots=3,
+        **{"slotmanager.number-of-slots.max": "6", "cluster.evenly-spread-out-slots": "true"},
+    )
     try:
         cluster.executor()
         clients = []
@@ -82,8 +86,15 @@ def test_three_jobs_run_at_once_in_one_session_and_their_slots_return(tmp_path: 
         env = StreamExecutionEnvironment.get_execution_environment()
         env.set_parallelism(1)
         # two slot sharing groups: isolated, so this job takes two slots; "work" holds two tasks
-        (env.from_sequence(1, 10**12).slot_sharing_group("src")
-         .map_batches(slow).slot_sharing_group("work").disable_chaining().map_batches(slow).print())
+        (
+            env.from_sequence(1, 10**12)
+            .slot_sharing_group("src")
+            .map_batches(slow)
+            .slot_sharing_group("work")
+            .disable_chaining()
+            .map_batches(slow)
+            .print()
+        )
         clients.append(env.execute_async("two-groups"))
         env = StreamExecutionEnvironment.get_execution_environment()
         env.set_parallelism(2)
@@ -101,8 +112,10 @@ def test_three_jobs_run_at_once_in_one_session_and_their_slots_return(tmp_path: 
             assert len({s["jobId"] for s in tm["slots"]}) >= 2
         # the isolated groups of the second job sit in different slots
         two_groups = cluster.rest.job(jobs[1])
-        slot_of = {(v["slotSharingGroup"], v["subtasks"][0]["taskmanager-id"], v["subtasks"][0]["allocation-id"])
-                   for v in two_groups["vertices"]}
+        slot_of = {
+            (v["slotSharingGroup"], v["subtasks"][0]["taskmanager-id"], v["subtasks"][0]["allocation-id"])
+            for v in two_groups["vertices"]
+        }
         assert len(two_groups["vertices"]) == 3 and len(slot_of) == 2  # src alone, both "work" tasks together
         assert len({(tm, alloc) for _, tm, alloc in slot_of}) == 2
 
@@ -132,9 +145,17 @@ def test_three_jobs_run_at_once_in_one_session_and_their_slots_return(tmp_path: 
 
 
 def test_fine_grained_slots_are_carved_to_fit_each_slot_sharing_group(tmp_path: Path) -> None:
-    cluster = start(tmp_path, taskexecutors=1, slots=4, **{
-        "cluster.fine-grained-resource-management.enabled": "true", "slotmanager.number-of-slots.max": "4",
-        "taskmanager.cpu.cores": "4", "taskmanager.memory.task.heap.size": "400 mb"})
+    cluster = start(
+        tmp_path,
+        taskexecutors=1,
+        slots=4,
+        **{
+            "cluster.fine-grained-resource-management.enabled": "true",
+            "slotmanager.number-of-slots.max": "4",
+            "taskmanager.cpu.cores": "4",
+            "taskmanager.memory.task.heap.size": "400 mb",
+        },
+    )
     try:
         cluster.executor()
         env = StreamExecutionEnvironment.get_execution_environment()
@@ -155,8 +176,12 @@ def test_fine_grained_slots_are_carved_to_fit_each_slot_sharing_group(tmp_path: 
 
 # ---------------------------------------------------------------------- TaskExecutors come and go
 def test_taskexecutors_are_started_on_demand_and_released_when_idle(tmp_path: Path) -> None:
-    cluster = start(tmp_path, taskexecutors=1, slots=1, **{"slotmanager.number-of-slots.max": "3",
-                                                            "resourcemanager.taskmanager-timeout": "1 s"})
+    cluster = start(
+        tmp_path,
+        taskexecutors=1,
+        slots=1,
+        **{"slotmanager.number-of-slots.max": "3", "resourcemanager.taskmanager-timeout": "1 s"},
+    )
     try:
         (initial,) = tm_ids(cluster)
         cluster.executor()
@@ -195,9 +220,14 @@ def test_a_sigkilled_worker_is_noticed_its_tasks_fail_and_it_is_replaced(tmp_pat
         victim = cluster.rest.taskmanagers()[0]
         os.kill(victim["hardware"]["pid"], signal.SIGKILL)
         wait_until(lambda: victim["id"] not in tm_ids(cluster), timeout=30, message="the killed TaskExecutor removed")
-        wait_until(lambda: any(e["taskManagerId"] == victim["id"] for e in
-                               cluster.rest.exceptions(job_id)["exceptionHistory"]["entries"]),
-                   timeout=30, message="its tasks failed")
+        wait_until(
+            lambda: any(
+                e["taskManagerId"] == victim["id"]
+                for e in cluster.rest.exceptions(job_id)["exceptionHistory"]["entries"]
+            ),
+            timeout=30,
+            message="its tasks failed",
+        )
         # an active ResourceManager keeps the minimum: a new TaskExecutor takes the lost one's place
         wait_until(lambda: len(tm_ids(cluster)) == 2, timeout=60, message="a replacement TaskExecutor")
         assert victim["id"] not in tm_ids(cluster)
@@ -208,10 +238,16 @@ def test_a_sigkilled_worker_is_noticed_its_tasks_fail_and_it_is_replaced(tmp_pat
 def test_failed_worker_starts_are_rate_limited(tmp_path: Path) -> None:
     blocker = socket.create_server(("127.0.0.1", 0))  # every TaskExecutor fails to bind its data port
     try:
-        cluster = start(tmp_path, taskexecutors=0, slots=1, **{
-            "taskmanager.data.port": str(blocker.getsockname()[1]),
-            "resourcemanager.start-worker.max-failure-rate": "1",
-            "resourcemanager.start-worker.retry-interval": "6 s"})
+        cluster = start(
+            tmp_path,
+            taskexecutors=0,
+            slots=1,
+            **{
+                "taskmanager.data.port": str(blocker.getsockname()[1]),
+                "resourcemanager.start-worker.max-failure-rate": "1",
+                "resourcemanager.start-worker.retry-interval": "6 s",
+            },
+        )
         try:
             cluster.executor()
             env = StreamExecutionEnvironment.get_execution_environment()
@@ -220,8 +256,10 @@ def test_failed_worker_starts_are_rate_limited(tmp_path: Path) -> None:
 
             def attempts() -> list[float]:
                 log = (tmp_path / "master.log").read_text(errors="replace")
-                return [datetime.strptime(m, "%Y-%m-%d %H:%M:%S,%f").timestamp()
-                        for m in re.findall(r"^(\S+ \S+) INFO \S+: requested TaskExecutor", log, re.M)]
+                return [
+                    datetime.strptime(m, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                    for m in re.findall(r"^(\S+ \S+) INFO \S+: requested TaskExecutor", log, re.M)
+                ]
 
             wait_until(lambda: len(attempts()) >= 3, timeout=90, message="three start attempts")
             t = attempts()
@@ -242,13 +280,29 @@ def test_a_standalone_master_uses_only_taskexecutors_that_register_by_themselves
     from yarnflink.security.material import ensure_cluster_security, private_directory
 
     private_directory(tmp_path)
-    config = ensure_cluster_security(Configuration({**BASE, "taskmanager.numberOfTaskSlots": "1"}),
-                                     tmp_path / "security")
+    config = ensure_cluster_security(
+        Configuration({**BASE, "taskmanager.numberOfTaskSlots": "1"}), tmp_path / "security"
+    )
     dyn = [a for k, v in config.to_dict().items() for a in ("-D", f"{k}={v}")]
     cli = [sys.executable, "-m", "yarnflink.cli.main"]
     info_file = tmp_path / "master.json"
-    procs = [subprocess.Popen(cli + ["master", "start", "--info-file", str(info_file), "--workdir", str(tmp_path),
-                                     "--log-file", str(tmp_path / "master.log"), *dyn], stdin=subprocess.DEVNULL)]
+    procs = [
+        subprocess.Popen(
+            cli
+            + [
+                "master",
+                "start",
+                "--info-file",
+                str(info_file),
+                "--workdir",
+                str(tmp_path),
+                "--log-file",
+                str(tmp_path / "master.log"),
+                *dyn,
+            ],
+            stdin=subprocess.DEVNULL,
+        )
+    ]
     try:
         wait_until(info_file.exists, timeout=60, message="master up")
         import json
@@ -258,8 +312,13 @@ def test_a_standalone_master_uses_only_taskexecutors_that_register_by_themselves
         rest = RestClient(info["rest_url"])
 
         def taskexecutor(resource_id: str) -> None:
-            procs.append(subprocess.Popen(cli + ["taskexecutor", "start", "--master", info["rpc_address"],
-                                                 "--resource-id", resource_id, *dyn], stdin=subprocess.DEVNULL))
+            procs.append(
+                subprocess.Popen(
+                    cli
+                    + ["taskexecutor", "start", "--master", info["rpc_address"], "--resource-id", resource_id, *dyn],
+                    stdin=subprocess.DEVNULL,
+                )
+            )
 
         taskexecutor("te-by-hand-1")
         wait_until(lambda: [tm["id"] for tm in rest.taskmanagers()] == ["te-by-hand-1"], message="registered")
@@ -284,12 +343,19 @@ def test_a_standalone_master_uses_only_taskexecutors_that_register_by_themselves
         procs[-1].kill()
         # 45 s: room for a loaded CI machine, still below the 60 s heartbeat.timeout that would
         # notice the loss without the failed heartbeat RPCs
-        wait_until(lambda: {tm["id"] for tm in rest.taskmanagers()} == {"te-by-hand-1"}, timeout=45,
-                   message="the killed TaskExecutor removed")
+        wait_until(
+            lambda: {tm["id"] for tm in rest.taskmanagers()} == {"te-by-hand-1"},
+            timeout=45,
+            message="the killed TaskExecutor removed",
+        )
         assert rest.overview()["slots-total"] == 1
-        wait_until(lambda: any(e["taskManagerId"] == "te-by-hand-2" for e in
-                               rest.exceptions(second[0])["exceptionHistory"]["entries"]),
-                   timeout=45, message="its tasks failed")
+        wait_until(
+            lambda: any(
+                e["taskManagerId"] == "te-by-hand-2" for e in rest.exceptions(second[0])["exceptionHistory"]["entries"]
+            ),
+            timeout=45,
+            message="its tasks failed",
+        )
         rest.close()
     finally:
         for p in reversed(procs):

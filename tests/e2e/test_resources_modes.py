@@ -39,13 +39,21 @@ def cli_env(tmp_path: Path) -> dict:
     env["YARNFLINK_CONF_DIR"] = str(tmp_path / "conf")
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf" / "yarnflink.yaml").write_text(
-        "rest.port: 0\njobmanager.rpc.port: 0\ntaskmanager.numberOfTaskSlots: 1\nheartbeat.interval: 500 ms\n")
+        "rest.port: 0\njobmanager.rpc.port: 0\ntaskmanager.numberOfTaskSlots: 1\nheartbeat.interval: 500 ms\n"
+    )
     return env
 
 
 def yarnflink(*args: str, env: dict, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "yarnflink.cli.main", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=150, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "yarnflink.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=150,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def finals(out: Path) -> dict:

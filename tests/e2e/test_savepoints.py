@@ -18,8 +18,9 @@ import shutil
 import signal
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -65,7 +66,6 @@ JOB = """
 
 def expected_running_sums() -> list[tuple[int, int]]:
     return running_sums(N, lambda x: x % KEYS)
-
 
 
 @pytest.fixture(scope="module")
@@ -116,9 +116,11 @@ def test_rescale_2_3_1_through_relocated_savepoints_is_exactly_once(sp_cluster: 
     assert taken.startswith(f"file://{savepoints}/savepoint-") and os.path.isfile(taken[7:] + "/_metadata")
     assert state_of(sp_cluster, first) == "RUNNING"
     # yarnflink stop --savepointPath DIR JOBID
-    stopped = cli.savepoint_path(cli("stop", "-m", sp_cluster.rest_url, "--savepointPath", f"file://{savepoints}", first))
+    stopped = cli.savepoint_path(
+        cli("stop", "-m", sp_cluster.rest_url, "--savepointPath", f"file://{savepoints}", first)
+    )
     assert state_of(sp_cluster, first) == "FINISHED"  # stop-with-savepoint: printed once the job finished
-    sp_dir = Path(stopped[len("file://"):])
+    sp_dir = Path(stopped[len("file://") :])
     files = sorted(p.name for p in sp_dir.iterdir())
     assert "_metadata" in files and any(f.endswith(".arrow") for f in files), files  # state inside
 
@@ -131,14 +133,17 @@ def test_rescale_2_3_1_through_relocated_savepoints_is_exactly_once(sp_cluster: 
     assert state_of(sp_cluster, second) == "FINISHED"
 
     # relocate: copy the savepoint elsewhere, delete the original, restore from the copy
-    original = Path(stopped2[len("file://"):])
+    original = Path(stopped2[len("file://") :])
     copy = tmp_path / "moved" / "my-savepoint"
     shutil.copytree(original, copy)
     shutil.rmtree(original)
     cli.flag.unlink()  # full speed to the end
     third = cli.run(1, "-s", str(copy))
-    wait_until(lambda: state_of(sp_cluster, third) in ("FINISHED", "FAILED", "CANCELED"), timeout=180,
-               message="the last job ends")
+    wait_until(
+        lambda: state_of(sp_cluster, third) in ("FINISHED", "FAILED", "CANCELED"),
+        timeout=180,
+        message="the last job ends",
+    )
     assert state_of(sp_cluster, third) == "FINISHED", root_exception(sp_cluster, third)
     assert checkpoints_of(sp_cluster, third)["latest"]["restored"]["external_path"] == f"file://{copy}"
     got = committed(cli.out)
@@ -174,11 +179,16 @@ def test_incompatible_savepoint_is_refused_unless_allow_non_restored_state(sp_cl
 
 def test_restore_falls_back_from_a_corrupted_latest_checkpoint(sp_cluster: Cluster, tmp_path: Path) -> None:
     cli = Cli(sp_cluster, tmp_path)
-    retain = ("execution.checkpointing.externalized-checkpoint-retention=RETAIN_ON_CANCELLATION",
-              "execution.checkpointing.num-retained=3")
+    retain = (
+        "execution.checkpointing.externalized-checkpoint-retention=RETAIN_ON_CANCELLATION",
+        "execution.checkpointing.num-retained=3",
+    )
     job = cli.run(2, extra=retain)
-    wait_until(lambda: checkpoints_of(sp_cluster, job)["counts"]["completed"] >= 3, timeout=120,
-               message="three completed checkpoints")
+    wait_until(
+        lambda: checkpoints_of(sp_cluster, job)["counts"]["completed"] >= 3,
+        timeout=120,
+        message="three completed checkpoints",
+    )
     # bad requests are refused with the problem named, and the job runs on
     import httpx
 
@@ -263,16 +273,37 @@ def test_state_processor_api_bootstrap_run_savepoint_read(sp_cluster: Cluster, t
     from yarnflink.state import bootstrap_savepoint, read_savepoint
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = (SparkSession.builder.master("local[2]").config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.ui.enabled", "false").getOrCreate())
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
     try:
         initial = {f"user-{i}": 1000 * i for i in range(50)}
-        boot = bootstrap_savepoint(spark.createDataFrame(sorted(initial.items()), ["key", "value"]),
-                                   f"file://{tmp_path / 'boot'}", "counter", "count", 128, parallelism=2)
+        boot = bootstrap_savepoint(
+            spark.createDataFrame(sorted(initial.items()), ["key", "value"]),
+            f"file://{tmp_path / 'boot'}",
+            "counter",
+            "count",
+            128,
+            parallelism=2,
+        )
         cli = Cli(sp_cluster, tmp_path)
         cli.job.write_text(textwrap.dedent(COUNT_JOB))
-        r = cli("run", "-m", sp_cluster.rest_url, "-d", "-s", boot, str(cli.job), str(cli.out), cli.checkpoints,
-                str(cli.flag))
+        r = cli(
+            "run",
+            "-m",
+            sp_cluster.rest_url,
+            "-d",
+            "-s",
+            boot,
+            str(cli.job),
+            str(cli.out),
+            cli.checkpoints,
+            str(cli.flag),
+        )
         assert r.returncode == 0, r.stderr
         job = re.search(r"JobID ([0-9a-f]{32})", r.stdout).group(1)  # type: ignore[union-attr]
         running_with_checkpoint(sp_cluster, job)
@@ -295,10 +326,20 @@ def test_a_restart_falls_back_from_a_damaged_latest_checkpoint(sp_cluster: Clust
     """A TaskExecutor dies while the newest retained checkpoint has lost a state file: the
     restarted job restores the previous checkpoint and says why."""
     cli = Cli(sp_cluster, tmp_path)
-    job = cli.run(2, extra=("execution.checkpointing.num-retained=2", "restart-strategy.type=fixed-delay",
-                            "restart-strategy.fixed-delay.attempts=5", "restart-strategy.fixed-delay.delay=200 ms"))
-    wait_until(lambda: checkpoints_of(sp_cluster, job)["counts"]["completed"] >= 2, timeout=120,
-               message="two completed checkpoints")
+    job = cli.run(
+        2,
+        extra=(
+            "execution.checkpointing.num-retained=2",
+            "restart-strategy.type=fixed-delay",
+            "restart-strategy.fixed-delay.attempts=5",
+            "restart-strategy.fixed-delay.delay=200 ms",
+        ),
+    )
+    wait_until(
+        lambda: checkpoints_of(sp_cluster, job)["counts"]["completed"] >= 2,
+        timeout=120,
+        message="two completed checkpoints",
+    )
     block = Path(str(cli.flag) + ".block")
     block.touch()  # the pipeline stops: no further checkpoint completes
 
@@ -313,7 +354,7 @@ def test_a_restart_falls_back_from_a_damaged_latest_checkpoint(sp_cluster: Clust
         return done if same and done else None
 
     latest = wait_until(stable_latest, timeout=90, message="no checkpoint completing any more")
-    chk = Path(latest["external_path"][len("file://"):])  # type: ignore[index]
+    chk = Path(latest["external_path"][len("file://") :])  # type: ignore[index]
     victims = sorted(chk.glob("*.arrow"))
     assert victims, list(chk.iterdir())
     victims[0].unlink()

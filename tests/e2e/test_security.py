@@ -13,8 +13,8 @@ import ssl
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import grpc
 import httpx
@@ -80,14 +80,21 @@ def _call(address: str, conf: Configuration | None, method: str, payload: bytes)
 
 def _cluster_conf(c: Cluster) -> Configuration:
     sec = Path(c.workdir) / "security"
-    return Configuration({"security.ssl.internal.ca": str(sec / "ca.pem"),
-                          "security.ssl.internal.cert": str(sec / "cluster.pem"),
-                          "security.ssl.internal.key": str(sec / "cluster-key.pem")})
+    return Configuration(
+        {
+            "security.ssl.internal.ca": str(sec / "ca.pem"),
+            "security.ssl.internal.cert": str(sec / "cluster.pem"),
+            "security.ssl.internal.key": str(sec / "cluster-key.pem"),
+        }
+    )
 
 
 def _listening(pid: int) -> set[tuple[str, int]]:
-    return {(s.laddr.ip, s.laddr.port) for s in psutil.Process(pid).net_connections(kind="inet")
-            if s.status == psutil.CONN_LISTEN}
+    return {
+        (s.laddr.ip, s.laddr.port)
+        for s in psutil.Process(pid).net_connections(kind="inet")
+        if s.status == psutil.CONN_LISTEN
+    }
 
 
 def _loopback(ip: str) -> bool:
@@ -106,8 +113,7 @@ def _start_forever_job(c: Cluster) -> str:
     env.set_parallelism(2)
     env.from_sequence(1, 10**12).rebalance().filter(lambda x: x < 0).print()
     job_id = env.execute_async("forever").get_job_id()
-    wait_until(lambda: all(v["status"] == "RUNNING" for v in c.rest.job(job_id)["vertices"]),
-               message="job running")
+    wait_until(lambda: all(v["status"] == "RUNNING" for v in c.rest.job(job_id)["vertices"]), message="job running")
     return job_id
 
 
@@ -125,11 +131,20 @@ def test_every_endpoint_but_health_needs_the_token(secured: Cluster) -> None:
     spec = httpx.get(secured.rest_url + "/openapi.json", headers=secured.auth, timeout=30).json()
     operations = [(m.upper(), p) for p, item in spec["paths"].items() for m in item if m != "parameters"]
     assert len(operations) >= 14 and ("DELETE", "/cluster") in operations
-    for creds in ({}, {"authorization": "Bearer wrong"}, {"cookie": "yarnflink-auth-0=1"},
-                  {"authorization": f"Basic {secured.auth['authorization'].split()[1]}"}):
+    for creds in (
+        {},
+        {"authorization": "Bearer wrong"},
+        {"cookie": "yarnflink-auth-0=1"},
+        {"authorization": f"Basic {secured.auth['authorization'].split()[1]}"},
+    ):
         for method, path in operations + [("GET", "/openapi.json"), ("GET", "/docs"), ("GET", "/")]:
-            r = httpx.request(method, secured.rest_url + _concrete(path), headers=creds,
-                              content=b"{}" if method in ("POST", "PATCH") else None, timeout=30)
+            r = httpx.request(
+                method,
+                secured.rest_url + _concrete(path),
+                headers=creds,
+                content=b"{}" if method in ("POST", "PATCH") else None,
+                timeout=30,
+            )
             if path == "/health":
                 assert r.status_code == 200, r.text
             else:
@@ -146,8 +161,15 @@ def test_session_token_is_private_and_the_cli_uses_it(tmp_path: Path) -> None:
     (tmp_path / "yarnflink.yaml").write_text("rest.port: 0\njobmanager.rpc.port: 0\n")
 
     def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "yarnflink.cli.main", *args], capture_output=True, text=True,
-                              env=env, cwd=tmp_path, timeout=180, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [sys.executable, "-m", "yarnflink.cli.main", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=180,
+            stdin=subprocess.DEVNULL,
+        )
 
     r = cli("session", "start", "-n", "1", "-s", "1")
     assert r.returncode == 0, r.stderr
@@ -172,7 +194,12 @@ def test_session_token_is_private_and_the_cli_uses_it(tmp_path: Path) -> None:
                 continue
             assert token not in " ".join(cmdline), cmdline
         assert httpx.get(info["rest_url"] + "/overview", timeout=30).status_code == 401
-        assert httpx.get(info["rest_url"] + "/overview", headers={"authorization": f"Bearer {token}"}, timeout=30).status_code == 200
+        assert (
+            httpx.get(
+                info["rest_url"] + "/overview", headers={"authorization": f"Bearer {token}"}, timeout=30
+            ).status_code
+            == 200
+        )
         r = cli("list")  # the user never types the token
         assert r.returncode == 0 and "No jobs." in r.stdout, r.stderr
         r = cli("list", "-m", info["rest_url"])
@@ -196,17 +223,27 @@ def test_https_with_a_given_certificate(tmp_path: Path) -> None:
     issued = ca.issue("rest", ["127.0.0.1"])
     for name, data in (("ca.pem", ca.cert_pem), ("rest.pem", issued.cert_pem), ("rest-key.pem", issued.key_pem)):
         (tmp_path / name).write_bytes(data)
-    c = start_cluster(tmp_path / "w", taskexecutors=1, slots=1, security_ssl_rest_enabled="true",
-                      security_ssl_rest_cert=str(tmp_path / "rest.pem"),
-                      security_ssl_rest_key=str(tmp_path / "rest-key.pem"),
-                      security_ssl_rest_ca=str(tmp_path / "ca.pem"))
+    c = start_cluster(
+        tmp_path / "w",
+        taskexecutors=1,
+        slots=1,
+        security_ssl_rest_enabled="true",
+        security_ssl_rest_cert=str(tmp_path / "rest.pem"),
+        security_ssl_rest_key=str(tmp_path / "rest-key.pem"),
+        security_ssl_rest_ca=str(tmp_path / "ca.pem"),
+    )
     try:
         assert c.rest_url.startswith("https://127.0.0.1:")
         with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
             httpx.get(c.rest_url + "/health", timeout=30)  # the system trust store does not know the user's CA
         with pytest.raises(httpx.HTTPError):
             httpx.get(c.rest_url.replace("https:", "http:") + "/health", timeout=30)
-        assert httpx.get(c.rest_url + "/overview", verify=ssl.create_default_context(cafile=str(tmp_path / "ca.pem")), timeout=30).status_code == 401
+        assert (
+            httpx.get(
+                c.rest_url + "/overview", verify=ssl.create_default_context(cafile=str(tmp_path / "ca.pem")), timeout=30
+            ).status_code
+            == 401
+        )
         set_default_executor(c.executor())  # token and CA found by the URL
         env = StreamExecutionEnvironment.get_execution_environment()
         assert sorted(env.from_collection([1, 2, 3]).map(lambda x: x * 10).execute_and_collect()) == [10, 20, 30]
@@ -229,7 +266,8 @@ def test_every_port_binds_to_loopback(secured: Cluster) -> None:
 
 
 def test_gateways_and_data_servers_refuse_peers_without_the_clusters_certificate(
-        secured: Cluster, foreign: Configuration) -> None:
+    secured: Cluster, foreign: Configuration
+) -> None:
     own = _cluster_conf(secured)
     job_id = _start_forever_job(secured)
     try:
@@ -239,15 +277,24 @@ def test_gateways_and_data_servers_refuse_peers_without_the_clusters_certificate
         master_ports = {p for _, p in _listening(secured.proc.pid)} - {_rest_port(secured), int(rm.rsplit(":", 1)[1])}
         # the JobMaster(s): ports where a call with the cluster's certificate reaches the servicer
         heartbeat = jobmaster_pb2.TaskManagerHeartbeat().SerializeToString()
-        jms = [f"127.0.0.1:{p}" for p in master_ports
-               if _call(f"127.0.0.1:{p}", own, JM + "HeartbeatFromTaskManager", heartbeat)
-               == grpc.StatusCode.FAILED_PRECONDITION]
+        jms = [
+            f"127.0.0.1:{p}"
+            for p in master_ports
+            if _call(f"127.0.0.1:{p}", own, JM + "HeartbeatFromTaskManager", heartbeat)
+            == grpc.StatusCode.FAILED_PRECONDITION
+        ]
         assert jms, "no JobMaster port found"
-        calls = [(rm, RM + "RegisterTaskExecutor", resourcemanager_pb2.RegisterTaskExecutorRequest(
-                     resource_id="intruder", rpc_address="127.0.0.1:1", data_address="127.0.0.1:2",
-                     num_slots=8)),
-                 *[(a, TE + "RequestTaskExecutorInfo", taskexecutor_pb2.TaskExecutorInfoRequest()) for a in te_rpc],
-                 *[(a, JM + "OfferSlots", jobmaster_pb2.OfferSlotsRequest(jobmaster_id="x")) for a in jms]]
+        calls = [
+            (
+                rm,
+                RM + "RegisterTaskExecutor",
+                resourcemanager_pb2.RegisterTaskExecutorRequest(
+                    resource_id="intruder", rpc_address="127.0.0.1:1", data_address="127.0.0.1:2", num_slots=8
+                ),
+            ),
+            *[(a, TE + "RequestTaskExecutorInfo", taskexecutor_pb2.TaskExecutorInfoRequest()) for a in te_rpc],
+            *[(a, JM + "OfferSlots", jobmaster_pb2.OfferSlotsRequest(jobmaster_id="x")) for a in jms],
+        ]
         for address, method, request in calls:
             payload = request.SerializeToString()
             for peer in (None, foreign):  # plaintext, and another cluster's certificate
@@ -275,11 +322,14 @@ def test_gateways_and_data_servers_refuse_peers_without_the_clusters_certificate
 
 
 def test_taskexecutor_with_another_clusters_certificate_is_refused(
-        secured: Cluster, foreign: Configuration, tmp_path: Path) -> None:
+    secured: Cluster, foreign: Configuration, tmp_path: Path
+) -> None:
     rm = str(secured.info["rpc_address"])
     base = [sys.executable, "-m", "yarnflink.cli.main", "taskexecutor", "start", "--master", rm]
     intruders = {
-        "foreign": [f"security.ssl.internal.{k}={foreign.get(f'security.ssl.internal.{k}')}" for k in ("ca", "cert", "key")],
+        "foreign": [
+            f"security.ssl.internal.{k}={foreign.get(f'security.ssl.internal.{k}')}" for k in ("ca", "cert", "key")
+        ],
         "plaintext": ["security.ssl.internal.enabled=false"],
     }
     procs = {}
@@ -288,12 +338,21 @@ def test_taskexecutor_with_another_clusters_certificate_is_refused(
             args = [*base, "--log-file", str(tmp_path / f"{name}.log")]
             for d in dynamic:
                 args += ["-D", d]
-            procs[name] = subprocess.Popen(args, cwd=tmp_path, stdin=subprocess.DEVNULL,
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            procs[name] = subprocess.Popen(
+                args, cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
         for name in procs:  # each has tried and been refused at least twice
-            wait_until(lambda: len(re.findall(r"registration at .* failed \(StatusCode.UNAVAILABLE\)",
-                                              _read(tmp_path / f"{name}.log"))) >= 2,
-                       message=f"{name} TaskExecutor refused")
+            wait_until(
+                lambda: (
+                    len(
+                        re.findall(
+                            r"registration at .* failed \(StatusCode.UNAVAILABLE\)", _read(tmp_path / f"{name}.log")
+                        )
+                    )
+                    >= 2
+                ),
+                message=f"{name} TaskExecutor refused",
+            )
         assert all(p.poll() is None for p in procs.values())  # still knocking, never let in
         assert len(secured.rest.taskmanagers()) == 2 and "registered at" not in _read(tmp_path / "foreign.log")
         # without any certificate a TaskExecutor does not even start
@@ -322,16 +381,24 @@ def test_malformed_and_oversized_messages_are_rejected_without_disturbing_jobs(s
         rm = str(secured.info["rpc_address"])
         te = secured.rest.taskmanagers()[0]["path"]
         garbage = b"\xff\xff\xff\xff\x0f garbage"
-        for address, method in ((rm, RM + "RegisterTaskExecutor"), (rm, RM + "DeclareRequiredResources"),
-                                (te, TE + "SubmitTask"), (te, TE + "RequestSlot")):
+        for address, method in (
+            (rm, RM + "RegisterTaskExecutor"),
+            (rm, RM + "DeclareRequiredResources"),
+            (te, TE + "SubmitTask"),
+            (te, TE + "RequestSlot"),
+        ):
             code, details = _status(address, own, method, garbage)
             assert code == grpc.StatusCode.UNKNOWN and "Error parsing message" in details, (code, details)
         huge = resourcemanager_pb2.RegisterTaskExecutorRequest(resource_id="x" * (65 << 20)).SerializeToString()
         code, details = _status(rm, own, RM + "RegisterTaskExecutor", huge)
         assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details, (code, details)
         for body in (b"{", b"\xff\xfe", b'{"jobId": 1}', b"[]" * 1000, b"[" * 100_000, b'{"a":' * 100_000):
-            r = httpx.post(secured.rest_url + "/jobs", content=body,
-                           headers={"content-type": "application/json", **secured.auth}, timeout=30)
+            r = httpx.post(
+                secured.rest_url + "/jobs",
+                content=body,
+                headers={"content-type": "application/json", **secured.auth},
+                timeout=30,
+            )
             assert r.status_code == 400, r.text
         assert secured.rest.job(job_id)["state"] == "RUNNING"
         assert all(v["status"] == "RUNNING" for v in secured.rest.job(job_id)["vertices"])
@@ -357,8 +424,12 @@ def test_request_bodies_and_job_graphs_have_size_limits(secured: Cluster) -> Non
     env.from_collection([1]).map(lambda x: x).print()
     graph = env.get_job_graph()
     graph.vertices[0].operators[0].spec = b"\0" * (65 << 20)
-    r = httpx.post(secured.rest_url + "/jobs", content=json.dumps(graph.to_json()).encode(),
-                   headers={"content-type": "application/json", **secured.auth}, timeout=120)
+    r = httpx.post(
+        secured.rest_url + "/jobs",
+        content=json.dumps(graph.to_json()).encode(),
+        headers={"content-type": "application/json", **secured.auth},
+        timeout=120,
+    )
     assert r.status_code == 413 and "RPC message limit" in r.json()["errors"][0], r.text[:300]
     assert secured.rest.overview()["taskmanagers"] == 2
     assert RestClient(secured.rest_url).jobs_overview() is not None

@@ -6,7 +6,8 @@ schemathesis' pytest plugin, whose lazy fixture loading does not run on pytest 9
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -39,14 +40,21 @@ def _operations(c: Cluster) -> list[Any]:
 
 def _fuzz(c: Cluster, with_token: bool) -> None:
     for operation in _operations(c):
-        @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, derandomize=True, database=None,
-                  suppress_health_check=list(HealthCheck))
+
+        @settings(
+            max_examples=EXAMPLES_PER_OPERATION,
+            deadline=None,
+            derandomize=True,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
         @given(case=operation.as_strategy())
         def check(case: Any) -> None:
             headers = {k: v for k, v in (case.headers or {}).items() if k.lower() != "authorization"}
             case.headers = headers
-            response = case.call_and_validate(base_url=c.rest_url, headers=dict(c.auth) if with_token else None,
-                                              checks=[not_a_server_error])
+            response = case.call_and_validate(
+                base_url=c.rest_url, headers=dict(c.auth) if with_token else None, checks=[not_a_server_error]
+            )
             if not with_token and case.path != "/health":
                 assert response.status_code == 401, (case.method, case.path, response.status_code)
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import glob
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import psutil
 import pyarrow as pa
@@ -30,8 +31,12 @@ ROWS = 40_000
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     # the JVM's quick JIT tier only (a spark.* key of the TaskExecutor's configuration): about half
     # the CPU time for short jobs
-    c = start_cluster(tmp_path_factory.mktemp("spark-cluster"), taskexecutors=1, slots=2,
-                      spark_driver_extraJavaOptions="-XX:TieredStopAtLevel=1")
+    c = start_cluster(
+        tmp_path_factory.mktemp("spark-cluster"),
+        taskexecutors=1,
+        slots=2,
+        spark_driver_extraJavaOptions="-XX:TieredStopAtLevel=1",
+    )
     yield c
     c.stop()
 
@@ -51,8 +56,17 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     half = ROWS // 2
     for i in range(2):
         ids = list(range(i * half, (i + 1) * half))
-        pq.write_table(pa.table({"id": ids, "key": [x % 100 for x in ids], "value": [(x * 7) % 1000 for x in ids],
-                                 "name": [f"n{x % 13}" for x in ids]}), d / f"part-{i}.parquet")
+        pq.write_table(
+            pa.table(
+                {
+                    "id": ids,
+                    "key": [x % 100 for x in ids],
+                    "value": [(x * 7) % 1000 for x in ids],
+                    "name": [f"n{x % 13}" for x in ids],
+                }
+            ),
+            d / f"part-{i}.parquet",
+        )
     return d
 
 
@@ -85,11 +99,17 @@ def by_repr(rows: list) -> list:
 
 
 def test_batch_spark_sql_job_equals_plain_pyspark(spark_executor, data: Path, plain_spark) -> None:
-    query = ("SELECT key, count(*) AS n, sum(value) AS total, max(name) AS top, min(id) AS first "
-             "FROM input WHERE value % 3 <> 0 GROUP BY key")
+    query = (
+        "SELECT key, count(*) AS n, sum(value) AS total, max(name) AS top, min(id) AS first "
+        "FROM input WHERE value % 3 <> 0 GROUP BY key"
+    )
     env = env_for(RuntimeExecutionMode.BATCH)
-    got = list(env.from_source(FileSource(str(data), format="parquet")).key_by("key").spark_sql(query)
-               .execute_and_collect("spark batch"))
+    got = list(
+        env.from_source(FileSource(str(data), format="parquet"))
+        .key_by("key")
+        .spark_sql(query)
+        .execute_and_collect("spark batch")
+    )
     expected = plain_sql(plain_spark, data, query)
     assert len(expected) == 100
     assert by_repr(got) == by_repr(expected)  # one row per key: each step saw its whole partition
@@ -99,8 +119,11 @@ def test_batch_step_chained_to_a_parquet_source_equals_plain_pyspark(spark_execu
     # the step reads the source's files itself (spark.source.pushdown; tests/unit/spark/test_pushdown.py)
     query = "SELECT id, upper(name) AS name, value * 2 AS v2 FROM input WHERE value > 500"
     env = env_for(RuntimeExecutionMode.BATCH)
-    got = list(env.from_source(FileSource(str(data), format="parquet")).spark_sql(query)
-               .execute_and_collect("spark batch pushdown"))
+    got = list(
+        env.from_source(FileSource(str(data), format="parquet"))
+        .spark_sql(query)
+        .execute_and_collect("spark batch pushdown")
+    )
     expected = plain_sql(plain_spark, data, query)
     assert len(expected) > 10_000
     assert by_repr(got) == by_repr(expected)
@@ -111,8 +134,11 @@ def test_streaming_transform_spark_job_equals_plain_pyspark(spark_executor, data
         return df.where("value > 500").selectExpr("id", "upper(name) AS name", "value * key AS product")
 
     env = env_for(RuntimeExecutionMode.STREAMING, **{"spark.micro-batch.max-rows": "3000"})
-    got = list(env.from_source(FileSource(str(data), format="parquet")).transform_spark(fn)
-               .execute_and_collect("spark streaming"))
+    got = list(
+        env.from_source(FileSource(str(data), format="parquet"))
+        .transform_spark(fn)
+        .execute_and_collect("spark streaming")
+    )
     expected = fn(plain_spark.read.parquet(str(data))).toArrow().to_pylist()
     assert len(expected) > 10_000
     assert by_repr(got) == by_repr(expected)
@@ -124,6 +150,7 @@ def java_descendants(pid: int) -> list[psutil.Process]:
             return p.name() == "java"
         except psutil.NoSuchProcess:  # a short-lived descendant (e.g. a Python worker) just ended
             return False
+
     return [p for p in psutil.Process(pid).children(recursive=True) if is_java(p)]
 
 
@@ -133,10 +160,17 @@ def test_one_spark_session_serves_all_slots_of_a_taskexecutor(spark_executor, sp
 
         s = df.sparkSession
         sc = s.sparkContext
-        return df.groupBy().count().select(
-            F.lit(os.getpid()).alias("pid"), F.lit(sc.applicationId).alias("app"), F.lit(sc.master).alias("master"),
-            F.lit(sc.getConf().get("spark.yarnflink.test.marker")).alias("marker"),
-            F.lit(s.conf.get("spark.sql.shuffle.partitions")).alias("shuffle"))
+        return (
+            df.groupBy()
+            .count()
+            .select(
+                F.lit(os.getpid()).alias("pid"),
+                F.lit(sc.applicationId).alias("app"),
+                F.lit(sc.master).alias("master"),
+                F.lit(sc.getConf().get("spark.yarnflink.test.marker")).alias("marker"),
+                F.lit(s.conf.get("spark.sql.shuffle.partitions")).alias("shuffle"),
+            )
+        )
 
     env = env_for(RuntimeExecutionMode.BATCH, parallelism=2, **{"spark.sql.shuffle.partitions": "5"})
     got = list(env.from_sequence(1, 4000).transform_spark(fn).execute_and_collect("spark slots"))
@@ -153,7 +187,8 @@ def test_one_spark_session_serves_all_slots_of_a_taskexecutor(spark_executor, sp
 
 
 def test_spark_error_fails_the_task_with_sparks_message_and_goes_through_failover(
-        spark_executor, spark_cluster: Cluster, tmp_path: Path) -> None:
+    spark_executor, spark_cluster: Cluster, tmp_path: Path
+) -> None:
     marker = tmp_path / "failed-once"
 
     def fails_once(df):
@@ -162,9 +197,15 @@ def test_spark_error_fails_the_task_with_sparks_message_and_goes_through_failove
             return df.sparkSession.sql("SELECT no_such_column FROM range(1)")
         return df.selectExpr("f0 * 2 AS f0")
 
-    env = env_for(RuntimeExecutionMode.BATCH, parallelism=1, **{"restart-strategy.type": "fixed-delay",
-                                                                "restart-strategy.fixed-delay.attempts": "2",
-                                                                "restart-strategy.fixed-delay.delay": "100 ms"})
+    env = env_for(
+        RuntimeExecutionMode.BATCH,
+        parallelism=1,
+        **{
+            "restart-strategy.type": "fixed-delay",
+            "restart-strategy.fixed-delay.attempts": "2",
+            "restart-strategy.fixed-delay.delay": "100 ms",
+        },
+    )
     stream = env.from_sequence(1, 10).transform_spark(fails_once)
     got = list(stream.execute_and_collect("spark failover"))
     assert sorted(got) == [2 * i for i in range(1, 11)]  # the restarted attempt
@@ -187,6 +228,7 @@ def test_a_stopping_taskexecutor_stops_its_spark_session(spark_cluster: Cluster)
     workdirs = glob.glob(os.path.join(tempfile.gettempdir(), f"yarnflink-spark-{te_pid}-*"))
     assert len(jvms) == 1 and len(workdirs) == 1  # the earlier tests started the session
     spark_cluster.stop()
+
     def alive(j: psutil.Process) -> bool:
         try:
             return j.is_running() and j.status() != psutil.STATUS_ZOMBIE
@@ -194,5 +236,8 @@ def test_a_stopping_taskexecutor_stops_its_spark_session(spark_cluster: Cluster)
             return False
 
     wait_until(lambda: not any(alive(j) for j in jvms), timeout=60, message="the TaskExecutors' JVMs to exit")
-    wait_until(lambda: not any(os.path.exists(d) for d in workdirs), timeout=30,
-               message="the Spark work directories to be removed")
+    wait_until(
+        lambda: not any(os.path.exists(d) for d in workdirs),
+        timeout=30,
+        message="the Spark work directories to be removed",
+    )

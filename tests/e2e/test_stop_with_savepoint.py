@@ -34,8 +34,9 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -136,7 +137,7 @@ class Cli(JobCli):
     def stop(self, job_id: str, *flags: str) -> str:
         """``yarnflink stop``: the savepoint's path, printed once the job ended."""
         path = self.savepoint_path(self("stop", "-m", self.cluster.rest_url, "-p", self.savepoints, *flags, job_id))
-        assert os.path.isfile(path[len("file://"):] + "/_metadata")
+        assert os.path.isfile(path[len("file://") :] + "/_metadata")
         return path
 
 
@@ -154,6 +155,7 @@ def completed_checkpoints(cluster: Cluster, job_id: str) -> int:
 
 def running_with_output(cluster: Cluster, cli: Cli, job_id: str, timeout: float = 120) -> None:
     """The job runs, has completed a checkpoint and committed some windows."""
+
     def ok() -> bool:
         state = state_of(cluster, job_id)
         assert state not in ("FAILED", "CANCELED", "FINISHED"), (state, root_exception(cluster, job_id))
@@ -166,8 +168,11 @@ def run_to_the_end(cluster: Cluster, cli: Cli, savepoint: str) -> None:
     """Restore from ``savepoint`` at full speed and run until the bounded input ends."""
     cli.flag.unlink()
     job = cli.run("-s", savepoint)
-    wait_until(lambda: state_of(cluster, job) in ("FINISHED", "FAILED", "CANCELED"), timeout=300,
-               message="the restored job ends")
+    wait_until(
+        lambda: state_of(cluster, job) in ("FINISHED", "FAILED", "CANCELED"),
+        timeout=300,
+        message="the restored job ends",
+    )
     assert state_of(cluster, job) == "FINISHED", root_exception(cluster, job)
 
 
@@ -208,8 +213,7 @@ def test_a_failed_stop_leaves_the_job_running_and_loses_nothing(stop_cluster: Cl
     running_with_output(stop_cluster, cli, job)
 
     def post(body: Any) -> httpx.Response:
-        return httpx.post(f"{stop_cluster.rest_url}/jobs/{job}/stop", json=body, headers=stop_cluster.auth,
-                          timeout=30)
+        return httpx.post(f"{stop_cluster.rest_url}/jobs/{job}/stop", json=body, headers=stop_cluster.auth, timeout=30)
 
     # invalid requests are refused naming the problem; the job runs on
     for body, problem in [
@@ -243,8 +247,12 @@ def test_a_failed_stop_leaves_the_job_running_and_loses_nothing(stop_cluster: Cl
     assert state_of(stop_cluster, job) == "RUNNING"
     before = completed_checkpoints(stop_cluster, job)
     windows = len(committed(cli.out))
-    wait_until(lambda: completed_checkpoints(stop_cluster, job) > before and len(committed(cli.out)) > windows,
-               timeout=120, interval=0.2, message="checkpoints and output after the failed stop")
+    wait_until(
+        lambda: completed_checkpoints(stop_cluster, job) > before and len(committed(cli.out)) > windows,
+        timeout=120,
+        interval=0.2,
+        message="checkpoints and output after the failed stop",
+    )
     assert state_of(stop_cluster, job) == "RUNNING"
     # a CLI stop to the same target fails the same way and says why
     r = cli("stop", "-m", stop_cluster.rest_url, "-p", f"file://{blocker}/savepoints", job)
@@ -259,7 +267,8 @@ def test_a_failed_stop_leaves_the_job_running_and_loses_nothing(stop_cluster: Cl
 
 
 def test_a_failure_after_the_stops_savepoint_completed_fails_the_job_and_a_restore_commits_the_rest(
-        stop_cluster: Cluster, tmp_path: Path) -> None:
+    stop_cluster: Cluster, tmp_path: Path
+) -> None:
     """FLINK-26783: the savepoint of the stop completes, then the sink's task fails on its
     completion notification (before the sink commits it). The job ends FAILED without a restart;
     the stop fails naming the savepoint and telling to start from it; and the job started from
@@ -282,15 +291,41 @@ def test_a_failure_after_the_stops_savepoint_completed_fails_the_job_and_a_resto
         wait_until(held.exists, timeout=60, message="the commit hook holding a record")
         with stderr.open("w") as err:
             stopping = subprocess.Popen(
-                [sys.executable, "-m", "yarnflink.cli.main", "stop", "-m", stop_cluster.rest_url, "-p", cli.savepoints,
-                 "--timeout", "240", job], stdout=subprocess.PIPE, stderr=err, text=True, env=cli.env, cwd=tmp_path,
-                stdin=subprocess.DEVNULL)
+                [
+                    sys.executable,
+                    "-m",
+                    "yarnflink.cli.main",
+                    "stop",
+                    "-m",
+                    stop_cluster.rest_url,
+                    "-p",
+                    cli.savepoints,
+                    "--timeout",
+                    "240",
+                    job,
+                ],
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+                env=cli.env,
+                cwd=tmp_path,
+                stdin=subprocess.DEVNULL,
+            )
         try:
-            found = wait_until(lambda: re.search(r"\(trigger ([0-9a-f]{32})\)", stderr.read_text()), timeout=60,
-                               message="the stop's trigger id")
+            found = wait_until(
+                lambda: re.search(r"\(trigger ([0-9a-f]{32})\)", stderr.read_text()),
+                timeout=60,
+                message="the stop's trigger id",
+            )
             trigger = found.group(1)  # type: ignore[attr-defined]
-            savepoint_id = int(wait_until(in_progress_savepoint, timeout=60, interval=0.1,  # type: ignore[arg-type]
-                                          message="the stop's savepoint in progress"))
+            savepoint_id = int(
+                wait_until(
+                    in_progress_savepoint,
+                    timeout=60,
+                    interval=0.1,  # type: ignore[arg-type]
+                    message="the stop's savepoint in progress",
+                )
+            )
             (tmp_path / "fail-at.tmp").write_text(str(savepoint_id))
             os.replace(tmp_path / "fail-at.tmp", fail_at)
             assert state_of(stop_cluster, job) == "RUNNING" and in_progress_savepoint() == savepoint_id
@@ -306,7 +341,7 @@ def test_a_failure_after_the_stops_savepoint_completed_fails_the_job_and_a_resto
     m = re.search(r"yarnflink run -s (\S+) ", message)
     assert m and "complete and consistent" in message and "may not have been committed" in message, message
     savepoint = m.group(1)
-    assert os.path.isfile(savepoint[len("file://"):] + "/_metadata")
+    assert os.path.isfile(savepoint[len("file://") :] + "/_metadata")
     # the trigger status: failed, naming the savepoint (it did complete: it is in the history)
     status = stop_cluster.rest.savepoint_status(job, trigger)
     assert status["status"]["id"] == "COMPLETED" and "location" not in status["operation"], status
@@ -318,8 +353,11 @@ def test_a_failure_after_the_stops_savepoint_completed_fails_the_job_and_a_resto
     history = stop_cluster.rest.get_json(f"/jobs/{job}/checkpoints")["history"]
     assert [h["external_path"] for h in history if h["id"] == savepoint_id] == [savepoint]
     # the job failed without a failover: no restart, every subtask still at its first attempt
-    wait_until(lambda: state_of(stop_cluster, job) in ("FAILED", "CANCELED", "FINISHED"), timeout=120,
-               message="the stopped job ends")
+    wait_until(
+        lambda: state_of(stop_cluster, job) in ("FAILED", "CANCELED", "FINISHED"),
+        timeout=120,
+        message="the stopped job ends",
+    )
     details = stop_cluster.rest.job(job)
     assert details["state"] == "FAILED", root_exception(stop_cluster, job)
     assert details["numRestarts"] == restarts

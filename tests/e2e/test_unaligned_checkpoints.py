@@ -12,8 +12,9 @@ import os
 import random
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import cloudpickle
 import httpx
@@ -29,7 +30,7 @@ from .kill_drill import kill_taskexecutors
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-N = 100_000          # source subtask 0 reads [0, N/2), subtask 1 [N/2, N)
+N = 100_000  # source subtask 0 reads [0, N/2), subtask 1 [N/2, N)
 KEY_WIDTH = 100
 KILLS = 3
 
@@ -51,11 +52,14 @@ def expected_running_sums() -> list[tuple[int, int]]:
     return running_sums(N, lambda x: x // KEY_WIDTH)
 
 
-
 @pytest.fixture(scope="module")
 def ua_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = start_cluster(tmp_path_factory.mktemp("unaligned-cluster"), taskexecutors=3, slots=2,
-                      cluster_evenly__spread__out__slots="true")
+    c = start_cluster(
+        tmp_path_factory.mktemp("unaligned-cluster"),
+        taskexecutors=3,
+        slots=2,
+        cluster_evenly__spread__out__slots="true",
+    )
     yield c
     set_default_executor(None)
     c.stop()
@@ -70,17 +74,24 @@ def _get(cluster: Cluster, path: str) -> Any:
 def _submit(tmp_path: Path, flag: Path, fast_s: float, slow_s: float, **extra: str) -> Any:
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
-    for k, v in {"execution.checkpointing.interval": "200 ms",
-                 "execution.checkpointing.unaligned.enabled": "true",
-                 "execution.checkpointing.dir": f"file://{tmp_path / 'checkpoints'}",
-                 "restart-strategy.type": "fixed-delay",
-                 "restart-strategy.fixed-delay.attempts": "100",
-                 "restart-strategy.fixed-delay.delay": "100 ms", **extra}.items():
+    for k, v in {
+        "execution.checkpointing.interval": "200 ms",
+        "execution.checkpointing.unaligned.enabled": "true",
+        "execution.checkpointing.dir": f"file://{tmp_path / 'checkpoints'}",
+        "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.attempts": "100",
+        "restart-strategy.fixed-delay.delay": "100 ms",
+        **extra,
+    }.items():
         env.get_config().set(k, v)
-    (env.from_sequence(0, N - 1).map(throttle(str(flag), fast_s, slow_s))
+    (
+        env.from_sequence(0, N - 1)
+        .map(throttle(str(flag), fast_s, slow_s))
         .map(lambda x: (x // KEY_WIDTH, x))
-        .key_by(lambda t: t[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
-        .sink_to(FileSink(str(tmp_path / "out"), format="jsonl")))
+        .key_by(lambda t: t[0])
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+        .sink_to(FileSink(str(tmp_path / "out"), format="jsonl"))
+    )
     return env.execute_async("unaligned keyed sum")
 
 
@@ -97,7 +108,8 @@ def _persisted(cluster: Cluster, job_id: str) -> list[dict[str, Any]]:
 
 
 def test_unaligned_checkpoints_persist_in_flight_data_and_are_exactly_once_across_kills(
-        ua_cluster: Cluster, tmp_path: Path) -> None:
+    ua_cluster: Cluster, tmp_path: Path
+) -> None:
     ua_cluster.executor()
     rng = random.Random()
     flag = tmp_path / "slow"
@@ -107,8 +119,11 @@ def test_unaligned_checkpoints_persist_in_flight_data_and_are_exactly_once_acros
     rest = ua_cluster.rest
 
     # checkpoints complete with in-flight data of the slow channel
-    details = wait_until(lambda: _persisted(ua_cluster, job_id) or None, timeout=40,
-                         message="a completed unaligned checkpoint with persisted in-flight data")[0]
+    details = wait_until(
+        lambda: _persisted(ua_cluster, job_id) or None,
+        timeout=40,
+        message="a completed unaligned checkpoint with persisted in-flight data",
+    )[0]
     assert details["unaligned_checkpoint"] is True
     agg = [vid for vid, t in details["tasks"].items() if t["persisted_data"] > 0]
     assert agg, details["tasks"]
@@ -141,11 +156,20 @@ def test_unaligned_checkpoints_complete_while_one_channel_is_slow(ua_cluster: Cl
     job_id = client.get_job_id()
     # the clock starts once every task runs: a job is RUNNING while its tasks still deploy, which
     # a loaded 2-core CI machine stretches (that is not checkpointing time)
-    wait_until(lambda: (d := ua_cluster.rest.job(job_id))["state"] == "RUNNING"
-               and all(v["status"] == "RUNNING" for v in d["vertices"]), timeout=60, message="running")
+    wait_until(
+        lambda: (
+            (d := ua_cluster.rest.job(job_id))["state"] == "RUNNING"
+            and all(v["status"] == "RUNNING" for v in d["vertices"])
+        ),
+        timeout=60,
+        message="running",
+    )
     start = time.monotonic()
-    wait_until(lambda: _get(ua_cluster, f"/jobs/{job_id}/checkpoints")["counts"]["completed"] >= 5,
-               timeout=40, message="5 completed unaligned checkpoints while one channel is slow")
+    wait_until(
+        lambda: _get(ua_cluster, f"/jobs/{job_id}/checkpoints")["counts"]["completed"] >= 5,
+        timeout=40,
+        message="5 completed unaligned checkpoints while one channel is slow",
+    )
     elapsed = time.monotonic() - start
     persisted = _persisted(ua_cluster, job_id)
     assert persisted and all(d["unaligned_checkpoint"] for d in persisted)
@@ -155,7 +179,8 @@ def test_unaligned_checkpoints_complete_while_one_channel_is_slow(ua_cluster: Cl
 
 
 def test_a_savepoint_is_aligned_under_unaligned_checkpoints_and_restores_rescaled(
-        ua_cluster: Cluster, tmp_path: Path) -> None:
+    ua_cluster: Cluster, tmp_path: Path
+) -> None:
     """With unaligned checkpoints on and one slow channel, a savepoint (REST) is still ALIGNED, as
     in Flink: its ``_metadata`` carries no input channel state, so it restores at another
     parallelism (``assign_state`` refuses channel state when the parallelism changes)."""
@@ -171,11 +196,18 @@ def test_a_savepoint_is_aligned_under_unaligned_checkpoints_and_restores_rescale
     job_id = client.get_job_id()
     try:
         # unaligned checkpoints do persist in-flight data of the slow channel in this job
-        wait_until(lambda: _persisted(ua_cluster, job_id) or None, timeout=60,
-                   message="a completed unaligned checkpoint with persisted in-flight data")
+        wait_until(
+            lambda: _persisted(ua_cluster, job_id) or None,
+            timeout=60,
+            message="a completed unaligned checkpoint with persisted in-flight data",
+        )
         base = ua_cluster.rest_url
-        r = httpx.post(f"{base}/jobs/{job_id}/savepoints", headers=ua_cluster.auth, timeout=10,
-                       json={"target-directory": f"file://{tmp_path / 'savepoints'}", "cancel-job": False})
+        r = httpx.post(
+            f"{base}/jobs/{job_id}/savepoints",
+            headers=ua_cluster.auth,
+            timeout=10,
+            json={"target-directory": f"file://{tmp_path / 'savepoints'}", "cancel-job": False},
+        )
         assert r.status_code == 200, r.text
         trigger = r.json()["request-id"]
 
@@ -192,17 +224,23 @@ def test_a_savepoint_is_aligned_under_unaligned_checkpoints_and_restores_rescale
         sp = read_checkpoint(location)
         assert sp.is_savepoint
         assert sp.operator_states, "the savepoint has operator state"
-        channel_state = {(op, i): len(s.input_channel_state)
-                         for op, st in sp.operator_states.items() for i, s in st.subtask_states.items()
-                         if s.input_channel_state}
+        channel_state = {
+            (op, i): len(s.input_channel_state)
+            for op, st in sp.operator_states.items()
+            for i, s in st.subtask_states.items()
+            if s.input_channel_state
+        }
         assert channel_state == {}, f"a savepoint must carry no in-flight data: {channel_state}"
         # relocatable and rescalable: assigning it at parallelism 3 (was 2) does not raise
         vertices = [RestoreVertex(op, 3, st.max_parallelism, (op,)) for op, st in sp.operator_states.items()]
         assigned = assign_state(sp, vertices)
         assert assigned and {sub for _, sub in assigned} <= {0, 1, 2}
         # REST agrees: the savepoint is not an unaligned checkpoint
-        sp_entries = [h for h in _get(ua_cluster, f"/jobs/{job_id}/checkpoints")["history"]
-                      if h.get("status") == "COMPLETED" and h.get("is_savepoint")]
+        sp_entries = [
+            h
+            for h in _get(ua_cluster, f"/jobs/{job_id}/checkpoints")["history"]
+            if h.get("status") == "COMPLETED" and h.get("is_savepoint")
+        ]
         for h in sp_entries:
             d = _get(ua_cluster, f"/jobs/{job_id}/checkpoints/details/{h['id']}")
             assert d["checkpoint_type"] == "SAVEPOINT" and d["persisted_data"] == 0 and not d["unaligned_checkpoint"]

@@ -82,7 +82,7 @@ def _lines(path: Path) -> list:
         return []
     text = path.read_text()
     # only whole lines: the sink (another process) may be half-way through appending one
-    text = text[:text.rfind("\n") + 1]
+    text = text[: text.rfind("\n") + 1]
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
@@ -104,19 +104,29 @@ def test_event_time_windows_fire_across_taskexecutors_while_the_source_runs(exec
     env.get_config().set("pipeline.auto-watermark-interval", "50 ms")
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda e, _ts: e["t"])
     late = OutputTag("late")
-    timed = (env.from_source(FileSource(str(tmp_path / "in"), format="jsonl"), name="events").set_parallelism(1)
-             .map(Gate(str(release), hold_at=n - 1)).set_parallelism(1)
-             .assign_timestamps_and_watermarks(strategy).set_parallelism(1))
-    windows = (timed.key_by(lambda e: e["k"])
-               .window(TumblingEventTimeWindows.of(Time.seconds(5)))
-               .side_output_late_data(late)
-               .process(CountWindow()))
+    timed = (
+        env.from_source(FileSource(str(tmp_path / "in"), format="jsonl"), name="events")
+        .set_parallelism(1)
+        .map(Gate(str(release), hold_at=n - 1))
+        .set_parallelism(1)
+        .assign_timestamps_and_watermarks(strategy)
+        .set_parallelism(1)
+    )
+    windows = (
+        timed.key_by(lambda e: e["k"])
+        .window(TumblingEventTimeWindows.of(Time.seconds(5)))
+        .side_output_late_data(late)
+        .process(CountWindow())
+    )
     windows.map(Append(str(results))).sink_to(DiscardingSink())
     windows.get_side_output(late).map(Append(str(late_out))).sink_to(DiscardingSink())
     client = env.execute_async("windows fire while the source runs")
     try:
-        wait_until(lambda: _seen(client, results, ["b", 0, 5000, 2]), timeout=120,
-                   message="the first window's result while the source is held")
+        wait_until(
+            lambda: _seen(client, results, ["b", 0, 5000, 2]),
+            timeout=120,
+            message="the first window's result while the source is held",
+        )
         wait_until(lambda: _lines(late_out), timeout=60, message="the late record in the side output")
         assert not release.exists()
         assert client.get_job_status() == "RUNNING"  # the source has not ended: held at its last record
@@ -147,20 +157,32 @@ def test_an_idle_partition_does_not_hold_back_windows_downstream(executor, tmp_p
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
     env.get_config().set("pipeline.auto-watermark-interval", "50 ms")
-    strategy = (WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda e, _ts: e["t"])
-                .with_idleness(Duration.of_millis(500)))
-    (env.from_source(FileSource(str(tmp_path / "in"), format="jsonl"), name="events").set_parallelism(1)
-        .map(Gate(str(release), hold_at=n - 1)).set_parallelism(1)
-        .key_by(lambda e: e["k"]).map(lambda e: e)  # two subtasks, one of them without input
+    strategy = (
+        WatermarkStrategy.for_monotonous_timestamps()
+        .with_timestamp_assigner(lambda e, _ts: e["t"])
+        .with_idleness(Duration.of_millis(500))
+    )
+    (
+        env.from_source(FileSource(str(tmp_path / "in"), format="jsonl"), name="events")
+        .set_parallelism(1)
+        .map(Gate(str(release), hold_at=n - 1))
+        .set_parallelism(1)
+        .key_by(lambda e: e["k"])
+        .map(lambda e: e)  # two subtasks, one of them without input
         .assign_timestamps_and_watermarks(strategy)
         .key_by(lambda e: e["i"] % 2)
         .window(TumblingEventTimeWindows.of(Time.seconds(5)))
         .process(CountWindow())
-        .map(Append(str(results))).sink_to(DiscardingSink()))
+        .map(Append(str(results)))
+        .sink_to(DiscardingSink())
+    )
     client = env.execute_async("an idle partition")
     try:
-        wait_until(lambda: _seen(client, results, [0, 0, 5000, 3]), timeout=120,
-                   message="a window result while one partition is idle and the source is held")
+        wait_until(
+            lambda: _seen(client, results, [0, 0, 5000, 3]),
+            timeout=120,
+            message="a window result while one partition is idle and the source is held",
+        )
         assert client.get_job_status() == "RUNNING"
     finally:
         release.touch()

@@ -27,14 +27,23 @@ pytestmark = pytest.mark.e2e
 
 # (key, timestamp ms, value)
 EVENTS = [
-    ("a", 1_000, 1), ("b", 1_500, 10), ("a", 4_999, 2), ("a", 5_000, 3), ("b", 12_000, 20),
-    ("a", 7_000, 4), ("c", 3_000, 100), ("b", 2_500, 30), ("a", 16_000, 5), ("c", 3_500, 200),
+    ("a", 1_000, 1),
+    ("b", 1_500, 10),
+    ("a", 4_999, 2),
+    ("a", 5_000, 3),
+    ("b", 12_000, 20),
+    ("a", 7_000, 4),
+    ("c", 3_000, 100),
+    ("b", 2_500, 30),
+    ("a", 16_000, 5),
+    ("c", 3_500, 200),
 ]
 
 
 def _stream(env: StreamExecutionEnvironment):  # type: ignore[no-untyped-def]
-    strategy = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(1))
-                .with_timestamp_assigner(lambda e, _ts: e[1]))
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(1)).with_timestamp_assigner(
+        lambda e, _ts: e[1]
+    )
     return env.from_collection(EVENTS).assign_timestamps_and_watermarks(strategy).key_by(lambda e: e[0])
 
 
@@ -51,13 +60,18 @@ def test_tumbling_window_reduce_with_process_window_function(executor) -> None: 
             for total in elements:
                 yield (key, w.start, w.end, total[2])
 
-    out = list(_stream(_env())
-               .window(TumblingEventTimeWindows.of(Time.seconds(5)))
-               .reduce(lambda x, y: (x[0], x[1], x[2] + y[2]), window_function=WithWindow())
-               .execute_and_collect())
+    out = list(
+        _stream(_env())
+        .window(TumblingEventTimeWindows.of(Time.seconds(5)))
+        .reduce(lambda x, y: (x[0], x[1], x[2] + y[2]), window_function=WithWindow())
+        .execute_and_collect()
+    )
     assert sorted(out) == [
-        ("a", 0, 5_000, 3), ("a", 5_000, 10_000, 7), ("a", 15_000, 20_000, 5),
-        ("b", 0, 5_000, 40), ("b", 10_000, 15_000, 20),
+        ("a", 0, 5_000, 3),
+        ("a", 5_000, 10_000, 7),
+        ("a", 15_000, 20_000, 5),
+        ("b", 0, 5_000, 40),
+        ("b", 10_000, 15_000, 20),
         ("c", 0, 5_000, 300),
     ]
 
@@ -78,17 +92,27 @@ def test_sliding_window_aggregate(executor) -> None:  # type: ignore[no-untyped-
 
     class Keyed(ProcessWindowFunction):
         def process(self, key, context, elements):  # type: ignore[no-untyped-def]
-            (count, total), = elements
+            ((count, total),) = elements
             return [(key, context.window().start, count, total)]
 
-    out = list(_stream(_env())
-               .window(SlidingEventTimeWindows.of(Time.seconds(10), Time.seconds(5)))
-               .aggregate(CountAndSum(), window_function=Keyed())
-               .execute_and_collect())
+    out = list(
+        _stream(_env())
+        .window(SlidingEventTimeWindows.of(Time.seconds(10), Time.seconds(5)))
+        .aggregate(CountAndSum(), window_function=Keyed())
+        .execute_and_collect()
+    )
     assert sorted(out) == [
-        ("a", -5_000, 2, 3), ("a", 0, 4, 10), ("a", 5_000, 2, 7), ("a", 10_000, 1, 5), ("a", 15_000, 1, 5),
-        ("b", -5_000, 2, 40), ("b", 0, 2, 40), ("b", 5_000, 1, 20), ("b", 10_000, 1, 20),
-        ("c", -5_000, 2, 300), ("c", 0, 2, 300),
+        ("a", -5_000, 2, 3),
+        ("a", 0, 4, 10),
+        ("a", 5_000, 2, 7),
+        ("a", 10_000, 1, 5),
+        ("a", 15_000, 1, 5),
+        ("b", -5_000, 2, 40),
+        ("b", 0, 2, 40),
+        ("b", 5_000, 1, 20),
+        ("b", 10_000, 1, 20),
+        ("c", -5_000, 2, 300),
+        ("c", 0, 2, 300),
     ]
 
 
@@ -98,13 +122,18 @@ def test_session_windows_merge(executor) -> None:  # type: ignore[no-untyped-def
             w = context.window()
             return [(key, w.start, w.end, sorted(e[2] for e in elements))]
 
-    out = list(_stream(_env())
-               .window(EventTimeSessionWindows.with_gap(Time.seconds(3)))
-               .process(Session())
-               .execute_and_collect())
+    out = list(
+        _stream(_env())
+        .window(EventTimeSessionWindows.with_gap(Time.seconds(3)))
+        .process(Session())
+        .execute_and_collect()
+    )
     assert sorted(out) == [
-        ("a", 1_000, 4_000, [1]), ("a", 4_999, 10_000, [2, 3, 4]), ("a", 16_000, 19_000, [5]),
-        ("b", 1_500, 5_500, [10, 30]), ("b", 12_000, 15_000, [20]),
+        ("a", 1_000, 4_000, [1]),
+        ("a", 4_999, 10_000, [2, 3, 4]),
+        ("a", 16_000, 19_000, [5]),
+        ("b", 1_500, 5_500, [10, 30]),
+        ("b", 12_000, 15_000, [20]),
         ("c", 3_000, 6_500, [100, 200]),
     ]
 

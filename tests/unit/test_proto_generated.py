@@ -9,8 +9,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_generated_code_matches_proto_sources(tmp_path: Path) -> None:
-    subprocess.run([str(ROOT / "scripts" / "gen-proto"), str(tmp_path)], check=True,
-                   env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin"})
+    subprocess.run(
+        [str(ROOT / "scripts" / "gen-proto"), str(tmp_path)],
+        check=True,
+        env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin"},
+    )
     fresh = tmp_path / "yarnflink" / "rpc" / "pb"
     committed = ROOT / "yarnflink" / "rpc" / "pb"
     names = sorted(p.name for p in fresh.iterdir() if p.is_file())

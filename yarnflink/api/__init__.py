@@ -18,13 +18,23 @@ from yarnflink.api.environment import (
     set_default_executor,
 )
 from yarnflink.api.windowing import WindowedStream
+from yarnflink.operators.functions import (
+    FilterFunction,
+    FlatMapFunction,
+    KeyedProcessFunction,
+    KeySelector,
+    MapFunction,
+    ProcessFunction,
+    ReduceFunction,
+    RuntimeContext,
+)
 from yarnflink.operators.timers import TimeDomain
 from yarnflink.operators.watermarks import Duration, TimestampAssigner, Watermark, WatermarkStrategy
 from yarnflink.operators.windows import (
     EventTimeSessionWindows,
     OutputTag,
-    ProcessWindowFunction,
     ProcessingTimeSessionWindows,
+    ProcessWindowFunction,
     SlidingEventTimeWindows,
     SlidingProcessingTimeWindows,
     Time,
@@ -42,16 +52,6 @@ from yarnflink.state.descriptors import (
     StateTtlConfig,
     Types,
     ValueStateDescriptor,
-)
-from yarnflink.operators.functions import (
-    FilterFunction,
-    FlatMapFunction,
-    KeyedProcessFunction,
-    KeySelector,
-    MapFunction,
-    ProcessFunction,
-    ReduceFunction,
-    RuntimeContext,
 )
 
 __all__ = [

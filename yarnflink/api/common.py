@@ -4,8 +4,9 @@ job results and the executor protocol (what ``yarnflink run`` plugs in)."""
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Protocol, Union, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Union, runtime_checkable
 
 if TYPE_CHECKING:
     from yarnflink.jobgraph.jobgraph import JobGraph
@@ -30,10 +31,10 @@ class SlotSharingGroup:
     ``SlotSharingGroup.builder("heavy").set_cpu_cores(2.0).build()``."""
 
     name: str
-    cpu_cores: Optional[float] = None
-    task_heap_memory_mb: Optional[int] = None
-    task_off_heap_memory_mb: Optional[int] = None
-    managed_memory_mb: Optional[int] = None
+    cpu_cores: float | None = None
+    task_heap_memory_mb: int | None = None
+    task_off_heap_memory_mb: int | None = None
+    managed_memory_mb: int | None = None
     external_resources: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -51,7 +52,7 @@ class SlotSharingGroup:
         return hash(self.name)
 
     @staticmethod
-    def builder(name: str) -> "SlotSharingGroupBuilder":
+    def builder(name: str) -> SlotSharingGroupBuilder:
         return SlotSharingGroupBuilder(name)
 
 
@@ -60,23 +61,23 @@ class SlotSharingGroupBuilder:
         self._name = name
         self._kw: dict[str, Any] = {"external_resources": {}}
 
-    def set_cpu_cores(self, cores: float) -> "SlotSharingGroupBuilder":
+    def set_cpu_cores(self, cores: float) -> SlotSharingGroupBuilder:
         self._kw["cpu_cores"] = cores
         return self
 
-    def set_task_heap_memory_mb(self, mb: int) -> "SlotSharingGroupBuilder":
+    def set_task_heap_memory_mb(self, mb: int) -> SlotSharingGroupBuilder:
         self._kw["task_heap_memory_mb"] = mb
         return self
 
-    def set_task_off_heap_memory_mb(self, mb: int) -> "SlotSharingGroupBuilder":
+    def set_task_off_heap_memory_mb(self, mb: int) -> SlotSharingGroupBuilder:
         self._kw["task_off_heap_memory_mb"] = mb
         return self
 
-    def set_managed_memory_mb(self, mb: int) -> "SlotSharingGroupBuilder":
+    def set_managed_memory_mb(self, mb: int) -> SlotSharingGroupBuilder:
         self._kw["managed_memory_mb"] = mb
         return self
 
-    def set_external_resource(self, name: str, value: float) -> "SlotSharingGroupBuilder":
+    def set_external_resource(self, name: str, value: float) -> SlotSharingGroupBuilder:
         self._kw["external_resources"][name] = value
         return self
 
@@ -89,7 +90,7 @@ class JobExecutionResult:
     """What ``env.execute()`` returns (PyFlink's JobExecutionResult)."""
 
     job_id: str
-    job_name: Optional[str] = None
+    job_name: str | None = None
     net_runtime_ms: int = 0
     accumulators: dict[str, Any] = field(default_factory=dict)
     #: True when the job was submitted detached (execution.attached = false): no runtime/results.
@@ -113,7 +114,7 @@ class JobExecutionResult:
     def is_job_execution_result(self) -> bool:
         return not self.detached
 
-    def get_job_execution_result(self) -> "JobExecutionResult":
+    def get_job_execution_result(self) -> JobExecutionResult:
         return self
 
 
@@ -139,11 +140,11 @@ class PipelineExecutor(Protocol):
     ``dict[str, str]``): environments created while it is the default start from it (so e.g.
     ``parallelism.default`` from the cluster's ``yarnflink.yaml`` / ``-D`` applies)."""
 
-    def execute(self, job_graph: "JobGraph", attached: bool) -> JobExecutionResult: ...
+    def execute(self, job_graph: JobGraph, attached: bool) -> JobExecutionResult: ...
 
-    def execute_async(self, job_graph: "JobGraph") -> JobClient: ...
+    def execute_async(self, job_graph: JobGraph) -> JobClient: ...
 
-    def execute_and_collect(self, job_graph: "JobGraph") -> Iterator[Any]: ...
+    def execute_and_collect(self, job_graph: JobGraph) -> Iterator[Any]: ...
 
 
 class ExecutorNotConfiguredError(RuntimeError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 SOURCE_FORMATS = ("parquet", "csv", "jsonl")
 SINK_FORMATS = ("jsonl", "parquet", "csv")
@@ -41,7 +41,7 @@ class FileSource:
     extension (``.parquet``, ``.csv``, ``.jsonl``/``.ndjson``). Records are dicts (one per row)."""
 
     path: str
-    format: Optional[str] = None
+    format: str | None = None
     storage_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -10,7 +10,8 @@ such a view has no operator of its own, so operator properties cannot be set on 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from yarnflink.api.common import SlotSharingGroup
 from yarnflink.api.connectors import DiscardingSink, FileSink
@@ -53,7 +54,7 @@ def resolve_function(func: Any, method: str, interface: str, op: str) -> Any:
     raise TypeError(f"{op}() needs a function or a {interface}, got {_describe(func)}")
 
 
-def check_field(value: Any, op: str) -> Union[int, str]:
+def check_field(value: Any, op: str) -> int | str:
     """A field reference: a tuple position (int >= 0) or a field / column name (str)."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise TypeError(
@@ -102,7 +103,7 @@ def check_max_parallelism(p: Any, what: str) -> int:
 class _OperatorSettings:
     """Per-operator properties, shared by DataStream (its operator) and DataStreamSink."""
 
-    _env: "StreamExecutionEnvironment"
+    _env: StreamExecutionEnvironment
     _t: Transformation
 
     def _op(self, method: str) -> Transformation:
@@ -160,7 +161,7 @@ class _OperatorSettings:
         t.uid = uid
         return self
 
-    def slot_sharing_group(self, slot_sharing_group: Union[str, SlotSharingGroup]) -> Any:
+    def slot_sharing_group(self, slot_sharing_group: str | SlotSharingGroup) -> Any:
         t = self._op("slot_sharing_group")
         if isinstance(slot_sharing_group, SlotSharingGroup):
             t.slot_sharing_group = slot_sharing_group.name
@@ -190,10 +191,10 @@ class DataStream(_OperatorSettings):
 
     def __init__(
         self,
-        env: "StreamExecutionEnvironment",
+        env: StreamExecutionEnvironment,
         transformation: Transformation,
-        partitioning: Optional[str] = None,
-        key_selector: Optional[KeySelectorSpec] = None,
+        partitioning: str | None = None,
+        key_selector: KeySelectorSpec | None = None,
     ):
         self._env = env
         self._t = transformation
@@ -212,7 +213,7 @@ class DataStream(_OperatorSettings):
     def _partitioning_call(self) -> str:
         return "key_by()" if self._partitioning == "hash" else f"{self._partitioning}()"
 
-    def get_execution_environment(self) -> "StreamExecutionEnvironment":
+    def get_execution_environment(self) -> StreamExecutionEnvironment:
         return self._env
 
     # ------------------------------------------------------------------ plumbing
@@ -222,35 +223,33 @@ class DataStream(_OperatorSettings):
     def _add(self, name: str, spec: Any, role: str = "operator") -> Transformation:
         return self._env._add_transformation(name, spec, role, [self._input()])
 
-    def _then(self, name: str, spec: Any) -> "DataStream":
+    def _then(self, name: str, spec: Any) -> DataStream:
         return DataStream(self._env, self._add(name, spec))
 
-    def _view(self, partitioning: str) -> "DataStream":
+    def _view(self, partitioning: str) -> DataStream:
         return DataStream(self._env, self._t, partitioning)
 
     # ------------------------------------------------------------------ transformations
-    def map(self, func: Any, output_type: Any = None) -> "DataStream":
+    def map(self, func: Any, output_type: Any = None) -> DataStream:
         """One output record per input record. ``func``: a callable or a MapFunction.
         (``output_type`` is accepted for PyFlink compatibility and ignored.)"""
         return self._then("Map", MapSpec(fn=resolve_function(func, "map", "MapFunction", "map")))
 
-    def flat_map(self, func: Any, output_type: Any = None) -> "DataStream":
+    def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
         """Zero or more output records per input: ``func`` returns an iterable or is a generator."""
-        return self._then(
-            "Flat Map", FlatMapSpec(fn=resolve_function(func, "flat_map", "FlatMapFunction", "flat_map"))
-        )
+        return self._then("Flat Map", FlatMapSpec(fn=resolve_function(func, "flat_map", "FlatMapFunction", "flat_map")))
 
-    def filter(self, func: Any) -> "DataStream":
+    def filter(self, func: Any) -> DataStream:
         """Keep records for which ``func`` returns true."""
         return self._then("Filter", FilterSpec(fn=resolve_function(func, "filter", "FilterFunction", "filter")))
 
-    def map_batches(self, func: Callable[[Any], Any]) -> "DataStream":
+    def map_batches(self, func: Callable[[Any], Any]) -> DataStream:
         """Vectorized map: ``func(pyarrow.RecordBatch) -> RecordBatch | Table``."""
         if not callable(func) or isinstance(func, type):
             raise TypeError(f"map_batches() needs a function RecordBatch -> RecordBatch, got {_describe(func)}")
         return self._then("Map Batches", MapBatchesSpec(fn=func))
 
-    def transform_spark(self, fn: Callable[[Any], Any], schema: Any = None) -> "DataStream":
+    def transform_spark(self, fn: Callable[[Any], Any], schema: Any = None) -> DataStream:
         """A Spark step: ``fn(pyspark.sql.DataFrame) -> DataFrame`` runs in the TaskExecutor's
         SparkSession on this subtask's input (BATCH: all of it at once; STREAMING: per micro-batch,
         see ``spark.micro-batch.max-rows`` / ``max-delay``). ``schema``: a pyspark StructType or a
@@ -261,28 +260,30 @@ class DataStream(_OperatorSettings):
             raise TypeError(f"transform_spark() needs a function DataFrame -> DataFrame, got {_describe(fn)}")
         return self._then("Spark Transform", SparkSpec(fn=fn, schema=_spark_schema(schema, "transform_spark")))
 
-    def spark_sql(self, query: str, schema: Any = None) -> "DataStream":
+    def spark_sql(self, query: str, schema: Any = None) -> DataStream:
         """A Spark step running ``query`` with this subtask's input as the view ``input``
         (``"SELECT word, count(*) AS n FROM input GROUP BY word"``); otherwise as ``transform_spark``."""
         if not isinstance(query, str) or not query.strip():
             raise TypeError(f"spark_sql() needs a non-empty SQL query string, got {query!r}")
         return self._then("Spark SQL", SparkSpec(query=query, schema=_spark_schema(schema, "spark_sql")))
 
-    def process(self, func: Any, output_type: Any = None) -> "DataStream":
+    def process(self, func: Any, output_type: Any = None) -> DataStream:
         """``func``: a ProcessFunction (``process_element(value, ctx)``) or a callable."""
         fn = _process_function(func)
         return self._then("Process", ProcessSpec(fn=fn))
 
     # ------------------------------------------------------------------ event time (yarnflink.api.windowing)
-    def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> "DataStream":
+    def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> DataStream:
         """Give records timestamps and emit watermarks: a ``WatermarkStrategy``."""
         from yarnflink.operators.watermarks import TimestampsAndWatermarksSpec, WatermarkStrategy
 
         if not isinstance(watermark_strategy, WatermarkStrategy):
-            raise TypeError(f"assign_timestamps_and_watermarks() needs a WatermarkStrategy, got {_describe(watermark_strategy)}")
+            raise TypeError(
+                f"assign_timestamps_and_watermarks() needs a WatermarkStrategy, got {_describe(watermark_strategy)}"
+            )
         return self._then("Timestamps/Watermarks", TimestampsAndWatermarksSpec(watermark_strategy))
 
-    def get_side_output(self, output_tag: Any) -> "DataStream":
+    def get_side_output(self, output_tag: Any) -> DataStream:
         """The records this operator sent to the side output ``output_tag`` (an ``OutputTag``)."""
         from yarnflink.api.windowing import side_output
 
@@ -292,49 +293,47 @@ class DataStream(_OperatorSettings):
         return self._op("get_side_output")
 
     # ------------------------------------------------------------------ partitioning
-    def key_by(self, key_selector: Any, key_type: Any = None) -> "KeyedStream":
+    def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         """Partition by key: a field (tuple position or field name) or a function record -> key
         (or a KeySelector). The next operator receives the records over a hash edge."""
         return KeyedStream(self._env, self._t, key_selector_spec(key_selector))
 
-    def rebalance(self) -> "DataStream":
+    def rebalance(self) -> DataStream:
         """Round-robin over all downstream subtasks."""
         return self._view("rebalance")
 
-    def shuffle(self) -> "DataStream":
+    def shuffle(self) -> DataStream:
         """Uniformly random downstream subtask per record."""
         return self._view("shuffle")
 
-    def broadcast(self) -> "DataStream":
+    def broadcast(self) -> DataStream:
         """Every record to every downstream subtask."""
         return self._view("broadcast")
 
-    def forward(self) -> "DataStream":
+    def forward(self) -> DataStream:
         """Subtask i to subtask i; needs equal parallelism (checked when the graph is built)."""
         return self._view("forward")
 
-    def rescale(self) -> "DataStream":
+    def rescale(self) -> DataStream:
         """Round-robin over a local subset of downstream subtasks."""
         return self._view("rescale")
 
     # ------------------------------------------------------------------ sinks
-    def sink_to(self, sink: Union[FileSink, DiscardingSink]) -> "DataStreamSink":
+    def sink_to(self, sink: FileSink | DiscardingSink) -> DataStreamSink:
         if isinstance(sink, DiscardingSink):
             return DataStreamSink(self._env, self._add("Discarding Sink", sink.to_spec(), "sink"))
         if not isinstance(sink, FileSink):
             raise TypeError(f"sink_to() needs a FileSink or DiscardingSink, got {_describe(sink)}")
         return DataStreamSink(self._env, self._add("File Sink", sink.to_spec(), "sink"))
 
-    def print(self, sink_identifier: Optional[str] = None) -> "DataStreamSink":
+    def print(self, sink_identifier: str | None = None) -> DataStreamSink:
         """Print each record on the TaskExecutor's stdout (``"{subtask+1}> "`` prefix if the
         parallelism is > 1; ``sink_identifier`` prefixes the line as in Flink)."""
         if sink_identifier is not None and not isinstance(sink_identifier, str):
             raise TypeError(f"print() sink_identifier must be a string, got {_describe(sink_identifier)}")
         return DataStreamSink(self._env, self._add("Print to Std. Out", PrintSinkSpec(prefix=sink_identifier), "sink"))
 
-    def execute_and_collect(
-        self, job_execution_name: Optional[str] = None, limit: Optional[int] = None
-    ) -> Any:
+    def execute_and_collect(self, job_execution_name: str | None = None, limit: int | None = None) -> Any:
         """Run the job (with every other operator of the environment, as Flink does) and return
         an iterator over this stream's records; with ``limit``, a list of at most that many."""
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
@@ -349,8 +348,10 @@ def _spark_schema(schema: Any, op: str) -> Any:
         return schema
     if not isinstance(schema, str) and isinstance(getattr(schema, "fields", None), list):
         return schema
-    raise TypeError(f"{op}(): schema must be a pyspark StructType or a DDL string such as "
-                    f"'word STRING, n BIGINT', got {_describe(schema)}")
+    raise TypeError(
+        f"{op}(): schema must be a pyspark StructType or a DDL string such as "
+        f"'word STRING, n BIGINT', got {_describe(schema)}"
+    )
 
 
 def _process_function(func: Any) -> Any:
@@ -365,7 +366,7 @@ class KeyedStream(DataStream):
     """A stream partitioned by key (``key_by``); its next operator gets a hash edge. Keyed
     operators: ``reduce``, ``sum``, ``min``, ``max``, ``process``."""
 
-    def __init__(self, env: "StreamExecutionEnvironment", transformation: Transformation, key_selector: KeySelectorSpec):
+    def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation, key_selector: KeySelectorSpec):
         super().__init__(env, transformation, "hash", key_selector)
 
     def _op(self, method: str) -> Transformation:
@@ -387,17 +388,18 @@ class KeyedStream(DataStream):
     def _aggregate(self, agg: str, field: Any) -> DataStream:
         f = check_field(field, agg)
         return self._then(
-            "Keyed Aggregation", AggregateSpec(agg=agg, field=f, key_selector=self.get_key_selector())  # type: ignore[arg-type]
+            "Keyed Aggregation",
+            AggregateSpec(agg=agg, field=f, key_selector=self.get_key_selector()),  # type: ignore[arg-type]
         )
 
-    def sum(self, position_to_sum: Union[int, str] = 0) -> DataStream:
+    def sum(self, position_to_sum: int | str = 0) -> DataStream:
         """Running sum of a field per key (tuple position or field name)."""
         return self._aggregate("sum", position_to_sum)
 
-    def min(self, position_to_min: Union[int, str] = 0) -> DataStream:
+    def min(self, position_to_min: int | str = 0) -> DataStream:
         return self._aggregate("min", position_to_min)
 
-    def max(self, position_to_max: Union[int, str] = 0) -> DataStream:
+    def max(self, position_to_max: int | str = 0) -> DataStream:
         return self._aggregate("max", position_to_max)
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
@@ -416,7 +418,7 @@ class KeyedStream(DataStream):
 class DataStreamSink(_OperatorSettings):
     """A sink (``sink_to``, ``print``); its properties can be set like an operator's."""
 
-    def __init__(self, env: "StreamExecutionEnvironment", transformation: Transformation):
+    def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation):
         self._env = env
         self._t = transformation
 

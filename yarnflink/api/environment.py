@@ -8,8 +8,8 @@ that executor (and starting from its configuration), and ``execute()`` hands the
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, Iterator, Optional, Union
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from yarnflink.api.common import (
     ExecutorNotConfiguredError,
@@ -41,10 +41,10 @@ from yarnflink.streaming.jobgraph_generator import create_job_graph
 DEFAULT_JOB_NAME = "yarnflink Streaming Job"
 
 # ----------------------------------------------------------------------------- executor context
-_default_executor: Optional[PipelineExecutor] = None
+_default_executor: PipelineExecutor | None = None
 
 
-def set_default_executor(executor: Optional[PipelineExecutor]) -> Optional[PipelineExecutor]:
+def set_default_executor(executor: PipelineExecutor | None) -> PipelineExecutor | None:
     """Install the executor that environments created from now on submit to (None removes it).
     Returns the previous one, so callers can restore it."""
     global _default_executor
@@ -52,7 +52,7 @@ def set_default_executor(executor: Optional[PipelineExecutor]) -> Optional[Pipel
     return previous
 
 
-def get_default_executor() -> Optional[PipelineExecutor]:
+def get_default_executor() -> PipelineExecutor | None:
     return _default_executor
 
 
@@ -71,9 +71,9 @@ class PlanCaptureExecutor:
     """An executor that records the JobGraph instead of running it and then stops the program
     with ``ProgramAbortException`` (for ``yarnflink info job.py``, like Flink's plan preview)."""
 
-    def __init__(self, configuration: Union[Configuration, Mapping[str, Any], None] = None):
+    def __init__(self, configuration: Configuration | Mapping[str, Any] | None = None):
         self.configuration = configuration
-        self.job_graph: Optional[JobGraph] = None
+        self.job_graph: JobGraph | None = None
 
     def _capture(self, job_graph: JobGraph) -> Any:
         self.job_graph = job_graph
@@ -96,21 +96,21 @@ class StreamExecutionEnvironment:
 
     def __init__(
         self,
-        configuration: Union[Configuration, Mapping[str, Any], None] = None,
-        executor: Optional[PipelineExecutor] = None,
+        configuration: Configuration | Mapping[str, Any] | None = None,
+        executor: PipelineExecutor | None = None,
     ):
         self._executor = executor
         self._config = _executor_configuration(executor)
         if configuration is not None:
             self.configure(configuration)
-        self._parallelism: Optional[int] = None  # set_parallelism(); else parallelism.default
+        self._parallelism: int | None = None  # set_parallelism(); else parallelism.default
         self._transformations: list[Transformation] = []
         self._next_id = 1
 
     @staticmethod
     def get_execution_environment(
-        configuration: Union[Configuration, Mapping[str, Any], None] = None,
-    ) -> "StreamExecutionEnvironment":
+        configuration: Configuration | Mapping[str, Any] | None = None,
+    ) -> StreamExecutionEnvironment:
         """A new environment bound to the context's executor (set by ``yarnflink run``) and
         starting from its configuration, overridden by ``configuration``."""
         return StreamExecutionEnvironment(configuration, executor=_default_executor)
@@ -120,7 +120,7 @@ class StreamExecutionEnvironment:
         """The job configuration (live): ``env.get_config().set("pipeline.max-parallelism", 256)``."""
         return self._config
 
-    def configure(self, configuration: Union[Configuration, Mapping[str, Any]]) -> "StreamExecutionEnvironment":
+    def configure(self, configuration: Configuration | Mapping[str, Any]) -> StreamExecutionEnvironment:
         """Apply configuration entries (validated; unknown keys raise ConfigError)."""
         if isinstance(configuration, Configuration):
             self._config.update(configuration)
@@ -130,7 +130,7 @@ class StreamExecutionEnvironment:
             raise TypeError(f"configure() needs a Configuration or a dict, got {type(configuration).__name__}")
         return self
 
-    def set_parallelism(self, parallelism: int) -> "StreamExecutionEnvironment":
+    def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
         """Default parallelism of operators created from now on (as Flink: operators created
         before keep the configured default)."""
         self._parallelism = check_parallelism(parallelism, "set_parallelism()")
@@ -141,7 +141,7 @@ class StreamExecutionEnvironment:
             return self._parallelism
         return int(self._config.get(PARALLELISM_DEFAULT))
 
-    def set_max_parallelism(self, max_parallelism: int) -> "StreamExecutionEnvironment":
+    def set_max_parallelism(self, max_parallelism: int) -> StreamExecutionEnvironment:
         """Default max parallelism (key groups) of all operators that set none."""
         check_max_parallelism(max_parallelism, "set_max_parallelism()")
         self._config.set(PIPELINE_MAX_PARALLELISM, max_parallelism)
@@ -151,7 +151,7 @@ class StreamExecutionEnvironment:
         """The configured default max parallelism, -1 if derived per operator."""
         return int(self._config.get(PIPELINE_MAX_PARALLELISM))
 
-    def set_runtime_mode(self, mode: ModeLike) -> "StreamExecutionEnvironment":
+    def set_runtime_mode(self, mode: ModeLike) -> StreamExecutionEnvironment:
         if isinstance(mode, RuntimeExecutionMode):
             mode = mode.value
         if not isinstance(mode, str):
@@ -168,7 +168,7 @@ class StreamExecutionEnvironment:
         mode = self._config.get(RUNTIME_MODE)
         return "BATCH" if mode == "AUTOMATIC" else mode
 
-    def set_buffer_timeout(self, timeout_millis: int) -> "StreamExecutionEnvironment":
+    def set_buffer_timeout(self, timeout_millis: int) -> StreamExecutionEnvironment:
         if isinstance(timeout_millis, bool) or not isinstance(timeout_millis, int) or timeout_millis < 0:
             raise ValueError(f"set_buffer_timeout(): expected milliseconds >= 0, got {timeout_millis!r}")
         self._config.set(BUFFER_TIMEOUT, f"{timeout_millis} ms")
@@ -177,7 +177,7 @@ class StreamExecutionEnvironment:
     def get_buffer_timeout(self) -> int:
         return int(self._config.get(BUFFER_TIMEOUT).total_seconds() * 1000)
 
-    def disable_operator_chaining(self) -> "StreamExecutionEnvironment":
+    def disable_operator_chaining(self) -> StreamExecutionEnvironment:
         self._config.set(PIPELINE_OPERATOR_CHAINING, False)
         return self
 
@@ -209,16 +209,18 @@ class StreamExecutionEnvironment:
                 raise TypeError(f"from_sequence(): {what} must be an integer, got {type(v).__name__} {v!r}")
         if start > end:
             raise ValueError(f"from_sequence(): start ({start}) must not be larger than end ({end})")
-        return DataStream(self, self._add_transformation("Sequence", SequenceSourceSpec(start=start, end=end), "source", []))
+        return DataStream(
+            self, self._add_transformation("Sequence", SequenceSourceSpec(start=start, end=end), "source", [])
+        )
 
     def from_source(
         self,
         source: FileSource,
         watermark_strategy: Any = None,
-        source_name: Optional[str] = None,
+        source_name: str | None = None,
         type_info: Any = None,
         *,
-        name: Optional[str] = None,
+        name: str | None = None,
     ) -> DataStream:
         """``from_source(FileSource(path, format=...), name="orders")`` (PyFlink's positional
         ``(source, watermark_strategy, source_name)`` form works too; watermarks are ignored)."""
@@ -232,14 +234,14 @@ class StreamExecutionEnvironment:
         return DataStream(self, self._add_transformation(label or "File Source", source.to_spec(), "source", []))
 
     # ------------------------------------------------------------------ graphs
-    def _job_name(self, job_name: Optional[str]) -> str:
+    def _job_name(self, job_name: str | None) -> str:
         if job_name is not None:
             if not isinstance(job_name, str) or not job_name.strip():
                 raise TypeError(f"the job name must be a non-empty string, got {job_name!r}")
             return job_name
         return self._config.get(PIPELINE_NAME) or DEFAULT_JOB_NAME
 
-    def get_stream_graph(self, job_name: Optional[str] = None, clear_transformations: bool = False) -> StreamGraph:
+    def get_stream_graph(self, job_name: str | None = None, clear_transformations: bool = False) -> StreamGraph:
         """The StreamGraph of every operator defined so far."""
         if not self._transformations:
             raise RuntimeError("no operators defined in streaming topology; cannot execute")
@@ -257,7 +259,7 @@ class StreamExecutionEnvironment:
         return graph
 
     def get_job_graph(
-        self, job_name: Optional[str] = None, clear_transformations: bool = False, job_id: Optional[str] = None
+        self, job_name: str | None = None, clear_transformations: bool = False, job_id: str | None = None
     ) -> JobGraph:
         """The JobGraph (chained) of every operator defined so far; used by ``yarnflink info``."""
         graph = self.get_stream_graph(job_name)
@@ -282,20 +284,20 @@ class StreamExecutionEnvironment:
             )
         return executor
 
-    def execute(self, job_name: Optional[str] = None) -> JobExecutionResult:
+    def execute(self, job_name: str | None = None) -> JobExecutionResult:
         """Build the JobGraph of every operator defined so far and run it (waits for the end
         unless ``execution.attached`` is false); the operators are then cleared, as in Flink."""
         executor = self._require_executor()
         jg = self.get_job_graph(job_name, clear_transformations=True)
         return executor.execute(jg, bool(self._config.get(EXECUTION_ATTACHED)))
 
-    def execute_async(self, job_name: Optional[str] = None) -> JobClient:
+    def execute_async(self, job_name: str | None = None) -> JobClient:
         """Submit the job and return a JobClient without waiting."""
         executor = self._require_executor()
         jg = self.get_job_graph(job_name, clear_transformations=True)
         return executor.execute_async(jg)
 
-    def _execute_and_collect(self, job_name: Optional[str], limit: Optional[int]) -> Any:
+    def _execute_and_collect(self, job_name: str | None, limit: int | None) -> Any:
         try:
             executor = self._require_executor()
         except ExecutorNotConfiguredError:

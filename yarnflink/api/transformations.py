@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from yarnflink.streaming.graph import (
     ChainingStrategy,
@@ -22,8 +22,8 @@ from yarnflink.streaming.graph import (
 
 @dataclass(eq=False)
 class Input:
-    transformation: "Transformation"
-    partitioning: Optional[str] = None  # None: forward if equal parallelism, else rebalance
+    transformation: Transformation
+    partitioning: str | None = None  # None: forward if equal parallelism, else rebalance
     key_selector: Any = None  # KeySelectorSpec when partitioning == "hash"
 
 
@@ -34,10 +34,10 @@ class Transformation:
     spec: Any
     role: str  # "source" | "operator" | "sink"
     inputs: list[Input] = field(default_factory=list)
-    parallelism: Optional[int] = None  # None: the job's default at generation time
-    max_parallelism: Optional[int] = None
-    uid: Optional[str] = None
-    slot_sharing_group: Optional[str] = None  # None: inherited from inputs (Flink)
+    parallelism: int | None = None  # None: the job's default at generation time
+    max_parallelism: int | None = None
+    uid: str | None = None
+    slot_sharing_group: str | None = None  # None: inherited from inputs (Flink)
     slot_sharing_group_spec: Any = None  # SlotSharingGroup object if given as one
     chaining_strategy: ChainingStrategy = ChainingStrategy.ALWAYS
 
@@ -54,7 +54,7 @@ def generate_stream_graph(
     *,
     job_name: str,
     default_parallelism: int,
-    max_parallelism: Optional[int],
+    max_parallelism: int | None,
     runtime_mode: str,
     chaining_enabled: bool,
     config: dict[str, str],
@@ -79,9 +79,7 @@ def generate_stream_graph(
         spec = t.spec
         if dataclasses.is_dataclass(spec) and any(f.name == "runtime_mode" for f in dataclasses.fields(spec)):
             spec = dataclasses.replace(spec, runtime_mode=runtime_mode)
-        ssg = determine_slot_sharing_group(
-            graph, t.slot_sharing_group, [i.transformation.id for i in t.inputs]
-        )
+        ssg = determine_slot_sharing_group(graph, t.slot_sharing_group, [i.transformation.id for i in t.inputs])
         if t.slot_sharing_group_spec is not None:
             previous = graph.slot_sharing_groups.get(ssg)
             if previous is not None and previous != t.slot_sharing_group_spec:

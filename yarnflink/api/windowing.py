@@ -9,7 +9,7 @@ Side outputs without graph support: an operator with side outputs emits side rec
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from yarnflink.api.transformations import Input, Transformation
 from yarnflink.operators.windows import (
@@ -32,7 +32,7 @@ class WindowedStream:
     """Windows of a KeyedStream; ``reduce`` / ``aggregate`` / ``process`` / ``apply`` create the
     window operator."""
 
-    def __init__(self, keyed: "KeyedStream", assigner: WindowAssigner):
+    def __init__(self, keyed: KeyedStream, assigner: WindowAssigner):
         if not isinstance(assigner, WindowAssigner):
             raise TypeError(
                 "window() needs a window assigner such as TumblingEventTimeWindows.of(Time.seconds(5)), "
@@ -41,9 +41,9 @@ class WindowedStream:
         self._keyed = keyed
         self._assigner = assigner
         self._lateness_ms = 0
-        self._late_tag: Optional[OutputTag] = None
+        self._late_tag: OutputTag | None = None
 
-    def allowed_lateness(self, time: Any) -> "WindowedStream":
+    def allowed_lateness(self, time: Any) -> WindowedStream:
         ms = to_millis(time, "allowed_lateness()")
         if ms < 0:
             raise ValueError(f"allowed_lateness() must not be negative, got {ms} ms")
@@ -52,41 +52,52 @@ class WindowedStream:
         self._lateness_ms = ms
         return self
 
-    def side_output_late_data(self, output_tag: OutputTag) -> "WindowedStream":
+    def side_output_late_data(self, output_tag: OutputTag) -> WindowedStream:
         if not isinstance(output_tag, OutputTag):
             raise TypeError(f"side_output_late_data() needs an OutputTag, got {_describe(output_tag)}")
         self._late_tag = output_tag
         return self
 
-    def trigger(self, trigger: Any) -> "WindowedStream":
-        raise NotImplementedError("custom window triggers are not supported yet (the assigner's default trigger is used)")
+    def trigger(self, trigger: Any) -> WindowedStream:
+        raise NotImplementedError(
+            "custom window triggers are not supported yet (the assigner's default trigger is used)"
+        )
 
-    def evictor(self, evictor: Any) -> "WindowedStream":
+    def evictor(self, evictor: Any) -> WindowedStream:
         raise NotImplementedError("window evictors are not supported yet")
 
     # ------------------------------------------------------------------ window functions
-    def reduce(self, reduce_function: Any, window_function: Any = None, output_type: Any = None) -> "DataStream":
+    def reduce(self, reduce_function: Any, window_function: Any = None, output_type: Any = None) -> DataStream:
         fn = getattr(reduce_function, "reduce", None)
         if not callable(fn) and not callable(reduce_function):
-            raise TypeError(f"reduce() needs a function (a, b) -> c or a ReduceFunction, got {_describe(reduce_function)}")
+            raise TypeError(
+                f"reduce() needs a function (a, b) -> c or a ReduceFunction, got {_describe(reduce_function)}"
+            )
         return self._result("reduce", reduce_function, _window_fn(window_function, optional=True))
 
-    def aggregate(self, aggregate_function: Any, window_function: Any = None,
-                  accumulator_type: Any = None, output_type: Any = None) -> "DataStream":
+    def aggregate(
+        self,
+        aggregate_function: Any,
+        window_function: Any = None,
+        accumulator_type: Any = None,
+        output_type: Any = None,
+    ) -> DataStream:
         check_aggregate_function(aggregate_function, "aggregate()")
         if self._assigner.merging and not callable(getattr(type(aggregate_function), "merge", None)):
             raise TypeError("aggregate() on session windows needs an AggregateFunction with merge()")
         return self._result("aggregate", aggregate_function, _window_fn(window_function, optional=True))
 
-    def process(self, process_window_function: Any, output_type: Any = None) -> "DataStream":
+    def process(self, process_window_function: Any, output_type: Any = None) -> DataStream:
         if not callable(getattr(process_window_function, "process", None)) or isinstance(process_window_function, type):
-            raise TypeError(f"process() needs a ProcessWindowFunction instance, got {_describe(process_window_function)}")
+            raise TypeError(
+                f"process() needs a ProcessWindowFunction instance, got {_describe(process_window_function)}"
+            )
         return self._result("process", None, process_window_function)
 
-    def apply(self, window_function: Any, output_type: Any = None) -> "DataStream":
+    def apply(self, window_function: Any, output_type: Any = None) -> DataStream:
         return self._result("apply", None, _window_fn(window_function, optional=False))
 
-    def _result(self, kind: str, function: Any, window_function: Any) -> "DataStream":
+    def _result(self, kind: str, function: Any, window_function: Any) -> DataStream:
         from yarnflink.api.datastream import DataStream
 
         spec = WindowSpec(
@@ -119,7 +130,7 @@ def _window_fn(fn: Any, optional: bool) -> Any:
     raise TypeError(f"expected a ProcessWindowFunction or WindowFunction, got {_describe(fn)}")
 
 
-def side_output(stream: "DataStream", output_tag: OutputTag) -> "DataStream":
+def side_output(stream: DataStream, output_tag: OutputTag) -> DataStream:
     """``stream.get_side_output(tag)``: the records the operator of ``stream`` sent to ``tag``."""
     from yarnflink.api.datastream import DataStream
 
@@ -127,8 +138,9 @@ def side_output(stream: "DataStream", output_tag: OutputTag) -> "DataStream":
         raise TypeError(f"get_side_output() needs an OutputTag, got {_describe(output_tag)}")
     producer = stream._side_output_producer()
     env = stream._env
-    t = env._add_transformation(f"Side Output '{output_tag.tag_id}'", SideOutputSelectSpec(output_tag.tag_id),
-                                "operator", [Input(producer)])
+    t = env._add_transformation(
+        f"Side Output '{output_tag.tag_id}'", SideOutputSelectSpec(output_tag.tag_id), "operator", [Input(producer)]
+    )
     t.parallelism = producer.parallelism
     return DataStream(env, t)
 
@@ -185,10 +197,10 @@ def _make_side_output_stream_class() -> type:
 
 
 class _Lazy:
-    cls: Optional[type] = None
+    cls: type | None = None
 
 
-def SideOutputStream(env: Any, main: Transformation, producer: Transformation) -> "DataStream":  # noqa: N802
+def SideOutputStream(env: Any, main: Transformation, producer: Transformation) -> DataStream:  # noqa: N802
     if _Lazy.cls is None:
         _Lazy.cls = _make_side_output_stream_class()
     return _Lazy.cls(env, main, producer)

@@ -37,9 +37,10 @@ import tempfile
 import threading
 import time
 from array import array
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from yarnflink.common.keygroups import key_group_of
 from yarnflink.state.descriptors import ValueStateDescriptor
@@ -79,8 +80,13 @@ class _KeyedOperator:
 
     def __init__(self, snapshot_mode: str = "thread") -> None:
         self.executor = _CpuTimedExecutor()
-        self.backend = HeapKeyedStateBackend(MAX_PARALLELISM, range(0, MAX_PARALLELISM), name="bench",
-                                             snapshot_mode=snapshot_mode, executor=self.executor)
+        self.backend = HeapKeyedStateBackend(
+            MAX_PARALLELISM,
+            range(0, MAX_PARALLELISM),
+            name="bench",
+            snapshot_mode=snapshot_mode,
+            executor=self.executor,
+        )
         self.state = self.backend.get_partitioned_state(ValueStateDescriptor("v", "bytes"))
 
     def snapshot_state(self, checkpoint_id: int, timestamp: int, factory: Any = None) -> list:
@@ -120,7 +126,7 @@ def _memory_mb(field: str) -> float:
     return float("nan")
 
 
-def fill(op: _KeyedOperator, num_keys: int, value_bytes: int) -> "array[int]":
+def fill(op: _KeyedOperator, num_keys: int, value_bytes: int) -> array[int]:
     """``num_keys`` keys with a random (incompressible) value each; returns their key groups
     (an ``array``, not a list: every full garbage collection would walk a list of a million
     ints, ~70 ms instead of ~25 ms at 1 GB, a cost of the benchmark, not of the modelled job)."""
@@ -130,7 +136,7 @@ def fill(op: _KeyedOperator, num_keys: int, value_bytes: int) -> "array[int]":
         pool = os.urandom(value_bytes * 4096)
         for i, k in enumerate(range(start, min(start + 4096, num_keys))):
             b.set_current_key(k, kgs[k])
-            st.update(pool[i * value_bytes:(i + 1) * value_bytes])
+            st.update(pool[i * value_bytes : (i + 1) * value_bytes])
     return kgs
 
 
@@ -141,15 +147,19 @@ class Storage:
         from yarnflink.checkpoint.storage import FsCheckpointStorage
 
         self.target = target
-        self._proc: Optional[subprocess.Popen] = None
+        self._proc: subprocess.Popen | None = None
         workdir.mkdir(parents=True, exist_ok=True)
         if target == "local":
             directory, options = f"file://{workdir / 'checkpoints'}", {}
         elif target == "s3":
             endpoint = self._start_moto(workdir)
             directory = f"s3://{BUCKET}/checkpoints"
-            options = {"endpoint_url": endpoint, "key": "testing", "secret": "testing",
-                       "client_kwargs": {"region_name": "us-east-1"}}
+            options = {
+                "endpoint_url": endpoint,
+                "key": "testing",
+                "secret": "testing",
+                "client_kwargs": {"region_name": "us-east-1"},
+            }
         else:
             raise SystemExit(f"unknown target {target!r} (local, s3)")
         self.storage = FsCheckpointStorage(directory, "bench" + "0" * 27, storage_options=options)
@@ -163,13 +173,19 @@ class Storage:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         log = open(workdir / "moto.log", "wb")
-        self._proc = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)],
-                                      stdout=log, stderr=subprocess.STDOUT)
+        self._proc = subprocess.Popen(
+            [str(server), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT
+        )
         endpoint = f"http://127.0.0.1:{port}"
         import boto3
 
-        client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
-                              aws_secret_access_key="testing", region_name="us-east-1")
+        client = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        )
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -211,11 +227,13 @@ class MemoryWitness:
         self.path = workdir / "witness.log"
         self.proc = subprocess.Popen([sys.executable, "-c", _WITNESS, str(self.path), str(mb)])
 
-    def slowdown(self, start: float, end: float) -> Optional[float]:
+    def slowdown(self, start: float, end: float) -> float | None:
         """The slowest round within ``[start, end]`` against the median round (None: no data)."""
         try:
-            rounds = [(float(t), float(us)) for t, us in (line.split() for line in self.path.read_text().splitlines()
-                                                          if line.count(" ") == 1)]
+            rounds = [
+                (float(t), float(us))
+                for t, us in (line.split() for line in self.path.read_text().splitlines() if line.count(" ") == 1)
+            ]
         except (OSError, ValueError):
             return None
         inside = [us for t, us in rounds if start <= t <= end]
@@ -238,7 +256,7 @@ class TaskLoop:
         self.updates = 0
         self.cpu_s = 0.0  # the task thread's CPU time in the last run
         self.checkpoint_id = 0
-        self.in_flight: Optional[Future] = None
+        self.in_flight: Future | None = None
         self.durations: list[dict[str, float]] = []
         self.stall_in_checkpoint = 0.0
         #: the longest stall's (task CPU, run-queue wait, the rest) in ms
@@ -256,7 +274,7 @@ class TaskLoop:
         for i in range(self.batch):
             k = rng.randrange(n)
             b.set_current_key(k, kgs[k])
-            st.update(pool[i * vb:(i + 1) * vb])
+            st.update(pool[i * vb : (i + 1) * vb])
         self.updates += self.batch
 
     def _checkpoint(self) -> None:
@@ -283,8 +301,7 @@ class TaskLoop:
         self.in_flight = future
         self.durations.append(rec)
 
-    def run(self, seconds: float, interval_s: Optional[float], first_at: float = 0.0,
-            until_checkpoints: int = 0) -> float:
+    def run(self, seconds: float, interval_s: float | None, first_at: float = 0.0, until_checkpoints: int = 0) -> float:
         """Run for ``seconds`` (or until ``until_checkpoints`` have completed); updates per second."""
         start = last = time.monotonic()
         last_sched = _schedstat()
@@ -294,8 +311,9 @@ class TaskLoop:
         while True:
             now = time.monotonic()
             if until_checkpoints:
-                if sum(1 for d in self.durations if "total_ms" in d) >= until_checkpoints and \
-                        (self.in_flight is None or self.in_flight.done()):
+                if sum(1 for d in self.durations if "total_ms" in d) >= until_checkpoints and (
+                    self.in_flight is None or self.in_flight.done()
+                ):
                     break
             elif now - start >= seconds:
                 break
@@ -314,8 +332,11 @@ class TaskLoop:
             if checkpointing or (self.in_flight is not None and not self.in_flight.done()):
                 if gap > self.stall_in_checkpoint:  # where the longest stall went
                     self.stall_window = (end - gap, end)
-                    self.stall_split_ms = (round(on_cpu * 1000, 1), round(run_queue * 1000, 1),
-                                           round(max(0.0, gap - on_cpu - run_queue) * 1000, 1))
+                    self.stall_split_ms = (
+                        round(on_cpu * 1000, 1),
+                        round(run_queue * 1000, 1),
+                        round(max(0.0, gap - on_cpu - run_queue) * 1000, 1),
+                    )
                 self.stall_in_checkpoint = max(self.stall_in_checkpoint, gap)
                 self.gaps_in_checkpoint.append(gap)
                 rec = self.durations[-1]
@@ -347,15 +368,19 @@ def _pct(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
 
 
-def bench_size(size_mb: int, targets: list[str], value_bytes: int, batch: int, checkpoints: int,
-               workdir: Path, mode: str) -> list[dict[str, Any]]:
+def bench_size(
+    size_mb: int, targets: list[str], value_bytes: int, batch: int, checkpoints: int, workdir: Path, mode: str
+) -> list[dict[str, Any]]:
     num_keys = size_mb * 1024 * 1024 // value_bytes
     op = _KeyedOperator(mode)
     t0 = time.monotonic()
     kgs = fill(op, num_keys, value_bytes)
     rss_filled = _memory_mb("VmRSS")
-    print(f"  {size_mb} MB: {num_keys} keys x {value_bytes} B filled in {time.monotonic() - t0:.1f}s "
-          f"(RSS {rss_filled:.0f} MB)", flush=True)
+    print(
+        f"  {size_mb} MB: {num_keys} keys x {value_bytes} B filled in {time.monotonic() - t0:.1f}s "
+        f"(RSS {rss_filled:.0f} MB)",
+        flush=True,
+    )
     rows = []
     for target in targets:
         storage = Storage(target, workdir / f"{target}-{size_mb}-{mode}")
@@ -367,30 +392,37 @@ def bench_size(size_mb: int, targets: list[str], value_bytes: int, batch: int, c
             loop.run(0, 2.0, first_at=0.2, until_checkpoints=checkpoints)
             steal_s, t_run = _steal_s() - steal0, time.monotonic() - t_run
             done = [d for d in loop.durations if "total_ms" in d]
-            row = {"size_mb": size_mb, "target": target, "mode": mode, "keys": num_keys, "checkpoints": len(done),
-                   "state_size_mb": round(_median([d.get("state_size", 0) for d in done]) / 2**20, 1),
-                   "sync_ms_max": round(max(d["sync_ms"] for d in done), 2),
-                   "sync_cpu_ms_median": round(_median([d["sync_cpu_ms"] for d in done]), 2),
-                   "snapshot_thread_cpu_ms_median": round(_median(op.executor.cpu_s[-len(done):]) * 1000),
-                   "duration_ms_median": round(_median([d["total_ms"] for d in done])),
-                   "stall_ms_checkpointing": round(loop.stall_in_checkpoint * 1000, 1),
-                   "stall_ms_median_per_checkpoint": round(_median([d.get("stall_ms", 0.0) for d in done]), 1),
-                   # the longest stall: the task thread on a core / waiting for one / neither
-                   # (the GIL, or blocked); and the host's steal time over the run, all CPUs
-                   "stall_split_ms_cpu_runqueue_other": list(loop.stall_split_ms),
-                   # another process's memory reads during that stall, against their median
-                   "witness_slowdown_x": witness.slowdown(*loop.stall_window),
-                   "steal_ms_per_s": round(1000 * steal_s / max(t_run, 1e-9), 1),
-                   "stall_ms_without": round(loop.stall_outside * 1000, 1),
-                   "stall_ms_median_per_second_without": round(_median([w for w in loop.window_stalls if w]), 1),
-                   "batch_ms_p99_checkpointing": round(_pct(loop.gaps_in_checkpoint, 0.99) * 1000, 1),
-                   "batch_ms_p99_without": round(_pct(loop.gaps_outside, 0.99) * 1000, 1),
-                   "batch_ms_median": round(_median(loop.gaps_outside) * 1000, 1),
-                   # the memory checkpoints add: the snapshot side's copy of the dicts (the
-                   # values are shared), the changelogs, the buffers being written
-                   "rss_mb_filled": round(rss_filled), "rss_mb_now": round(_memory_mb("VmRSS")),
-                   "rss_mb_peak": round(_memory_mb("VmHWM")),
-                   "errors": [d["error"] for d in done if "error" in d]}
+            row = {
+                "size_mb": size_mb,
+                "target": target,
+                "mode": mode,
+                "keys": num_keys,
+                "checkpoints": len(done),
+                "state_size_mb": round(_median([d.get("state_size", 0) for d in done]) / 2**20, 1),
+                "sync_ms_max": round(max(d["sync_ms"] for d in done), 2),
+                "sync_cpu_ms_median": round(_median([d["sync_cpu_ms"] for d in done]), 2),
+                "snapshot_thread_cpu_ms_median": round(_median(op.executor.cpu_s[-len(done) :]) * 1000),
+                "duration_ms_median": round(_median([d["total_ms"] for d in done])),
+                "stall_ms_checkpointing": round(loop.stall_in_checkpoint * 1000, 1),
+                "stall_ms_median_per_checkpoint": round(_median([d.get("stall_ms", 0.0) for d in done]), 1),
+                # the longest stall: the task thread on a core / waiting for one / neither
+                # (the GIL, or blocked); and the host's steal time over the run, all CPUs
+                "stall_split_ms_cpu_runqueue_other": list(loop.stall_split_ms),
+                # another process's memory reads during that stall, against their median
+                "witness_slowdown_x": witness.slowdown(*loop.stall_window),
+                "steal_ms_per_s": round(1000 * steal_s / max(t_run, 1e-9), 1),
+                "stall_ms_without": round(loop.stall_outside * 1000, 1),
+                "stall_ms_median_per_second_without": round(_median([w for w in loop.window_stalls if w]), 1),
+                "batch_ms_p99_checkpointing": round(_pct(loop.gaps_in_checkpoint, 0.99) * 1000, 1),
+                "batch_ms_p99_without": round(_pct(loop.gaps_outside, 0.99) * 1000, 1),
+                "batch_ms_median": round(_median(loop.gaps_outside) * 1000, 1),
+                # the memory checkpoints add: the snapshot side's copy of the dicts (the
+                # values are shared), the changelogs, the buffers being written
+                "rss_mb_filled": round(rss_filled),
+                "rss_mb_now": round(_memory_mb("VmRSS")),
+                "rss_mb_peak": round(_memory_mb("VmHWM")),
+                "errors": [d["error"] for d in done if "error" in d],
+            }
             rows.append(row)
             print("  " + json.dumps(row), flush=True)
         finally:
@@ -401,8 +433,9 @@ def bench_size(size_mb: int, targets: list[str], value_bytes: int, batch: int, c
     return rows
 
 
-def bench_throughput(size_mb: int, value_bytes: int, batch: int, seconds: float, workdir: Path,
-                     mode: str) -> dict[str, Any]:
+def bench_throughput(
+    size_mb: int, value_bytes: int, batch: int, seconds: float, workdir: Path, mode: str
+) -> dict[str, Any]:
     num_keys = size_mb * 1024 * 1024 // value_bytes
     op = _KeyedOperator(mode)
     kgs = fill(op, num_keys, value_bytes)
@@ -420,19 +453,23 @@ def bench_throughput(size_mb: int, value_bytes: int, batch: int, seconds: float,
         storage.close()
         op.backend.dispose()
     baseline = (none + none2) / 2
-    row = {"size_mb": size_mb, "mode": mode, "updates_per_s_without": round(baseline),
-           "updates_per_s_with_1s_interval": round(with_cp),
-           "loss_percent": round(100 * (1 - with_cp / baseline), 1),
-           "task_cpu_us_per_update_without": round(cpu_none, 2),
-           "task_cpu_us_per_update_with_1s_interval": round(cp.cpu_us_per_update(), 2),
-           "snapshot_cpu_s_per_s": round((sum(op.executor.cpu_s) + sum(op.executor.apply_cpu_s)) / seconds, 2),
-           "checkpoints": sum(1 for d in cp.durations if "total_ms" in d),
-           "stall_ms_checkpointing": round(cp.stall_in_checkpoint * 1000, 1)}
+    row = {
+        "size_mb": size_mb,
+        "mode": mode,
+        "updates_per_s_without": round(baseline),
+        "updates_per_s_with_1s_interval": round(with_cp),
+        "loss_percent": round(100 * (1 - with_cp / baseline), 1),
+        "task_cpu_us_per_update_without": round(cpu_none, 2),
+        "task_cpu_us_per_update_with_1s_interval": round(cp.cpu_us_per_update(), 2),
+        "snapshot_cpu_s_per_s": round((sum(op.executor.cpu_s) + sum(op.executor.apply_cpu_s)) / seconds, 2),
+        "checkpoints": sum(1 for d in cp.durations if "total_ms" in d),
+        "stall_ms_checkpointing": round(cp.stall_in_checkpoint * 1000, 1),
+    }
     print("  " + json.dumps(row), flush=True)
     return row
 
 
-def main(argv: Optional[list[str]] = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="scripts/bench --suite checkpoint", description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes-mb", default="100", help="keyed state sizes in MB, comma-separated (e.g. 100,1000)")
     p.add_argument("--targets", default="local,s3", help="local, s3 or both")
@@ -441,26 +478,35 @@ def main(argv: Optional[list[str]] = None) -> None:
     p.add_argument("--checkpoints", type=int, default=3, help="checkpoints per size and target")
     p.add_argument("--throughput-seconds", type=float, default=10.0, help="0 skips the throughput run")
     p.add_argument("--throughput-size-mb", type=int, default=100)
-    p.add_argument("--snapshot-modes", default="fork,thread",
-                   help="state.backend.hashmap.snapshot-mode values to compare (fork, thread)")
+    p.add_argument(
+        "--snapshot-modes",
+        default="fork,thread",
+        help="state.backend.hashmap.snapshot-mode values to compare (fork, thread)",
+    )
     p.add_argument("--json", action="store_true", help="print the results as one JSON document at the end")
     a = p.parse_args(argv)
     sizes = [int(s) for s in a.sizes_mb.split(",") if s.strip()]
     targets = [t.strip() for t in a.targets.split(",") if t.strip()]
-    print(f"checkpoint benchmark: {platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-          f"load {os.getloadavg()[0]:.1f}", flush=True)
+    print(
+        f"checkpoint benchmark: {platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"load {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     workdir = Path(tempfile.mkdtemp(prefix="yarnflink-bench-checkpoint-"))
     results: dict[str, Any] = {"checkpoints": [], "throughput": None}
     try:
         modes = [m.strip() for m in a.snapshot_modes.split(",") if m.strip()]
         for size in sizes:
             for mode in modes:
-                results["checkpoints"] += bench_size(size, targets, a.value_bytes, a.batch, a.checkpoints,
-                                                     workdir, mode)
+                results["checkpoints"] += bench_size(
+                    size, targets, a.value_bytes, a.batch, a.checkpoints, workdir, mode
+                )
         if a.throughput_seconds > 0:
             print("throughput (local directory, 1 s interval vs none):", flush=True)
-            results["throughput"] = [bench_throughput(a.throughput_size_mb, a.value_bytes, a.batch,
-                                                      a.throughput_seconds, workdir, mode) for mode in modes]
+            results["throughput"] = [
+                bench_throughput(a.throughput_size_mb, a.value_bytes, a.batch, a.throughput_seconds, workdir, mode)
+                for mode in modes
+            ]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if a.json:

@@ -49,14 +49,23 @@ def submit(rest_url: str, delay: str, parallelism: int) -> Any:
     env.get_config().set("restart-strategy.type", "fixed-delay")
     env.get_config().set("restart-strategy.fixed-delay.attempts", "1000")
     env.get_config().set("restart-strategy.fixed-delay.delay", delay)
-    (env.from_sequence(0, 10**15).map_batches(throttle).map(lambda x: (x % 1000, 1))
-     .key_by(lambda t: t[0]).sum(1).sink_to(DiscardingSink()))
+    (
+        env.from_sequence(0, 10**15)
+        .map_batches(throttle)
+        .map(lambda x: (x % 1000, 1))
+        .key_by(lambda t: t[0])
+        .sum(1)
+        .sink_to(DiscardingSink())
+    )
     return env.execute_async(f"failover benchmark (delay {delay})")
 
 
 def all_running(details: dict[str, Any], min_attempt: dict[tuple[str, int], int]) -> bool:
-    return all(s["status"] == "RUNNING" and s["attempt"] >= min_attempt.get((v["id"], s["subtask"]), 0)
-               for v in details["vertices"] for s in v["subtasks"])
+    return all(
+        s["status"] == "RUNNING" and s["attempt"] >= min_attempt.get((v["id"], s["subtask"]), 0)
+        for v in details["vertices"]
+        for s in v["subtasks"]
+    )
 
 
 def wait(predicate: Any, timeout: float, what: str) -> Any:
@@ -76,8 +85,12 @@ def one_kill(rest: RestClient, job_id: str, taskexecutors: int) -> float:
     victim = details["vertices"][0]["subtasks"][0]["taskmanager-id"]
     pid = next(tm["hardware"]["pid"] for tm in rest.taskmanagers() if tm["id"] == victim)
     # every subtask that ran there must come back in a new attempt
-    restarted = {(v["id"], s["subtask"]): s["attempt"] + 1 for v in details["vertices"] for s in v["subtasks"]
-                 if s["taskmanager-id"] == victim}
+    restarted = {
+        (v["id"], s["subtask"]): s["attempt"] + 1
+        for v in details["vertices"]
+        for s in v["subtasks"]
+        if s["taskmanager-id"] == victim
+    }
     killed = time.monotonic()
     os.kill(pid, signal.SIGKILL)
     wait(lambda: all_running(rest.job(job_id), restarted), 120, "every task running again")
@@ -92,8 +105,12 @@ def run(delay: str, runs: int, taskexecutors: int, parallelism: int, workdir: Pa
         client = submit(str(info["rest_url"]), delay, parallelism)
         seconds = [one_kill(rest, client.get_job_id(), taskexecutors) for _ in range(runs)]
         client.cancel()
-        return {"delay": delay, "runs": [round(s, 3) for s in seconds], "median_s": round(statistics.median(seconds), 3),
-                "max_s": round(max(seconds), 3)}
+        return {
+            "delay": delay,
+            "runs": [round(s, 3) for s in seconds],
+            "median_s": round(statistics.median(seconds), 3),
+            "max_s": round(max(seconds), 3),
+        }
     finally:
         set_default_executor(None)
         rest.close()
@@ -108,16 +125,20 @@ def main() -> None:
     parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    print(f"# {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"python {platform.python_version()}, pyarrow {pa.__version__}")
+    print(
+        f"# {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"python {platform.python_version()}, pyarrow {pa.__version__}"
+    )
     with tempfile.TemporaryDirectory(prefix="yarnflink-bench-failover-") as tmp:
         for i, delay in enumerate(d.strip() for d in args.delays.split(",")):
             r = run(delay, args.runs, args.taskexecutors, args.parallelism, Path(tmp) / str(i))
             if args.json:
                 print(json.dumps(r))
             else:
-                print(f"restart delay {r['delay']:>5}: SIGKILL -> all tasks RUNNING median {r['median_s']:.3f} s, "
-                      f"max {r['max_s']:.3f} s  (runs: {', '.join(f'{s:.3f}' for s in r['runs'])})")
+                print(
+                    f"restart delay {r['delay']:>5}: SIGKILL -> all tasks RUNNING median {r['median_s']:.3f} s, "
+                    f"max {r['max_s']:.3f} s  (runs: {', '.join(f'{s:.3f}' for s in r['runs'])})"
+                )
 
 
 if __name__ == "__main__":

@@ -28,9 +28,10 @@ import signal
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 from yarnflink import FileSink, MapFunction, StreamExecutionEnvironment
 from yarnflink.api.environment import set_default_executor
@@ -70,10 +71,19 @@ def add(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
     return (a[0], a[1] + b[1])
 
 
-def submit_checkpointed_sum(rest_url: str, *, n: int, out: Path, checkpoints: Path, flag: Path,
-                            name: str = "checkpointed keyed sum", parallelism: int = 2,
-                            checkpoint_interval: str = "300 ms", restart_delay: str = "0 ms",
-                            pause_s: float = 0.0003) -> str:
+def submit_checkpointed_sum(
+    rest_url: str,
+    *,
+    n: int,
+    out: Path,
+    checkpoints: Path,
+    flag: Path,
+    name: str = "checkpointed keyed sum",
+    parallelism: int = 2,
+    checkpoint_interval: str = "300 ms",
+    restart_delay: str = "0 ms",
+    pause_s: float = 0.0003,
+) -> str:
     """Submits the keyed running sum over 0..n-1 with an exactly-once FileSink; returns the job id.
     While ``flag`` exists every record waits ``pause_s`` (per subtask: n/parallelism x pause_s)."""
     executor = RestClusterExecutor(rest_url)
@@ -81,15 +91,22 @@ def submit_checkpointed_sum(rest_url: str, *, n: int, out: Path, checkpoints: Pa
     try:
         env = StreamExecutionEnvironment.get_execution_environment()
         env.set_parallelism(parallelism)
-        for k, v in {"execution.checkpointing.interval": checkpoint_interval,
-                     "execution.checkpointing.dir": f"file://{checkpoints}",
-                     "restart-strategy.type": "fixed-delay",
-                     "restart-strategy.fixed-delay.attempts": "1000",
-                     "restart-strategy.fixed-delay.delay": restart_delay}.items():
+        for k, v in {
+            "execution.checkpointing.interval": checkpoint_interval,
+            "execution.checkpointing.dir": f"file://{checkpoints}",
+            "restart-strategy.type": "fixed-delay",
+            "restart-strategy.fixed-delay.attempts": "1000",
+            "restart-strategy.fixed-delay.delay": restart_delay,
+        }.items():
             env.get_config().set(k, v)
-        (env.from_sequence(0, n - 1).map(SlowWhile(str(flag), pause_s))
-            .map(to_key).key_by(key_of).reduce(add)
-            .sink_to(FileSink(str(out), format="jsonl")))
+        (
+            env.from_sequence(0, n - 1)
+            .map(SlowWhile(str(flag), pause_s))
+            .map(to_key)
+            .key_by(key_of)
+            .reduce(add)
+            .sink_to(FileSink(str(out), format="jsonl"))
+        )
         return str(env.execute_async(name).get_job_id())
     finally:
         set_default_executor(None)
@@ -98,7 +115,6 @@ def submit_checkpointed_sum(rest_url: str, *, n: int, out: Path, checkpoints: Pa
 
 def expected_running_sums(n: int) -> list[tuple[int, int]]:
     return running_sums(n, lambda x: x // KEY_WIDTH)
-
 
 
 # ----------------------------------------------------------------------------- waiting and measuring
@@ -118,14 +134,15 @@ def wait_until(cond: Callable[[], Any], timeout: float, what: str, interval: flo
 
 def all_running(details: dict[str, Any]) -> bool:
     return details.get("state") == "RUNNING" and all(
-        s["status"] == "RUNNING" for v in details.get("vertices", []) for s in v.get("subtasks", []))
+        s["status"] == "RUNNING" for v in details.get("vertices", []) for s in v.get("subtasks", [])
+    )
 
 
 def completed_checkpoints(rest: RestClient, job_id: str) -> int:
     return int(rest.get_json(f"/jobs/{job_id}/checkpoints")["counts"]["completed"])
 
 
-def running_with_checkpoint_after(rest: RestClient, job_id: str, after: int) -> Optional[int]:
+def running_with_checkpoint_after(rest: RestClient, job_id: str, after: int) -> int | None:
     """The number of completed checkpoints if the job runs everywhere and has more than ``after``."""
     if not all_running(rest.job(job_id)):
         return None
@@ -141,12 +158,20 @@ class Takeover:
     to_running_s: float
 
     def line(self, what: str = "SIGKILL") -> str:
-        return (f"takeover: {what} of master {self.old_leader} -> master {self.new_leader} leads after "
-                f"{self.to_leader_s:.2f}s -> job RUNNING after {self.to_running_s:.2f}s")
+        return (
+            f"takeover: {what} of master {self.old_leader} -> master {self.new_leader} leads after "
+            f"{self.to_leader_s:.2f}s -> job RUNNING after {self.to_running_s:.2f}s"
+        )
 
 
-def takeover(cluster: LocalHaCluster, job_ids: list[str], *, sig: int = signal.SIGKILL,
-             timeout: float = 90.0, after_kill: Optional[Callable[[], None]] = None) -> Takeover:
+def takeover(
+    cluster: LocalHaCluster,
+    job_ids: list[str],
+    *,
+    sig: int = signal.SIGKILL,
+    timeout: float = 90.0,
+    after_kill: Callable[[], None] | None = None,
+) -> Takeover:
     """Sends ``sig`` to the leading master and measures until another master leads and every job
     in ``job_ids`` runs everywhere under it (a job that finished meanwhile counts as running)."""
     old_url = cluster.leader_url()
@@ -157,7 +182,7 @@ def takeover(cluster: LocalHaCluster, job_ids: list[str], *, sig: int = signal.S
     if after_kill is not None:
         after_kill()
 
-    def new_leader() -> Optional[str]:
+    def new_leader() -> str | None:
         url = cluster.resolver.current()
         return url if url and url.rstrip("/") != old_url.rstrip("/") else None
 
@@ -166,6 +191,7 @@ def takeover(cluster: LocalHaCluster, job_ids: list[str], *, sig: int = signal.S
     new = cluster.leader_index(url)
     with RestClient(url, timeout=5) as rest:
         for job_id in job_ids:
+
             def running(job_id: str = job_id) -> bool:
                 details = rest.job(job_id)
                 return all_running(details) or details["state"] == "FINISHED"
@@ -176,7 +202,7 @@ def takeover(cluster: LocalHaCluster, job_ids: list[str], *, sig: int = signal.S
 
 
 # ----------------------------------------------------------------------------- the benchmark
-def _zookeeper(address: Optional[str], workdir: Path) -> tuple[str, Any]:
+def _zookeeper(address: str | None, workdir: Path) -> tuple[str, Any]:
     if address:
         return address, None
     import sys
@@ -197,29 +223,33 @@ def main() -> None:
     args = p.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="yarnflink-bench-ha-"))
     quorum, server = _zookeeper(args.zookeeper, workdir)
-    config = Configuration({
-        "high-availability.type": "zookeeper",
-        "high-availability.zookeeper.quorum": quorum,
-        "high-availability.zookeeper.path.root": f"/bench-ha-{os.getpid()}",
-        "high-availability.storageDir": f"file://{workdir / 'ha'}",
-        "high-availability.zookeeper.client.session-timeout": args.session_timeout,
-        "taskmanager.numberOfTaskSlots": "2",
-        "heartbeat.interval": "1 s",
-        "heartbeat.timeout": "10 s",
-        "rest.await-leader-timeout": "60 s",
-    })
+    config = Configuration(
+        {
+            "high-availability.type": "zookeeper",
+            "high-availability.zookeeper.quorum": quorum,
+            "high-availability.zookeeper.path.root": f"/bench-ha-{os.getpid()}",
+            "high-availability.storageDir": f"file://{workdir / 'ha'}",
+            "high-availability.zookeeper.client.session-timeout": args.session_timeout,
+            "taskmanager.numberOfTaskSlots": "2",
+            "heartbeat.interval": "1 s",
+            "heartbeat.timeout": "10 s",
+            "rest.await-leader-timeout": "60 s",
+        }
+    )
     cluster = LocalHaCluster(config, workdir / "cluster", masters=2, taskexecutors=2, name="bench").start()
     flag = workdir / "slow"
     flag.touch()
     results: list[Takeover] = []
     try:
         rest = RestClient(cluster.rest_url)
-        job_id = submit_checkpointed_sum(cluster.rest_url, n=args.records, out=workdir / "out",
-                                         checkpoints=workdir / "checkpoints", flag=flag)
+        job_id = submit_checkpointed_sum(
+            cluster.rest_url, n=args.records, out=workdir / "out", checkpoints=workdir / "checkpoints", flag=flag
+        )
         seen = 0
         for run in range(args.runs):
-            seen = wait_until(lambda: running_with_checkpoint_after(rest, job_id, seen), 120,
-                              f"a new checkpoint before run {run + 1}")
+            seen = wait_until(
+                lambda: running_with_checkpoint_after(rest, job_id, seen), 120, f"a new checkpoint before run {run + 1}"
+            )
             t = takeover(cluster, [job_id])
             print(t.line(), flush=True)
             results.append(t)
@@ -238,10 +268,12 @@ def main() -> None:
     to_running = [r.to_running_s for r in results]
     summary = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        "session_timeout": args.session_timeout, "runs": len(results),
+        "session_timeout": args.session_timeout,
+        "runs": len(results),
         "kill_to_leader_s": {"median": round(statistics.median(to_leader), 2), "max": round(max(to_leader), 2)},
         "kill_to_running_s": {"median": round(statistics.median(to_running), 2), "max": round(max(to_running), 2)},
-        "job": state, "output_exact": exact,
+        "job": state,
+        "output_exact": exact,
     }
     print(json.dumps(summary, indent=2))
 

@@ -12,8 +12,8 @@ import json
 import platform
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -35,8 +35,7 @@ def peak_rss_mb(pid: int) -> float:
 
 
 def w1_records(env: StreamExecutionEnvironment, rows: int, keys: int) -> None:
-    (env.from_sequence(1, rows).map(lambda x: x * 3).filter(lambda x: x % 2 == 0)
-     .sink_to(DiscardingSink()))
+    (env.from_sequence(1, rows).map(lambda x: x * 3).filter(lambda x: x % 2 == 0).sink_to(DiscardingSink()))
 
 
 def w1_batch(env: StreamExecutionEnvironment, rows: int, keys: int) -> None:
@@ -48,9 +47,13 @@ def w1_batch(env: StreamExecutionEnvironment, rows: int, keys: int) -> None:
 
 
 def w2_records(env: StreamExecutionEnvironment, rows: int, keys: int) -> None:
-    (env.from_sequence(1, rows).map(lambda x: (x % keys, x))
-     .key_by(lambda t: t[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
-     .sink_to(DiscardingSink()))
+    (
+        env.from_sequence(1, rows)
+        .map(lambda x: (x % keys, x))
+        .key_by(lambda t: t[0])
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+        .sink_to(DiscardingSink())
+    )
 
 
 def w2_batch(env: StreamExecutionEnvironment, rows: int, keys: int) -> None:
@@ -91,8 +94,14 @@ def run_one(name: str, rows: int, keys: int, workdir: Path, repeat: int) -> dict
             pids[f"taskexecutor-{i}"] = tm["hardware"]["pid"]
         memory = {k: round(peak_rss_mb(pid), 1) for k, pid in pids.items()}
         rest.close()
-        return {"workload": name, "rows": rows, "seconds": round(runtime_s, 3), "wall_seconds": round(wall, 3),
-                "rows_per_s": round(rows / runtime_s), "peak_rss_mb": memory}
+        return {
+            "workload": name,
+            "rows": rows,
+            "seconds": round(runtime_s, 3),
+            "wall_seconds": round(wall, 3),
+            "rows_per_s": round(rows / runtime_s),
+            "peak_rss_mb": memory,
+        }
     finally:
         set_default_executor(None)
         stop_process(proc.pid)
@@ -106,8 +115,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per workload; the median is shown")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    print(f"# {platform.node()} {platform.processor() or platform.machine()}, "
-          f"{__import__('os').cpu_count()} cores, python {platform.python_version()}, pyarrow {pa.__version__}")
+    print(
+        f"# {platform.node()} {platform.processor() or platform.machine()}, "
+        f"{__import__('os').cpu_count()} cores, python {platform.python_version()}, pyarrow {pa.__version__}"
+    )
     with tempfile.TemporaryDirectory(prefix="yarnflink-bench-") as tmp:
         for name in args.only.split(","):
             r = run_one(name.strip(), args.rows, args.keys, Path(tmp), args.repeat)
@@ -115,8 +126,10 @@ def main() -> None:
                 print(json.dumps(r))
             else:
                 mem = ", ".join(f"{k} {v} MB" for k, v in r["peak_rss_mb"].items())  # type: ignore[union-attr]
-                print(f"{r['workload']:<11} {r['rows']:>11,} rows in {r['seconds']:>7.2f} s "
-                      f"= {r['rows_per_s']:>12,} rows/s (wall {r['wall_seconds']:.2f} s)   peak RSS: {mem}")
+                print(
+                    f"{r['workload']:<11} {r['rows']:>11,} rows in {r['seconds']:>7.2f} s "
+                    f"= {r['rows_per_s']:>12,} rows/s (wall {r['wall_seconds']:.2f} s)   peak RSS: {mem}"
+                )
 
 
 if __name__ == "__main__":

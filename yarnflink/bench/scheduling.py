@@ -29,8 +29,9 @@ from yarnflink.resourcemanager.resources import UNKNOWN, ResourceProfile
 from yarnflink.resourcemanager.slotmanager import AllocateSlot, SlotManager, SlotReport
 
 
-def bench_slotmanager(task_executors: int = 1000, slots: int = 4, cycles: int = 5, *, fine_grained: bool = False,
-                      evenly: bool = False) -> dict[str, Any]:
+def bench_slotmanager(
+    task_executors: int = 1000, slots: int = 4, cycles: int = 5, *, fine_grained: bool = False, evenly: bool = False
+) -> dict[str, Any]:
     sm = SlotManager(fine_grained=fine_grained, evenly_spread_out_slots=evenly)
     total = ResourceProfile(float(slots), 256 * slots, 0, 256 * slots)
     for i in range(task_executors):
@@ -62,8 +63,15 @@ def bench_slotmanager(task_executors: int = 1000, slots: int = 4, cycles: int = 
             sm.slot_freed(a.resource_id, a.allocation_id, 2 + cycle, now)
     elapsed = time.perf_counter() - t0
     mode = "fine-grained" if fine_grained else "evenly spread" if evenly else "default"
-    return {"bench": "slotmanager", "mode": mode, "task_executors": task_executors, "slots": capacity,
-            "requests": requested, "seconds": round(elapsed, 3), "requests_per_s": round(requested / elapsed)}
+    return {
+        "bench": "slotmanager",
+        "mode": mode,
+        "task_executors": task_executors,
+        "slots": capacity,
+        "requests": requested,
+        "seconds": round(elapsed, 3),
+        "requests_per_s": round(requested / elapsed),
+    }
 
 
 def four_vertex_job(env: Any) -> None:
@@ -78,8 +86,8 @@ def four_vertex_job(env: Any) -> None:
 
 def bench_deploy(repeat: int = 10, workdir: Path | None = None) -> dict[str, Any]:
     from yarnflink import StreamExecutionEnvironment
-    from yarnflink.api.environment import PlanCaptureExecutor, set_default_executor
     from yarnflink.api.common import ProgramAbortException
+    from yarnflink.api.environment import PlanCaptureExecutor, set_default_executor
     from yarnflink.client.rest_client import RestClient
     from yarnflink.common.config import Configuration
     from yarnflink.deployment.local.cluster import start_local_cluster, stop_process
@@ -124,9 +132,15 @@ def bench_deploy(repeat: int = 10, workdir: Path | None = None) -> dict[str, Any
         set_default_executor(None)
         stop_process(proc.pid)
     times.sort()
-    return {"bench": "deploy", "runs": repeat, "tasks": 8, "median_ms": round(statistics.median(times) * 1000),
-            "min_ms": round(times[0] * 1000), "max_ms": round(times[-1] * 1000),
-            "p90_ms": round(times[min(len(times) - 1, int(0.9 * len(times)))] * 1000)}
+    return {
+        "bench": "deploy",
+        "runs": repeat,
+        "tasks": 8,
+        "median_ms": round(statistics.median(times) * 1000),
+        "min_ms": round(times[0] * 1000),
+        "max_ms": round(times[-1] * 1000),
+        "p90_ms": round(times[min(len(times) - 1, int(0.9 * len(times)))] * 1000),
+    }
 
 
 def main() -> None:
@@ -135,8 +149,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=10, help="deploy runs (after one warm-up run)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    print(f"# {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"python {platform.python_version()}")
+    print(
+        f"# {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"python {platform.python_version()}"
+    )
     results = []
     only = {s.strip() for s in args.only.split(",")}
     if "slotmanager" in only:
@@ -147,11 +163,15 @@ def main() -> None:
         if args.json:
             print(json.dumps(r))
         elif r["bench"] == "slotmanager":
-            print(f"SlotManager {r['mode']:<13} {r['task_executors']} TaskExecutors x 4 slots: {r['requests']:,} "
-                  f"slot requests in {r['seconds']:.2f} s = {r['requests_per_s']:,} requests/s")
+            print(
+                f"SlotManager {r['mode']:<13} {r['task_executors']} TaskExecutors x 4 slots: {r['requests']:,} "
+                f"slot requests in {r['seconds']:.2f} s = {r['requests_per_s']:,} requests/s"
+            )
         else:
-            print(f"POST /jobs -> all {r['tasks']} tasks RUNNING (4 vertices, warm session), {r['runs']} runs: "
-                  f"median {r['median_ms']} ms, p90 {r['p90_ms']} ms, min {r['min_ms']} ms, max {r['max_ms']} ms")
+            print(
+                f"POST /jobs -> all {r['tasks']} tasks RUNNING (4 vertices, warm session), {r['runs']} runs: "
+                f"median {r['median_ms']} ms, p90 {r['p90_ms']} ms, min {r['min_ms']} ms, max {r['max_ms']} ms"
+            )
 
 
 if __name__ == "__main__":

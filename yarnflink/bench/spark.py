@@ -32,8 +32,9 @@ import platform
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -60,8 +61,9 @@ def write_input(directory: Path, rows: int, files: int) -> None:
     for i in range(files):
         lo, hi = i * per, min(rows, (i + 1) * per)
         ids = np.arange(lo, hi, dtype=np.int64)
-        pq.write_table(pa.table({"id": ids, "key": ids % 1000, "value": rng.random(hi - lo)}),
-                       directory / f"part-{i}.parquet")
+        pq.write_table(
+            pa.table({"id": ids, "key": ids % 1000, "value": rng.random(hi - lo)}), directory / f"part-{i}.parquet"
+        )
 
 
 def _timed(fn: Callable[[], Any]) -> float:
@@ -90,8 +92,9 @@ def plain_runs(data: Path, spark_conf: dict[str, str]) -> dict[str, Callable[[],
     return {"toArrow": lambda: to_arrow(default), "toArrow_1M": lambda: to_arrow(tuned), "noop": noop}
 
 
-def job_run(path: Path, mode: RuntimeExecutionMode, max_rows: int, spark_conf: dict[str, str],
-            pushdown: bool = True) -> float:
+def job_run(
+    path: Path, mode: RuntimeExecutionMode, max_rows: int, spark_conf: dict[str, str], pushdown: bool = True
+) -> float:
     """One ``FileSource -> spark_sql -> DiscardingSink`` job; its net runtime in seconds."""
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(SLOTS)
@@ -123,13 +126,25 @@ def micro_batch_latency(sizes: list[int], batches: int, spark_conf: dict[str, st
     for size in sizes:
         op = SparkOperator(SparkSpec(query=QUERY, runtime_mode="STREAMING"))
         op.output = Discard()
-        op.open(OperatorContext(task_name="bench", operator_name="Spark SQL", subtask_index=0, parallelism=1,
-                                max_parallelism=128, config={"taskmanager.numberOfTaskSlots": str(SLOTS),
-                                                             "spark.micro-batch.max-rows": str(size), **spark_conf}))
+        op.open(
+            OperatorContext(
+                task_name="bench",
+                operator_name="Spark SQL",
+                subtask_index=0,
+                parallelism=1,
+                max_parallelism=128,
+                config={
+                    "taskmanager.numberOfTaskSlots": str(SLOTS),
+                    "spark.micro-batch.max-rows": str(size),
+                    **spark_conf,
+                },
+            )
+        )
         for b in range(batches + 3):
             ids = np.arange(b * size, (b + 1) * size, dtype=np.int64)
-            op.process_batch(Batch.from_arrow(pa.record_batch(
-                [ids, ids % 1000, rng.random(size)], names=["id", "key", "value"])))
+            op.process_batch(
+                Batch.from_arrow(pa.record_batch([ids, ids % 1000, rng.random(size)], names=["id", "key", "value"]))
+            )
         op.end_input()
         op.close()
         secs = sorted(s for _, s in list(op.runs)[3:])  # the first runs warm up the step's session
@@ -137,14 +152,23 @@ def micro_batch_latency(sizes: list[int], batches: int, spark_conf: dict[str, st
         def pct(q: float) -> float:
             return round(1000 * secs[min(len(secs) - 1, int(len(secs) * q))], 1)
 
-        out.append({"max_rows": size, "micro_batches": len(secs), "p50_ms": pct(0.5), "p90_ms": pct(0.9),
-                    "p99_ms": pct(0.99), "max_ms": round(1000 * secs[-1], 1),
-                    "rows_per_s": round(size * len(secs) / sum(secs))})
+        out.append(
+            {
+                "max_rows": size,
+                "micro_batches": len(secs),
+                "p50_ms": pct(0.5),
+                "p90_ms": pct(0.9),
+                "p99_ms": pct(0.99),
+                "max_ms": round(1000 * secs[-1], 1),
+                "rows_per_s": round(size * len(secs) / sum(secs)),
+            }
+        )
     return out
 
 
-def run(rows: int, stream_rows: int, repeat: int, max_rows: int, spark_conf: dict[str, str],
-        tmp: Path, batches: int = 50) -> dict[str, Any]:
+def run(
+    rows: int, stream_rows: int, repeat: int, max_rows: int, spark_conf: dict[str, str], tmp: Path, batches: int = 50
+) -> dict[str, Any]:
     from yarnflink.spark.session import holder
 
     data, stream_data = tmp / "input", tmp / "stream-input"
@@ -155,6 +179,7 @@ def run(rows: int, stream_rows: int, repeat: int, max_rows: int, spark_conf: dic
     proc, info = start_local_cluster(config, taskexecutors=1, workdir=tmp / "cluster", detached=False)
     try:
         set_default_executor(RestClusterExecutor(str(info["rest_url"])))
+
         def batch_job(pushdown: bool = True) -> float:
             return job_run(data, RuntimeExecutionMode.BATCH, max_rows, spark_conf, pushdown)
 
@@ -174,23 +199,32 @@ def run(rows: int, stream_rows: int, repeat: int, max_rows: int, spark_conf: dic
         latency = micro_batch_latency([1_000, 10_000, 100_000], batches, spark_conf)
         holder.stop()
         job_run(stream_data, RuntimeExecutionMode.STREAMING, max_rows, spark_conf)  # warm-up
-        streaming = statistics.median(job_run(stream_data, RuntimeExecutionMode.STREAMING, max_rows, spark_conf)
-                                      for _ in range(repeat))
+        streaming = statistics.median(
+            job_run(stream_data, RuntimeExecutionMode.STREAMING, max_rows, spark_conf) for _ in range(repeat)
+        )
     finally:
         set_default_executor(None)
         stop_process(proc.pid)
     med = {k: statistics.median(r[k] for r in rounds) for k in (*PLAIN, "BATCH", "BATCH_arrow")}
     return {
-        "rows": rows, "query": QUERY, "rounds": rounds,
+        "rows": rows,
+        "query": QUERY,
+        "rounds": rounds,
         "seconds": {k: round(v, 3) for k, v in med.items()},
         "rows_per_s": {k: round(rows / v) for k, v in med.items()},
-        "batch_vs_plain_toArrow": round(statistics.median(
-            min(r["toArrow"], r["toArrow_1M"]) / r["BATCH"] for r in rounds), 2),
+        "batch_vs_plain_toArrow": round(
+            statistics.median(min(r["toArrow"], r["toArrow_1M"]) / r["BATCH"] for r in rounds), 2
+        ),
         "batch_vs_plain_noop": round(statistics.median(r["noop"] / r["BATCH"] for r in rounds), 2),
-        "batch_arrow_vs_plain_toArrow": round(statistics.median(
-            min(r["toArrow"], r["toArrow_1M"]) / r["BATCH_arrow"] for r in rounds), 2),
-        "streaming": {"rows": stream_rows, "max_rows": max_rows, "seconds": round(streaming, 3),
-                      "rows_per_s": round(stream_rows / streaming)},
+        "batch_arrow_vs_plain_toArrow": round(
+            statistics.median(min(r["toArrow"], r["toArrow_1M"]) / r["BATCH_arrow"] for r in rounds), 2
+        ),
+        "streaming": {
+            "rows": stream_rows,
+            "max_rows": max_rows,
+            "seconds": round(streaming, 3),
+            "rows_per_s": round(stream_rows / streaming),
+        },
         "micro_batches": latency,
     }
 
@@ -203,14 +237,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--streaming-rows", type=int, default=2_000_000, help="rows of the STREAMING job")
     parser.add_argument("--driver-memory", default="2g", help="spark.driver.memory of every SparkSession")
     parser.add_argument("--micro-batches", type=int, default=50, help="timed micro-batches per size (latency)")
-    parser.add_argument("--java-options", default=None,
-                        help="spark.driver.extraJavaOptions of every SparkSession (e.g. -XX:TieredStopAtLevel=1)")
+    parser.add_argument(
+        "--java-options",
+        default=None,
+        help="spark.driver.extraJavaOptions of every SparkSession (e.g. -XX:TieredStopAtLevel=1)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     import pyspark
 
-    print(f"# {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"python {platform.python_version()}, pyarrow {pa.__version__}, pyspark {pyspark.__version__}")
+    print(
+        f"# {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"python {platform.python_version()}, pyarrow {pa.__version__}, pyspark {pyspark.__version__}"
+    )
     with tempfile.TemporaryDirectory(prefix="yarnflink-bench-spark-") as tmp:
         conf = {"spark.driver.memory": args.driver_memory}
         if args.java_options:
@@ -219,24 +258,38 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         print(json.dumps(r))
         return
-    print(f"query: {QUERY}   rows: {args.rows:,}   load average per round: "
-          + ", ".join(f"{x['load']:.1f}" for x in r["rounds"]))
-    labels = {"toArrow": "plain PySpark, result toArrow()", "toArrow_1M": "plain PySpark, toArrow(), 1M-row batches",
-              "noop": "plain PySpark, result discarded", "BATCH": "yarnflink BATCH job (net runtime)",
-              "BATCH_arrow": "yarnflink BATCH job, Arrow hand-off"}
+    print(
+        f"query: {QUERY}   rows: {args.rows:,}   load average per round: "
+        + ", ".join(f"{x['load']:.1f}" for x in r["rounds"])
+    )
+    labels = {
+        "toArrow": "plain PySpark, result toArrow()",
+        "toArrow_1M": "plain PySpark, toArrow(), 1M-row batches",
+        "noop": "plain PySpark, result discarded",
+        "BATCH": "yarnflink BATCH job (net runtime)",
+        "BATCH_arrow": "yarnflink BATCH job, Arrow hand-off",
+    }
     for k, label in labels.items():
         print(f"{label:<42} {r['seconds'][k]:7.3f} s = {r['rows_per_s'][k]:>12,} rows/s")
-    print(f"BATCH job / plain toArrow() (the faster of the two): {r['batch_vs_plain_toArrow']:.2f}x;  "
-          f"/ plain discarded: {r['batch_vs_plain_noop']:.2f}x  (medians of the rounds' ratios)")
-    print(f"BATCH job with the Arrow hand-off (spark.source.pushdown: false) / plain toArrow(): "
-          f"{r['batch_arrow_vs_plain_toArrow']:.2f}x")
+    print(
+        f"BATCH job / plain toArrow() (the faster of the two): {r['batch_vs_plain_toArrow']:.2f}x;  "
+        f"/ plain discarded: {r['batch_vs_plain_noop']:.2f}x  (medians of the rounds' ratios)"
+    )
+    print(
+        f"BATCH job with the Arrow hand-off (spark.source.pushdown: false) / plain toArrow(): "
+        f"{r['batch_arrow_vs_plain_toArrow']:.2f}x"
+    )
     s = r["streaming"]
-    print(f"yarnflink STREAMING job, {s['rows']:,} rows, micro-batches of {s['max_rows']:,}: {s['seconds']:.3f} s "
-          f"= {s['rows_per_s']:,} rows/s")
+    print(
+        f"yarnflink STREAMING job, {s['rows']:,} rows, micro-batches of {s['max_rows']:,}: {s['seconds']:.3f} s "
+        f"= {s['rows_per_s']:,} rows/s"
+    )
     for m in r["micro_batches"]:
-        print(f"STREAMING micro-batch of {m['max_rows']:>7,} rows: p50 {m['p50_ms']:7.1f} ms, "
-              f"p90 {m['p90_ms']:7.1f} ms, p99 {m['p99_ms']:7.1f} ms "
-              f"({m['micro_batches']} batches, {m['rows_per_s']:,} rows/s)")
+        print(
+            f"STREAMING micro-batch of {m['max_rows']:>7,} rows: p50 {m['p50_ms']:7.1f} ms, "
+            f"p90 {m['p90_ms']:7.1f} ms, p99 {m['p99_ms']:7.1f} ms "
+            f"({m['micro_batches']} batches, {m['rows_per_s']:,} rows/s)"
+        )
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ job does not have (unless ``allow_non_restored_state``, Flink's
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from yarnflink.checkpoint.metadata import CheckpointMetadataError, CompletedCheckpoint, OperatorState
 from yarnflink.common.keygroups import key_group_range
@@ -74,7 +73,9 @@ def assign_state(
                 "max parallelism",
             )
         if has_keyed and v.parallelism > v.max_parallelism:
-            raise CheckpointMetadataError(where, f"operator {op_id}: parallelism {v.parallelism} exceeds max parallelism {v.max_parallelism}")
+            raise CheckpointMetadataError(
+                where, f"operator {op_id}: parallelism {v.parallelism} exceeds max parallelism {v.max_parallelism}"
+            )
         has_channel_state = any(s.input_channel_state for s in st.subtask_states.values())
         if has_channel_state and st.parallelism != v.parallelism:
             raise CheckpointMetadataError(
@@ -87,8 +88,9 @@ def assign_state(
         keyed = _assign_keyed(st, v)
         operator = _assign_operator(st, v.parallelism)
         for i in range(v.parallelism):
-            channels = list(st.subtask_states[i].input_channel_state) if (
-                has_channel_state and i in st.subtask_states) else []
+            channels = (
+                list(st.subtask_states[i].input_channel_state) if (has_channel_state and i in st.subtask_states) else []
+            )
             sub = OperatorSubtaskState(keyed[i], operator[i], channels)
             if not sub.is_empty():
                 snap = out.setdefault((v.vertex_id, i), TaskStateSnapshot())
@@ -109,8 +111,9 @@ def _assign_operator(st: OperatorState, parallelism: int) -> list[list[OperatorS
     subtasks = sorted(st.subtask_states.items())
     result: list[list[OperatorStateHandle]] = [[] for _ in range(parallelism)]
     old_parallelism = st.parallelism
-    has_union = any(mode == UNION for _, s in subtasks for h in s.managed_operator_state
-                    for mode, _ in h.states.values())
+    has_union = any(
+        mode == UNION for _, s in subtasks for h in s.managed_operator_state for mode, _ in h.states.values()
+    )
     if old_parallelism == parallelism and not has_union:  # (Flink: union state is always redistributed)
         for i, s in subtasks:
             if i < parallelism:
@@ -135,7 +138,7 @@ def _assign_operator(st: OperatorState, parallelism: int) -> list[list[OperatorS
         start = 0
         for sub in range(parallelism):
             size = n // parallelism + (1 if sub < n % parallelism else 0)
-            give(sub, name, SPLIT_DISTRIBUTE, items[start:start + size])
+            give(sub, name, SPLIT_DISTRIBUTE, items[start : start + size])
             start += size
     for name, items in union.items():
         for sub in range(parallelism):
@@ -148,8 +151,9 @@ def _assign_operator(st: OperatorState, parallelism: int) -> list[list[OperatorS
     return result
 
 
-def check_compatible(checkpoint: CompletedCheckpoint, vertices: list[RestoreVertex],
-                     allow_non_restored_state: bool = False) -> Optional[str]:
+def check_compatible(
+    checkpoint: CompletedCheckpoint, vertices: list[RestoreVertex], allow_non_restored_state: bool = False
+) -> str | None:
     """None if the checkpoint can be restored by the job, else the problem (for validation
     before scheduling)."""
     try:

@@ -154,8 +154,9 @@ class AlignedBarrierHandler(_Base):
             return []  # an old checkpoint (already triggered or aborted here)
         actions: list[HandlerAction] = []
         while self.current and n > self.current:
-            actions += self._abort(SUBSUMED_BY_NEWER, f"barrier of checkpoint {n} arrived before checkpoint "
-                                   f"{self.current} was aligned")
+            actions += self._abort(
+                SUBSUMED_BY_NEWER, f"barrier of checkpoint {n} arrived before checkpoint {self.current} was aligned"
+            )
             actions += self._drain_released()  # may start aligning n already (held barriers)
         if not self.current:
             self.current = n
@@ -174,9 +175,13 @@ class AlignedBarrierHandler(_Base):
         if n > self.latest_triggered:
             actions: list[HandlerAction] = []
             if self.current:
-                actions += self._abort(SUBSUMED_BY_NEWER, f"checkpoint {n} was cancelled before {self.current} was aligned")
+                actions += self._abort(
+                    SUBSUMED_BY_NEWER, f"checkpoint {n} was cancelled before {self.current} was aligned"
+                )
             self.latest_triggered = n
-            actions.append(AbortCheckpointOnBarrier(n, f"{CANCELLED_ON_BARRIER}: checkpoint {n} was cancelled upstream"))
+            actions.append(
+                AbortCheckpointOnBarrier(n, f"{CANCELLED_ON_BARRIER}: checkpoint {n} was cancelled upstream")
+            )
             return actions + self._drain_released()
         return []
 
@@ -276,7 +281,9 @@ class BarrierTracker(_Base):
             if live <= channels:
                 for older in sorted(k for k in self._seen if k < n):
                     del self._seen[older]
-                    actions.append(AbortCheckpointOnBarrier(older, f"{SUBSUMED_BY_NEWER}: checkpoint {n} completed first"))
+                    actions.append(
+                        AbortCheckpointOnBarrier(older, f"{SUBSUMED_BY_NEWER}: checkpoint {n} completed first")
+                    )
                 del self._seen[n]
                 self.latest_triggered = n
                 actions.append(TriggerCheckpointOnBarrier(barrier))
@@ -340,14 +347,18 @@ class UnalignedBarrierHandler(_Base):
         if self.aligning is not None:
             if n < self.aligning.checkpoint_id:
                 return []  # older than the savepoint being aligned
-            aborted = self._abort_aligning(SUBSUMED_BY_NEWER, f"barrier of checkpoint {n} arrived before savepoint "
-                                           f"{self.aligning.checkpoint_id} was aligned")
+            aborted = self._abort_aligning(
+                SUBSUMED_BY_NEWER,
+                f"barrier of checkpoint {n} arrived before savepoint {self.aligning.checkpoint_id} was aligned",
+            )
             aborted += self._drain_released()  # may start aligning/recording already
             return aborted + self.on_barrier(channel, barrier)
         actions: list[HandlerAction] = []
         if self.current:
-            actions += self._abort(SUBSUMED_BY_NEWER, f"barrier of checkpoint {n} arrived before checkpoint "
-                                   f"{self.current} had all its barriers")
+            actions += self._abort(
+                SUBSUMED_BY_NEWER,
+                f"barrier of checkpoint {n} arrived before checkpoint {self.current} had all its barriers",
+            )
         if barrier.is_savepoint:
             self.aligning = barrier
             self.blocked = {channel}
@@ -367,8 +378,10 @@ class UnalignedBarrierHandler(_Base):
         n = marker.checkpoint_id
         if self.aligning is not None:
             if n == self.aligning.checkpoint_id:
-                return (self._abort_aligning(CANCELLED_ON_BARRIER, f"savepoint {n} was cancelled upstream")
-                        + self._drain_released())
+                return (
+                    self._abort_aligning(CANCELLED_ON_BARRIER, f"savepoint {n} was cancelled upstream")
+                    + self._drain_released()
+                )
             if n < self.aligning.checkpoint_id:
                 return []
         if n == self.current:
@@ -376,12 +389,18 @@ class UnalignedBarrierHandler(_Base):
         if n > self.latest_triggered:
             actions: list[HandlerAction] = []
             if self.aligning is not None:
-                actions += self._abort_aligning(SUBSUMED_BY_NEWER, f"checkpoint {n} was cancelled before savepoint "
-                                                f"{self.aligning.checkpoint_id} was aligned")
+                actions += self._abort_aligning(
+                    SUBSUMED_BY_NEWER,
+                    f"checkpoint {n} was cancelled before savepoint {self.aligning.checkpoint_id} was aligned",
+                )
             if self.current:
-                actions += self._abort(SUBSUMED_BY_NEWER, f"checkpoint {n} was cancelled before {self.current} completed")
+                actions += self._abort(
+                    SUBSUMED_BY_NEWER, f"checkpoint {n} was cancelled before {self.current} completed"
+                )
             self.latest_triggered = max(self.latest_triggered, n)
-            actions.append(AbortCheckpointOnBarrier(n, f"{CANCELLED_ON_BARRIER}: checkpoint {n} was cancelled upstream"))
+            actions.append(
+                AbortCheckpointOnBarrier(n, f"{CANCELLED_ON_BARRIER}: checkpoint {n} was cancelled upstream")
+            )
             return actions + self._drain_released()
         return []
 
@@ -455,8 +474,9 @@ class UnalignedBarrierHandler(_Base):
         return actions
 
 
-def create_barrier_handler(mode: str, num_channels: int, unaligned: bool = False
-                           ) -> Union[AlignedBarrierHandler, BarrierTracker, UnalignedBarrierHandler]:
+def create_barrier_handler(
+    mode: str, num_channels: int, unaligned: bool = False
+) -> AlignedBarrierHandler | BarrierTracker | UnalignedBarrierHandler:
     """The handler for ``execution.checkpointing.mode`` (and ``.unaligned.enabled``, which only
     applies to EXACTLY_ONCE, as in Flink)."""
     if mode == EXACTLY_ONCE:

@@ -11,7 +11,8 @@ channel, and replayed through the task's chain before it reads the network.
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import pyarrow as pa
 
@@ -43,14 +44,15 @@ def deserialize_batches(data: bytes) -> list[pa.RecordBatch]:
         pos += _LEN.size
         if pos + n > len(data):
             raise ValueError("truncated input channel state")
-        reader = pa.ipc.open_stream(pa.py_buffer(bytes(view[pos:pos + n])))
+        reader = pa.ipc.open_stream(pa.py_buffer(bytes(view[pos : pos + n])))
         batches.extend(reader)
         pos += n
     return batches
 
 
-def write_channel_state(recorded: dict[int, list[pa.RecordBatch]], num_channels: int, factory: Any,
-                        name: str) -> list[InputChannelStateHandle]:
+def write_channel_state(
+    recorded: dict[int, list[pa.RecordBatch]], num_channels: int, factory: Any, name: str
+) -> list[InputChannelStateHandle]:
     """One handle per channel with recorded batches (channel order). ``factory``: a
     ``CheckpointStreamFactory`` (``write_state(data, name)``), None: inline bytes."""
     handles = []
@@ -60,15 +62,19 @@ def write_channel_state(recorded: dict[int, list[pa.RecordBatch]], num_channels:
             continue
         data = serialize_batches(batches)
         label = f"{name}-channel-{ch}"
-        delegate: StreamStateHandle = (factory.write_state(data, label) if factory is not None
-                                       else ByteStreamStateHandle(label, data))
+        delegate: StreamStateHandle = (
+            factory.write_state(data, label) if factory is not None else ByteStreamStateHandle(label, data)
+        )
         handles.append(InputChannelStateHandle(ch, num_channels, delegate))
     return handles
 
 
-def read_channel_state(handles: Iterable[InputChannelStateHandle], reader: Callable[[StreamStateHandle], bytes],
-                       num_channels: Optional[int] = None, where: str = "the restored checkpoint"
-                       ) -> list[pa.RecordBatch]:
+def read_channel_state(
+    handles: Iterable[InputChannelStateHandle],
+    reader: Callable[[StreamStateHandle], bytes],
+    num_channels: int | None = None,
+    where: str = "the restored checkpoint",
+) -> list[pa.RecordBatch]:
     """The batches to replay, in channel order. Refuses handles recorded with another number of
     input channels (the upstream was rescaled)."""
     out: list[pa.RecordBatch] = []
@@ -77,6 +83,7 @@ def read_channel_state(handles: Iterable[InputChannelStateHandle], reader: Calla
             raise ValueError(
                 f"{where} has in-flight data of an unaligned checkpoint recorded with {h.num_channels} input "
                 f"channels, but the task now has {num_channels} (the upstream was rescaled); in-flight data "
-                "cannot be rescaled: restore with the same parallelism or from an aligned checkpoint")
+                "cannot be rescaled: restore with the same parallelism or from an aligned checkpoint"
+            )
         out.extend(deserialize_batches(reader(h.delegate)))
     return out

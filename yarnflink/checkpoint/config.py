@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Union
+from typing import Any
 
 from yarnflink.common.config import (
     CHECKPOINTING_DIR,
@@ -24,13 +25,13 @@ EXACTLY_ONCE = "EXACTLY_ONCE"
 AT_LEAST_ONCE = "AT_LEAST_ONCE"
 
 
-def _ms(td: Any) -> Optional[int]:
+def _ms(td: Any) -> int | None:
     return None if td is None else int(td.total_seconds() * 1000)
 
 
 @dataclass(frozen=True)
 class CheckpointConfig:
-    interval_ms: Optional[int] = None  # None: periodic checkpoints disabled
+    interval_ms: int | None = None  # None: periodic checkpoints disabled
     timeout_ms: int = 600_000
     min_pause_ms: int = 0
     max_concurrent: int = 1
@@ -38,7 +39,7 @@ class CheckpointConfig:
     tolerable_failures: int = 0
     num_retained: int = 1
     externalized_retention: str = "NO_EXTERNALIZED_CHECKPOINTS"
-    directory: Optional[str] = None
+    directory: str | None = None
     inline_threshold: int = 20 * 1024
     unaligned: bool = False
 
@@ -47,7 +48,7 @@ class CheckpointConfig:
         return self.interval_ms is not None and self.interval_ms > 0
 
     @staticmethod
-    def from_configuration(conf: Union[Configuration, Mapping[str, str], None]) -> "CheckpointConfig":
+    def from_configuration(conf: Configuration | Mapping[str, str] | None) -> CheckpointConfig:
         if conf is None:
             conf = Configuration()
         elif not isinstance(conf, Configuration):

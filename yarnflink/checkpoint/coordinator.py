@@ -34,7 +34,7 @@ Protocol (Flink's):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Union
 
 from yarnflink.checkpoint.config import CheckpointConfig
 from yarnflink.checkpoint.metadata import CompletedCheckpoint, OperatorState
@@ -82,7 +82,7 @@ class TriggerSavepoint:
     """``synchronous``: stop-with-savepoint; ``drain`` (only with it): MAX_WATERMARK first."""
 
     now: int
-    target_directory: Optional[str] = None
+    target_directory: str | None = None
     synchronous: bool = False
     drain: bool = False
 
@@ -111,7 +111,7 @@ class TaskFailed:
 class AcknowledgeCheckpoint:
     checkpoint_id: int
     task_id: str
-    state: Optional[TaskStateSnapshot] = None
+    state: TaskStateSnapshot | None = None
     attempt: int = 0
     now: int = 0
 
@@ -150,8 +150,19 @@ class JobTerminated:
     status: str  # FINISHED | CANCELED | FAILED | SUSPENDED
 
 
-Event = Union[Tick, TriggerSavepoint, TaskRunning, TaskFinished, TaskFailed, AcknowledgeCheckpoint,
-              DeclineCheckpoint, CheckpointTimeout, MetadataWritten, MetadataWriteFailed, JobTerminated]
+Event = Union[
+    Tick,
+    TriggerSavepoint,
+    TaskRunning,
+    TaskFinished,
+    TaskFailed,
+    AcknowledgeCheckpoint,
+    DeclineCheckpoint,
+    CheckpointTimeout,
+    MetadataWritten,
+    MetadataWriteFailed,
+    JobTerminated,
+]
 
 
 # ----------------------------------------------------------------------------- actions
@@ -175,7 +186,7 @@ class ScheduleTimeout:
 @dataclass(frozen=True)
 class WriteMetadata:
     checkpoint: CompletedCheckpoint
-    target_directory: Optional[str] = None  # savepoints: where to; checkpoints: the job's chk-<n>
+    target_directory: str | None = None  # savepoints: where to; checkpoints: the job's chk-<n>
 
 
 @dataclass(frozen=True)
@@ -211,8 +222,16 @@ class FailJob:
     reason: str
 
 
-Action = Union[TriggerCheckpoint, ScheduleTimeout, WriteMetadata, NotifyCheckpointComplete,
-               NotifyCheckpointAborted, DiscardState, DiscardCheckpoint, FailJob]
+Action = Union[
+    TriggerCheckpoint,
+    ScheduleTimeout,
+    WriteMetadata,
+    NotifyCheckpointComplete,
+    NotifyCheckpointAborted,
+    DiscardState,
+    DiscardCheckpoint,
+    FailJob,
+]
 
 
 # ----------------------------------------------------------------------------- state
@@ -222,10 +241,10 @@ class PendingCheckpoint:
     timestamp: int
     deadline: int
     is_savepoint: bool
-    target_directory: Optional[str]
+    target_directory: str | None
     not_yet_acknowledged: set[str]
-    acknowledged: dict[str, Optional[TaskStateSnapshot]] = field(default_factory=dict)
-    finalizing: Optional[CompletedCheckpoint] = None
+    acknowledged: dict[str, TaskStateSnapshot | None] = field(default_factory=dict)
+    finalizing: CompletedCheckpoint | None = None
     synchronous: bool = False  # stop-with-savepoint
     drain: bool = False
 
@@ -249,8 +268,8 @@ class CheckpointCoordinator:
         tasks: list[CheckpointTask],
         config: CheckpointConfig,
         *,
-        completed: Optional[list[CompletedCheckpoint]] = None,
-        next_checkpoint_id: Optional[int] = None,
+        completed: list[CompletedCheckpoint] | None = None,
+        next_checkpoint_id: int | None = None,
         start_time: int = 0,
     ):
         if config.mode not in ("EXACTLY_ONCE", "AT_LEAST_ONCE"):
@@ -269,7 +288,7 @@ class CheckpointCoordinator:
         last = self.completed[-1].checkpoint_id if self.completed else 0
         self.next_checkpoint_id = max(next_checkpoint_id or 1, last + 1)
         self.consecutive_failures = 0
-        self.last_completion: Optional[int] = None
+        self.last_completion: int | None = None
         self.next_trigger = start_time + (config.interval_ms or 0)
         self.shutdown = False
         #: stop-with-savepoint: no periodic checkpoint after the savepoint (its sinks would commit
@@ -279,17 +298,17 @@ class CheckpointCoordinator:
         self.stop_checkpoint_id = 0
 
     # ------------------------------------------------------------------ queries
-    def latest_completed(self) -> Optional[CompletedCheckpoint]:
+    def latest_completed(self) -> CompletedCheckpoint | None:
         return self.completed[-1] if self.completed else None
 
-    def next_wakeup(self) -> Optional[int]:
+    def next_wakeup(self) -> int | None:
         """When the driver should send the next ``Tick`` (None: only on events)."""
         times = [p.deadline for p in self.pending.values() if p.finalizing is None]
         if self.config.periodic and not self.shutdown:
             times.append(self.next_trigger)
         return min(times) if times else None
 
-    def savepoint_refusal(self, synchronous: bool = False) -> Optional[str]:
+    def savepoint_refusal(self, synchronous: bool = False) -> str | None:
         """Why a savepoint (``synchronous``: a stop-with-savepoint) cannot be triggered now, or
         None (then ``TriggerSavepoint`` triggers it)."""
         if self.shutdown:
@@ -310,10 +329,9 @@ class CheckpointCoordinator:
         return [t for t, s in self.status.items() if s != FINISHED]
 
     def _trigger_tasks(self) -> tuple[str, ...]:
-        return tuple(sorted(
-            t for t in self._unfinished()
-            if all(self.status[u] == FINISHED for u in self.tasks[t].upstream)
-        ))
+        return tuple(
+            sorted(t for t in self._unfinished() if all(self.status[u] == FINISHED for u in self.tasks[t].upstream))
+        )
 
     # ------------------------------------------------------------------ dispatch
     def handle(self, event: Event) -> list[Action]:
@@ -326,7 +344,9 @@ class CheckpointCoordinator:
         actions: list[Action] = []
         for p in sorted(self.pending.values(), key=lambda p: p.checkpoint_id):
             if p.finalizing is None and p.deadline <= e.now and p.checkpoint_id in self.pending:
-                actions += self._abort(p.checkpoint_id, EXPIRED, e.now, f"checkpoint {p.checkpoint_id} expired before completing")
+                actions += self._abort(
+                    p.checkpoint_id, EXPIRED, e.now, f"checkpoint {p.checkpoint_id} expired before completing"
+                )
         if self.config.periodic and not self.shutdown and not self.periodic_suspended and e.now >= self.next_trigger:
             actions += self._try_trigger(e.now, savepoint=False, target=None)
         return actions
@@ -336,15 +356,17 @@ class CheckpointCoordinator:
             raise ValueError("drain applies to a stop-with-savepoint (synchronous) only")
         if self.savepoint_refusal(e.synchronous) is not None:
             return []
-        actions = self._try_trigger(e.now, savepoint=True, target=e.target_directory,
-                                    synchronous=e.synchronous, drain=e.drain)
+        actions = self._try_trigger(
+            e.now, savepoint=True, target=e.target_directory, synchronous=e.synchronous, drain=e.drain
+        )
         if e.synchronous and actions:
             self.stop_checkpoint_id = actions[0].checkpoint_id  # type: ignore[union-attr]
             self.periodic_suspended = True
         return actions
 
-    def _try_trigger(self, now: int, savepoint: bool, target: Optional[str], synchronous: bool = False,
-                     drain: bool = False) -> list[Action]:
+    def _try_trigger(
+        self, now: int, savepoint: bool, target: str | None, synchronous: bool = False, drain: bool = False
+    ) -> list[Action]:
         if self.shutdown or self.stop_checkpoint_id:
             return []
         unfinished = self._unfinished()
@@ -363,8 +385,9 @@ class CheckpointCoordinator:
         cid = self.next_checkpoint_id
         self.next_checkpoint_id += 1
         deadline = now + self.config.timeout_ms
-        self.pending[cid] = PendingCheckpoint(cid, now, deadline, savepoint, target, set(unfinished),
-                                              synchronous=synchronous, drain=drain)
+        self.pending[cid] = PendingCheckpoint(
+            cid, now, deadline, savepoint, target, set(unfinished), synchronous=synchronous, drain=drain
+        )
         if not savepoint:
             self.next_trigger = now + (self.config.interval_ms or 0)
         return [
@@ -417,7 +440,7 @@ class CheckpointCoordinator:
             return [DiscardState(e.checkpoint_id, handles)] if handles else []
         return self._acknowledged(p, e.task_id, e.state)
 
-    def _acknowledged(self, p: PendingCheckpoint, task_id: str, state: Optional[TaskStateSnapshot]) -> list[Action]:
+    def _acknowledged(self, p: PendingCheckpoint, task_id: str, state: TaskStateSnapshot | None) -> list[Action]:
         p.not_yet_acknowledged.discard(task_id)
         p.acknowledged[task_id] = state
         if p.not_yet_acknowledged:
@@ -446,10 +469,12 @@ class CheckpointCoordinator:
         p = self.pending.get(e.checkpoint_id)
         if p is None or p.finalizing is not None or e.attempt != self.attempts[e.task_id]:
             return []
-        reason = next((r for r in (DECLINED_SUBSUMED, DECLINED_ON_CANCELLATION_BARRIER)
-                       if e.reason.startswith(r)), DECLINED)
-        return self._abort(e.checkpoint_id, reason, e.now,
-                           f"task {e.task_id} declined checkpoint {e.checkpoint_id}: {e.reason}")
+        reason = next(
+            (r for r in (DECLINED_SUBSUMED, DECLINED_ON_CANCELLATION_BARRIER) if e.reason.startswith(r)), DECLINED
+        )
+        return self._abort(
+            e.checkpoint_id, reason, e.now, f"task {e.task_id} declined checkpoint {e.checkpoint_id}: {e.reason}"
+        )
 
     def _on_CheckpointTimeout(self, e: CheckpointTimeout) -> list[Action]:
         p = self.pending.get(e.checkpoint_id)
@@ -461,8 +486,12 @@ class CheckpointCoordinator:
         p = self.pending.get(e.checkpoint_id)
         if p is None or p.finalizing is None:
             return []
-        return self._abort(e.checkpoint_id, FINALIZE_FAILURE, e.now,
-                           f"writing the metadata of checkpoint {e.checkpoint_id} failed: {e.reason}")
+        return self._abort(
+            e.checkpoint_id,
+            FINALIZE_FAILURE,
+            e.now,
+            f"writing the metadata of checkpoint {e.checkpoint_id} failed: {e.reason}",
+        )
 
     def _on_MetadataWritten(self, e: MetadataWritten) -> list[Action]:
         p = self.pending.get(e.checkpoint_id)
@@ -517,10 +546,12 @@ class CheckpointCoordinator:
             self.consecutive_failures += 1
             if self.consecutive_failures > self.config.tolerable_failures:
                 self.consecutive_failures = 0
-                actions.append(FailJob(
-                    "Exceeded checkpoint tolerable failure threshold "
-                    f"({self.config.tolerable_failures}); the latest checkpoint failed with {reason}: {message}"
-                ))
+                actions.append(
+                    FailJob(
+                        "Exceeded checkpoint tolerable failure threshold "
+                        f"({self.config.tolerable_failures}); the latest checkpoint failed with {reason}: {message}"
+                    )
+                )
                 for other in sorted(self.pending):
                     if self.pending[other].finalizing is None:
                         actions += self._abort(other, JOB_FAILING, now, "the job fails")

@@ -12,8 +12,9 @@ import json
 import posixpath
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 from yarnflink.state.handles import (
     FileStateHandle,
@@ -62,7 +63,7 @@ class OperatorState:
         }
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> "OperatorState":
+    def from_json(d: dict[str, Any]) -> OperatorState:
         return OperatorState(
             str(d["operator_id"]),
             int(d["parallelism"]),
@@ -80,32 +81,40 @@ class CompletedCheckpoint:
     is_savepoint: bool = False
     completion_timestamp: int = 0
     #: where it is stored (the ``chk-<n>`` directory or the savepoint directory); set on write
-    external_pointer: Optional[str] = None
+    external_pointer: str | None = None
 
     @property
     def state_size(self) -> int:
         return sum(o.state_size for o in self.operator_states.values())
 
     def stream_handles(self) -> list[StreamStateHandle]:
-        return [h for o in self.operator_states.values() for s in o.subtask_states.values()
-                for h in s.stream_handles()]
+        return [h for o in self.operator_states.values() for s in o.subtask_states.values() for h in s.stream_handles()]
 
-    def map_stream_handles(self, fn: Callable[[StreamStateHandle], StreamStateHandle]) -> "CompletedCheckpoint":
+    def map_stream_handles(self, fn: Callable[[StreamStateHandle], StreamStateHandle]) -> CompletedCheckpoint:
         """A copy whose every state handle's file/bytes handle is ``fn(handle)`` (relocation)."""
         ops = {}
         for op_id, o in self.operator_states.items():
             subs = {
                 i: OperatorSubtaskState(
-                    [KeyGroupsStateHandle(h.key_group_range, fn(h.delegate), h.states, h.backend)
-                     for h in s.managed_keyed_state],
+                    [
+                        KeyGroupsStateHandle(h.key_group_range, fn(h.delegate), h.states, h.backend)
+                        for h in s.managed_keyed_state
+                    ],
                     [OperatorStateHandle(fn(h.delegate), dict(h.states)) for h in s.managed_operator_state],
                     [InputChannelStateHandle(h.channel, h.num_channels, fn(h.delegate)) for h in s.input_channel_state],
                 )
                 for i, s in o.subtask_states.items()
             }
             ops[op_id] = OperatorState(o.operator_id, o.parallelism, o.max_parallelism, subs)
-        return CompletedCheckpoint(self.job_id, self.checkpoint_id, self.timestamp, ops, self.is_savepoint,
-                                   self.completion_timestamp, self.external_pointer)
+        return CompletedCheckpoint(
+            self.job_id,
+            self.checkpoint_id,
+            self.timestamp,
+            ops,
+            self.is_savepoint,
+            self.completion_timestamp,
+            self.external_pointer,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -118,7 +127,7 @@ class CompletedCheckpoint:
         }
 
     @staticmethod
-    def from_json(d: dict[str, Any], external_pointer: Optional[str] = None) -> "CompletedCheckpoint":
+    def from_json(d: dict[str, Any], external_pointer: str | None = None) -> CompletedCheckpoint:
         ops = [OperatorState.from_json(o) for o in d.get("operators", [])]
         return CompletedCheckpoint(
             job_id=str(d["job_id"]),
@@ -142,7 +151,7 @@ def make_relative(checkpoint: CompletedCheckpoint, directory: str) -> CompletedC
 
     def rel(h: StreamStateHandle) -> StreamStateHandle:
         if isinstance(h, FileStateHandle) and h.path.startswith(prefix):
-            return FileStateHandle(h.path[len(prefix):], h.size)
+            return FileStateHandle(h.path[len(prefix) :], h.size)
         return h
 
     return checkpoint.map_stream_handles(rel)
@@ -156,7 +165,9 @@ def resolve_relative(checkpoint: CompletedCheckpoint, directory: str, path: str 
         if isinstance(h, FileStateHandle) and _is_relative(h.path):
             parts = h.path.split("/")
             if not h.path or any(p in ("", ".", "..") for p in parts):
-                raise CheckpointMetadataError(path, f"state file path {h.path!r} is not a plain path inside the checkpoint directory")
+                raise CheckpointMetadataError(
+                    path, f"state file path {h.path!r} is not a plain path inside the checkpoint directory"
+                )
             return FileStateHandle(directory.rstrip("/") + "/" + h.path, h.size) if directory else h
         return h
 
@@ -173,20 +184,26 @@ def check_structure(checkpoint: CompletedCheckpoint, path: str = "<bytes>") -> N
         if not op_id:
             raise CheckpointMetadataError(path, "an operator has an empty id")
         if o.parallelism < 1 or o.max_parallelism < 1 or o.parallelism > o.max_parallelism:
-            raise CheckpointMetadataError(path, f"{where}: invalid parallelism {o.parallelism} / max parallelism {o.max_parallelism}")
+            raise CheckpointMetadataError(
+                path, f"{where}: invalid parallelism {o.parallelism} / max parallelism {o.max_parallelism}"
+            )
         for i, s in o.subtask_states.items():
             if not 0 <= i < o.parallelism:
                 raise CheckpointMetadataError(path, f"{where}: subtask index {i} outside parallelism {o.parallelism}")
             for h in s.managed_keyed_state:
                 r = h.key_group_range
                 if len(r) and (r.start < 0 or r.end >= o.max_parallelism):
-                    raise CheckpointMetadataError(path, f"{where}: key groups {r.start}..{r.end} outside 0..{o.max_parallelism - 1}")
+                    raise CheckpointMetadataError(
+                        path, f"{where}: key groups {r.start}..{r.end} outside 0..{o.max_parallelism - 1}"
+                    )
             for sh in s.stream_handles():
                 if isinstance(sh, FileStateHandle) and (sh.size < 0 or not sh.path):
-                    raise CheckpointMetadataError(path, f"{where}: invalid state file handle {sh.path!r} ({sh.size} bytes)")
+                    raise CheckpointMetadataError(
+                        path, f"{where}: invalid state file handle {sh.path!r} ({sh.size} bytes)"
+                    )
 
 
-def serialize_metadata(checkpoint: CompletedCheckpoint, relative_to: Optional[str] = None) -> bytes:
+def serialize_metadata(checkpoint: CompletedCheckpoint, relative_to: str | None = None) -> bytes:
     """The ``_metadata`` bytes; state files under ``relative_to`` are stored with relative paths."""
     if relative_to is not None:
         checkpoint = make_relative(checkpoint, relative_to)
@@ -194,7 +211,7 @@ def serialize_metadata(checkpoint: CompletedCheckpoint, relative_to: Optional[st
     return _HEADER.pack(MAGIC, VERSION, zlib.crc32(payload), len(payload)) + payload
 
 
-def deserialize_metadata(data: bytes, path: str = "<bytes>", directory: Optional[str] = None) -> CompletedCheckpoint:
+def deserialize_metadata(data: bytes, path: str = "<bytes>", directory: str | None = None) -> CompletedCheckpoint:
     """Parse a ``_metadata`` file; ``CheckpointMetadataError`` naming ``path`` if it is not a
     complete, intact, consistent metadata file of this format. Relative state file paths are
     resolved against ``directory`` (default: the directory of ``path``)."""
@@ -206,10 +223,14 @@ def deserialize_metadata(data: bytes, path: str = "<bytes>", directory: Optional
     if magic != MAGIC:
         raise CheckpointMetadataError(path, f"not a yarnflink checkpoint metadata file (magic {magic!r})")
     if version != VERSION:
-        raise CheckpointMetadataError(path, f"unsupported metadata format version {version} (this yarnflink reads {VERSION})")
-    payload = data[_HEADER.size:]
+        raise CheckpointMetadataError(
+            path, f"unsupported metadata format version {version} (this yarnflink reads {VERSION})"
+        )
+    payload = data[_HEADER.size :]
     if len(payload) != length:
-        raise CheckpointMetadataError(path, f"the file is truncated or padded: {len(payload)} payload bytes, header says {length}")
+        raise CheckpointMetadataError(
+            path, f"the file is truncated or padded: {len(payload)} payload bytes, header says {length}"
+        )
     if zlib.crc32(payload) != crc:
         raise CheckpointMetadataError(path, "checksum mismatch: the file is corrupted")
     try:

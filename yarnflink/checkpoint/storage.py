@@ -28,8 +28,9 @@ import itertools
 import posixpath
 import re
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from yarnflink.checkpoint.metadata import (
     METADATA_FILE_NAME,
@@ -73,7 +74,7 @@ def _io(path: str, what: str, fn: Callable[[], T]) -> T:
         raise CheckpointStorageError(path, f"{what} failed: {_describe(e)}") from e
 
 
-def storage_options_from_config(conf: Optional[Mapping[str, Any]], url: str) -> dict[str, Any]:
+def storage_options_from_config(conf: Mapping[str, Any] | None, url: str) -> dict[str, Any]:
     """fsspec storage options for ``url`` from Flink's keys (``s3.endpoint``, ``s3.access-key``,
     ``s3.secret-key``, ``s3.path.style.access``)."""
     conf = conf or {}
@@ -92,13 +93,13 @@ def storage_options_from_config(conf: Optional[Mapping[str, Any]], url: str) -> 
     return opts
 
 
-def filesystem_for(url: str, storage_options: Optional[Mapping[str, Any]] = None) -> tuple[Any, str]:
+def filesystem_for(url: str, storage_options: Mapping[str, Any] | None = None) -> tuple[Any, str]:
     """``(fsspec file system, path without protocol)`` for ``url``; CheckpointStorageError if
     the file system cannot be created (unknown scheme, missing s3fs / Hadoop client, ...)."""
     import fsspec.core
 
     if url.startswith("s3a://"):
-        url = "s3://" + url[len("s3a://"):]
+        url = "s3://" + url[len("s3a://") :]
 
     def make() -> tuple[Any, str]:
         return fsspec.core.url_to_fs(url, **dict(storage_options or {}))
@@ -107,14 +108,18 @@ def filesystem_for(url: str, storage_options: Optional[Mapping[str, Any]] = None
         return make()
     except ImportError as e:
         scheme = url.split("://", 1)[0]
-        hint = {"s3": "install s3fs (pip install yarnflink[s3])",
-                "hdfs": "pyarrow needs a Hadoop client (libhdfs, HADOOP_HOME, CLASSPATH)"}.get(scheme, "")
+        hint = {
+            "s3": "install s3fs (pip install yarnflink[s3])",
+            "hdfs": "pyarrow needs a Hadoop client (libhdfs, HADOOP_HOME, CLASSPATH)",
+        }.get(scheme, "")
         raise CheckpointStorageError(url, f"no file system for {scheme}://: {e}{'; ' + hint if hint else ''}") from e
     except Exception as e:  # noqa: BLE001
         hint = ""
         if url.startswith("hdfs://"):
-            hint = ("; pyarrow's HadoopFileSystem needs a Hadoop client: libhdfs (ARROW_LIBHDFS_DIR or "
-                    "HADOOP_HOME), JAVA_HOME and CLASSPATH=$(hadoop classpath --glob)")
+            hint = (
+                "; pyarrow's HadoopFileSystem needs a Hadoop client: libhdfs (ARROW_LIBHDFS_DIR or "
+                "HADOOP_HOME), JAVA_HOME and CLASSPATH=$(hadoop classpath --glob)"
+            )
         raise CheckpointStorageError(url, f"cannot open the file system: {_describe(e)}{hint}") from e
 
 
@@ -122,18 +127,20 @@ def _url(fs: Any, path: str) -> str:
     return fs.unstrip_protocol(path)
 
 
-def read_stream_handle(handle: StreamStateHandle, storage_options: Optional[Mapping[str, Any]] = None) -> bytes:
+def read_stream_handle(handle: StreamStateHandle, storage_options: Mapping[str, Any] | None = None) -> bytes:
     """The bytes of a state handle (inline, or a file read through fsspec)."""
     if isinstance(handle, ByteStreamStateHandle):
         return handle.data
     fs, path = filesystem_for(handle.path, storage_options)
     data = _io(handle.path, "reading the state file", lambda: fs.cat_file(path))
     if len(data) != handle.size:
-        raise CheckpointStorageError(handle.path, f"the state file has {len(data)} bytes, the checkpoint recorded {handle.size}")
+        raise CheckpointStorageError(
+            handle.path, f"the state file has {len(data)} bytes, the checkpoint recorded {handle.size}"
+        )
     return data
 
 
-def make_reader(storage_options: Optional[Mapping[str, Any]] = None) -> Callable[[StreamStateHandle], bytes]:
+def make_reader(storage_options: Mapping[str, Any] | None = None) -> Callable[[StreamStateHandle], bytes]:
     return lambda h: read_stream_handle(h, storage_options)
 
 
@@ -188,7 +195,7 @@ class _BufferFile(io.RawIOBase):
     100 MB holding the GIL. This file is read in small pieces instead (by aiohttp, and by
     botocore for its checksum)."""
 
-    def __init__(self, views: Sequence[memoryview], start: int = 0, end: Optional[int] = None) -> None:
+    def __init__(self, views: Sequence[memoryview], start: int = 0, end: int | None = None) -> None:
         super().__init__()
         self._views = views
         self._starts = list(itertools.accumulate((len(v) for v in views), initial=0))
@@ -213,7 +220,7 @@ class _BufferFile(io.RawIOBase):
         self._pos = max(0, base + offset)
         return self._pos
 
-    def read(self, size: Optional[int] = -1) -> bytes:
+    def read(self, size: int | None = -1) -> bytes:
         left = max(0, len(self) - self._pos)
         n = left if size is None or size < 0 else min(size, left)
         at = self._begin + self._pos
@@ -224,7 +231,7 @@ class _BufferFile(io.RawIOBase):
             view = self._views[i]
             offset = at - self._starts[i]
             take = min(len(view) - offset, stop - at)
-            chunks.append(view[offset:offset + take])
+            chunks.append(view[offset : offset + take])
             at += take
             i += 1
         self._pos += n
@@ -232,7 +239,7 @@ class _BufferFile(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         chunk = self.read(len(buffer))
-        buffer[:len(chunk)] = chunk
+        buffer[: len(chunk)] = chunk
         return len(chunk)
 
 
@@ -262,14 +269,21 @@ async def _put_s3_object(fs: Any, path: str, views: Sequence[memoryview]) -> Non
 
     async def part(number: int, start: int) -> dict[str, Any]:
         async with slots:
-            out = await fs._call_s3("upload_part", Bucket=bucket, Key=key, UploadId=upload, PartNumber=number,
-                                    Body=_BufferFile(views, start, min(size, start + S3_PART_SIZE)))
+            out = await fs._call_s3(
+                "upload_part",
+                Bucket=bucket,
+                Key=key,
+                UploadId=upload,
+                PartNumber=number,
+                Body=_BufferFile(views, start, min(size, start + S3_PART_SIZE)),
+            )
         return {"PartNumber": number, "ETag": out["ETag"]}
 
     try:
         parts = await asyncio.gather(*(part(i + 1, start) for i, start in enumerate(range(0, size, S3_PART_SIZE))))
-        await fs._call_s3("complete_multipart_upload", Bucket=bucket, Key=key, UploadId=upload,
-                          MultipartUpload={"Parts": list(parts)})
+        await fs._call_s3(
+            "complete_multipart_upload", Bucket=bucket, Key=key, UploadId=upload, MultipartUpload={"Parts": list(parts)}
+        )
     except BaseException:
         with contextlib.suppress(Exception):  # the upload's own error is the one to report
             await fs._call_s3("abort_multipart_upload", Bucket=bucket, Key=key, UploadId=upload)
@@ -281,7 +295,7 @@ class LatestValid:
     """What ``find_latest_valid`` found: the checkpoint (None if none is usable) and why newer
     ones were skipped."""
 
-    checkpoint: Optional[CompletedCheckpoint]
+    checkpoint: CompletedCheckpoint | None
     skipped: list[CheckpointMetadataError] = field(default_factory=list)
 
 
@@ -293,7 +307,7 @@ class FsCheckpointStorage:
         checkpoint_dir: str,
         job_id: str,
         *,
-        storage_options: Optional[Mapping[str, Any]] = None,
+        storage_options: Mapping[str, Any] | None = None,
         inline_threshold: int = 20 * 1024,
     ):
         if not checkpoint_dir:
@@ -343,7 +357,7 @@ class FsCheckpointStorage:
         return FsCheckpointStreamFactory(fs, path, path, path, self.inline_threshold)
 
     # ------------------------------------------------------------------ metadata
-    def write_metadata(self, checkpoint: CompletedCheckpoint, target_directory: Optional[str] = None) -> str:
+    def write_metadata(self, checkpoint: CompletedCheckpoint, target_directory: str | None = None) -> str:
         """Write ``_metadata`` atomically (last step of a checkpoint); returns the directory URL
         (the checkpoint's external pointer)."""
         if target_directory is not None:
@@ -361,6 +375,7 @@ class FsCheckpointStorage:
 
     def checkpoint_ids(self) -> list[int]:
         """Ids of the ``chk-<n>`` directories (complete or not), ascending."""
+
         def ls() -> list[str]:
             self.fs.invalidate_cache(self.job_path)  # other processes may have written since
             try:
@@ -389,9 +404,13 @@ class FsCheckpointStorage:
             try:
                 c = self.read_metadata(self.checkpoint_url(cid))
                 if c.checkpoint_id != cid:
-                    raise CheckpointMetadataError(self.checkpoint_url(cid), f"it describes checkpoint {c.checkpoint_id}, not {cid}")
+                    raise CheckpointMetadataError(
+                        self.checkpoint_url(cid), f"it describes checkpoint {c.checkpoint_id}, not {cid}"
+                    )
                 if c.job_id != self.job_id:
-                    raise CheckpointMetadataError(self.checkpoint_url(cid), f"it belongs to job {c.job_id}, not {self.job_id}")
+                    raise CheckpointMetadataError(
+                        self.checkpoint_url(cid), f"it belongs to job {c.job_id}, not {self.job_id}"
+                    )
                 self.validate(c)
                 return LatestValid(c, skipped)
             except CheckpointMetadataError as e:
@@ -423,13 +442,20 @@ class FsCheckpointStorage:
         for h in handles:
             if isinstance(h, FileStateHandle):
                 fs, path = filesystem_for(h.path, self.storage_options)
-                _io(h.path, "deleting a state file", lambda fs=fs, path=path: fs.rm_file(path) if fs.exists(path) else None)
+                _io(
+                    h.path,
+                    "deleting a state file",
+                    lambda fs=fs, path=path: fs.rm_file(path) if fs.exists(path) else None,
+                )
 
     def discard_incomplete(self, checkpoint_id: int) -> None:
         """Delete the directory of a checkpoint that never completed."""
         path = self.checkpoint_path(checkpoint_id)
-        _io(self.checkpoint_url(checkpoint_id), "deleting the checkpoint directory",
-            lambda: self.fs.rm(path, recursive=True) if self.fs.exists(path) else None)
+        _io(
+            self.checkpoint_url(checkpoint_id),
+            "deleting the checkpoint directory",
+            lambda: self.fs.rm(path, recursive=True) if self.fs.exists(path) else None,
+        )
 
 
 # ----------------------------------------------------------------------------- module functions
@@ -448,7 +474,7 @@ def _write_metadata_file(fs: Any, directory: str, data: bytes) -> None:
     _io(_url(fs, final), "writing the checkpoint metadata", write)
 
 
-def read_checkpoint(location: str, storage_options: Optional[Mapping[str, Any]] = None) -> CompletedCheckpoint:
+def read_checkpoint(location: str, storage_options: Mapping[str, Any] | None = None) -> CompletedCheckpoint:
     """The checkpoint or savepoint at ``location`` (its directory or its ``_metadata``), relative
     state file paths resolved against where it is now; CheckpointMetadataError if the metadata
     is missing or corrupted, CheckpointStorageError if the storage cannot be read."""
@@ -460,7 +486,9 @@ def read_checkpoint(location: str, storage_options: Optional[Mapping[str, Any]] 
         fs.invalidate_cache(posixpath.dirname(path))
         data = fs.cat_file(path)
     except FileNotFoundError:
-        raise CheckpointMetadataError(url, "the file does not exist (the checkpoint was not completed, or was deleted)") from None
+        raise CheckpointMetadataError(
+            url, "the file does not exist (the checkpoint was not completed, or was deleted)"
+        ) from None
     except IsADirectoryError:
         raise CheckpointMetadataError(url, "it is a directory, not a metadata file") from None
     except Exception as e:  # noqa: BLE001
@@ -470,7 +498,7 @@ def read_checkpoint(location: str, storage_options: Optional[Mapping[str, Any]] 
     return checkpoint
 
 
-def validate_checkpoint(checkpoint: CompletedCheckpoint, storage_options: Optional[Mapping[str, Any]] = None) -> None:
+def validate_checkpoint(checkpoint: CompletedCheckpoint, storage_options: Mapping[str, Any] | None = None) -> None:
     """CheckpointMetadataError naming the checkpoint if a state file it refers to is missing or
     does not have the size recorded (truncated, replaced)."""
     where = checkpoint.external_pointer or f"checkpoint {checkpoint.checkpoint_id}"
@@ -479,7 +507,7 @@ def validate_checkpoint(checkpoint: CompletedCheckpoint, storage_options: Option
             continue
         fs, path = filesystem_for(h.path, storage_options)
 
-        def size(fs: Any = fs, path: str = path) -> Optional[int]:
+        def size(fs: Any = fs, path: str = path) -> int | None:
             try:
                 return int(fs.info(path).get("size") or 0)
             except FileNotFoundError:
@@ -492,8 +520,9 @@ def validate_checkpoint(checkpoint: CompletedCheckpoint, storage_options: Option
             raise CheckpointMetadataError(where, f"state file {h.path} has {got} bytes, the metadata recorded {h.size}")
 
 
-def write_savepoint(checkpoint: CompletedCheckpoint, target: str,
-                    storage_options: Optional[Mapping[str, Any]] = None) -> tuple[str, CompletedCheckpoint]:
+def write_savepoint(
+    checkpoint: CompletedCheckpoint, target: str, storage_options: Mapping[str, Any] | None = None
+) -> tuple[str, CompletedCheckpoint]:
     """Make a savepoint self-contained at ``target``: every state file it refers to that lies
     elsewhere (tasks wrote them under the job's checkpoint directory) is copied into ``target``,
     then ``_metadata`` is written last, with paths relative to ``target``. Returns the target
@@ -504,8 +533,9 @@ def write_savepoint(checkpoint: CompletedCheckpoint, target: str,
     target_url = _url(fs, directory)
     prefix = target_url + "/"
     _io(target_url, "creating the savepoint directory", lambda: fs.makedirs(directory, exist_ok=True))
-    if _io(target_url, "checking the savepoint directory",
-           lambda: fs.exists(posixpath.join(directory, METADATA_FILE_NAME))):
+    if _io(
+        target_url, "checking the savepoint directory", lambda: fs.exists(posixpath.join(directory, METADATA_FILE_NAME))
+    ):
         raise CheckpointStorageError(target_url, "a savepoint already exists there")
     copied: dict[str, FileStateHandle] = {}
 
@@ -532,7 +562,7 @@ def write_savepoint(checkpoint: CompletedCheckpoint, target: str,
     return target_url, stored
 
 
-def resolve_restore_location(location: str, storage_options: Optional[Mapping[str, Any]] = None) -> LatestValid:
+def resolve_restore_location(location: str, storage_options: Mapping[str, Any] | None = None) -> LatestValid:
     """What ``-s PATH`` restores: the savepoint/checkpoint at ``location`` (validated), or, if
     ``location`` is a job's checkpoint directory (``<dir>/<job-id>`` holding ``chk-<n>``), its
     newest valid checkpoint, skipping corrupted or incomplete newer ones. CheckpointMetadataError
@@ -540,7 +570,8 @@ def resolve_restore_location(location: str, storage_options: Optional[Mapping[st
     fs, path = filesystem_for(location, storage_options)
     path = path.rstrip("/")
     if posixpath.basename(path) != METADATA_FILE_NAME:
-        def listing() -> Optional[list[str]]:
+
+        def listing() -> list[str] | None:
             fs.invalidate_cache(path)
             try:
                 return [posixpath.basename(p.rstrip("/")) for p in fs.ls(path, detail=False)]
@@ -563,7 +594,7 @@ def resolve_restore_location(location: str, storage_options: Optional[Mapping[st
     return LatestValid(checkpoint)
 
 
-def make_config_reader(conf: Optional[Mapping[str, Any]]) -> Callable[[StreamStateHandle], bytes]:
+def make_config_reader(conf: Mapping[str, Any] | None) -> Callable[[StreamStateHandle], bytes]:
     """A state reader that finds the storage options of each file's own URL (a savepoint on S3
     restored by a job whose checkpoints go elsewhere)."""
     return lambda h: read_stream_handle(h, storage_options_from_config(conf, getattr(h, "path", "")))

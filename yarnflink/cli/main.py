@@ -1,16 +1,16 @@
 """The ``yarnflink`` command line, with Flink's flags where they fit.
 
-    yarnflink run [-p N] [-d] [-D key=value]... [-m URL] job.py [args]
-    yarnflink run --application [-d] [-n N] job.py [args]   (the script runs in the cluster's master)
-    yarnflink info [--json] job.py [args]
-    yarnflink list | cancel JOBID
-    yarnflink savepoint JOBID [DIR] | stop [--savepointPath DIR] [--drain] JOBID
-    yarnflink run -s PATH [--allowNonRestoredState] job.py    (start from a savepoint, docs/SAVEPOINTS.md)
-    yarnflink logs [-t TASKEXECUTOR] [--stdout] [-n LINES] [--list]
-    yarnflink session start --target local [-n N] [-s SLOTS] | session list | session stop ID
-    yarnflink session start --target yarn ... | run -yid APPID | run --per-job --target yarn  (docs/yarn.md)
-    yarnflink master start ...           (the master process; used by the deployments)
-    yarnflink taskexecutor start --master HOST:PORT
+yarnflink run [-p N] [-d] [-D key=value]... [-m URL] job.py [args]
+yarnflink run --application [-d] [-n N] job.py [args]   (the script runs in the cluster's master)
+yarnflink info [--json] job.py [args]
+yarnflink list | cancel JOBID
+yarnflink savepoint JOBID [DIR] | stop [--savepointPath DIR] [--drain] JOBID
+yarnflink run -s PATH [--allowNonRestoredState] job.py    (start from a savepoint, docs/SAVEPOINTS.md)
+yarnflink logs [-t TASKEXECUTOR] [--stdout] [-n LINES] [--list]
+yarnflink session start --target local [-n N] [-s SLOTS] | session list | session stop ID
+yarnflink session start --target yarn ... | run -yid APPID | run --per-job --target yarn  (docs/yarn.md)
+yarnflink master start ...           (the master process; used by the deployments)
+yarnflink taskexecutor start --master HOST:PORT
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ import runpy
 import sys
 import tempfile
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from yarnflink.common.config import ConfigError, Configuration, load_configuration
 
@@ -37,8 +38,14 @@ class CliError(Exception):
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conf", metavar="FILE", help="configuration file (default: conf/yarnflink.yaml)")
-    p.add_argument("-D", dest="dynamic", action="append", default=[], metavar="KEY=VALUE",
-                   help="configuration override, e.g. -D parallelism.default=4 (repeatable)")
+    p.add_argument(
+        "-D",
+        dest="dynamic",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="configuration override, e.g. -D parallelism.default=4 (repeatable)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,22 +56,52 @@ def build_parser() -> argparse.ArgumentParser:
     _common(run)
     run.add_argument("-p", "--parallelism", type=int, help="default parallelism of the job")
     run.add_argument("-d", "--detached", action="store_true", help="submit and return the job id")
-    run.add_argument("-m", "--jobmanager", metavar="URL", help="REST address of the cluster (default: the running session)")
+    run.add_argument(
+        "-m", "--jobmanager", metavar="URL", help="REST address of the cluster (default: the running session)"
+    )
     run.add_argument("--session", metavar="ID", help="run on this session")
-    run.add_argument("-n", "--taskexecutors", type=int, default=None,
-                     help="TaskExecutors of the per-job local cluster (default: local.number-taskmanager)")
-    run.add_argument("--application", action="store_true",
-                     help="application mode: start a local cluster whose master runs the job file and ends with it")
-    run.add_argument("--target", choices=["local", "yarn"], default="local",
-                     help="where --per-job / --application clusters start, and -yid sessions live")
-    run.add_argument("-yid", "--application-id", metavar="APPID",
-                     help="run on this YARN session (default with --target yarn: the last one started)")
-    run.add_argument("--per-job", action="store_true",
-                     help="start a cluster for this job alone (with --target yarn: a YARN application)")
-    run.add_argument("-s", "--fromSavepoint", dest="from_savepoint", metavar="PATH",
-                     help="start from this savepoint or retained checkpoint (execution.savepoint.path)")
-    run.add_argument("--allowNonRestoredState", dest="allow_non_restored_state", action="store_true",
-                     help="skip state of operators the job no longer has (execution.savepoint.ignore-unclaimed-state)")
+    run.add_argument(
+        "-n",
+        "--taskexecutors",
+        type=int,
+        default=None,
+        help="TaskExecutors of the per-job local cluster (default: local.number-taskmanager)",
+    )
+    run.add_argument(
+        "--application",
+        action="store_true",
+        help="application mode: start a local cluster whose master runs the job file and ends with it",
+    )
+    run.add_argument(
+        "--target",
+        choices=["local", "yarn"],
+        default="local",
+        help="where --per-job / --application clusters start, and -yid sessions live",
+    )
+    run.add_argument(
+        "-yid",
+        "--application-id",
+        metavar="APPID",
+        help="run on this YARN session (default with --target yarn: the last one started)",
+    )
+    run.add_argument(
+        "--per-job",
+        action="store_true",
+        help="start a cluster for this job alone (with --target yarn: a YARN application)",
+    )
+    run.add_argument(
+        "-s",
+        "--fromSavepoint",
+        dest="from_savepoint",
+        metavar="PATH",
+        help="start from this savepoint or retained checkpoint (execution.savepoint.path)",
+    )
+    run.add_argument(
+        "--allowNonRestoredState",
+        dest="allow_non_restored_state",
+        action="store_true",
+        help="skip state of operators the job no longer has (execution.savepoint.ignore-unclaimed-state)",
+    )
     run.add_argument("job", help="the job file (a Python script calling env.execute())")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the job file")
 
@@ -90,33 +127,61 @@ def build_parser() -> argparse.ArgumentParser:
     _common(savepoint)
     savepoint.add_argument("-m", "--jobmanager", metavar="URL")
     savepoint.add_argument("--session", metavar="ID")
-    savepoint.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
-                           help="how long to wait for the savepoint (default 600)")
+    savepoint.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="how long to wait for the savepoint (default 600)",
+    )
     savepoint.add_argument("job_id")
-    savepoint.add_argument("target_directory", nargs="?", metavar="DIR",
-                           help="where to (default: execution.checkpointing.savepoint-dir)")
+    savepoint.add_argument(
+        "target_directory", nargs="?", metavar="DIR", help="where to (default: execution.checkpointing.savepoint-dir)"
+    )
 
     stop = sub.add_parser("stop", help="stop a job with a savepoint (the job ends FINISHED)")
     _common(stop)
     stop.add_argument("-m", "--jobmanager", metavar="URL")
     stop.add_argument("--session", metavar="ID")
-    stop.add_argument("-p", "--savepointPath", dest="savepoint_path", metavar="DIR",
-                      help="where to (default: execution.checkpointing.savepoint-dir)")
-    stop.add_argument("-d", "--drain", action="store_true",
-                      help="emit MAX_WATERMARK before the savepoint: every event-time timer and window fires "
-                           "(for a job that will not be resumed)")
-    stop.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
-                      help="how long to wait for the savepoint and the job's end (default 600)")
+    stop.add_argument(
+        "-p",
+        "--savepointPath",
+        dest="savepoint_path",
+        metavar="DIR",
+        help="where to (default: execution.checkpointing.savepoint-dir)",
+    )
+    stop.add_argument(
+        "-d",
+        "--drain",
+        action="store_true",
+        help="emit MAX_WATERMARK before the savepoint: every event-time timer and window fires "
+        "(for a job that will not be resumed)",
+    )
+    stop.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="how long to wait for the savepoint and the job's end (default 600)",
+    )
     stop.add_argument("job_id")
 
     logs = sub.add_parser("logs", help="show the log of the master or of a TaskExecutor")
     _common(logs)
     logs.add_argument("-m", "--jobmanager", metavar="URL")
     logs.add_argument("--session", metavar="ID", help="this session's logs (also after it stopped)")
-    logs.add_argument("--workdir", type=Path, metavar="DIR",
-                      help="read the log files in this cluster directory (e.g. a per-job cluster's)")
-    logs.add_argument("-t", "--taskexecutor", metavar="ID|N",
-                      help="a TaskExecutor's log instead of the master's: its id, a unique prefix, or its number")
+    logs.add_argument(
+        "--workdir",
+        type=Path,
+        metavar="DIR",
+        help="read the log files in this cluster directory (e.g. a per-job cluster's)",
+    )
+    logs.add_argument(
+        "-t",
+        "--taskexecutor",
+        metavar="ID|N",
+        help="a TaskExecutor's log instead of the master's: its id, a unique prefix, or its number",
+    )
     logs.add_argument("--stdout", action="store_true", help="the process's stdout/stderr (.out) instead of its log")
     logs.add_argument("-n", "--lines", type=int, metavar="N", help="only the last N lines")
     logs.add_argument("--list", action="store_true", help="list the log files")
@@ -132,11 +197,19 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--tm-memory", type=int, metavar="MB", help="YARN: TaskExecutor container memory")
     start.add_argument("--queue", help="YARN queue")
     start.add_argument("--name", help="YARN application name")
-    start.add_argument("--standby", type=int, default=0, metavar="N",
-                       help="standby masters beside the leader (ZooKeeper HA: needs high-availability.* "
-                            "in the configuration)")
-    start.add_argument("-d", "--detached", action="store_true",
-                       help="YARN: return once submitted, without waiting for the REST address")
+    start.add_argument(
+        "--standby",
+        type=int,
+        default=0,
+        metavar="N",
+        help="standby masters beside the leader (ZooKeeper HA: needs high-availability.* in the configuration)",
+    )
+    start.add_argument(
+        "-d",
+        "--detached",
+        action="store_true",
+        help="YARN: return once submitted, without waiting for the REST address",
+    )
     slist = ssub.add_parser("list", help="list sessions")
     slist.add_argument("--target", choices=["local", "yarn"], default="local")
     _common(slist)
@@ -148,8 +221,12 @@ def build_parser() -> argparse.ArgumentParser:
     msub = master.add_subparsers(dest="master_command", required=True, metavar="ACTION")
     mstart = msub.add_parser("start")
     _common(mstart)
-    mstart.add_argument("--local-taskexecutors", type=int, default=None,
-                        help="start TaskExecutor processes on demand, N at once (without: standalone)")
+    mstart.add_argument(
+        "--local-taskexecutors",
+        type=int,
+        default=None,
+        help="start TaskExecutor processes on demand, N at once (without: standalone)",
+    )
     mstart.add_argument("--per-job", action="store_true", help="end once the jobs ended and the client is gone")
     mstart.add_argument("--client-pid", type=int)
     mstart.add_argument("--application", metavar="JOB_FILE", help="run this job file in the master, end with it")
@@ -160,17 +237,24 @@ def build_parser() -> argparse.ArgumentParser:
     mstart.add_argument("--inherit-stdout", action="store_true")
     mstart.add_argument("--yarn", action="store_true", help="run as a skein ApplicationMaster (YARN containers)")
     mstart.add_argument("--yarn-standby", action="store_true", help="a standby master of a YARN cluster")
-    mstart.add_argument("--ha", choices=["zookeeper", "none"], type=str.lower,
-                        help="high availability: zookeeper elects a leader among the masters started so "
-                             "(short for -D high-availability.type=zookeeper)")
+    mstart.add_argument(
+        "--ha",
+        choices=["zookeeper", "none"],
+        type=str.lower,
+        help="high availability: zookeeper elects a leader among the masters started so "
+        "(short for -D high-availability.type=zookeeper)",
+    )
 
     te = sub.add_parser("taskexecutor", help="run a TaskExecutor process")
     tsub = te.add_subparsers(dest="te_command", required=True, metavar="ACTION")
     tstart = tsub.add_parser("start")
     _common(tstart)
-    tstart.add_argument("--master", metavar="HOST:PORT",
-                        help="the master's RPC address (with high-availability.type: zookeeper the leader is "
-                             "found in ZooKeeper instead)")
+    tstart.add_argument(
+        "--master",
+        metavar="HOST:PORT",
+        help="the master's RPC address (with high-availability.type: zookeeper the leader is "
+        "found in ZooKeeper instead)",
+    )
     tstart.add_argument("--parent-pid", type=int)
     tstart.add_argument("--resource-id")
     tstart.add_argument("--log-file", type=Path)
@@ -181,27 +265,31 @@ def _config(args: argparse.Namespace) -> Configuration:
     return load_configuration(args.conf, args.dynamic)
 
 
-def _setup_logging(log_file: Optional[Path]) -> None:
+def _setup_logging(log_file: Path | None) -> None:
     level = os.environ.get("YARNFLINK_LOG_LEVEL", "INFO").upper()
     kwargs: dict[str, Any] = {"filename": str(log_file)} if log_file else {"stream": sys.stderr}
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", **kwargs)
 
 
-def _validate_positive(name: str, value: Optional[int]) -> None:
+def _validate_positive(name: str, value: int | None) -> None:
     if value is not None and value < 1:
         raise CliError(f"{name} must be a positive integer, got {value}")
 
 
 # ---------------------------------------------------------------------- commands
-def _cluster_url(args: argparse.Namespace, config: Configuration) -> Optional[str]:
+def _cluster_url(args: argparse.Namespace, config: Configuration) -> str | None:
     from yarnflink.deployment.local.cluster import find_session
 
     if getattr(args, "jobmanager", None):
         url = args.jobmanager
         url = url if url.startswith("http") else f"http://{url}"
         return _follow_ha_leader(config, url)
-    if not getattr(args, "session", None) and not getattr(args, "application_id", None) and \
-            getattr(args, "target", "local") != "yarn" and str(config.get("high-availability.type")) != "NONE":
+    if (
+        not getattr(args, "session", None)
+        and not getattr(args, "application_id", None)
+        and getattr(args, "target", "local") != "yarn"
+        and str(config.get("high-availability.type")) != "NONE"
+    ):
         return _follow_ha_leader(config, None)  # the cluster of the configuration, found in ZooKeeper
     if getattr(args, "application_id", None) or getattr(args, "target", "local") == "yarn":
         from yarnflink.deployment.yarn.client import rest_url_of
@@ -215,7 +303,7 @@ def _cluster_url(args: argparse.Namespace, config: Configuration) -> Optional[st
     return None
 
 
-def _follow_ha_leader(config: Configuration, url: Optional[str]) -> Optional[str]:
+def _follow_ha_leader(config: Configuration, url: str | None) -> str | None:
     """With ZooKeeper HA in ``config``: the REST clients of this process follow the cluster's
     leader (from ``url`` on, or from the leader ZooKeeper names now)."""
     from yarnflink.highavailability import ha_enabled
@@ -230,8 +318,10 @@ def _follow_ha_leader(config: Configuration, url: Optional[str]) -> Optional[str
         try:
             url = resolver.wait()
         except (TimeoutError, HighAvailabilityError) as e:
-            raise CliError(f"high availability: {e} (high-availability.zookeeper.quorum "
-                           f"{config.get('high-availability.zookeeper.quorum')})") from None
+            raise CliError(
+                f"high availability: {e} (high-availability.zookeeper.quorum "
+                f"{config.get('high-availability.zookeeper.quorum')})"
+            ) from None
         finally:
             resolver.close()
     register_ha([url], config)
@@ -285,13 +375,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     if url is None:
         n = args.taskexecutors or int(config.get("local.number-taskmanager"))
         slots = int(config.get("taskmanager.numberOfTaskSlots"))
-        print(f"No session running: starting a per-job local cluster with {n} TaskExecutors "
-              f"({slots} slot{'s' if slots != 1 else ''} each).", file=sys.stderr)
+        print(
+            f"No session running: starting a per-job local cluster with {n} TaskExecutors "
+            f"({slots} slot{'s' if slots != 1 else ''} each).",
+            file=sys.stderr,
+        )
         workdir = Path(tempfile.mkdtemp(prefix="yarnflink-perjob-"))
         # a per-job cluster: it ends once its jobs ended and this client is gone (detached: at once)
-        cluster_proc, info = start_local_cluster(config, taskexecutors=n, workdir=workdir,
-                                                 detached=args.detached, inherit_stdout=not args.detached,
-                                                 master_args=["--per-job", "--client-pid", str(os.getpid())])
+        cluster_proc, info = start_local_cluster(
+            config,
+            taskexecutors=n,
+            workdir=workdir,
+            detached=args.detached,
+            inherit_stdout=not args.detached,
+            master_args=["--per-job", "--client-pid", str(os.getpid())],
+        )
         if args.detached:
             cluster_proc = None  # it stops by itself when its job ends
         url = str(info["rest_url"])
@@ -317,8 +415,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             tb = traceback.format_exc()
             raise CliError(f"job file {args.job} failed:\n{tb}") from None
         if not executor.submitted:
-            raise CliError(f"job file {args.job} defined no job: it never called env.execute() "
-                           f"(or execute_async / execute_and_collect)")
+            raise CliError(
+                f"job file {args.job} defined no job: it never called env.execute() "
+                f"(or execute_async / execute_and_collect)"
+            )
         if args.detached:
             for job_id in executor.submitted:
                 print(f"Job has been submitted with JobID {job_id}")
@@ -346,8 +446,8 @@ def _run_application(args: argparse.Namespace, config: Configuration) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from yarnflink.api.environment import PlanCaptureExecutor, set_default_executor
     from yarnflink.api.common import ProgramAbortException
+    from yarnflink.api.environment import PlanCaptureExecutor, set_default_executor
     from yarnflink.streaming.describe import describe_job_graph, job_graph_summary_json
 
     config = _config(args)
@@ -409,7 +509,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _savepoint(args: argparse.Namespace, target: Optional[str], stop: bool) -> int:
+def _savepoint(args: argparse.Namespace, target: str | None, stop: bool) -> int:
     from yarnflink.client.rest_client import RestClientError
 
     if args.timeout <= 0:
@@ -420,9 +520,13 @@ def _savepoint(args: argparse.Namespace, target: Optional[str], stop: bool) -> i
         try:
             trigger = rest.trigger_savepoint(args.job_id, target, stop=stop, drain=getattr(args, "drain", False))
             drain = bool(getattr(args, "drain", False))
-            print(f"Triggering savepoint for job {args.job_id}." if not stop else
-                  f"{'Draining' if drain else 'Suspending'} job {args.job_id} with a savepoint (trigger {trigger}).",
-                  file=sys.stderr, flush=True)
+            print(
+                f"Triggering savepoint for job {args.job_id}."
+                if not stop
+                else f"{'Draining' if drain else 'Suspending'} job {args.job_id} with a savepoint (trigger {trigger}).",
+                file=sys.stderr,
+                flush=True,
+            )
             location = rest.wait_for_savepoint(args.job_id, trigger, timeout=args.timeout)
         except RestClientError as e:
             raise CliError(str(e)) from None
@@ -454,9 +558,14 @@ def cmd_logs(args: argparse.Namespace) -> int:
 def cmd_session(args: argparse.Namespace) -> int:
     from yarnflink.deployment.local.cluster import find_session, list_sessions, start_session, stop_session
 
-    if args.session_command == "start" and args.target == "yarn" or \
-            args.session_command == "list" and args.target == "yarn" or \
-            args.session_command == "stop" and args.session_id.startswith("application_"):
+    if (
+        args.session_command == "start"
+        and args.target == "yarn"
+        or args.session_command == "list"
+        and args.target == "yarn"
+        or args.session_command == "stop"
+        and args.session_id.startswith("application_")
+    ):
         from yarnflink.deployment.yarn.cli import cmd_yarn_session
 
         return cmd_yarn_session(args)
@@ -471,9 +580,11 @@ def cmd_session(args: argparse.Namespace) -> int:
         s = start_session(config, n, slots, standby=args.standby)
         print(f"Session {s.id} started: {n} TaskExecutors with {slots} slots each.")
         if s.master_pids:
-            print(f"High availability: {len(s.master_pids)} masters (1 leader, {s.standby} standby) elected "
-                  f"in ZooKeeper {s.ha_config.get('high-availability.zookeeper.quorum')}, cluster id "
-                  f"{s.ha_config.get('high-availability.cluster-id')}; clients follow the leader.")
+            print(
+                f"High availability: {len(s.master_pids)} masters (1 leader, {s.standby} standby) elected "
+                f"in ZooKeeper {s.ha_config.get('high-availability.zookeeper.quorum')}, cluster id "
+                f"{s.ha_config.get('high-availability.cluster-id')}; clients follow the leader."
+            )
         print(f"REST address: {s.rest_url}")
         if s.token_file:  # the CLI finds it by itself; the dashboard asks for it once
             print(f"REST token: in {s.token_file} (readable only by you)")
@@ -486,8 +597,10 @@ def cmd_session(args: argparse.Namespace) -> int:
             print("No sessions.")
         for s in sessions:
             pids = f"pids {','.join(map(str, s.master_pids))} (HA)" if s.master_pids else f"pid {s.pid}"
-            print(f"{s.id}  {'RUNNING' if s.alive else 'GONE':<8} {s.target:<6} {s.rest_url}  "
-                  f"{s.taskexecutors}x{s.slots} slots  {pids}")
+            print(
+                f"{s.id}  {'RUNNING' if s.alive else 'GONE':<8} {s.target:<6} {s.rest_url}  "
+                f"{s.taskexecutors}x{s.slots} slots  {pids}"
+            )
         return EXIT_OK
     s = find_session(args.session_id)
     if s is None:
@@ -504,11 +617,18 @@ def cmd_master(args: argparse.Namespace) -> int:
     config = _config(args)
     if args.ha is not None:
         config.set("high-availability.type", args.ha.upper())
-    return run_master(config, local_taskexecutors=args.local_taskexecutors,
-                      info_file=args.info_file, workdir=args.workdir, inherit_stdout=args.inherit_stdout,
-                      per_job=args.per_job, client_pid=args.client_pid,
-                      application=[args.application, *args.application_arg] if args.application else None,
-                      yarn=args.yarn, yarn_standby=args.yarn_standby)
+    return run_master(
+        config,
+        local_taskexecutors=args.local_taskexecutors,
+        info_file=args.info_file,
+        workdir=args.workdir,
+        inherit_stdout=args.inherit_stdout,
+        per_job=args.per_job,
+        client_pid=args.client_pid,
+        application=[args.application, *args.application_arg] if args.application else None,
+        yarn=args.yarn,
+        yarn_standby=args.yarn_standby,
+    )
 
 
 def cmd_taskexecutor(args: argparse.Namespace) -> int:
@@ -518,12 +638,21 @@ def cmd_taskexecutor(args: argparse.Namespace) -> int:
     return run_taskexecutor(_config(args), args.master, resource_id=args.resource_id, parent_pid=args.parent_pid)
 
 
-COMMANDS = {"run": cmd_run, "info": cmd_info, "list": cmd_list, "cancel": cmd_cancel, "logs": cmd_logs,
-            "savepoint": cmd_savepoint, "stop": cmd_stop,
-            "session": cmd_session, "master": cmd_master, "taskexecutor": cmd_taskexecutor}
+COMMANDS = {
+    "run": cmd_run,
+    "info": cmd_info,
+    "list": cmd_list,
+    "cancel": cmd_cancel,
+    "logs": cmd_logs,
+    "savepoint": cmd_savepoint,
+    "stop": cmd_stop,
+    "session": cmd_session,
+    "master": cmd_master,
+    "taskexecutor": cmd_taskexecutor,
+}
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     from yarnflink.client.rest_client import RestClientError
     from yarnflink.deployment.local.cluster import ClusterStartError
     from yarnflink.deployment.yarn import YarnDeploymentError

@@ -11,7 +11,8 @@ from __future__ import annotations
 import base64
 import shutil
 import time
-from typing import IO, Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import IO, Any
 
 import pyarrow as pa
 
@@ -33,7 +34,7 @@ class JobExecutionException(Exception):
 
 
 class RestJobClient:
-    def __init__(self, executor: "RestClusterExecutor", job_id: str, job_name: str) -> None:
+    def __init__(self, executor: RestClusterExecutor, job_id: str, job_name: str) -> None:
         self.executor = executor
         self.job_id = job_id
         self.job_name = job_name
@@ -52,8 +53,14 @@ class RestJobClient:
 
 
 class RestClusterExecutor:
-    def __init__(self, rest_url: str, configuration: Optional[Configuration] = None, *,
-                 progress: Optional[IO[str]] = None, poll_interval: float = 0.2) -> None:
+    def __init__(
+        self,
+        rest_url: str,
+        configuration: Configuration | None = None,
+        *,
+        progress: IO[str] | None = None,
+        poll_interval: float = 0.2,
+    ) -> None:
         self.rest = RestClient(rest_url)
         self.configuration = configuration or Configuration()
         self.progress = progress
@@ -104,8 +111,9 @@ class RestClusterExecutor:
             if not cause:
                 cause = self.rest.exceptions(job_id).get("root-exception") or ""
             raise JobExecutionException(job_id, details["state"], cause)
-        return JobExecutionResult(job_id, job_name or details["name"], int(r.get("net-runtime", 0)),
-                                  dict(r.get("accumulator-results", {})))
+        return JobExecutionResult(
+            job_id, job_name or details["name"], int(r.get("net-runtime", 0)), dict(r.get("accumulator-results", {}))
+        )
 
 
 #: Without a terminal, a progress block is printed at least this often while the job runs.
@@ -127,7 +135,7 @@ def _count(x: float) -> str:
     return f"{x:.0f}"
 
 
-def progress_lines(details: dict[str, Any], restarts: Optional[int], checkpoint: str) -> list[str]:
+def progress_lines(details: dict[str, Any], restarts: int | None, checkpoint: str) -> list[str]:
     """The progress block: the job, then one line per vertex."""
     head = f"Job {details['jid']} ({details.get('name', '')}) {details['state']}"
     extras = [f"restarts: {restarts if restarts is not None else '-'}", f"last checkpoint: {checkpoint}"]
@@ -139,9 +147,11 @@ def progress_lines(details: dict[str, Any], restarts: Optional[int], checkpoint:
         active = tasks.get("RUNNING", 0) + tasks.get("FINISHED", 0)
         m = v.get("metrics") or {}
         name = v["name"] if len(v["name"]) <= width else v["name"][: width - 1] + "~"
-        line = (f"  {name:<{width}}  {v['status']:<12} {active}/{v['parallelism']}"
-                f"  in {_rate(m.get('read-records-per-second', 0.0)):>9} ({_count(m.get('read-records', 0))})"
-                f"  out {_rate(m.get('write-records-per-second', 0.0)):>9} ({_count(m.get('write-records', 0))})")
+        line = (
+            f"  {name:<{width}}  {v['status']:<12} {active}/{v['parallelism']}"
+            f"  in {_rate(m.get('read-records-per-second', 0.0)):>9} ({_count(m.get('read-records', 0))})"
+            f"  out {_rate(m.get('write-records-per-second', 0.0)):>9} ({_count(m.get('write-records', 0))})"
+        )
         level = m.get("backpressure-level")
         if level and level != "ok":
             line += f"  backpressure {level}"
@@ -160,11 +170,11 @@ class ProgressPrinter:
             self.tty = False
         self.interval = TTY_PROGRESS_INTERVAL_S if self.tty else PLAIN_PROGRESS_INTERVAL_S
         self._last_time = -float("inf")
-        self._last_signature: Optional[tuple[Any, ...]] = None
+        self._last_signature: tuple[Any, ...] | None = None
         self._drawn = 0
 
-    def _extras(self, job_id: str) -> tuple[Optional[int], str]:
-        restarts: Optional[int] = None
+    def _extras(self, job_id: str) -> tuple[int | None, str]:
+        restarts: int | None = None
         checkpoint = "none"
         try:
             for m in self.rest.get_json(f"/jobs/{job_id}/metrics", get="numRestarts"):
@@ -183,8 +193,10 @@ class ProgressPrinter:
         return restarts, checkpoint
 
     def update(self, details: dict[str, Any], final: bool = False) -> None:
-        signature = (details["state"], tuple((v["status"], tuple(sorted(v.get("tasks", {}).items())))
-                                             for v in details.get("vertices", [])))
+        signature = (
+            details["state"],
+            tuple((v["status"], tuple(sorted(v.get("tasks", {}).items()))) for v in details.get("vertices", [])),
+        )
         now = self.clock()
         if not final and signature == self._last_signature and now - self._last_time < self.interval:
             return

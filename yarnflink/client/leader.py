@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Optional
+from typing import Any
 
 from yarnflink.common.config import Configuration
 from yarnflink.security.client import url_key
@@ -35,7 +35,7 @@ def register_ha(urls: list[str], config: Configuration) -> None:
             _REGISTERED[url_key(url)] = config
 
 
-def ha_config_for(url: str) -> Optional[Configuration]:
+def ha_config_for(url: str) -> Configuration | None:
     """The HA configuration of the cluster one of whose masters serves ``url``, if known."""
     key = url_key(url)
     with _LOCK:
@@ -46,7 +46,7 @@ def ha_config_for(url: str) -> Optional[Configuration]:
     return session_ha_config(url)
 
 
-def resolver_for(url: str) -> Optional["RestLeaderResolver"]:
+def resolver_for(url: str) -> RestLeaderResolver | None:
     config = ha_config_for(url)
     return RestLeaderResolver(config) if config is not None else None
 
@@ -74,12 +74,12 @@ class RestLeaderResolver:
                     pass
             return self._retriever
 
-    def current(self) -> Optional[str]:
+    def current(self) -> str | None:
         """The leader's REST URL as ZooKeeper says now (None: no leader known)."""
         info = self._started().current()
         return info.address if info is not None and info.address else None
 
-    def wait(self, timeout: Optional[float] = None) -> str:
+    def wait(self, timeout: float | None = None) -> str:
         """The leader's REST URL once one is known; TimeoutError after ``timeout``."""
         info = self._started().wait_for_leader(self.await_leader_timeout_s if timeout is None else timeout)
         return info.address

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Any, Optional, TextIO
+from typing import Any, TextIO
 
 from yarnflink.client.rest_client import RestClient, RestClientError
 
@@ -20,7 +20,7 @@ class LogsError(Exception):
     """The log asked for does not exist; the message says what does."""
 
 
-def tail(text: str, lines: Optional[int]) -> str:
+def tail(text: str, lines: int | None) -> str:
     if lines is None:
         return text
     if lines <= 0:
@@ -46,7 +46,7 @@ def _pick(ids: list[str], wanted: str) -> str:
 
 
 # ---------------------------------------------------------------------------- over REST
-def rest_log(rest: RestClient, taskexecutor: Optional[str], stdout: bool) -> str:
+def rest_log(rest: RestClient, taskexecutor: str | None, stdout: bool) -> str:
     kind = "stdout" if stdout else "log"
     if taskexecutor is None:
         return rest.get_text(f"/jobmanager/{kind}")
@@ -71,7 +71,7 @@ def _local_taskexecutors(workdir: Path) -> list[str]:
     return sorted({p.stem for p in workdir.glob("taskexecutor-*") if p.suffix in (".log", ".out")})
 
 
-def local_log(workdir: Path, taskexecutor: Optional[str], stdout: bool) -> str:
+def local_log(workdir: Path, taskexecutor: str | None, stdout: bool) -> str:
     if not workdir.is_dir():
         raise LogsError(f"no cluster directory {workdir}")
     stem = "master" if taskexecutor is None else _pick(_local_taskexecutors(workdir), taskexecutor)
@@ -90,11 +90,11 @@ def local_list(workdir: Path) -> list[tuple[str, str, int]]:
 
 
 # ---------------------------------------------------------------------------- the command
-def run_logs(args: Any, rest_url: Optional[str], out: TextIO = sys.stdout) -> None:
+def run_logs(args: Any, rest_url: str | None, out: TextIO = sys.stdout) -> None:
     """``args``: taskexecutor, stdout, lines, list, workdir, session (see ``yarnflink logs -h``)."""
     from yarnflink.deployment.local.cluster import find_session
 
-    workdir: Optional[Path] = args.workdir
+    workdir: Path | None = args.workdir
     if workdir is None and rest_url is None:
         session = find_session(args.session)
         if session is None:

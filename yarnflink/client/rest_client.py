@@ -13,7 +13,7 @@ import json
 import logging
 import ssl
 import time
-from typing import Any, Optional
+from typing import Any
 
 import httpx
 
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 class RestClientError(Exception):
     """The REST API answered with an error, or could not be reached; the message says which."""
 
-    def __init__(self, message: str, status: Optional[int] = None) -> None:
+    def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
 
@@ -37,13 +37,18 @@ def find_credentials(url: str) -> RestCredentials:
     the environment, or (in a master process) its own cluster's; empty if none is known."""
     from yarnflink.deployment.local.cluster import session_credentials
 
-    return (registered(url) or session_credentials(url) or from_environment() or process_default()
-            or RestCredentials())
+    return registered(url) or session_credentials(url) or from_environment() or process_default() or RestCredentials()
 
 
 class RestClient:
-    def __init__(self, base_url: str, timeout: float = 30.0, *,
-                 credentials: Optional[RestCredentials] = None, leader_resolver: Any = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        timeout: float = 30.0,
+        *,
+        credentials: RestCredentials | None = None,
+        leader_resolver: Any = None,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         if leader_resolver is None:
             from yarnflink.client.leader import resolver_for
@@ -61,15 +66,16 @@ class RestClient:
         verify: Any = True
         if creds.ca_file and self.base_url.startswith("https:"):
             verify = ssl.create_default_context(cafile=creds.ca_file)
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, trust_env=False,
-                                  headers=self.headers, verify=verify)
+        self._http = httpx.Client(
+            base_url=self.base_url, timeout=timeout, trust_env=False, headers=self.headers, verify=verify
+        )
 
     def close(self) -> None:
         self._http.close()
         if self.leader_resolver is not None:
             self.leader_resolver.close()
 
-    def __enter__(self) -> "RestClient":
+    def __enter__(self) -> RestClient:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -79,7 +85,7 @@ class RestClient:
         """One request; with HA, sent again (to the leader ZooKeeper names) while the master is
         gone or answers 503, until ``rest.await-leader-timeout``."""
         self.last_request_retried = False
-        deadline: Optional[float] = None
+        deadline: float | None = None
         delay = 0.05
         while True:
             try:
@@ -96,8 +102,9 @@ class RestClient:
                 deadline = now + self.leader_resolver.await_leader_timeout_s
                 log.info("%s; looking for the leader in ZooKeeper", problem)
             if now >= deadline:
-                raise RestClientError(f"{problem}; no leading master answered within "
-                                      f"{self.leader_resolver.await_leader_timeout_s:.0f}s") from None
+                raise RestClientError(
+                    f"{problem}; no leading master answered within {self.leader_resolver.await_leader_timeout_s:.0f}s"
+                ) from None
             try:
                 leader = self.leader_resolver.current()
             except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: keep trying until the deadline
@@ -126,7 +133,9 @@ class RestClient:
             raise RestClientError(
                 f"the cluster at {self.base_url} refused the request: it needs its REST token "
                 f"({'the token sent is not valid' if self.headers else 'none is known for this address'}; "
-                f"set YARNFLINK_REST_TOKEN_FILE to the cluster's security/rest-token file)", 401)
+                f"set YARNFLINK_REST_TOKEN_FILE to the cluster's security/rest-token file)",
+                401,
+            )
         if resp.status_code >= 400:
             try:
                 errors = resp.json().get("errors") or [resp.text]
@@ -160,8 +169,9 @@ class RestClient:
     def cancel(self, job_id: str) -> None:
         self._request("PATCH", f"/jobs/{job_id}", params={"mode": "cancel"})
 
-    def trigger_savepoint(self, job_id: str, target_directory: Optional[str] = None, *,
-                          stop: bool = False, drain: bool = False) -> str:
+    def trigger_savepoint(
+        self, job_id: str, target_directory: str | None = None, *, stop: bool = False, drain: bool = False
+    ) -> str:
         """``POST /jobs/:id/savepoints`` (``stop``: ``POST /jobs/:id/stop``); the trigger id."""
         if stop:
             body: dict[str, Any] = {"drain": drain}
@@ -192,8 +202,10 @@ class RestClient:
                 cause = (op.get("failure-cause") or {}).get("stack-trace") or "unknown cause"
                 raise RestClientError(f"the savepoint of job {job_id} failed: {cause}")
             if time.monotonic() > deadline:
-                raise RestClientError(f"the savepoint of job {job_id} did not complete within {timeout:.0f} s "
-                                      f"(trigger {trigger_id}; it may still complete)")
+                raise RestClientError(
+                    f"the savepoint of job {job_id} did not complete within {timeout:.0f} s "
+                    f"(trigger {trigger_id}; it may still complete)"
+                )
             time.sleep(delay)
             delay = min(delay * 2, 1.0)
 

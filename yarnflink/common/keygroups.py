@@ -123,9 +123,7 @@ def _hash_ints_list(values: list) -> np.ndarray:
         return _hash_int64(np.array(values, dtype=np.int64))
     except OverflowError:
         out = np.empty(len(values), dtype=np.uint64)
-        small = np.fromiter(
-            (_INT64_MIN <= int(v) <= _INT64_MAX for v in values), dtype=bool, count=len(values)
-        )
+        small = np.fromiter((_INT64_MIN <= int(v) <= _INT64_MAX for v in values), dtype=bool, count=len(values))
         idx_small = np.flatnonzero(small)
         idx_big = np.flatnonzero(~small)
         out[idx_small] = _hash_int64(np.array([int(values[i]) for i in idx_small], dtype=np.int64))
@@ -164,7 +162,7 @@ def _hash_list(keys: list) -> np.ndarray:
     return out
 
 
-def _hash_arrow(arr: Union[pa.Array, pa.ChunkedArray]) -> np.ndarray:
+def _hash_arrow(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
     t = arr.type
@@ -225,9 +223,7 @@ def operator_index_for_key_group(max_parallelism: int, parallelism: int, key_gro
 
 def operator_indices_for_keys(keys: KeyArray, max_parallelism: int, parallelism: int) -> np.ndarray:
     """Index of the parallel operator instance (int32 array) that owns each key."""
-    return operator_index_for_key_group(
-        max_parallelism, parallelism, key_group_ids(keys, max_parallelism)
-    )
+    return operator_index_for_key_group(max_parallelism, parallelism, key_group_ids(keys, max_parallelism))
 
 
 def key_group_range(max_parallelism: int, parallelism: int, operator_index: int) -> range:

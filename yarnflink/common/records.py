@@ -41,8 +41,9 @@ from __future__ import annotations
 import datetime
 import io
 import pickle
+from collections.abc import Callable
 from operator import itemgetter
-from typing import Any, Callable, Optional, Union
+from typing import Any, Union
 
 import pyarrow as pa
 
@@ -88,8 +89,7 @@ class Batch:
 
     __slots__ = ("_rows", "_rb", "_ts")
 
-    def __init__(self, rows: Optional[list] = None, rb: Optional[pa.RecordBatch] = None,
-                 timestamps: Any = None):
+    def __init__(self, rows: list | None = None, rb: pa.RecordBatch | None = None, timestamps: Any = None):
         if rows is None and rb is None:
             rows = []
         self._rows = rows
@@ -97,13 +97,13 @@ class Batch:
         self._ts = timestamps  # event-time timestamps (int64 numpy array, ms) or None
 
     @staticmethod
-    def from_rows(rows: list) -> "Batch":
+    def from_rows(rows: list) -> Batch:
         if not isinstance(rows, list):
             rows = list(rows)
         return Batch(rows=rows)
 
     @staticmethod
-    def from_arrow(rb: pa.RecordBatch) -> "Batch":
+    def from_arrow(rb: pa.RecordBatch) -> Batch:
         if isinstance(rb, pa.Table):
             rb = table_to_batch(rb)
         elif not isinstance(rb, pa.RecordBatch):
@@ -181,7 +181,7 @@ def _pickled(rows: list) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([pa.array(payload, type=pa.binary())], schema=schema)
 
 
-def _typed_column(values: list) -> Optional[pa.Array]:
+def _typed_column(values: list) -> pa.Array | None:
     """Arrow array for a column of Python values if Arrow round-trips it exactly, else None."""
     types = set(map(type, values))
     types.discard(_NoneType)
@@ -276,7 +276,7 @@ def record_kind(rb: pa.RecordBatch) -> str:
     return KIND_ROW
 
 
-def with_kind(rb: pa.RecordBatch, kind: Optional[str]) -> pa.RecordBatch:
+def with_kind(rb: pa.RecordBatch, kind: str | None) -> pa.RecordBatch:
     """``rb`` with its kind metadata set (``None``: removed); other metadata kept."""
     md = dict(rb.schema.metadata or {})
     if kind is None:
@@ -286,7 +286,7 @@ def with_kind(rb: pa.RecordBatch, kind: Optional[str]) -> pa.RecordBatch:
     return rb.replace_schema_metadata(md or None)
 
 
-def _to_list(col: Union[pa.Array, pa.ChunkedArray]) -> list:
+def _to_list(col: pa.Array | pa.ChunkedArray) -> list:
     return col.to_pylist()
 
 
@@ -363,8 +363,7 @@ def column_of(rb: pa.RecordBatch, field: Field) -> tuple[int, str]:
     if isinstance(field, int):
         if not 0 <= field < len(names):
             raise FieldError(
-                f"field {field} out of range for records with {len(names)} "
-                f"field{'s' if len(names) != 1 else ''}"
+                f"field {field} out of range for records with {len(names)} field{'s' if len(names) != 1 else ''}"
             )
         return field, names[field]
     idx = rb.schema.get_field_index(field)
@@ -375,7 +374,7 @@ def column_of(rb: pa.RecordBatch, field: Field) -> tuple[int, str]:
     return idx, field
 
 
-def _tuple_position(field: Field) -> Optional[int]:
+def _tuple_position(field: Field) -> int | None:
     if isinstance(field, bool):
         return None
     if isinstance(field, int):
@@ -397,13 +396,11 @@ def get_field(record: Any, field: Field) -> Any:
         pos = _tuple_position(field)
         if pos is None:
             raise FieldError(
-                f"field {field!r} cannot be used on {type(record).__name__} records; "
-                f"use a position or 'f<position>'"
+                f"field {field!r} cannot be used on {type(record).__name__} records; use a position or 'f<position>'"
             )
         if not 0 <= pos < len(record):
             raise FieldError(
-                f"field {field} out of range for records with {len(record)} "
-                f"field{'s' if len(record) != 1 else ''}"
+                f"field {field} out of range for records with {len(record)} field{'s' if len(record) != 1 else ''}"
             )
         return record[pos]
     if isinstance(record, dict):

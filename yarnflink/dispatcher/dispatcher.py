@@ -7,8 +7,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 from yarnflink.common.config import Configuration
 from yarnflink.dispatcher.metric_fetcher import MetricFetcher
@@ -37,9 +38,9 @@ class JobEntry:
     job_id: str
     name: str
     submitted_ms: int
-    master: Optional[JobMaster] = None
+    master: JobMaster | None = None
     #: Snapshot taken when the job ended for good: details, exceptions, collected results.
-    archive: Optional[dict[str, Any]] = None
+    archive: dict[str, Any] | None = None
     terminated: asyncio.Event = field(default_factory=asyncio.Event)
     #: Flink's plan (vertices with their inputs) and the job's configuration, kept from submission
     plan: dict[str, Any] = field(default_factory=dict)
@@ -47,8 +48,15 @@ class JobEntry:
 
 
 class Dispatcher(RpcEndpoint):
-    def __init__(self, config: Configuration, resource_manager: ResourceManager, *,
-                 rest_host: str, rest_port: int, on_shutdown_request: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        config: Configuration,
+        resource_manager: ResourceManager,
+        *,
+        rest_host: str,
+        rest_port: int,
+        on_shutdown_request: Callable[[], None] = lambda: None,
+    ) -> None:
         super().__init__("Dispatcher")
         self.config = config
         self.rm = resource_manager
@@ -59,12 +67,12 @@ class Dispatcher(RpcEndpoint):
         self._savepoint_drivers: dict[tuple[str, str], Any] = {}  # (job id, trigger id) -> CheckpointDriver
         self.on_shutdown_request = on_shutdown_request
         self._rest_server: Any = None
-        self._server_task: Optional[asyncio.Task[Any]] = None
+        self._server_task: asyncio.Task[Any] | None = None
         self.started_ms = int(time.time() * 1000)
         #: task and TaskExecutor metrics for the REST API and dashboard (yarnflink.metrics)
         self.metric_store = MetricStore()
-        self.metric_fetcher: Optional[MetricFetcher] = None
-        self._gateways: Optional[GatewayPool] = None
+        self.metric_fetcher: MetricFetcher | None = None
+        self._gateways: GatewayPool | None = None
         self._metric_reporter: Any = None
         #: HA (yarnflink.dispatcher.leadership.DispatcherLeadership): None without HA
         self.leadership: Any = None
@@ -80,15 +88,19 @@ class Dispatcher(RpcEndpoint):
         return f"{scheme}://{self.rest_host}:{self.rest_port}"
 
     async def on_start(self) -> None:
+        from yarnflink.dispatcher.monitoring import start_master_reporter
         from yarnflink.dispatcher.rest import start_rest_server
 
-        from yarnflink.dispatcher.monitoring import start_master_reporter
-
         self._gateways = GatewayPool()
-        self.metric_fetcher = MetricFetcher(self.rm, self.metric_store, self._gateways,
-                                            self.config.get_seconds("metrics.fetcher.update-interval") or 0.0)
+        self.metric_fetcher = MetricFetcher(
+            self.rm,
+            self.metric_store,
+            self._gateways,
+            self.config.get_seconds("metrics.fetcher.update-interval") or 0.0,
+        )
         self._rest_server, self._server_task, self.rest_port = await start_rest_server(
-            self, self.rest_host, self._rest_port_config)
+            self, self.rest_host, self._rest_port_config
+        )
         self._metric_reporter = start_master_reporter(self)
 
     async def on_stop(self) -> None:
@@ -107,7 +119,7 @@ class Dispatcher(RpcEndpoint):
             if self._server_task is not None:
                 try:
                     await asyncio.wait_for(self._server_task, 5)
-                except (asyncio.TimeoutError, asyncio.CancelledError):
+                except (TimeoutError, asyncio.CancelledError):
                     pass
 
     # ------------------------------------------------------------------ jobs
@@ -118,8 +130,13 @@ class Dispatcher(RpcEndpoint):
             raise DuplicateJobSubmission(f"job {job_graph.job_id} was already submitted")
         if ha is not None and await ha.has_job_result(job_graph.job_id):
             raise DuplicateJobSubmission(f"job {job_graph.job_id} has already ended (it is in the job result store)")
-        entry = JobEntry(job_graph.job_id, job_graph.job_name, int(time.time() * 1000),
-                         plan=plan_json(job_graph), job_config=job_config_json(job_graph, self.config.to_dict()))
+        entry = JobEntry(
+            job_graph.job_id,
+            job_graph.job_name,
+            int(time.time() * 1000),
+            plan=plan_json(job_graph),
+            job_config=job_config_json(job_graph, self.config.to_dict()),
+        )
         self.jobs[job_graph.job_id] = entry
         try:
             if ha is not None:  # durable before the JobMaster starts: a new leader recovers it
@@ -137,8 +154,13 @@ class Dispatcher(RpcEndpoint):
         """HA: run a job that a former leader accepted (its JobGraph came from the JobGraphStore)."""
         if job_graph.job_id in self.jobs:
             return
-        entry = JobEntry(job_graph.job_id, job_graph.job_name, int(time.time() * 1000),
-                         plan=plan_json(job_graph), job_config=job_config_json(job_graph, self.config.to_dict()))
+        entry = JobEntry(
+            job_graph.job_id,
+            job_graph.job_name,
+            int(time.time() * 1000),
+            plan=plan_json(job_graph),
+            job_config=job_config_json(job_graph, self.config.to_dict()),
+        )
         self.jobs[job_graph.job_id] = entry
         try:
             await self._start_job_master(entry, job_graph)
@@ -159,8 +181,11 @@ class Dispatcher(RpcEndpoint):
         import concurrent.futures
 
         masters = [e.master for e in list(self.jobs.values()) if e.master is not None]
-        futures = [asyncio.run_coroutine_threadsafe(jm.suspend(cause, timeout), jm.loop) for jm in masters
-                   if not jm.loop.is_closed()]
+        futures = [
+            asyncio.run_coroutine_threadsafe(jm.suspend(cause, timeout), jm.loop)
+            for jm in masters
+            if not jm.loop.is_closed()
+        ]
         concurrent.futures.wait(futures, timeout=timeout + 0.5)
         for jm in masters:
             try:
@@ -172,7 +197,7 @@ class Dispatcher(RpcEndpoint):
         cfg = self.config
         ha_kwargs: dict[str, Any] = {}
         ha = self.leadership
-        session: Optional[str] = None
+        session: str | None = None
         if ha is not None:
             from yarnflink.checkpoint.config import CheckpointConfig
             from yarnflink.dispatcher.leadership import NotLeader
@@ -185,10 +210,13 @@ class Dispatcher(RpcEndpoint):
                 retained = CheckpointConfig.from_configuration(job_configuration(cfg, job_graph)).num_retained
             except ValueError:  # the JobMaster below names the problem
                 retained = 1
-            ha_kwargs = {"jobmaster_id": session,  # fresh per leadership: the leader session id
-                         "checkpoint_ha": ha.checkpoint_recovery(job_graph.job_id, session, retained)}
+            ha_kwargs = {
+                "jobmaster_id": session,  # fresh per leadership: the leader session id
+                "checkpoint_ha": ha.checkpoint_recovery(job_graph.job_id, session, retained),
+            }
         jm = JobMaster(
-            job_graph, self.rest_host if self.rest_host not in ("0.0.0.0", "") else "127.0.0.1",
+            job_graph,
+            self.rest_host if self.rest_host not in ("0.0.0.0", "") else "127.0.0.1",
             self.rm.address,
             on_terminated=lambda m: self._job_terminated_on_jm_loop(m),
             slot_request_timeout_s=cfg.get_seconds("slot.request.timeout"),
@@ -229,8 +257,12 @@ class Dispatcher(RpcEndpoint):
         if self.leadership is not None:  # HA: job result store, then the job's HA data goes
             details = archive["details"]
             exc = archive["exceptions"]
-            self.leadership.job_ended(job_id, str(details.get("state")), int(details.get("duration") or 0),
-                                      str(exc.get("root-exception") or "") or None)
+            self.leadership.job_ended(
+                job_id,
+                str(details.get("state")),
+                int(details.get("duration") or 0),
+                str(exc.get("root-exception") or "") or None,
+            )
         if jm is not None:
             # give the JobMaster a moment to free its slots, then stop its thread
             async def stop_later() -> None:
@@ -274,8 +306,15 @@ class Dispatcher(RpcEndpoint):
         assert jm is not None
         return await jm.call_async(_as_coro(lambda: exceptions_json(jm.eg)))
 
-    async def trigger_savepoint(self, job_id: str, target_directory: Optional[str], *, stop: bool = False,
-                                drain: bool = False, cancel_job: bool = False) -> Optional[str]:
+    async def trigger_savepoint(
+        self,
+        job_id: str,
+        target_directory: str | None,
+        *,
+        stop: bool = False,
+        drain: bool = False,
+        cancel_job: bool = False,
+    ) -> str | None:
         """The savepoint's trigger id; None if the job runs no longer or has no checkpointing
         (savepoints: yarnflink/jobmaster/checkpointing.py). ``stop``: stop-with-savepoint (the
         job ends FINISHED; ``drain``: MAX_WATERMARK first); ``cancel_job``: cancel-with-savepoint
@@ -285,13 +324,14 @@ class Dispatcher(RpcEndpoint):
         if e.archive is not None or jm is None or getattr(jm, "checkpoints", None) is None:
             return None
         driver = jm.checkpoints
-        trigger_id: str = await jm.call_async(_as_coro(
-            lambda: driver.trigger_savepoint(target_directory, stop=stop, drain=drain, cancel_job=cancel_job)))
+        trigger_id: str = await jm.call_async(
+            _as_coro(lambda: driver.trigger_savepoint(target_directory, stop=stop, drain=drain, cancel_job=cancel_job))
+        )
         # the result stays readable after the job ended (stop-with-savepoint ends it)
         self._savepoint_drivers[(job_id, trigger_id)] = driver
         return trigger_id
 
-    async def savepoint_status(self, job_id: str, trigger_id: str) -> Optional[dict[str, Any]]:
+    async def savepoint_status(self, job_id: str, trigger_id: str) -> dict[str, Any] | None:
         e = self.entry(job_id)
         jm = e.master
         driver = self._savepoint_drivers.get((job_id, trigger_id))
@@ -323,11 +363,17 @@ class Dispatcher(RpcEndpoint):
         if e.archive is None and self.metric_fetcher is not None:
             await self.metric_fetcher.update()
         if e.archive is not None:
-            return {"details": e.archive["details"], "metrics": e.archive["metrics"],
-                    "checkpoints": e.archive["checkpoints"], "num_restarts": e.archive["num_restarts"]}
+            return {
+                "details": e.archive["details"],
+                "metrics": e.archive["metrics"],
+                "checkpoints": e.archive["checkpoints"],
+                "num_restarts": e.archive["num_restarts"],
+            }
         jm = e.master
         assert jm is not None
-        snap: dict[str, Any] = await jm.call_async(_as_coro(lambda: {"details": jm.details(), **monitoring_snapshot(jm)}))
+        snap: dict[str, Any] = await jm.call_async(
+            _as_coro(lambda: {"details": jm.details(), **monitoring_snapshot(jm)})
+        )
         live: list[TaskMetricsEntry] = self.metric_store.job_tasks(job_id)
         snap["metrics"] = merge_entries(live, snap.pop("finals"))
         return snap

@@ -17,7 +17,8 @@ import asyncio
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from yarnflink.dispatcher.recovery import (
     AcceptJobs,
@@ -63,17 +64,21 @@ __all__ = ["DispatcherLeadership", "NotLeader"]
 class NotLeader(Exception):
     """This master does not lead (or has not finished recovering): the REST API answers 503."""
 
-    def __init__(self, leader_rest_url: Optional[str]) -> None:
-        where = f"; the leader's REST endpoint is {leader_rest_url}" if leader_rest_url else \
-            "; no leader is known yet"
+    def __init__(self, leader_rest_url: str | None) -> None:
+        where = f"; the leader's REST endpoint is {leader_rest_url}" if leader_rest_url else "; no leader is known yet"
         super().__init__(f"this master is not the leader{where}")
         self.leader_rest_url = leader_rest_url
 
 
 #: What a JobMaster imports on first use (about 0.4 s): a standby imports it before it is granted,
 #: so a takeover does not wait for it.
-_JOB_MASTER_MODULES = ("yarnflink.taskexecutor.task", "yarnflink.jobmaster.checkpointing",
-                       "yarnflink.checkpoint.storage", "yarnflink.checkpoint.config", "yarnflink.jobmaster.rm_connection")
+_JOB_MASTER_MODULES = (
+    "yarnflink.taskexecutor.task",
+    "yarnflink.jobmaster.checkpointing",
+    "yarnflink.checkpoint.storage",
+    "yarnflink.checkpoint.config",
+    "yarnflink.jobmaster.rm_connection",
+)
 
 
 def _warm_up() -> None:
@@ -89,8 +94,9 @@ def _warm_up() -> None:
 class _Component:
     """A component's contender: the process contender decides for all of them."""
 
-    def __init__(self, on_grant: Callable[[str], None] = lambda s: None,
-                 on_revoke: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self, on_grant: Callable[[str], None] = lambda s: None, on_revoke: Callable[[], None] = lambda: None
+    ) -> None:
         self._on_grant = on_grant
         self._on_revoke = on_revoke
 
@@ -102,25 +108,31 @@ class _Component:
 
 
 class DispatcherLeadership:
-    def __init__(self, ha: HighAvailabilityServices, dispatcher: "Dispatcher", rm: "ResourceManager", *,
-                 step_down: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        ha: HighAvailabilityServices,
+        dispatcher: Dispatcher,
+        rm: ResourceManager,
+        *,
+        step_down: Callable[[str], None],
+    ) -> None:
         self.ha = ha
         self.dispatcher = dispatcher
         self.rm = rm
         self._step_down = step_down
         self.state = MasterLeadership()
         self._lock = threading.Lock()
-        self.election: Optional[LeaderElectionService] = None
+        self.election: LeaderElectionService | None = None
         self._handles: dict[str, LeaderElectionHandle] = {}
         self._job_handles: dict[str, LeaderElectionHandle] = {}
-        self._rest_leader: Optional[LeaderRetrievalService] = None
+        self._rest_leader: LeaderRetrievalService | None = None
         #: The session id under which jobs are accepted (None: not leading or still recovering).
-        self.accepting_session: Optional[str] = None
-        self._step_down_thread: Optional[threading.Thread] = None
+        self.accepting_session: str | None = None
+        self._step_down_thread: threading.Thread | None = None
         self._granted_at = 0.0
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self) -> "DispatcherLeadership":
+    def start(self) -> DispatcherLeadership:
         """Joins the election (the endpoints must serve already: a grant may come at once)."""
         threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
         self._rest_leader = self.ha.rest_endpoint_leader_retriever().start()
@@ -141,7 +153,7 @@ class DispatcherLeadership:
 
     # ------------------------------------------------------------------ queries (any thread)
     @property
-    def leader_rest_url(self) -> Optional[str]:
+    def leader_rest_url(self) -> str | None:
         info = self._rest_leader.current() if self._rest_leader is not None else None
         return info.address if info is not None else None
 
@@ -174,8 +186,7 @@ class DispatcherLeadership:
         return "leader latch released"
 
     # ------------------------------------------------------------------ events -> actions
-    def job_ended(self, job_id: str, status: str, net_runtime_ms: int = 0,
-                  failure_cause: Optional[str] = None) -> None:
+    def job_ended(self, job_id: str, status: str, net_runtime_ms: int = 0, failure_cause: str | None = None) -> None:
         self._handle(JobEnded(job_id, status, net_runtime_ms, failure_cause))
 
     def _handle(self, event: Any) -> None:
@@ -207,8 +218,9 @@ class DispatcherLeadership:
 
     def _start_step_down(self, reason: str) -> None:
         if self._step_down_thread is None:
-            self._step_down_thread = threading.Thread(target=self._step_down, args=(reason,),
-                                                      name="step-down", daemon=True)
+            self._step_down_thread = threading.Thread(
+                target=self._step_down, args=(reason,), name="step-down", daemon=True
+            )
             self._step_down_thread.start()
 
     def _spawn_async(self, actions: list[Action]) -> None:
@@ -249,9 +261,12 @@ class DispatcherLeadership:
             self._handle(RecoveryFailed(session_id, f"{type(e).__name__}: {e}"))
             return
         if plan.jobs_to_recover or plan.dirty_results or plan.stale_job_graphs:
-            log.info("leader session %s: recovering jobs %s, cleaning up %s", session_id,
-                     list(plan.jobs_to_recover),
-                     [r.job_id for r in plan.dirty_results] + list(plan.stale_job_graphs))
+            log.info(
+                "leader session %s: recovering jobs %s, cleaning up %s",
+                session_id,
+                list(plan.jobs_to_recover),
+                [r.job_id for r in plan.dirty_results] + list(plan.stale_job_graphs),
+            )
         self._handle(RecoveryRead(session_id, plan))
 
     async def _recover(self, job_id: str, session_id: str) -> None:
@@ -276,12 +291,17 @@ class DispatcherLeadership:
         url = self.dispatcher.rest_url
         self._handles[DISPATCHER].confirm_leadership(session_id, url)
         self._handles[REST_SERVER].confirm_leadership(session_id, url)
-        log.info("leading as session %s: ResourceManager %s, REST %s, %d job(s) recovered %.0f ms after the grant",
-                 session_id, self.rm.address, url, len(self.dispatcher.jobs),
-                 (time.monotonic() - self._granted_at) * 1000)
+        log.info(
+            "leading as session %s: ResourceManager %s, REST %s, %d job(s) recovered %.0f ms after the grant",
+            session_id,
+            self.rm.address,
+            url,
+            len(self.dispatcher.jobs),
+            (time.monotonic() - self._granted_at) * 1000,
+        )
 
     # ------------------------------------------------------------------ per job (Dispatcher loop)
-    async def put_job_graph(self, graph: "JobGraph", session_id: str) -> None:
+    async def put_job_graph(self, graph: JobGraph, session_id: str) -> None:
         await self._off_loop(self.ha.job_graph_store(self._fence(session_id)).put_job_graph, graph)
 
     async def remove_job_graph(self, job_id: str, session_id: str) -> None:
@@ -296,11 +316,14 @@ class DispatcherLeadership:
 
     def checkpoint_recovery(self, job_id: str, session_id: str, max_retained: int) -> JobCheckpointRecovery:
         fence = self._fence(session_id)
-        return JobCheckpointRecovery(self.ha.checkpoint_id_counter(job_id, fence),
-                                     self.ha.completed_checkpoint_pointer_store(job_id, max(1, max_retained), fence))
+        return JobCheckpointRecovery(
+            self.ha.checkpoint_id_counter(job_id, fence),
+            self.ha.completed_checkpoint_pointer_store(job_id, max(1, max_retained), fence),
+        )
 
     async def publish_job_master(self, job_id: str, session_id: str, address: str) -> None:
         """The JobMaster leads its job under ``session_id`` at ``address`` (its gRPC endpoint)."""
+
         def register() -> None:
             assert self.election is not None
             entry = self.dispatcher.jobs.get(job_id)
@@ -310,6 +333,7 @@ class DispatcherLeadership:
             handle.start(_Component())
             self._job_handles[job_id] = handle
             handle.confirm_leadership(session_id, address)
+
         try:
             await self._off_loop(register)
         except Exception as e:  # noqa: BLE001 - the TaskExecutors learn the address from slot requests too
@@ -328,6 +352,7 @@ class DispatcherLeadership:
             self.ha.job_graph_store(fence).global_cleanup(a.job_id)
             if results.has_dirty_job_result_entry(a.job_id):
                 results.mark_result_as_clean(a.job_id)
+
         try:
             await self._off_loop(run)
             log.info("job %s: HA data removed", a.job_id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
@@ -31,14 +31,15 @@ class UnknownTaskManager(KeyError):
 
 
 class MetricFetcher:
-    def __init__(self, rm: "ResourceManager", store: MetricStore, gateways: GatewayPool,
-                 update_interval_s: float) -> None:
+    def __init__(
+        self, rm: ResourceManager, store: MetricStore, gateways: GatewayPool, update_interval_s: float
+    ) -> None:
         self.rm = rm
         self.store = store
         self.gateways = gateways
         self.update_interval_s = max(0.0, update_interval_s)
         self._last = -float("inf")
-        self._inflight: Optional[asyncio.Future[None]] = None
+        self._inflight: asyncio.Future[None] | None = None
         self._fetched_once = False
         #: job ids whose metrics are archived: late answers about them are dropped
         self.ended_jobs: set[str] = set()
@@ -59,7 +60,7 @@ class MetricFetcher:
             except Exception:  # noqa: BLE001 - logged by _fetched; the caller shows what there is
                 pass
 
-    def _fetched(self, fut: "asyncio.Future[None]") -> None:
+    def _fetched(self, fut: asyncio.Future[None]) -> None:
         self._inflight = None
         self._fetched_once = True
         if not fut.cancelled() and fut.exception() is not None:
@@ -83,19 +84,26 @@ class MetricFetcher:
             log.warning("metrics of TaskExecutor %s not fetched", tm["id"], exc_info=True)
             return
         self.store.task_managers[tm["id"]] = TaskManagerMetrics(
-            dict(info.process_metrics), info.metric_reporter_address, int(time.time() * 1000))
+            dict(info.process_metrics), info.metric_reporter_address, int(time.time() * 1000)
+        )
         for t in info.task_metrics:
             if t.job_id in self.ended_jobs:
                 continue
-            self.store.put_task(TaskMetricsEntry(t.job_id, t.vertex_id, t.subtask_index, t.attempt_number,
-                                                 t.execution_id, tm["id"], dict(t.metrics)))
+            self.store.put_task(
+                TaskMetricsEntry(
+                    t.job_id, t.vertex_id, t.subtask_index, t.attempt_number, t.execution_id, tm["id"], dict(t.metrics)
+                )
+            )
 
-    async def request_info(self, rpc_address: str, *, include_metrics: bool = False, log_name: str = "",
-                           log_max_bytes: int = 0) -> taskexecutor_pb2.TaskExecutorInfo:
+    async def request_info(
+        self, rpc_address: str, *, include_metrics: bool = False, log_name: str = "", log_max_bytes: int = 0
+    ) -> taskexecutor_pb2.TaskExecutorInfo:
         return await self.gateways.task_executor(rpc_address).RequestTaskExecutorInfo(
-            taskexecutor_pb2.TaskExecutorInfoRequest(include_metrics=include_metrics, log_name=log_name,
-                                                     log_max_bytes=log_max_bytes),
-            timeout=FETCH_TIMEOUT_S)
+            taskexecutor_pb2.TaskExecutorInfoRequest(
+                include_metrics=include_metrics, log_name=log_name, log_max_bytes=log_max_bytes
+            ),
+            timeout=FETCH_TIMEOUT_S,
+        )
 
     async def find_task_manager(self, tm_id: str) -> dict[str, Any]:
         for tm in await self.task_managers():

@@ -6,7 +6,7 @@ restarts, checkpoints). Task metrics are exported by the TaskExecutors' own endp
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from yarnflink.dispatcher.views import checkpoint_stats_of, job_metrics, num_restarts_of
 from yarnflink.metrics import names as n
@@ -17,11 +17,11 @@ if TYPE_CHECKING:
     from yarnflink.dispatcher.dispatcher import Dispatcher
 
 
-def start_master_reporter(d: "Dispatcher") -> Optional[PrometheusReporter]:
+def start_master_reporter(d: Dispatcher) -> PrometheusReporter | None:
     return start_reporter(d.config, lambda: master_samples(d))
 
 
-async def _running_jobs(d: "Dispatcher") -> list[tuple[str, str, dict[str, float]]]:
+async def _running_jobs(d: Dispatcher) -> list[tuple[str, str, dict[str, float]]]:
     out = []
     for e in list(d.jobs.values()):
         jm = e.master
@@ -29,7 +29,11 @@ async def _running_jobs(d: "Dispatcher") -> list[tuple[str, str, dict[str, float
             continue
 
         async def snap(jm: Any = jm) -> dict[str, Any]:
-            return {"details": jm.details(), "checkpoints": checkpoint_stats_of(jm), "num_restarts": num_restarts_of(jm)}
+            return {
+                "details": jm.details(),
+                "checkpoints": checkpoint_stats_of(jm),
+                "num_restarts": num_restarts_of(jm),
+            }
 
         try:
             s = await jm.call_async(snap)
@@ -39,7 +43,7 @@ async def _running_jobs(d: "Dispatcher") -> list[tuple[str, str, dict[str, float
     return out
 
 
-def master_samples(d: "Dispatcher") -> list[Sample]:
+def master_samples(d: Dispatcher) -> list[Sample]:
     """Called on the reporter's HTTP thread; reads the components on their own loops."""
     samples = [Sample("jobmanager_" + k, v) for k, v in process_metrics().snapshot().items()]
     tms, total, free = d.rm.call(d.rm.slot_totals, timeout=5.0)

@@ -22,7 +22,7 @@ and carries out the actions; nothing here does I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Union
 
 from yarnflink.highavailability.stores import GLOBALLY_TERMINAL, JobResult, RecoveryPlan
 
@@ -72,7 +72,7 @@ class JobEnded:
     job_id: str
     status: str
     net_runtime_ms: int = 0
-    failure_cause: Optional[str] = None
+    failure_cause: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +104,7 @@ class CleanupJob:
 
     job_id: str
     session_id: str
-    result: Optional[JobResult] = None
+    result: JobResult | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +137,7 @@ Action = Union[FenceResourceManager, ReadRecoveryPlan, CleanupJob, RecoverJob, A
 @dataclass
 class MasterLeadership:
     #: The current grant (None: not leading).
-    session_id: Optional[str] = None
+    session_id: str | None = None
     #: Recovery is done and jobs are accepted under ``session_id``.
     accepting: bool = False
     #: This process led and stopped: it never acts again (it is being replaced).
@@ -209,5 +209,4 @@ class MasterLeadership:
         if self.session_id is None or e.status not in GLOBALLY_TERMINAL or e.job_id in self.cleaned:
             return []  # suspended (not terminal), or not leading: the HA data stays
         self.cleaned.add(e.job_id)
-        return [CleanupJob(e.job_id, self.session_id,
-                           JobResult(e.job_id, e.status, e.net_runtime_ms, e.failure_cause))]
+        return [CleanupJob(e.job_id, self.session_id, JobResult(e.job_id, e.status, e.net_runtime_ms, e.failure_cause))]

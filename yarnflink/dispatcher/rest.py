@@ -10,7 +10,7 @@ import base64
 import json
 import logging
 import socket
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 from fastapi import FastAPI, Query, Request
@@ -47,13 +47,16 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"errors": [message]}, status_code=status)
 
 
-def create_app(dispatcher: "Dispatcher") -> FastAPI:
+def create_app(dispatcher: Dispatcher) -> FastAPI:
     from yarnflink.dispatcher.dispatcher import DuplicateJobSubmission, UnknownJob
     from yarnflink.dispatcher.leadership import NotLeader
     from yarnflink.jobmaster.jobmaster import JobSubmissionException
 
-    app = FastAPI(title="yarnflink REST API", version=__version__,
-                  description="Flink's REST API paths and shapes, served by the yarnflink Dispatcher.")
+    app = FastAPI(
+        title="yarnflink REST API",
+        version=__version__,
+        description="Flink's REST API paths and shapes, served by the yarnflink Dispatcher.",
+    )
     max_body = int(dispatcher.config.get("rest.server.max-content-length"))
 
     @app.middleware("http")
@@ -100,14 +103,26 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
 
         refresh = dispatcher.config.get_seconds("web.refresh-interval") or 3.0
         prom = active_reporter_address()
-        return {"refresh-interval": int(refresh * 1000), "timezone-name": "UTC", "timezone-offset": 0,
-                "flink-version": __version__, "flink-revision": "yarnflink",
-                "features": {"web-submit": False, "web-cancel": bool(dispatcher.config.get("web.cancel.enable")),
-                             "web-history": False},
-                "metric-reporters": {"prom": prom} if prom else {}}
+        return {
+            "refresh-interval": int(refresh * 1000),
+            "timezone-name": "UTC",
+            "timezone-offset": 0,
+            "flink-version": __version__,
+            "flink-revision": "yarnflink",
+            "features": {
+                "web-submit": False,
+                "web-cancel": bool(dispatcher.config.get("web.cancel.enable")),
+                "web-history": False,
+            },
+            "metric-reporters": {"prom": prom} if prom else {},
+        }
 
-    @app.get("/jobmanager/config", summary="The master's configuration as key/value pairs",
-             response_model=None, responses=doc(list[m.ConfigEntry]))
+    @app.get(
+        "/jobmanager/config",
+        summary="The master's configuration as key/value pairs",
+        response_model=None,
+        responses=doc(list[m.ConfigEntry]),
+    )
     async def jobmanager_config() -> list[dict[str, str]]:
         return [{"key": k, "value": v} for k, v in sorted(dispatcher.config.to_dict().items())]
 
@@ -116,14 +131,23 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
         tms, total, free = await dispatcher.rm.call_async(dispatcher.rm.slot_totals)
         states = [o["state"] for o in await dispatcher.overviews()]
         return {
-            "taskmanagers": tms, "slots-total": total, "slots-available": free,
+            "taskmanagers": tms,
+            "slots-total": total,
+            "slots-available": free,
             "jobs-running": sum(s not in ("FINISHED", "CANCELED", "FAILED") for s in states),
-            "jobs-finished": states.count("FINISHED"), "jobs-cancelled": states.count("CANCELED"),
-            "jobs-failed": states.count("FAILED"), "flink-version": __version__, "flink-commit": "yarnflink",
+            "jobs-finished": states.count("FINISHED"),
+            "jobs-cancelled": states.count("CANCELED"),
+            "jobs-failed": states.count("FAILED"),
+            "flink-version": __version__,
+            "flink-commit": "yarnflink",
         }
 
-    @app.get("/taskmanagers", summary="All registered TaskExecutors and their slots",
-             response_model=None, responses=doc(m.TaskManagersList))
+    @app.get(
+        "/taskmanagers",
+        summary="All registered TaskExecutors and their slots",
+        response_model=None,
+        responses=doc(m.TaskManagersList),
+    )
     async def taskmanagers() -> dict[str, Any]:
         return {"taskmanagers": await dispatcher.rm.call_async(dispatcher.rm.task_managers_info)}
 
@@ -133,14 +157,22 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
         return {}
 
     # ------------------------------------------------------------------ jobs
-    @app.post("/jobs", status_code=202, summary="Submit a JobGraph (JSON body)", response_model=None,
-              responses=doc(m.SubmitResponse, 202, conflict=True),
-              openapi_extra={"requestBody": {"required": True, "content": {
-                  "application/json": {"schema": m.JOB_GRAPH_SCHEMA}}}})
+    @app.post(
+        "/jobs",
+        status_code=202,
+        summary="Submit a JobGraph (JSON body)",
+        response_model=None,
+        responses=doc(m.SubmitResponse, 202, conflict=True),
+        openapi_extra={
+            "requestBody": {"required": True, "content": {"application/json": {"schema": m.JOB_GRAPH_SCHEMA}}}
+        },
+    )
     async def submit(request: Request) -> dict[str, Any]:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > max_body:
-            raise RestError(413, f"request body of {declared} bytes exceeds rest.server.max-content-length ({max_body})")
+            raise RestError(
+                413, f"request body of {declared} bytes exceeds rest.server.max-content-length ({max_body})"
+            )
         body = bytearray()
         async for chunk in request.stream():
             body.extend(chunk)
@@ -177,14 +209,23 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
     async def jobs_overview() -> dict[str, Any]:
         return {"jobs": await dispatcher.overviews()}
 
-    @app.get("/jobs/{jobid}", summary="Details of a job: vertices with state, parallelism and metrics, and its plan",
-             response_model=None, responses=doc(m.JobDetails))
+    @app.get(
+        "/jobs/{jobid}",
+        summary="Details of a job: vertices with state, parallelism and metrics, and its plan",
+        response_model=None,
+        responses=doc(m.JobDetails),
+    )
     async def job(jobid: str) -> dict[str, Any]:
         return await dispatcher.job_details_with_metrics(_job_id(jobid))
 
-    @app.patch("/jobs/{jobid}", status_code=202, summary="Cancel a job (mode=cancel)", response_model=None,
-               responses=doc(m.Empty, 202, conflict=True))
-    async def cancel(jobid: str, mode: Optional[str] = Query(default="cancel")) -> dict[str, Any]:
+    @app.patch(
+        "/jobs/{jobid}",
+        status_code=202,
+        summary="Cancel a job (mode=cancel)",
+        response_model=None,
+        responses=doc(m.Empty, 202, conflict=True),
+    )
+    async def cancel(jobid: str, mode: str | None = Query(default="cancel")) -> dict[str, Any]:
         if mode not in ("cancel", None):
             raise RestError(400, f"unsupported mode {mode!r}; supported: cancel")
         job_id = _job_id(jobid)
@@ -194,8 +235,12 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
                 raise RestError(409, f"Job {job_id} is already {details['state']}")
         return {}
 
-    @app.get("/jobs/{jobid}/exceptions", summary="Exception history of a job", response_model=None,
-             responses=doc(m.JobExceptions))
+    @app.get(
+        "/jobs/{jobid}/exceptions",
+        summary="Exception history of a job",
+        response_model=None,
+        responses=doc(m.JobExceptions),
+    )
     async def exceptions(jobid: str) -> dict[str, Any]:
         return await dispatcher.job_exceptions(_job_id(jobid))
 
@@ -208,7 +253,7 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
             raise RestError(400, "the body must be a JSON object")
         return body
 
-    def _target(body: dict[str, Any], *keys: str) -> Optional[str]:
+    def _target(body: dict[str, Any], *keys: str) -> str | None:
         for key in keys:
             value = body.get(key)
             if value is not None:
@@ -220,8 +265,12 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
                 return value
         return None
 
-    @app.post("/jobs/{jobid}/savepoints", summary="Trigger a savepoint ({'request-id'})", response_model=None,
-              responses=doc(m.Empty, conflict=True))
+    @app.post(
+        "/jobs/{jobid}/savepoints",
+        summary="Trigger a savepoint ({'request-id'})",
+        response_model=None,
+        responses=doc(m.Empty, conflict=True),
+    )
     async def trigger_savepoint(jobid: str, request: Request) -> dict[str, Any]:
         body = await _json_body(request)
         target = _target(body, "target-directory")
@@ -233,8 +282,12 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
             raise RestError(409, f"Job {jobid} is not running with checkpointing enabled")
         return {"request-id": trigger_id}
 
-    @app.post("/jobs/{jobid}/stop", summary="Stop a job with a savepoint ({'request-id'})", response_model=None,
-              responses=doc(m.Empty, conflict=True))
+    @app.post(
+        "/jobs/{jobid}/stop",
+        summary="Stop a job with a savepoint ({'request-id'})",
+        response_model=None,
+        responses=doc(m.Empty, conflict=True),
+    )
     async def stop_with_savepoint(jobid: str, request: Request) -> dict[str, Any]:
         """Stop-with-savepoint (FLIP-34): a synchronous savepoint, then the job ends FINISHED;
         ``drain``: MAX_WATERMARK first (all event-time timers and windows fire into it). The
@@ -243,8 +296,11 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
         body = await _json_body(request)
         unknown = sorted(set(body) - STOP_FIELDS)
         if unknown:
-            raise RestError(400, f"unknown field(s) {', '.join(unknown)} in the stop request; "
-                                 f"accepted: targetDirectory (a directory path or URL), drain (true or false)")
+            raise RestError(
+                400,
+                f"unknown field(s) {', '.join(unknown)} in the stop request; "
+                f"accepted: targetDirectory (a directory path or URL), drain (true or false)",
+            )
         target = _target(body, "targetDirectory", "target-directory")
         drain = body.get("drain", False)
         if not isinstance(drain, bool):
@@ -254,16 +310,24 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
             raise RestError(409, f"Job {jobid} is not running with checkpointing enabled")
         return {"request-id": trigger_id}
 
-    @app.get("/jobs/{jobid}/savepoints/{triggerid}", summary="Status of a savepoint", response_model=None,
-             responses=doc(m.Empty))
+    @app.get(
+        "/jobs/{jobid}/savepoints/{triggerid}",
+        summary="Status of a savepoint",
+        response_model=None,
+        responses=doc(m.Empty),
+    )
     async def savepoint_status(jobid: str, triggerid: str) -> dict[str, Any]:
         status = await dispatcher.savepoint_status(_job_id(jobid), triggerid)
         if status is None:
             raise RestError(404, f"no savepoint {triggerid} of job {jobid}")
         return status
 
-    @app.get("/jobs/{jobid}/execution-result", summary="Result of a job once it has ended", response_model=None,
-             responses=doc(m.JobExecutionResult))
+    @app.get(
+        "/jobs/{jobid}/execution-result",
+        summary="Result of a job once it has ended",
+        response_model=None,
+        responses=doc(m.JobExecutionResult),
+    )
     async def execution_result(jobid: str) -> dict[str, Any]:
         job_id = _job_id(jobid)
         entry = dispatcher.entry(job_id)
@@ -282,16 +346,23 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
                     "collect": [base64.b64encode(p).decode("ascii") for p in entry.archive["collected"]],
                 },
                 "failure-cause": (
-                    {"class": exc["exceptionHistory"]["entries"][0]["exceptionName"],  # newest first
-                     "stack-trace": exc["root-exception"],
-                     "serialized-throwable": ""}
-                    if state == "FAILED" and exc["root-exception"] else None
+                    {
+                        "class": exc["exceptionHistory"]["entries"][0]["exceptionName"],  # newest first
+                        "stack-trace": exc["root-exception"],
+                        "serialized-throwable": "",
+                    }
+                    if state == "FAILED" and exc["root-exception"]
+                    else None
                 ),
             },
         }
 
-    @app.get("/jobs/{jobid}/plan", summary="The JobGraph of a job: vertices with their inputs",
-             response_model=None, responses=doc(m.JobPlan))
+    @app.get(
+        "/jobs/{jobid}/plan",
+        summary="The JobGraph of a job: vertices with their inputs",
+        response_model=None,
+        responses=doc(m.JobPlan),
+    )
     async def plan(jobid: str) -> dict[str, Any]:
         return {"plan": dispatcher.entry(_job_id(jobid)).plan}
 
@@ -301,7 +372,7 @@ def create_app(dispatcher: "Dispatcher") -> FastAPI:
     return app
 
 
-def _not_leader(dispatcher: "Dispatcher") -> JSONResponse:
+def _not_leader(dispatcher: Dispatcher) -> JSONResponse:
     from yarnflink.dispatcher.leadership import NotLeader
 
     url = dispatcher.leadership.leader_rest_url if dispatcher.leadership is not None else None
@@ -315,7 +386,9 @@ def _job_id(value: str) -> str:
     return v
 
 
-async def start_rest_server(dispatcher: "Dispatcher", host: str, port: int) -> tuple[uvicorn.Server, "asyncio.Task[Any]", int]:
+async def start_rest_server(
+    dispatcher: Dispatcher, host: str, port: int
+) -> tuple[uvicorn.Server, asyncio.Task[Any], int]:
     """Binds the socket first (so port 0 works and errors surface here), then serves it."""
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -326,9 +399,14 @@ async def start_rest_server(dispatcher: "Dispatcher", host: str, port: int) -> t
         raise OSError(f"REST endpoint cannot bind {host}:{port}: {e.strerror}") from e
     sock.listen(128)
     sock.setblocking(False)
-    config = uvicorn.Config(create_app(dispatcher), log_level="warning", access_log=False,
-                            lifespan="off", timeout_graceful_shutdown=2,
-                            **uvicorn_ssl_options(dispatcher.config))  # type: ignore[arg-type]
+    config = uvicorn.Config(
+        create_app(dispatcher),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=2,
+        **uvicorn_ssl_options(dispatcher.config),
+    )  # type: ignore[arg-type]
     server = uvicorn.Server(config)
     task = asyncio.ensure_future(server.serve(sockets=[sock]))
     while not server.started:

@@ -7,7 +7,7 @@ extra fields; ``tests/e2e/test_openapi_fuzz.py`` checks real responses against t
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,8 +39,10 @@ class DashboardConfiguration(_Model):
     flink_revision: str = Field(alias="flink-revision")
     features: DashboardFeatures
     metric_reporters: dict[str, str] = Field(
-        default_factory=dict, alias="metric-reporters",
-        description="yarnflink: address (host:port) of each metric reporter of the master, e.g. prom")
+        default_factory=dict,
+        alias="metric-reporters",
+        description="yarnflink: address (host:port) of each metric reporter of the master, e.g. prom",
+    )
 
 
 class ConfigEntry(_Model):
@@ -61,12 +63,12 @@ class ClusterOverview(_Model):
 
 class TaskManagerInfo(_Model):
     id: str
-    path: Optional[str] = None
-    dataPort: Optional[int] = None
-    timeSinceLastHeartbeat: Optional[int] = None
-    slotsNumber: Optional[int] = None
-    freeSlots: Optional[int] = None
-    hardware: Optional[dict[str, Any]] = None
+    path: str | None = None
+    dataPort: int | None = None
+    timeSinceLastHeartbeat: int | None = None
+    slotsNumber: int | None = None
+    freeSlots: int | None = None
+    hardware: dict[str, Any] | None = None
 
 
 class TaskManagersList(_Model):
@@ -86,8 +88,8 @@ class TaskInSlot(_Model):
 
 class SlotDetails(_Model):
     index: int
-    allocationId: Optional[str] = None
-    jobId: Optional[str] = None
+    allocationId: str | None = None
+    jobId: str | None = None
     tasks: list[TaskInSlot]
 
 
@@ -122,23 +124,24 @@ class TaskManagerDetails(TaskManagerInfo):
     metrics: TaskManagerMemory
     slots: list[SlotDetails]
     logs: list[LogInfo]
-    metricReporters: dict[str, str] = Field(default_factory=dict,
-                                            description="yarnflink: address of each metric reporter")
+    metricReporters: dict[str, str] = Field(
+        default_factory=dict, description="yarnflink: address of each metric reporter"
+    )
 
 
 # ---------------------------------------------------------------------------- metrics
 class MetricValue(_Model):
     id: str = Field(description="metric name; per subtask '<subtask>.<name>'")
-    value: Optional[str] = Field(default=None, description="the value as a string (present with ?get=)")
+    value: str | None = Field(default=None, description="the value as a string (present with ?get=)")
 
 
 class AggregatedMetric(_Model):
     id: str
-    min: Optional[float] = None
-    max: Optional[float] = None
-    sum: Optional[float] = None
-    avg: Optional[float] = None
-    skew: Optional[float] = None
+    min: float | None = None
+    max: float | None = None
+    sum: float | None = None
+    avg: float | None = None
+    skew: float | None = None
 
 
 class SubtaskBackPressure(_Model):
@@ -197,8 +200,9 @@ class IOMetrics(_Model):
     accumulated_backpressured_time: int = Field(alias="accumulated-backpressured-time")
     read_records_per_second: float = Field(alias="read-records-per-second", description="yarnflink")
     write_records_per_second: float = Field(alias="write-records-per-second", description="yarnflink")
-    backpressured_time_ms_per_second: float = Field(alias="backpressured-time-ms-per-second",
-                                                    description="yarnflink: max over the subtasks")
+    backpressured_time_ms_per_second: float = Field(
+        alias="backpressured-time-ms-per-second", description="yarnflink: max over the subtasks"
+    )
     backpressure_level: str = Field(alias="backpressure-level", description="yarnflink: ok, low or high")
     current_input_watermark: int = Field(alias="current-input-watermark", description="yarnflink")
 
@@ -207,7 +211,7 @@ class SubtaskDetails(_Model):
     subtask: int
     status: str
     attempt: int
-    metrics: Optional[IOMetrics] = None
+    metrics: IOMetrics | None = None
 
 
 class JobVertexDetails(_Model):
@@ -216,9 +220,9 @@ class JobVertexDetails(_Model):
     parallelism: int
     status: str
     tasks: dict[str, int]
-    operators: Optional[list[str]] = None
-    metrics: Optional[IOMetrics] = None
-    subtasks: Optional[list[SubtaskDetails]] = None
+    operators: list[str] | None = None
+    metrics: IOMetrics | None = None
+    subtasks: list[SubtaskDetails] | None = None
 
 
 class PlanInput(_Model):
@@ -233,7 +237,7 @@ class PlanNode(_Model):
     parallelism: int
     operator: str
     description: str
-    inputs: Optional[list[PlanInput]] = None
+    inputs: list[PlanInput] | None = None
 
 
 class Plan(_Model):
@@ -258,7 +262,7 @@ class JobDetails(_Model):
     timestamps: dict[str, int]
     vertices: list[JobVertexDetails]
     status_counts: dict[str, int] = Field(alias="status-counts")
-    plan: Optional[Plan] = None
+    plan: Plan | None = None
 
 
 class VertexDetails(_Model):
@@ -282,8 +286,8 @@ class ExceptionHistory(_Model):
 
 
 class JobExceptions(_Model):
-    root_exception: Optional[str] = Field(alias="root-exception")
-    timestamp: Optional[int] = None
+    root_exception: str | None = Field(alias="root-exception")
+    timestamp: int | None = None
     exceptionHistory: ExceptionHistory
 
 
@@ -296,12 +300,12 @@ class JobExecutionResultBody(_Model):
     application_status: str = Field(alias="application-status")
     net_runtime: int = Field(alias="net-runtime")
     accumulator_results: dict[str, Any] = Field(alias="accumulator-results")
-    failure_cause: Optional[dict[str, Any]] = Field(default=None, alias="failure-cause")
+    failure_cause: dict[str, Any] | None = Field(default=None, alias="failure-cause")
 
 
 class JobExecutionResult(_Model):
     status: QueueStatus
-    job_execution_result: Optional[JobExecutionResultBody] = Field(default=None, alias="job-execution-result")
+    job_execution_result: JobExecutionResultBody | None = Field(default=None, alias="job-execution-result")
 
 
 class CheckpointCounts(_Model):
@@ -313,19 +317,19 @@ class CheckpointCounts(_Model):
 
 
 class LatestCheckpoints(_Model):
-    completed: Optional[dict[str, Any]] = None
-    savepoint: Optional[dict[str, Any]] = None
-    failed: Optional[dict[str, Any]] = None
-    restored: Optional[dict[str, Any]] = None
+    completed: dict[str, Any] | None = None
+    savepoint: dict[str, Any] | None = None
+    failed: dict[str, Any] | None = None
+    restored: dict[str, Any] | None = None
 
 
 class CheckpointHistoryEntry(_Model):
     id: int
     status: str
-    trigger_timestamp: Optional[int] = None
-    end_to_end_duration: Optional[int] = None
-    checkpointed_size: Optional[int] = None
-    state_size: Optional[int] = None
+    trigger_timestamp: int | None = None
+    end_to_end_duration: int | None = None
+    checkpointed_size: int | None = None
+    state_size: int | None = None
 
 
 class CheckpointingStatistics(_Model):
@@ -340,13 +344,13 @@ class CheckpointDetails(_Model):
 
     id: int
     status: str
-    trigger_timestamp: Optional[int] = None
-    latest_ack_timestamp: Optional[int] = None
-    end_to_end_duration: Optional[int] = None
-    checkpointed_size: Optional[int] = None
-    state_size: Optional[int] = None
-    num_subtasks: Optional[int] = None
-    num_acknowledged_subtasks: Optional[int] = None
+    trigger_timestamp: int | None = None
+    latest_ack_timestamp: int | None = None
+    end_to_end_duration: int | None = None
+    checkpointed_size: int | None = None
+    state_size: int | None = None
+    num_subtasks: int | None = None
+    num_acknowledged_subtasks: int | None = None
     tasks: dict[str, dict[str, Any]]
 
 
@@ -382,7 +386,7 @@ class JobConfig(_Model):
 JOB_GRAPH_SCHEMA: dict[str, Any] = {
     "type": "object",
     "description": "A JobGraph as JSON (what yarnflink's client builds; see yarnflink.jobgraph). "
-                   "Also accepted wrapped as {\"jobGraph\": {...}}.",
+    'Also accepted wrapped as {"jobGraph": {...}}.',
     "required": ["jobId", "jobName", "vertices"],
     "properties": {
         "jobId": {"type": "string", "pattern": "^[0-9a-f]{32}$"},

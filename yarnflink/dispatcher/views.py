@@ -12,7 +12,7 @@ execution attempts.
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional
+from typing import Any
 
 from yarnflink.jobgraph.jobgraph import JobGraph
 from yarnflink.metrics import names as n
@@ -21,8 +21,14 @@ from yarnflink.rpc.pb import taskexecutor_pb2
 
 log = logging.getLogger(__name__)
 
-SHIP_STRATEGIES = {"forward": "FORWARD", "hash": "HASH", "rebalance": "REBALANCE", "rescale": "RESCALE",
-                   "shuffle": "SHUFFLE", "broadcast": "BROADCAST"}
+SHIP_STRATEGIES = {
+    "forward": "FORWARD",
+    "hash": "HASH",
+    "rebalance": "REBALANCE",
+    "rescale": "RESCALE",
+    "shuffle": "SHUFFLE",
+    "broadcast": "BROADCAST",
+}
 TERMINAL = ("FINISHED", "FAILED", "CANCELED")
 
 
@@ -34,12 +40,23 @@ def plan_json(g: JobGraph) -> dict[str, Any]:
     nodes = []
     for v in g.vertices:
         node: dict[str, Any] = {
-            "id": v.id, "parallelism": v.parallelism, "operator": "", "operator_strategy": "",
-            "description": v.name, "operators": [o.name for o in v.operators], "optimizer_properties": {},
+            "id": v.id,
+            "parallelism": v.parallelism,
+            "operator": "",
+            "operator_strategy": "",
+            "description": v.name,
+            "operators": [o.name for o in v.operators],
+            "optimizer_properties": {},
         }
-        inputs = [{"num": i, "id": producer.get(e.source, ""),
-                   "ship_strategy": SHIP_STRATEGIES.get(e.partitioning, e.partitioning.upper()),
-                   "exchange": "pipelined_bounded"} for i, e in enumerate(g.inputs_of(v.id))]
+        inputs = [
+            {
+                "num": i,
+                "id": producer.get(e.source, ""),
+                "ship_strategy": SHIP_STRATEGIES.get(e.partitioning, e.partitioning.upper()),
+                "exchange": "pipelined_bounded",
+            }
+            for i, e in enumerate(g.inputs_of(v.id))
+        ]
         if inputs:
             node["inputs"] = inputs
         nodes.append(node)
@@ -54,10 +71,12 @@ def job_config_json(g: JobGraph, cluster_config: dict[str, str]) -> dict[str, An
     except ValueError:
         parallelism = -1
     return {
-        "jid": g.job_id, "name": g.job_name,
+        "jid": g.job_id,
+        "name": g.job_name,
         "execution-config": {
             "execution-mode": "PIPELINED",
-            "restart-strategy": conf.get("restart-strategy.type") or cluster_config.get("restart-strategy.type")
+            "restart-strategy": conf.get("restart-strategy.type")
+            or cluster_config.get("restart-strategy.type")
             or "none",
             "job-parallelism": parallelism,
             "object-reuse-mode": True,
@@ -112,9 +131,18 @@ def _monitoring_snapshot(jm: Any) -> dict[str, Any]:
             for ex in [*getattr(ev, "prior", ()), ev.current]:
                 m = jm.final_io_metrics.get(ex.attempt_id)
                 if m is not None:
-                    finals.append(TaskMetricsEntry(jm.job_id, ejv.job_vertex.id, ev.subtask_index, ex.attempt_number,
-                                                   ex.attempt_id, ex.slot.resource_id if ex.slot else "", dict(m),
-                                                   final=True))
+                    finals.append(
+                        TaskMetricsEntry(
+                            jm.job_id,
+                            ejv.job_vertex.id,
+                            ev.subtask_index,
+                            ex.attempt_number,
+                            ex.attempt_id,
+                            ex.slot.resource_id if ex.slot else "",
+                            dict(m),
+                            final=True,
+                        )
+                    )
     return {"finals": finals, "checkpoints": checkpoint_stats_of(jm), "num_restarts": num_restarts_of(jm)}
 
 
@@ -128,10 +156,14 @@ def io_metrics_json(per_subtask: list[dict[str, float]], complete: bool) -> dict
 
     bp = g(n.BACKPRESSURED_TIME_MS_PER_SECOND)
     return {
-        "read-bytes": int(g(n.NUM_BYTES_IN)), "read-bytes-complete": complete,
-        "write-bytes": int(g(n.NUM_BYTES_OUT)), "write-bytes-complete": complete,
-        "read-records": int(g(n.NUM_RECORDS_IN)), "read-records-complete": complete,
-        "write-records": int(g(n.NUM_RECORDS_OUT)), "write-records-complete": complete,
+        "read-bytes": int(g(n.NUM_BYTES_IN)),
+        "read-bytes-complete": complete,
+        "write-bytes": int(g(n.NUM_BYTES_OUT)),
+        "write-bytes-complete": complete,
+        "read-records": int(g(n.NUM_RECORDS_IN)),
+        "read-records-complete": complete,
+        "write-records": int(g(n.NUM_RECORDS_OUT)),
+        "write-records-complete": complete,
         "accumulated-backpressured-time": int(g(n.ACCUMULATED_BACKPRESSURED_TIME_MS)),
         "read-records-per-second": g(n.NUM_RECORDS_IN_PER_SECOND),
         "write-records-per-second": g(n.NUM_RECORDS_OUT_PER_SECOND),
@@ -143,8 +175,9 @@ def io_metrics_json(per_subtask: list[dict[str, float]], complete: bool) -> dict
     }
 
 
-def with_metrics(details: dict[str, Any], entries: dict[tuple[str, int], TaskMetricsEntry],
-                 plan: Optional[dict[str, Any]]) -> dict[str, Any]:
+def with_metrics(
+    details: dict[str, Any], entries: dict[tuple[str, int], TaskMetricsEntry], plan: dict[str, Any] | None
+) -> dict[str, Any]:
     """Job details with ``metrics`` on every vertex and subtask, and Flink's ``plan``."""
     out = dict(details)
     vertices = []
@@ -171,7 +204,7 @@ def with_metrics(details: dict[str, Any], entries: dict[tuple[str, int], TaskMet
     return out
 
 
-def find_vertex(details: dict[str, Any], vertex_id: str) -> Optional[dict[str, Any]]:
+def find_vertex(details: dict[str, Any], vertex_id: str) -> dict[str, Any] | None:
     return next((v for v in details.get("vertices", []) if v["id"] == vertex_id), None)
 
 
@@ -202,18 +235,33 @@ def backpressure_json(vertex: dict[str, Any], per_subtask: list[dict[str, float]
     for i, m in enumerate(per_subtask):
         ratio = min(1.0, max(0.0, m.get(n.BACKPRESSURED_TIME_MS_PER_SECOND, 0.0) / 1000.0))
         worst = max(worst, ratio)
-        subtasks.append({"subtask": i, "attempt-number": attempts.get(i, 0),
-                         "backpressure-level": backpressure_level(ratio), "ratio": ratio,
-                         "idleRatio": 0.0, "busyRatio": max(0.0, 1.0 - ratio) if m else 0.0})
-    return {"status": "ok", "backpressure-level": backpressure_level(worst), "end-timestamp": now_ms,
-            "subtasks": subtasks}
+        subtasks.append(
+            {
+                "subtask": i,
+                "attempt-number": attempts.get(i, 0),
+                "backpressure-level": backpressure_level(ratio),
+                "ratio": ratio,
+                "idleRatio": 0.0,
+                "busyRatio": max(0.0, 1.0 - ratio) if m else 0.0,
+            }
+        )
+    return {
+        "status": "ok",
+        "backpressure-level": backpressure_level(worst),
+        "end-timestamp": now_ms,
+        "subtasks": subtasks,
+    }
 
 
 def job_metrics(details: dict[str, Any], checkpoints: dict[str, Any], num_restarts: int) -> dict[str, float]:
     """Job-scope metrics (Flink's names) as the master knows them."""
     state = details.get("state")
     running_since = details.get("timestamps", {}).get("RUNNING", 0)
-    uptime = -1 if state in TERMINAL else (details.get("now", 0) - running_since if state == "RUNNING" and running_since else 0)
+    uptime = (
+        -1
+        if state in TERMINAL
+        else (details.get("now", 0) - running_since if state == "RUNNING" and running_since else 0)
+    )
     counts = checkpoints.get("counts", {})
     latest = (checkpoints.get("latest") or {}).get("completed") or {}
     return {
@@ -235,26 +283,44 @@ def taskmanager_details(tm: dict[str, Any], info: taskexecutor_pb2.TaskExecutorI
     task_metrics = {t.execution_id: dict(t.metrics) for t in info.task_metrics}
     tasks_by_slot: dict[int, list[dict[str, Any]]] = {}
     for t in info.tasks:
-        tasks_by_slot.setdefault(t.slot_index, []).append({
-            "execution-id": t.execution_id, "job-id": t.job_id,
-            "vertex-id": getattr(t, "vertex_id", ""), "task-name": t.task_name,
-            "subtask": t.subtask_index, "attempt": getattr(t, "attempt_number", 0), "status": t.state,
-            "metrics": task_metrics.get(t.execution_id, {}),
-        })
-    slots = [{"index": s.slot_index, "allocationId": s.allocation_id or None, "jobId": s.job_id or None,
-              "tasks": tasks_by_slot.get(s.slot_index, [])} for s in info.slot_report.slots]
+        tasks_by_slot.setdefault(t.slot_index, []).append(
+            {
+                "execution-id": t.execution_id,
+                "job-id": t.job_id,
+                "vertex-id": getattr(t, "vertex_id", ""),
+                "task-name": t.task_name,
+                "subtask": t.subtask_index,
+                "attempt": getattr(t, "attempt_number", 0),
+                "status": t.state,
+                "metrics": task_metrics.get(t.execution_id, {}),
+            }
+        )
+    slots = [
+        {
+            "index": s.slot_index,
+            "allocationId": s.allocation_id or None,
+            "jobId": s.job_id or None,
+            "tasks": tasks_by_slot.get(s.slot_index, []),
+        }
+        for s in info.slot_report.slots
+    ]
     gcs = [{"name": f"gen{i}", "count": int(pm.get(n.GC_COUNT.format(i), 0)), "time": -1} for i in range(3)]
     out = dict(tm)
-    out.update({
-        "metrics": {
-            "rss": int(pm.get(n.MEMORY_RSS, info.rss_bytes)), "vms": int(pm.get(n.MEMORY_VMS, 0)),
-            "arrowAllocated": int(pm.get(n.MEMORY_ARROW, 0)),
-            "shuffleMemoryUsed": int(pm.get(n.SHUFFLE_USED_MEMORY, info.network_memory_in_use)),
-            "cpuLoad": float(pm.get(n.CPU_LOAD, 0.0)), "cpuCores": int(pm.get(n.CPU_CORES, 0)),
-            "threads": int(pm.get(n.THREADS, 0)), "garbageCollectors": gcs,
-        },
-        "slots": slots,
-        "logs": [{"name": f.name, "size": f.size, "mtime": f.mtime_ms} for f in info.log_files],
-        "metricReporters": {"prom": info.metric_reporter_address} if info.metric_reporter_address else {},
-    })
+    out.update(
+        {
+            "metrics": {
+                "rss": int(pm.get(n.MEMORY_RSS, info.rss_bytes)),
+                "vms": int(pm.get(n.MEMORY_VMS, 0)),
+                "arrowAllocated": int(pm.get(n.MEMORY_ARROW, 0)),
+                "shuffleMemoryUsed": int(pm.get(n.SHUFFLE_USED_MEMORY, info.network_memory_in_use)),
+                "cpuLoad": float(pm.get(n.CPU_LOAD, 0.0)),
+                "cpuCores": int(pm.get(n.CPU_CORES, 0)),
+                "threads": int(pm.get(n.THREADS, 0)),
+                "garbageCollectors": gcs,
+            },
+            "slots": slots,
+            "logs": [{"name": f.name, "size": f.size, "mtime": f.mtime_ms} for f in info.log_files],
+            "metricReporters": {"prom": info.metric_reporter_address} if info.metric_reporter_address else {},
+        }
+    )
     return out

@@ -18,8 +18,8 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 from yarnflink.common.config import Configuration
 
@@ -83,17 +83,30 @@ class ApplicationRunner:
         return all(s == "FINISHED" for s in states.values())
 
 
-def run_application_cluster(config: Configuration, script: str, args: Sequence[str], *, taskexecutors: int,
-                            detached: bool, workdir: Optional[Path] = None) -> int:
+def run_application_cluster(
+    config: Configuration,
+    script: str,
+    args: Sequence[str],
+    *,
+    taskexecutors: int,
+    detached: bool,
+    workdir: Path | None = None,
+) -> int:
     """Starts a local application cluster for ``script`` and waits for it to end (its exit status),
     or returns 0 once it runs (``detached``)."""
     from yarnflink.deployment.local.cluster import start_local_cluster
 
     workdir = workdir or Path(tempfile.mkdtemp(prefix="yarnflink-application-"))
     master_args = ["--application", str(Path(script).resolve()), *[f"--application-arg={a}" for a in args]]
-    proc, info = start_local_cluster(config, taskexecutors=taskexecutors, workdir=workdir, detached=detached,
-                                     inherit_stdout=not detached, master_args=master_args,
-                                     wait_for_taskexecutors=False)
+    proc, info = start_local_cluster(
+        config,
+        taskexecutors=taskexecutors,
+        workdir=workdir,
+        detached=detached,
+        inherit_stdout=not detached,
+        master_args=master_args,
+        wait_for_taskexecutors=False,
+    )
     print(f"Application cluster at {info['rest_url']} (logs in {workdir}).", file=sys.stderr)
     if detached:
         return 0

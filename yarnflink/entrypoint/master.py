@@ -24,8 +24,8 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.local.driver import LocalProcessDriver
@@ -42,11 +42,19 @@ log = logging.getLogger(__name__)
 
 
 class MasterProcess:
-    def __init__(self, config: Configuration, *, local_taskexecutors: Optional[int] = None,
-                 workdir: Optional[Path] = None, inherit_stdout: bool = False, per_job: bool = False,
-                 client_pid: Optional[int] = None, application: Optional[Sequence[str]] = None,
-                 driver: Optional[ResourceManagerDriver] = None,
-                 ha_services: Optional[HighAvailabilityServices] = None) -> None:
+    def __init__(
+        self,
+        config: Configuration,
+        *,
+        local_taskexecutors: int | None = None,
+        workdir: Path | None = None,
+        inherit_stdout: bool = False,
+        per_job: bool = False,
+        client_pid: int | None = None,
+        application: Sequence[str] | None = None,
+        driver: ResourceManagerDriver | None = None,
+        ha_services: HighAvailabilityServices | None = None,
+    ) -> None:
         """``ha_services``: given HA services (tests: ``EmbeddedHaServices``) instead of the ones
         ``high-availability.*`` asks for."""
         self.config = config
@@ -54,31 +62,49 @@ class MasterProcess:
         host = config.get("jobmanager.rpc.address") or "127.0.0.1"
         if host == "localhost":
             host = "127.0.0.1"
-        self.driver = driver if driver is not None else (  # a given driver: YARN containers
-            LocalProcessDriver(config, workdir or Path.cwd(), inherit_stdout=inherit_stdout)
-            if local_taskexecutors is not None else None)
+        self.driver = (
+            driver
+            if driver is not None
+            # a given driver: YARN containers
+            else (
+                LocalProcessDriver(config, workdir or Path.cwd(), inherit_stdout=inherit_stdout)
+                if local_taskexecutors is not None
+                else None
+            )
+        )
         min_slots = None
         if local_taskexecutors is not None and not config.contains("slotmanager.number-of-slots.min"):
             min_slots = local_taskexecutors * int(config.get("taskmanager.numberOfTaskSlots"))
         #: HA services (ZooKeeper; connecting may fail with a clear error); None without HA
-        self.ha: Optional[HighAvailabilityServices] = ha_services if ha_services is not None else (
-            create_ha_services(config) if ha_enabled(config) else None)
-        self.leadership: Optional[DispatcherLeadership] = None
+        self.ha: HighAvailabilityServices | None = (
+            ha_services if ha_services is not None else (create_ha_services(config) if ha_enabled(config) else None)
+        )
+        self.leadership: DispatcherLeadership | None = None
         self._step_down_lock = threading.Lock()
         self.stepping_down = False
-        self.rm = ResourceManager(host, int(config.get("jobmanager.rpc.port")), config=config,
-                                  driver=self.driver, min_slots=min_slots, high_availability=self.ha is not None)
+        self.rm = ResourceManager(
+            host,
+            int(config.get("jobmanager.rpc.port")),
+            config=config,
+            driver=self.driver,
+            min_slots=min_slots,
+            high_availability=self.ha is not None,
+        )
         rest_host = config.get("rest.bind-address") or config.get("rest.address") or "127.0.0.1"
         if rest_host == "localhost":
             rest_host = "127.0.0.1"
-        self.dispatcher = Dispatcher(config, self.rm, rest_host=rest_host,
-                                     rest_port=int(config.get("rest.port")),
-                                     on_shutdown_request=self._stop.set)
+        self.dispatcher = Dispatcher(
+            config,
+            self.rm,
+            rest_host=rest_host,
+            rest_port=int(config.get("rest.port")),
+            on_shutdown_request=self._stop.set,
+        )
         self.workdir = workdir
         self.local_taskexecutors = local_taskexecutors
         self.per_job = per_job
         self.client_pid = client_pid
-        self.application: Optional[ApplicationRunner] = None
+        self.application: ApplicationRunner | None = None
         if application:
             self.application = ApplicationRunner(config, application[0], list(application[1:]))
         self.exit_code = 0
@@ -113,7 +139,7 @@ class MasterProcess:
         if self.client_pid is not None and _pid_alive(self.client_pid):
             return False
 
-        async def ended() -> Optional[bool]:
+        async def ended() -> bool | None:
             entries = list(self.dispatcher.jobs.values())
             return all(e.archive is not None for e in entries) if entries else None
 
@@ -182,11 +208,20 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
-def run_master(config: Configuration, *, local_taskexecutors: Optional[int], info_file: Optional[Path],
-               workdir: Optional[Path], inherit_stdout: bool = False, per_job: bool = False,
-               client_pid: Optional[int] = None, application: Optional[Sequence[str]] = None,
-               yarn: bool = False, yarn_standby: bool = False) -> int:
-    driver: Optional[ResourceManagerDriver] = None
+def run_master(
+    config: Configuration,
+    *,
+    local_taskexecutors: int | None,
+    info_file: Path | None,
+    workdir: Path | None,
+    inherit_stdout: bool = False,
+    per_job: bool = False,
+    client_pid: int | None = None,
+    application: Sequence[str] | None = None,
+    yarn: bool = False,
+    yarn_standby: bool = False,
+) -> int:
+    driver: ResourceManagerDriver | None = None
     publish = None
     if yarn:  # inside a skein ApplicationMaster: TaskExecutors are YARN containers
         from yarnflink.deployment.yarn.master import prepare as prepare_yarn
@@ -194,9 +229,16 @@ def run_master(config: Configuration, *, local_taskexecutors: Optional[int], inf
         config, driver, publish = prepare_yarn(config, standby=yarn_standby)
     config = prepare_master(config, workdir or Path.cwd())  # the cluster's TLS material and REST token
     try:
-        master = MasterProcess(config, local_taskexecutors=local_taskexecutors, workdir=workdir,
-                               inherit_stdout=inherit_stdout, per_job=per_job, client_pid=client_pid,
-                               application=application, driver=driver)
+        master = MasterProcess(
+            config,
+            local_taskexecutors=local_taskexecutors,
+            workdir=workdir,
+            inherit_stdout=inherit_stdout,
+            per_job=per_job,
+            client_pid=client_pid,
+            application=application,
+            driver=driver,
+        )
     except HighAvailabilityError as e:  # e.g. ZooKeeper unreachable: a clear message, no traceback
         log.error("master not started: %s", e)
         print(f"yarnflink master: error: {e}", file=sys.stderr)

@@ -11,7 +11,6 @@ import logging
 import os
 import signal
 import threading
-from typing import Optional
 
 from yarnflink.common.config import ConfigError, Configuration
 from yarnflink.highavailability import create_ha_services, ha_enabled
@@ -25,11 +24,14 @@ from yarnflink.taskexecutor.taskexecutor import TaskExecutor
 log = logging.getLogger(__name__)
 
 
-def run_taskexecutor(config: Configuration, master_address: Optional[str], *, resource_id: Optional[str] = None,
-                     parent_pid: Optional[int] = None) -> int:
+def run_taskexecutor(
+    config: Configuration, master_address: str | None, *, resource_id: str | None = None, parent_pid: int | None = None
+) -> int:
     if not master_address and not ha_enabled(config):
-        raise ConfigError("a TaskExecutor needs --master HOST:PORT (the ResourceManager's address) "
-                          "unless high-availability.type is ZOOKEEPER")
+        raise ConfigError(
+            "a TaskExecutor needs --master HOST:PORT (the ResourceManager's address) "
+            "unless high-availability.type is ZOOKEEPER"
+        )
     # fewer page faults for the large temporary Arrow buffers of vectorized operators
     tune_allocator()
     prepare_taskexecutor(config)  # mutual TLS with the cluster's CA (security.ssl.internal.*)
@@ -43,11 +45,15 @@ def run_taskexecutor(config: Configuration, master_address: Optional[str], *, re
         ha = create_ha_services(config)  # ConfigError / HighAvailabilityError name what is wrong
         retriever = ha.resource_manager_leader_retriever()
         if master_address:
-            log.info("high availability is on: the ResourceManager's leader comes from ZooKeeper, "
-                     "not from --master %s", master_address)
+            log.info(
+                "high availability is on: the ResourceManager's leader comes from ZooKeeper, not from --master %s",
+                master_address,
+            )
         master_address = None
     te = TaskExecutor(
-        master_address, host=host, rm_leader_retriever=retriever,
+        master_address,
+        host=host,
+        rm_leader_retriever=retriever,
         rpc_port=int(config.get("taskmanager.rpc.port")),
         data_port=int(config.get("taskmanager.data.port")),
         num_slots=int(config.get("taskmanager.numberOfTaskSlots")),

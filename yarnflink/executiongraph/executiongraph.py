@@ -10,8 +10,8 @@ from __future__ import annotations
 import enum
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
 
 from yarnflink.jobgraph.jobgraph import JobEdge, JobGraph, JobVertex
 
@@ -56,12 +56,28 @@ class JobStatus(str, enum.Enum):
 _ALLOWED: dict[ExecutionState, frozenset[ExecutionState]] = {
     ExecutionState.CREATED: frozenset({ExecutionState.SCHEDULED, ExecutionState.CANCELED, ExecutionState.FAILED}),
     ExecutionState.SCHEDULED: frozenset({ExecutionState.DEPLOYING, ExecutionState.CANCELED, ExecutionState.FAILED}),
-    ExecutionState.DEPLOYING: frozenset({ExecutionState.INITIALIZING, ExecutionState.RUNNING, ExecutionState.FINISHED,
-                                         ExecutionState.CANCELING, ExecutionState.CANCELED, ExecutionState.FAILED}),
-    ExecutionState.INITIALIZING: frozenset({ExecutionState.RUNNING, ExecutionState.FINISHED, ExecutionState.CANCELING,
-                                            ExecutionState.CANCELED, ExecutionState.FAILED}),
-    ExecutionState.RUNNING: frozenset({ExecutionState.FINISHED, ExecutionState.CANCELING, ExecutionState.CANCELED,
-                                       ExecutionState.FAILED}),
+    ExecutionState.DEPLOYING: frozenset(
+        {
+            ExecutionState.INITIALIZING,
+            ExecutionState.RUNNING,
+            ExecutionState.FINISHED,
+            ExecutionState.CANCELING,
+            ExecutionState.CANCELED,
+            ExecutionState.FAILED,
+        }
+    ),
+    ExecutionState.INITIALIZING: frozenset(
+        {
+            ExecutionState.RUNNING,
+            ExecutionState.FINISHED,
+            ExecutionState.CANCELING,
+            ExecutionState.CANCELED,
+            ExecutionState.FAILED,
+        }
+    ),
+    ExecutionState.RUNNING: frozenset(
+        {ExecutionState.FINISHED, ExecutionState.CANCELING, ExecutionState.CANCELED, ExecutionState.FAILED}
+    ),
     ExecutionState.CANCELING: frozenset({ExecutionState.CANCELED, ExecutionState.FAILED, ExecutionState.FINISHED}),
 }
 
@@ -78,7 +94,7 @@ class Failure:
     #: Failover: the tasks this failure restarted ("name (i/n)"), failures that came with it
     #: (e.g. the other tasks of a lost TaskExecutor), and the lost upstream partition if any.
     restarted_tasks: list[str] = field(default_factory=list)
-    concurrent: list["Failure"] = field(default_factory=list)
+    concurrent: list[Failure] = field(default_factory=list)
     partition_id: str = ""
 
 
@@ -93,12 +109,12 @@ class LogicalSlot:
 
 @dataclass
 class Execution:
-    vertex: "ExecutionVertex"
+    vertex: ExecutionVertex
     attempt_number: int
     attempt_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     state: ExecutionState = ExecutionState.CREATED
-    slot: Optional[LogicalSlot] = None
-    failure: Optional[Failure] = None
+    slot: LogicalSlot | None = None
+    failure: Failure | None = None
     timestamps: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -122,7 +138,7 @@ class IntermediateResultPartition:
     attempt, so every attempt writes (and consumers read) a partition of its own."""
 
     dataset_id: str
-    producer: "ExecutionVertex"
+    producer: ExecutionVertex
     result_type: str = "PIPELINED_BOUNDED"
     partitioning: str = "forward"
 
@@ -130,7 +146,7 @@ class IntermediateResultPartition:
     def partition_id(self) -> str:
         return self.partition_id_of(self.producer.current)
 
-    def partition_id_of(self, execution: "Execution") -> str:
+    def partition_id_of(self, execution: Execution) -> str:
         return f"{self.dataset_id}-{self.producer.subtask_index}-{execution.attempt_id}"
 
     @property
@@ -139,7 +155,7 @@ class IntermediateResultPartition:
 
 
 class ExecutionVertex:
-    def __init__(self, job_vertex: "ExecutionJobVertex", subtask_index: int) -> None:
+    def __init__(self, job_vertex: ExecutionJobVertex, subtask_index: int) -> None:
         self.job_vertex = job_vertex
         self.subtask_index = subtask_index
         self.current = Execution(self, 0)
@@ -164,7 +180,7 @@ class ExecutionVertex:
         self.current = Execution(self, number)
         return self.current
 
-    def last_slot(self) -> Optional[LogicalSlot]:
+    def last_slot(self) -> LogicalSlot | None:
         """The slot of the newest attempt that had one (sticky redeployment prefers it)."""
         for e in (self.current, *reversed(self.prior)):
             if e.slot is not None:
@@ -178,7 +194,7 @@ class ExecutionJobVertex:
         self.task_vertices = [ExecutionVertex(self, i) for i in range(job_vertex.parallelism)]
         #: AdaptiveBatch: the upper bound of a parallelism decided at run time (None: fixed), and
         #: whether it has been decided (``ExecutionGraph.set_parallelism``)
-        self.adaptive_upper_bound: Optional[int] = None
+        self.adaptive_upper_bound: int | None = None
         self.parallelism_decided = False
 
     @property
@@ -192,9 +208,15 @@ class ExecutionJobVertex:
     def aggregate_state(self) -> ExecutionState:
         """Flink's ExecutionJobVertex.getAggregateExecutionState."""
         states = [v.current.state for v in self.task_vertices]
-        for s in (ExecutionState.FAILED, ExecutionState.CANCELING, ExecutionState.CANCELED,
-                  ExecutionState.RUNNING, ExecutionState.INITIALIZING, ExecutionState.DEPLOYING,
-                  ExecutionState.SCHEDULED):
+        for s in (
+            ExecutionState.FAILED,
+            ExecutionState.CANCELING,
+            ExecutionState.CANCELED,
+            ExecutionState.RUNNING,
+            ExecutionState.INITIALIZING,
+            ExecutionState.DEPLOYING,
+            ExecutionState.SCHEDULED,
+        ):
             if s in states:
                 return s
         if all(s == ExecutionState.FINISHED for s in states):
@@ -227,7 +249,8 @@ class ExecutionGraph:
             edge = self._edge_of.get(d.id)
             for ev in self._by_id[d.producer].task_vertices:
                 ev.produced[d.id] = IntermediateResultPartition(
-                    d.id, ev, d.result_type, edge.partitioning if edge else "forward")
+                    d.id, ev, d.result_type, edge.partitioning if edge else "forward"
+                )
 
     @property
     def job_id(self) -> str:
@@ -250,7 +273,7 @@ class ExecutionGraph:
             return self.job_graph.vertex(self.job_graph.dataset(edge.source).producer).max_parallelism
         return consumer.adaptive_upper_bound
 
-    def consumed_subpartitions(self, edge: JobEdge, ev: "ExecutionVertex") -> range:
+    def consumed_subpartitions(self, edge: JobEdge, ev: ExecutionVertex) -> range:
         """The subpartitions of each producer's partition that consumer subtask ``ev`` reads."""
         if edge.partitioning in POINTWISE:
             return range(0, 1)
@@ -267,11 +290,16 @@ class ExecutionGraph:
         """Adaptive scheduler: every vertex gets new subtasks at its new parallelism (the job
         restarts as a whole), each with an attempt number above any before it."""
         for ejv in self.job_vertices:
-            old = [e for v in ejv.task_vertices for e in (v.current, *v.prior, *v.speculative)
-                   if e.state != ExecutionState.CREATED]  # attempts that were scheduled at all
+            old = [
+                e
+                for v in ejv.task_vertices
+                for e in (v.current, *v.prior, *v.speculative)
+                if e.state != ExecutionState.CREATED
+            ]  # attempts that were scheduled at all
             number = max((e.attempt_number for e in old), default=-1) + 1
-            ejv.job_vertex.parallelism = max(1, min(parallelisms.get(ejv.id, ejv.job_vertex.parallelism),
-                                                    ejv.job_vertex.max_parallelism))
+            ejv.job_vertex.parallelism = max(
+                1, min(parallelisms.get(ejv.id, ejv.job_vertex.parallelism), ejv.job_vertex.max_parallelism)
+            )
             ejv.task_vertices = [ExecutionVertex(ejv, i) for i in range(ejv.job_vertex.parallelism)]
             for ev in ejv.task_vertices:
                 ev.current = Execution(ev, number)
@@ -280,7 +308,8 @@ class ExecutionGraph:
                     edge = self._edge_of.get(d.id)
                     for ev in ejv.task_vertices:
                         ev.produced[d.id] = IntermediateResultPartition(
-                            d.id, ev, d.result_type, edge.partitioning if edge else "forward")
+                            d.id, ev, d.result_type, edge.partitioning if edge else "forward"
+                        )
 
     def set_parallelism(self, vertex_id: str, parallelism: int) -> ExecutionJobVertex:
         """Decides the parallelism of a vertex that awaits one: its subtasks are created anew
@@ -289,8 +318,9 @@ class ExecutionGraph:
         if not ejv.awaiting_parallelism:
             raise ValueError(f"the parallelism of vertex {vertex_id} is not awaiting a decision")
         assert all(v.current.state == ExecutionState.CREATED for v in ejv.task_vertices)
-        bound = min([ejv.adaptive_upper_bound or 1] + [self.num_subpartitions(e)
-                                                       for e in self.job_graph.inputs_of(vertex_id)])
+        bound = min(
+            [ejv.adaptive_upper_bound or 1] + [self.num_subpartitions(e) for e in self.job_graph.inputs_of(vertex_id)]
+        )
         parallelism = max(1, min(parallelism, bound))
         ejv.job_vertex.parallelism = parallelism
         ejv.parallelism_decided = True
@@ -300,7 +330,8 @@ class ExecutionGraph:
                 edge = self._edge_of.get(d.id)
                 for ev in ejv.task_vertices:
                     ev.produced[d.id] = IntermediateResultPartition(
-                        d.id, ev, d.result_type, edge.partitioning if edge else "forward")
+                        d.id, ev, d.result_type, edge.partitioning if edge else "forward"
+                    )
         return ejv
 
     def all_vertices(self) -> Iterator[ExecutionVertex]:
@@ -330,7 +361,7 @@ class ExecutionGraph:
                 out.extend(p.produced[edge.source] for p in producer.task_vertices)
         return out
 
-    def find_partition(self, partition_id: str) -> Optional[tuple[IntermediateResultPartition, Execution]]:
+    def find_partition(self, partition_id: str) -> tuple[IntermediateResultPartition, Execution] | None:
         """The partition an id names and the producer attempt that wrote it (None if unknown)."""
         dataset_id, _, rest = partition_id.partition("-")
         subtask_s, _, attempt_id = rest.partition("-")
@@ -351,7 +382,7 @@ class ExecutionGraph:
             for ev in ejv.task_vertices:
                 yield ev.current
 
-    def find_execution(self, attempt_id: str) -> Optional[Execution]:
+    def find_execution(self, attempt_id: str) -> Execution | None:
         for ejv in self.job_vertices:
             for ev in ejv.task_vertices:
                 if ev.current.attempt_id == attempt_id:

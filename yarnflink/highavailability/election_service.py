@@ -76,9 +76,14 @@ class LeaderElectionDriver(Protocol):
 
 
 class LeaderElectionService:
-    def __init__(self, driver: LeaderElectionDriver, *, tolerate_suspended: bool = False,
-                 new_session_id: Callable[[], str] | None = None,
-                 name: str = "LeaderElectionService") -> None:
+    def __init__(
+        self,
+        driver: LeaderElectionDriver,
+        *,
+        tolerate_suspended: bool = False,
+        new_session_id: Callable[[], str] | None = None,
+        name: str = "LeaderElectionService",
+    ) -> None:
         self.driver = driver
         self.name = name
         kwargs = {"new_session_id": new_session_id} if new_session_id is not None else {}
@@ -135,6 +140,7 @@ class LeaderElectionService:
 
     def _register(self, component_id: str, contender: LeaderContender) -> None:
         """Adds a contender; it is granted leadership at once if this process leads."""
+
         def add() -> None:
             if component_id in self._contenders:
                 raise ValueError(f"a contender for {component_id!r} is already registered")
@@ -144,12 +150,14 @@ class LeaderElectionService:
             except ValueError:
                 del self._contenders[component_id]
                 raise
+
         self._run_on_loop(add)
 
     def _unregister(self, component_id: str) -> None:
         def remove() -> None:
             if self._contenders.pop(component_id, None) is not None:
                 self._handle(ContenderRemoved(component_id))
+
         if not self._closed:
             self._run_on_loop(remove)
 
@@ -201,6 +209,7 @@ class LeaderElectionService:
 
         async def run() -> None:
             fn()
+
         asyncio.run_coroutine_threadsafe(run(), self.loop).result(timeout)
 
     def _handle(self, event: Event) -> None:

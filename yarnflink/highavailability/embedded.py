@@ -152,8 +152,7 @@ class EmbeddedLeaderElectionDriver:
 
 
 class EmbeddedHaServices(HighAvailabilityServices):
-    def __init__(self, *, tolerate_suspended: bool = False,
-                 new_session_id: Callable[[], str] | None = None) -> None:
+    def __init__(self, *, tolerate_suspended: bool = False, new_session_id: Callable[[], str] | None = None) -> None:
         self._registry = _Registry()
         self.driver = EmbeddedLeaderElectionDriver(self._registry)
         self._tolerate = tolerate_suspended
@@ -208,8 +207,9 @@ class EmbeddedHaServices(HighAvailabilityServices):
     def leader_election_service(self) -> LeaderElectionService:
         with self._lock:
             if self._election is None:
-                self._election = LeaderElectionService(self.driver, tolerate_suspended=self._tolerate,
-                                                       new_session_id=self._new_session_id).start()
+                self._election = LeaderElectionService(
+                    self.driver, tolerate_suspended=self._tolerate, new_session_id=self._new_session_id
+                ).start()
             return self._election
 
     def leader_retriever(self, component_id: str) -> LeaderRetrievalService:
@@ -226,8 +226,9 @@ class EmbeddedHaServices(HighAvailabilityServices):
             counter = self._counters.setdefault(job_id, InMemoryCheckpointIDCounter())
         return counter.fenced(fence, self.driver.check)
 
-    def completed_checkpoint_pointer_store(self, job_id: str, max_retained: int = 1,
-                                           fence: LeaderFence | None = None) -> CompletedCheckpointPointerStore:
+    def completed_checkpoint_pointer_store(
+        self, job_id: str, max_retained: int = 1, fence: LeaderFence | None = None
+    ) -> CompletedCheckpointPointerStore:
         with self._lock:
             store = self._checkpoints.setdefault(job_id, InMemoryCompletedCheckpointPointerStore(max_retained))
         return store.fenced(fence, self.driver.check)
@@ -248,4 +249,3 @@ class EmbeddedHaServices(HighAvailabilityServices):
     def close_and_cleanup_all_data(self) -> None:
         self.close()
         self._graphs.clear()
-

@@ -163,8 +163,18 @@ class Close:
     pass
 
 
-Event = Union[ConnectionStateChanged, LatchAcquired, LatchReleased, LeaseExpired, LeaseRenewed, ContenderAdded,
-              ContenderRemoved, LeadershipConfirmed, LeaderInformationChanged, Close]
+Event = Union[
+    ConnectionStateChanged,
+    LatchAcquired,
+    LatchReleased,
+    LeaseExpired,
+    LeaseRenewed,
+    ContenderAdded,
+    ContenderRemoved,
+    LeadershipConfirmed,
+    LeaderInformationChanged,
+    Close,
+]
 
 
 # ----------------------------------------------------------------------------- actions
@@ -200,8 +210,7 @@ class ResetLatch:
     latch_path: str
 
 
-Action = Union[GrantLeadership, RevokeLeadership, PublishLeaderInformation, DeleteLeaderInformation,
-               ResetLatch]
+Action = Union[GrantLeadership, RevokeLeadership, PublishLeaderInformation, DeleteLeaderInformation, ResetLatch]
 
 
 # ----------------------------------------------------------------------------- the state machine
@@ -267,8 +276,7 @@ class LeaderElection:
                 if self.confirmed.pop(e.component_id, None) is not None and self.leader is not None:
                     out.append(DeleteLeaderInformation(e.component_id, self.leader))
         elif isinstance(e, LeadershipConfirmed):
-            if self.leader is not None and self.leader.session_id == e.session_id \
-                    and e.component_id in self.contenders:
+            if self.leader is not None and self.leader.session_id == e.session_id and e.component_id in self.contenders:
                 info = LeaderInformation(e.session_id, e.address)
                 self.confirmed[e.component_id] = info
                 out.append(PublishLeaderInformation(e.component_id, info, self.leader))
@@ -322,8 +330,13 @@ class LeaderElection:
         return self.connection is ConnectionState.SUSPENDED and self.tolerate_suspended
 
     def _may_start(self) -> bool:
-        return (not self.closed and self.latch is not None and self.latch != self.spent_latch
-                and self.connection is ConnectionState.CONNECTED and not self.lease_expired)
+        return (
+            not self.closed
+            and self.latch is not None
+            and self.latch != self.spent_latch
+            and self.connection is ConnectionState.CONNECTED
+            and not self.lease_expired
+        )
 
     def _revoke(self, out: list[Action]) -> LeaderFence | None:
         old, self.leader = self.leader, None

@@ -74,8 +74,7 @@ class LeaderRetrievalService:
     def current(self) -> LeaderInformation | None:
         return self._current
 
-    def wait_for_leader(self, timeout: float, *, other_than: LeaderInformation | None = None
-                        ) -> LeaderInformation:
+    def wait_for_leader(self, timeout: float, *, other_than: LeaderInformation | None = None) -> LeaderInformation:
         """The leader, once one is known (and differs from ``other_than``); TimeoutError after
         ``timeout`` seconds."""
         deadline = time.monotonic() + timeout

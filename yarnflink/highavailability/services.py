@@ -101,8 +101,9 @@ class HighAvailabilityServices(ABC):
     def checkpoint_id_counter(self, job_id: str, fence: LeaderFence | None = None) -> CheckpointIDCounter: ...
 
     @abstractmethod
-    def completed_checkpoint_pointer_store(self, job_id: str, max_retained: int = 1,
-                                           fence: LeaderFence | None = None) -> CompletedCheckpointPointerStore: ...
+    def completed_checkpoint_pointer_store(
+        self, job_id: str, max_retained: int = 1, fence: LeaderFence | None = None
+    ) -> CompletedCheckpointPointerStore: ...
 
     @abstractmethod
     def global_cleanup(self, job_id: str, fence: LeaderFence | None = None) -> None:
@@ -170,8 +171,7 @@ class StandaloneHaServices(HighAvailabilityServices):
     session id: without HA a client learns a component's fencing token when it registers, as
     before. The process's components are granted ``leader_session_id`` (one per process)."""
 
-    def __init__(self, addresses: Mapping[str, str] | None = None,
-                 leader_session_id: str | None = None) -> None:
+    def __init__(self, addresses: Mapping[str, str] | None = None, leader_session_id: str | None = None) -> None:
         self.addresses = dict(addresses or {})
         self.leader_session_id = leader_session_id or uuid.uuid4().hex
         self._lock = threading.Lock()
@@ -188,8 +188,9 @@ class StandaloneHaServices(HighAvailabilityServices):
         with self._lock:
             if self._election is None:
                 sid = self.leader_session_id
-                self._election = LeaderElectionService(_StandaloneElectionDriver(self._on_published),
-                                                       new_session_id=lambda: sid).start()
+                self._election = LeaderElectionService(
+                    _StandaloneElectionDriver(self._on_published), new_session_id=lambda: sid
+                ).start()
             return self._election
 
     def leader_retriever(self, component_id: str) -> LeaderRetrievalService:
@@ -207,8 +208,9 @@ class StandaloneHaServices(HighAvailabilityServices):
         with self._lock:
             return self._counters.setdefault(job_id, InMemoryCheckpointIDCounter())
 
-    def completed_checkpoint_pointer_store(self, job_id: str, max_retained: int = 1,
-                                           fence: LeaderFence | None = None) -> CompletedCheckpointPointerStore:
+    def completed_checkpoint_pointer_store(
+        self, job_id: str, max_retained: int = 1, fence: LeaderFence | None = None
+    ) -> CompletedCheckpointPointerStore:
         with self._lock:
             return self._checkpoints.setdefault(job_id, InMemoryCompletedCheckpointPointerStore(max_retained))
 
@@ -228,8 +230,9 @@ class StandaloneHaServices(HighAvailabilityServices):
 
 
 # ----------------------------------------------------------------------------- factory
-def create_ha_services(config: Configuration, *, addresses: Mapping[str, str] | None = None
-                       ) -> HighAvailabilityServices:
+def create_ha_services(
+    config: Configuration, *, addresses: Mapping[str, str] | None = None
+) -> HighAvailabilityServices:
     """The services ``config`` asks for. ``addresses`` are the standalone components' addresses
     (e.g. ``{RESOURCE_MANAGER: "host:port"}`` for a TaskExecutor started with ``--master``);
     with ZooKeeper they are retrieved instead. A ZooKeeper quorum that cannot be reached within

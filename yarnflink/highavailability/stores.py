@@ -80,9 +80,13 @@ class JobResult:
 
     def to_json(self) -> dict[str, Any]:
         """Flink's JobResultEntry JSON shape, plus the job status."""
-        result: dict[str, Any] = {"id": self.job_id, "application-status": self.application_status,
-                                  "job-status": self.job_status, "net-runtime": self.net_runtime_ms,
-                                  "accumulator-results": {}}
+        result: dict[str, Any] = {
+            "id": self.job_id,
+            "application-status": self.application_status,
+            "job-status": self.job_status,
+            "net-runtime": self.net_runtime_ms,
+            "accumulator-results": {},
+        }
         if self.failure_cause is not None:
             result["failure-cause"] = self.failure_cause
         return {"version": 1, "result": result}
@@ -91,8 +95,7 @@ class JobResult:
     def from_json(d: Any) -> JobResult:
         try:
             r = d["result"]
-            return JobResult(str(r["id"]), str(r["job-status"]), int(r.get("net-runtime", 0)),
-                             r.get("failure-cause"))
+            return JobResult(str(r["id"]), str(r["job-status"]), int(r.get("net-runtime", 0)), r.get("failure-cause"))
         except (KeyError, TypeError, ValueError) as e:
             raise HaStoreError(f"not a job result entry: {e}") from None
 
@@ -198,8 +201,9 @@ class RecoveryPlan:
     stale_job_graphs: tuple[str, ...] = ()
 
 
-def plan_recovery(stored_job_ids: Iterable[str], dirty_results: Iterable[JobResult],
-                  has_result: Callable[[str], bool]) -> RecoveryPlan:
+def plan_recovery(
+    stored_job_ids: Iterable[str], dirty_results: Iterable[JobResult], has_result: Callable[[str], bool]
+) -> RecoveryPlan:
     dirty = tuple(sorted(dirty_results, key=lambda r: r.job_id))
     dirty_ids = {r.job_id for r in dirty}
     recover: list[str] = []
@@ -212,8 +216,9 @@ def plan_recovery(stored_job_ids: Iterable[str], dirty_results: Iterable[JobResu
 
 
 def recover_jobs(job_graph_store: JobGraphStore, job_result_store: JobResultStore) -> RecoveryPlan:
-    return plan_recovery(job_graph_store.get_job_ids(), job_result_store.get_dirty_results(),
-                         job_result_store.has_job_result_entry)
+    return plan_recovery(
+        job_graph_store.get_job_ids(), job_result_store.get_dirty_results(), job_result_store.has_job_result_entry
+    )
 
 
 # ----------------------------------------------------------------------------- in memory
@@ -235,8 +240,9 @@ class _Fenced:
 
 
 class InMemoryJobGraphStore(JobGraphStore, _Fenced):
-    def __init__(self, fence: LeaderFence | None = None, check: FenceCheck | None = None,
-                 data: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, fence: LeaderFence | None = None, check: FenceCheck | None = None, data: dict[str, Any] | None = None
+    ) -> None:
         _Fenced.__init__(self, fence, check)
         self._graphs: dict[str, Any] = data if data is not None else {}
 
@@ -323,8 +329,9 @@ class InMemoryCheckpointIDCounter(CheckpointIDCounter, _Fenced):
 
 
 class InMemoryCompletedCheckpointPointerStore(CompletedCheckpointPointerStore, _Fenced):
-    def __init__(self, max_retained: int = 1, fence: LeaderFence | None = None,
-                 check: FenceCheck | None = None) -> None:
+    def __init__(
+        self, max_retained: int = 1, fence: LeaderFence | None = None, check: FenceCheck | None = None
+    ) -> None:
         if max_retained < 1:
             raise ValueError("max_retained must be at least 1")
         _Fenced.__init__(self, fence, check)
@@ -360,4 +367,3 @@ class InMemoryCompletedCheckpointPointerStore(CompletedCheckpointPointerStore, _
             entries = sorted(self._entries.items())
             self._entries.clear()
             return entries
-

@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 PARTITIONINGS = ("forward", "rebalance", "shuffle", "broadcast", "hash", "rescale")
 #: Partitionings that send a record to the same consumer on every run (seed 000's region rule).
@@ -40,7 +40,7 @@ class OperatorDescriptor:
     name: str
     kind: str
     spec: bytes  # cloudpickle of a yarnflink.operators.specs.*Spec
-    uid: Optional[str] = None
+    uid: str | None = None
     chained_outputs: list[int] = field(default_factory=list)  # node ids in the same vertex
     output_datasets: list[str] = field(default_factory=list)  # IntermediateDataSet ids
 
@@ -75,7 +75,7 @@ class JobEdge:
     source: str  # IntermediateDataSet id
     target: str  # JobVertex id
     partitioning: str
-    key_selector: Optional[bytes] = None  # cloudpickle of KeySelectorSpec, for "hash"
+    key_selector: bytes | None = None  # cloudpickle of KeySelectorSpec, for "hash"
 
 
 @dataclass
@@ -148,19 +148,14 @@ class JobGraph:
                 }
                 for v in self.vertices
             ],
-            "datasets": [
-                {"id": d.id, "producer": d.producer, "resultType": d.result_type}
-                for d in self.datasets
-            ],
+            "datasets": [{"id": d.id, "producer": d.producer, "resultType": d.result_type} for d in self.datasets],
             "edges": [
                 {
                     "source": e.source,
                     "target": e.target,
                     "partitioning": e.partitioning,
                     "keySelector": (
-                        base64.b64encode(e.key_selector).decode("ascii")
-                        if e.key_selector is not None
-                        else None
+                        base64.b64encode(e.key_selector).decode("ascii") if e.key_selector is not None else None
                     ),
                 }
                 for e in self.edges
@@ -168,7 +163,7 @@ class JobGraph:
         }
 
     @staticmethod
-    def from_json(data: Any) -> "JobGraph":
+    def from_json(data: Any) -> JobGraph:
         return _Parser().job_graph(data)
 
 
@@ -184,10 +179,7 @@ class _Parser:
         if len(vertices_raw) > MAX_VERTICES:
             raise JobGraphError(f"jobGraph.vertices has {len(vertices_raw)} entries (limit {MAX_VERTICES})")
         vertices = [self.vertex(v, f"vertices[{i}]") for i, v in enumerate(vertices_raw)]
-        datasets = [
-            self.dataset(x, f"datasets[{i}]")
-            for i, x in enumerate(self._list(d, "datasets", "jobGraph"))
-        ]
+        datasets = [self.dataset(x, f"datasets[{i}]") for i, x in enumerate(self._list(d, "datasets", "jobGraph"))]
         edges = [self.edge(x, f"edges[{i}]") for i, x in enumerate(self._list(d, "edges", "jobGraph"))]
         mode = self._str(d, "runtimeMode", "jobGraph", default="STREAMING")
         if mode not in RUNTIME_MODES:
@@ -232,9 +224,7 @@ class _Parser:
         if max_par > MAX_PARALLELISM_LIMIT:
             raise JobGraphError(f"{path}.maxParallelism must be at most {MAX_PARALLELISM_LIMIT}")
         if parallelism > max_par:
-            raise JobGraphError(
-                f"{path}.parallelism ({parallelism}) is larger than its maxParallelism ({max_par})"
-            )
+            raise JobGraphError(f"{path}.parallelism ({parallelism}) is larger than its maxParallelism ({max_par})")
         ops_raw = self._list(d, "operators", path)
         if not ops_raw:
             raise JobGraphError(f"{path}.operators must not be empty")
@@ -261,9 +251,7 @@ class _Parser:
         if uid is not None and not isinstance(uid, str):
             raise JobGraphError(f"{path}.uid must be a string or null")
         chained = d.get("chainedOutputs", [])
-        if not isinstance(chained, list) or not all(
-            isinstance(x, int) and not isinstance(x, bool) for x in chained
-        ):
+        if not isinstance(chained, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in chained):
             raise JobGraphError(f"{path}.chainedOutputs must be a list of integers")
         outs = d.get("outputDatasets", [])
         if not isinstance(outs, list) or not all(isinstance(x, str) for x in outs):
@@ -295,7 +283,9 @@ class _Parser:
             ks = self._b64(d, "keySelector", path)
         if p == "hash" and ks is None:
             raise JobGraphError(f"{path}.keySelector is required for hash partitioning")
-        return JobEdge(source=self._id(d, "source", path), target=self._id(d, "target", path), partitioning=p, key_selector=ks)
+        return JobEdge(
+            source=self._id(d, "source", path), target=self._id(d, "target", path), partitioning=p, key_selector=ks
+        )
 
     # ------------------------------------------------------------------ primitives
     @staticmethod
@@ -312,7 +302,7 @@ class _Parser:
         return v
 
     @staticmethod
-    def _str(d: dict[str, Any], key: str, path: str, default: Optional[str] = None) -> str:
+    def _str(d: dict[str, Any], key: str, path: str, default: str | None = None) -> str:
         v = d.get(key, default)
         if not isinstance(v, str) or not v:
             raise JobGraphError(f"{path}.{key} must be a non-empty string")

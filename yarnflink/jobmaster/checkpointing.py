@@ -17,7 +17,7 @@ import asyncio
 import json
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
@@ -60,7 +60,7 @@ def _now_ms() -> int:
 
 
 class CheckpointDriver:
-    def __init__(self, jm: "JobMaster") -> None:
+    def __init__(self, jm: JobMaster) -> None:
         from yarnflink.checkpoint.storage import FsCheckpointStorage, storage_options_from_config
 
         self.jm = jm
@@ -69,12 +69,18 @@ class CheckpointDriver:
         self.vertices: list[RestoreVertex] = []
         self.coordinator = cc.CheckpointCoordinator(jm.job_id, self._tasks(), self.config, start_time=_now_ms())
         directory = self.config.directory or ""
-        self.storage = (FsCheckpointStorage(directory, jm.job_id,
-                                            storage_options=storage_options_from_config(conf, directory),
-                                            inline_threshold=self.config.inline_threshold)
-                        if directory else None)
+        self.storage = (
+            FsCheckpointStorage(
+                directory,
+                jm.job_id,
+                storage_options=storage_options_from_config(conf, directory),
+                inline_threshold=self.config.inline_threshold,
+            )
+            if directory
+            else None
+        )
         #: what tasks restore: the checkpoint and its assignment (computed once per checkpoint)
-        self._restore: Optional[CompletedCheckpoint] = None
+        self._restore: CompletedCheckpoint | None = None
         self._assigned: dict[tuple[str, int], TaskStateSnapshot] = {}
         self._assigned_for = -1
         self._restored_at_restart = 0
@@ -83,8 +89,8 @@ class CheckpointDriver:
         self.history: list[dict[str, Any]] = []
         #: checkpoint id -> vertex id -> subtask index -> its statistics (details/{cid} in the REST API)
         self.subtask_stats: dict[int, dict[str, dict[int, dict[str, Any]]]] = {}
-        self.latest_restored: Optional[dict[str, Any]] = None
-        self._task: Optional[asyncio.Task[None]] = None
+        self.latest_restored: dict[str, Any] | None = None
+        self._task: asyncio.Task[None] | None = None
         #: savepoints: trigger id -> Flink's asynchronous operation result; checkpoint id -> trigger id
         self.savepoints: dict[str, dict[str, Any]] = {}
         self._savepoint_of: dict[int, str] = {}
@@ -96,7 +102,7 @@ class CheckpointDriver:
         #: stop-with-savepoint trigger id -> its result (reported once the job terminated)
         self._stops: dict[str, StopWithSavepointTerminationHandler] = {}
         self._validated: set[int] = set()  # checkpoint ids whose files were checked before a restore
-        self._validating: Optional[asyncio.Future[None]] = None
+        self._validating: asyncio.Future[None] | None = None
         #: checkpoints skipped on restore, and why (GET /jobs/:id/checkpoints: latest.restored.skipped)
         self.restore_warnings: list[str] = []
 
@@ -110,11 +116,17 @@ class CheckpointDriver:
             jv = ejv.job_vertex
             ops = tuple(operator_id_of(op.node_id, op.uid or "") for op in jv.operators)
             self.vertices.append(RestoreVertex(jv.id, jv.parallelism, jv.max_parallelism, ops))
-            upstream = tuple(task_id_of(u) for e in jg.inputs_of(jv.id)
-                             for u in jm.eg.vertex(jg.dataset(e.source).producer).task_vertices)
+            upstream = tuple(
+                task_id_of(u)
+                for e in jg.inputs_of(jv.id)
+                for u in jm.eg.vertex(jg.dataset(e.source).producer).task_vertices
+            )
             for ev in ejv.task_vertices:
-                tasks.append(cc.CheckpointTask(task_id_of(ev), jv.id, ev.subtask_index, jv.parallelism,
-                                               jv.max_parallelism, ops, upstream))
+                tasks.append(
+                    cc.CheckpointTask(
+                        task_id_of(ev), jv.id, ev.subtask_index, jv.parallelism, jv.max_parallelism, ops, upstream
+                    )
+                )
         return tasks
 
     def follow_rescale(self) -> bool:
@@ -132,8 +144,14 @@ class CheckpointDriver:
         for cid in sorted(old.pending):
             if cid in old.pending:
                 aborts += old._abort(cid, cc.TASK_FAILURE, _now_ms(), f"the job was rescaled to {now}")
-        fresh = cc.CheckpointCoordinator(self.jm.job_id, self._tasks(), self.config, completed=list(old.completed),
-                                         next_checkpoint_id=old.next_checkpoint_id, start_time=_now_ms())
+        fresh = cc.CheckpointCoordinator(
+            self.jm.job_id,
+            self._tasks(),
+            self.config,
+            completed=list(old.completed),
+            next_checkpoint_id=old.next_checkpoint_id,
+            start_time=_now_ms(),
+        )
         fresh.last_completion = old.last_completion
         fresh.periodic_suspended = old.periodic_suspended
         fresh.stop_checkpoint_id = old.stop_checkpoint_id
@@ -141,12 +159,17 @@ class CheckpointDriver:
         self._assigned_for = -1
         self._restored_at_restart = -1  # the rescale's restore is counted
         self._apply([a for a in aborts if not isinstance(a, cc.FailJob)])
-        log.info("job %s: checkpointing follows the rescale to %s (latest completed checkpoint: %s)",
-                 self.jm.job_id, now, old.latest_completed().checkpoint_id if old.completed else None)
+        log.info(
+            "job %s: checkpointing follows the rescale to %s (latest completed checkpoint: %s)",
+            self.jm.job_id,
+            now,
+            old.latest_completed().checkpoint_id if old.completed else None,
+        )
         return True
 
-    def trigger_savepoint(self, target_directory: Optional[str], stop: bool = False, drain: bool = False,
-                          cancel_job: bool = False) -> str:
+    def trigger_savepoint(
+        self, target_directory: str | None, stop: bool = False, drain: bool = False, cancel_job: bool = False
+    ) -> str:
         """``POST /jobs/:id/savepoints`` (``cancel_job``: cancel-with-savepoint, the job is
         cancelled once the savepoint completed) and ``POST /jobs/:id/stop`` (``stop``: a
         synchronous savepoint, then the job finishes; ``drain``: MAX_WATERMARK first): the
@@ -176,17 +199,24 @@ class CheckpointDriver:
         if cancel_job:
             self._cancel_after.add(trigger_id)
             self.coordinator.periodic_suspended = True
-        log.info("job %s: %s %d triggered (trigger %s) to %s", self.jm.job_id,
-                 {"SAVEPOINT": "savepoint"}.get(kind, f"stop-with-savepoint ({kind})"),
-                 trigger.checkpoint_id, trigger_id, target)
+        log.info(
+            "job %s: %s %d triggered (trigger %s) to %s",
+            self.jm.job_id,
+            {"SAVEPOINT": "savepoint"}.get(kind, f"stop-with-savepoint ({kind})"),
+            trigger.checkpoint_id,
+            trigger_id,
+            target,
+        )
         self._apply(actions)
         return trigger_id
 
-    def _savepoint_refusal(self, target_directory: Optional[str], stop: bool) -> Optional[str]:
+    def _savepoint_refusal(self, target_directory: str | None, stop: bool) -> str | None:
         """Why no savepoint can be triggered now (None: it can)."""
         if not (target_directory or self.jm.config.get_string("execution.checkpointing.savepoint-dir")):
-            return ("no target directory: pass one (yarnflink savepoint JOBID DIR, yarnflink stop -p DIR JOBID) "
-                    "or set execution.checkpointing.savepoint-dir")
+            return (
+                "no target directory: pass one (yarnflink savepoint JOBID DIR, yarnflink stop -p DIR JOBID) "
+                "or set execution.checkpointing.savepoint-dir"
+            )
         if not self.config.periodic:
             return "checkpointing is not enabled for this job (execution.checkpointing.interval)"
         if self._cancel_after:
@@ -222,7 +252,7 @@ class CheckpointDriver:
                 out[key] = value
         return out
 
-    def savepoint_status(self, trigger_id: str) -> Optional[dict[str, Any]]:
+    def savepoint_status(self, trigger_id: str) -> dict[str, Any] | None:
         return self.savepoints.get(trigger_id)
 
     # ------------------------------------------------------------------ lifecycle
@@ -243,19 +273,28 @@ class CheckpointDriver:
         options = storage_options_from_config(self.jm.config, path)
         found = await asyncio.get_running_loop().run_in_executor(None, resolve_restore_location, path, options)
         for skipped in found.skipped:
-            log.warning("job %s: not restoring %s: %s (falling back to an older checkpoint)",
-                        self.jm.job_id, skipped.path, skipped.problem)
+            log.warning(
+                "job %s: not restoring %s: %s (falling back to an older checkpoint)",
+                self.jm.job_id,
+                skipped.path,
+                skipped.problem,
+            )
             self.restore_warnings.append(str(skipped))
         checkpoint = found.checkpoint
         assert checkpoint is not None
-        problem = check_compatible(checkpoint, self.vertices,
-                                   bool(self.jm.config.get("execution.savepoint.ignore-unclaimed-state")))
+        problem = check_compatible(
+            checkpoint, self.vertices, bool(self.jm.config.get("execution.savepoint.ignore-unclaimed-state"))
+        )
         if problem is not None:
             raise ValueError(problem)
         self._restore = checkpoint
-        self.latest_restored = {"id": checkpoint.checkpoint_id, "external_path": checkpoint.external_pointer or path,
-                                "restore_timestamp": _now_ms(), "is_savepoint": checkpoint.is_savepoint,
-                                "skipped": list(self.restore_warnings)}
+        self.latest_restored = {
+            "id": checkpoint.checkpoint_id,
+            "external_path": checkpoint.external_pointer or path,
+            "restore_timestamp": _now_ms(),
+            "is_savepoint": checkpoint.is_savepoint,
+            "skipped": list(self.restore_warnings),
+        }
         self.counts["restored"] += 1
         # new checkpoints of this job continue the numbering (Flink: the restored id + 1)
         self.coordinator.next_checkpoint_id = max(self.coordinator.next_checkpoint_id, checkpoint.checkpoint_id + 1)
@@ -284,17 +323,23 @@ class CheckpointDriver:
                 return
             try:
                 await asyncio.get_running_loop().run_in_executor(
-                    None, validate_checkpoint, checkpoint, self.storage.storage_options)
+                    None, validate_checkpoint, checkpoint, self.storage.storage_options
+                )
             except Exception as e:  # noqa: BLE001 - damaged or unreadable: fall back
                 if self.coordinator.latest_completed() is checkpoint and len(self.coordinator.completed) > 1:
                     self.coordinator.completed.remove(checkpoint)
-                    log.warning("job %s: checkpoint %d cannot be restored (%s); falling back to checkpoint %d",
-                                self.jm.job_id, checkpoint.checkpoint_id, e,
-                                self.coordinator.completed[-1].checkpoint_id)
+                    log.warning(
+                        "job %s: checkpoint %d cannot be restored (%s); falling back to checkpoint %d",
+                        self.jm.job_id,
+                        checkpoint.checkpoint_id,
+                        e,
+                        self.coordinator.completed[-1].checkpoint_id,
+                    )
                     self.restore_warnings.append(f"checkpoint {checkpoint.checkpoint_id} skipped: {e}")
                     continue
-                log.warning("job %s: checkpoint %d may not be restorable: %s", self.jm.job_id,
-                            checkpoint.checkpoint_id, e)
+                log.warning(
+                    "job %s: checkpoint %d may not be restorable: %s", self.jm.job_id, checkpoint.checkpoint_id, e
+                )
             self._validated.add(checkpoint.checkpoint_id)
             return
 
@@ -322,16 +367,25 @@ class CheckpointDriver:
             if found.checkpoint is None:
                 raise
             self.restore_warnings += [str(e)] + [str(s) for s in found.skipped if s.path != e.path]
-            log.warning("job %s: checkpoint %d cannot be restored (%s); falling back to checkpoint %d",
-                        self.jm.job_id, cid, e, found.checkpoint.checkpoint_id)
+            log.warning(
+                "job %s: checkpoint %d cannot be restored (%s); falling back to checkpoint %d",
+                self.jm.job_id,
+                cid,
+                e,
+                found.checkpoint.checkpoint_id,
+            )
             checkpoint = found.checkpoint
             pointer = checkpoint.external_pointer or pointer
             cid = max(cid, checkpoint.checkpoint_id)  # ids after the damaged one stay unused
         self._restore = checkpoint
         self.coordinator.completed = older + [checkpoint]
-        self.latest_restored = {"id": checkpoint.checkpoint_id, "external_path": pointer,
-                                "restore_timestamp": _now_ms(), "is_savepoint": checkpoint.is_savepoint,
-                                "skipped": list(self.restore_warnings)}
+        self.latest_restored = {
+            "id": checkpoint.checkpoint_id,
+            "external_path": pointer,
+            "restore_timestamp": _now_ms(),
+            "is_savepoint": checkpoint.is_savepoint,
+            "skipped": list(self.restore_warnings),
+        }
         self.counts["restored"] += 1
         self.coordinator.next_checkpoint_id = max(self.coordinator.next_checkpoint_id, cid + 1)
         log.info("job %s: resuming from checkpoint %d (%s)", self.jm.job_id, cid, pointer)
@@ -364,7 +418,7 @@ class CheckpointDriver:
         self._reserved_id = cid if self.coordinator.next_checkpoint_id == cid else 0
         return self._reserved_id == cid
 
-    async def _publish_pointer(self, cid: int, pointer: str) -> Optional[str]:
+    async def _publish_pointer(self, cid: int, pointer: str) -> str | None:
         """A checkpoint completes once its ``_metadata`` URL is in ZooKeeper; the error otherwise."""
         from yarnflink.checkpoint.storage import METADATA_FILE_NAME
 
@@ -413,11 +467,11 @@ class CheckpointDriver:
                 stop.task_ended(execution.vertex.task_name_with_subtask, state.value)
                 self.savepoints[trigger_id] = stop.operation()
 
-    def stop_task_failed(self, task: str, cause: str) -> Optional[FailWithoutRestart]:
+    def stop_task_failed(self, task: str, cause: str) -> FailWithoutRestart | None:
         """A task failed (``cause``: its exception, one line), before the JobMaster decides on a
         failover: ``FailWithoutRestart`` if a stop's savepoint completed (the job then ends FAILED,
         see ``StopWithSavepointTerminationHandler.task_failed``), else None (fail over as usual)."""
-        decision: Optional[FailWithoutRestart] = None
+        decision: FailWithoutRestart | None = None
         for trigger_id, stop in self._stops.items():
             verdict = stop.task_failed(task, cause)
             if verdict is not None:
@@ -441,16 +495,20 @@ class CheckpointDriver:
         if checkpoint is None:
             return b"", 0
         if self._assigned_for != checkpoint.checkpoint_id:
-            self._assigned = assign_state(checkpoint, self.vertices, bool(
-                self.jm.config.get("execution.savepoint.ignore-unclaimed-state")))
+            self._assigned = assign_state(
+                checkpoint, self.vertices, bool(self.jm.config.get("execution.savepoint.ignore-unclaimed-state"))
+            )
             self._assigned_for = checkpoint.checkpoint_id
         if execution.attempt_number > 0 and self._restored_at_restart != self.jm.eg.num_restarts:
             self._restored_at_restart = self.jm.eg.num_restarts  # one restore per restart
             self.counts["restored"] += 1
-            self.latest_restored = {"id": checkpoint.checkpoint_id,
-                                    "external_path": checkpoint.external_pointer or "",
-                                    "restore_timestamp": _now_ms(), "is_savepoint": checkpoint.is_savepoint,
-                                    "skipped": list(self.restore_warnings)}
+            self.latest_restored = {
+                "id": checkpoint.checkpoint_id,
+                "external_path": checkpoint.external_pointer or "",
+                "restore_timestamp": _now_ms(),
+                "is_savepoint": checkpoint.is_savepoint,
+                "skipped": list(self.restore_warnings),
+            }
         ev = execution.vertex
         snap = self._assigned.get((ev.job_vertex.job_vertex.id, ev.subtask_index))
         if snap is None:
@@ -461,13 +519,18 @@ class CheckpointDriver:
         d = json.loads(payload.decode("utf-8"))
         tid = task_id_of(execution.vertex)
         if declined:
-            event: Any = cc.DeclineCheckpoint(int(d["checkpoint_id"]), tid, str(d.get("reason", "")),
-                                              int(d.get("attempt", 0)), _now_ms())
+            event: Any = cc.DeclineCheckpoint(
+                int(d["checkpoint_id"]), tid, str(d.get("reason", "")), int(d.get("attempt", 0)), _now_ms()
+            )
         else:
             self._record_subtask_stats(int(d["checkpoint_id"]), execution, d.get("metrics"))
-            event = cc.AcknowledgeCheckpoint(int(d["checkpoint_id"]), tid,
-                                             TaskStateSnapshot.from_json(d.get("state") or {}),
-                                             int(d.get("attempt", 0)), _now_ms())
+            event = cc.AcknowledgeCheckpoint(
+                int(d["checkpoint_id"]),
+                tid,
+                TaskStateSnapshot.from_json(d.get("state") or {}),
+                int(d.get("attempt", 0)),
+                _now_ms(),
+            )
         self._apply(self.coordinator.handle(event))
 
     def _record_subtask_stats(self, cid: int, execution: Execution, metrics: Any) -> None:
@@ -493,7 +556,7 @@ class CheckpointDriver:
         self._apply(self.coordinator.handle(cc.JobTerminated(status)))
 
     # ------------------------------------------------------------------ actions
-    def _execution(self, task_id: str) -> Optional[Execution]:
+    def _execution(self, task_id: str) -> Execution | None:
         vid, sub = task_id.rsplit("#", 1)
         subtasks = self.jm.eg.vertex(vid).task_vertices
         if int(sub) >= len(subtasks):
@@ -505,11 +568,22 @@ class CheckpointDriver:
         for a in actions:
             if isinstance(a, cc.TriggerCheckpoint):
                 self.counts["total"] += 1
-                self.history.insert(0, {"id": a.checkpoint_id, "status": "IN_PROGRESS", "is_savepoint": a.is_savepoint,
-                                        "trigger_timestamp": a.timestamp, "latest_ack_timestamp": a.timestamp,
-                                        "end_to_end_duration": 0, "state_size": 0, "checkpointed_size": 0,
-                                        "num_subtasks": len(self.coordinator.tasks),
-                                        "num_acknowledged_subtasks": 0, "external_path": ""})
+                self.history.insert(
+                    0,
+                    {
+                        "id": a.checkpoint_id,
+                        "status": "IN_PROGRESS",
+                        "is_savepoint": a.is_savepoint,
+                        "trigger_timestamp": a.timestamp,
+                        "latest_ack_timestamp": a.timestamp,
+                        "end_to_end_duration": 0,
+                        "state_size": 0,
+                        "checkpointed_size": 0,
+                        "num_subtasks": len(self.coordinator.tasks),
+                        "num_acknowledged_subtasks": 0,
+                        "external_path": "",
+                    },
+                )
                 del self.history[HISTORY_SIZE:]
                 for tid in a.tasks:
                     self._rpc_trigger(tid, a)
@@ -561,10 +635,15 @@ class CheckpointDriver:
         execution = self._execution(tid)
         if execution is None:
             return
-        req = taskexecutor_pb2.CheckpointRequest(jobmaster_id=self.jm.jobmaster_id, execution_id=execution.attempt_id,
-                                                 checkpoint_id=a.checkpoint_id, timestamp=a.timestamp,
-                                                 is_savepoint=a.is_savepoint, synchronous=a.synchronous,
-                                                 drain=a.drain)
+        req = taskexecutor_pb2.CheckpointRequest(
+            jobmaster_id=self.jm.jobmaster_id,
+            execution_id=execution.attempt_id,
+            checkpoint_id=a.checkpoint_id,
+            timestamp=a.timestamp,
+            is_savepoint=a.is_savepoint,
+            synchronous=a.synchronous,
+            drain=a.drain,
+        )
         self.jm._spawn(self._call(execution, "TriggerCheckpoint", req))
 
     async def _notify_then_cancel(self, a: cc.NotifyCheckpointComplete) -> None:
@@ -574,21 +653,31 @@ class CheckpointDriver:
         for tid in a.tasks:
             execution = self._execution(tid)
             if execution is not None:
-                calls.append(self._call(execution, "NotifyCheckpoint", taskexecutor_pb2.CheckpointNotification(
-                    jobmaster_id=self.jm.jobmaster_id, execution_id=execution.attempt_id,
-                    checkpoint_id=a.checkpoint_id, completed=True)))
+                calls.append(
+                    self._call(
+                        execution,
+                        "NotifyCheckpoint",
+                        taskexecutor_pb2.CheckpointNotification(
+                            jobmaster_id=self.jm.jobmaster_id,
+                            execution_id=execution.attempt_id,
+                            checkpoint_id=a.checkpoint_id,
+                            completed=True,
+                        ),
+                    )
+                )
         await asyncio.gather(*calls)
-        log.info("job %s: cancel-with-savepoint: savepoint %d completed, cancelling the job",
-                 self.jm.job_id, a.checkpoint_id)
+        log.info(
+            "job %s: cancel-with-savepoint: savepoint %d completed, cancelling the job", self.jm.job_id, a.checkpoint_id
+        )
         self.jm.cancel()
 
     def _rpc_notify(self, tid: str, cid: int, completed: bool) -> None:
         execution = self._execution(tid)
         if execution is None:
             return
-        req = taskexecutor_pb2.CheckpointNotification(jobmaster_id=self.jm.jobmaster_id,
-                                                      execution_id=execution.attempt_id,
-                                                      checkpoint_id=cid, completed=completed)
+        req = taskexecutor_pb2.CheckpointNotification(
+            jobmaster_id=self.jm.jobmaster_id, execution_id=execution.attempt_id, checkpoint_id=cid, completed=completed
+        )
         self.jm._spawn(self._call(execution, "NotifyCheckpoint", req))
 
     async def _call(self, execution: Execution, method: str, req: Any) -> None:
@@ -610,13 +699,15 @@ class CheckpointDriver:
 
         cid = a.checkpoint.checkpoint_id
         loop = asyncio.get_running_loop()
-        error: Optional[str] = None
+        error: str | None = None
         pointer = ""
         try:
             if a.checkpoint.is_savepoint and a.target_directory:
                 # self-contained: state files copied under the savepoint directory, relative paths
                 options = storage_options_from_config(self.jm.config, a.target_directory)
-                pointer, _ = await loop.run_in_executor(None, write_savepoint, a.checkpoint, a.target_directory, options)
+                pointer, _ = await loop.run_in_executor(
+                    None, write_savepoint, a.checkpoint, a.target_directory, options
+                )
                 if self.storage is not None:  # the staging copies the tasks wrote under chk-<n>
                     self.jm._spawn(self._off_loop(self.storage.discard_incomplete, cid))
             elif self.storage is not None:
@@ -629,9 +720,14 @@ class CheckpointDriver:
         if error is not None:
             self._apply(self.coordinator.handle(cc.MetadataWriteFailed(cid, error, _now_ms())))
             return
-        self._finish_history(cid, "COMPLETED", external_path=pointer, state_size=a.checkpoint.state_size,
-                             checkpointed_size=a.checkpoint.state_size,
-                             num_acknowledged_subtasks=len(self.coordinator.tasks))
+        self._finish_history(
+            cid,
+            "COMPLETED",
+            external_path=pointer,
+            state_size=a.checkpoint.state_size,
+            checkpointed_size=a.checkpoint.state_size,
+            num_acknowledged_subtasks=len(self.coordinator.tasks),
+        )
         if cid in self._savepoint_of and self._savepoint_of[cid] in self._cancel_after:
             self._cancel_checkpoints.add(cid)
         if cid in self._savepoint_of:  # before the notifications: the tasks finish on them
@@ -655,15 +751,23 @@ class CheckpointDriver:
 
         return {
             "counts": counts,
-            "summary": {"state_size": summary("state_size"), "checkpointed_size": summary("checkpointed_size"),
-                        "end_to_end_duration": summary("end_to_end_duration")},
-            "latest": {"completed": completed, "savepoint": savepoint, "failed": failed,
-                       "restored": self.latest_restored},
+            "summary": {
+                "state_size": summary("state_size"),
+                "checkpointed_size": summary("checkpointed_size"),
+                "end_to_end_duration": summary("end_to_end_duration"),
+            },
+            "latest": {
+                "completed": completed,
+                "savepoint": savepoint,
+                "failed": failed,
+                "restored": self.latest_restored,
+            },
             "history": [dict(h) for h in self.history],
             # yarnflink: what GET /jobs/:id/checkpoints/details/:cid[/subtasks/:vid] shape (not in
             # /checkpoints itself); see yarnflink.metrics.checkpoint_stats
-            "subtask_details": {str(cid): {vid: {str(i): dict(r) for i, r in subs.items()}
-                                           for vid, subs in per_vertex.items()}
-                                for cid, per_vertex in self.subtask_stats.items()},
+            "subtask_details": {
+                str(cid): {vid: {str(i): dict(r) for i, r in subs.items()} for vid, subs in per_vertex.items()}
+                for cid, per_vertex in self.subtask_stats.items()
+            },
             "parallelism": {v.vertex_id: v.parallelism for v in self.vertices},
         }

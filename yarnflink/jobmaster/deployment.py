@@ -3,16 +3,15 @@ partitions it produces and the input channels it reads (with the producers' loca
 
 from __future__ import annotations
 
-from typing import Optional
-
 from yarnflink.executiongraph.executiongraph import POINTWISE, Execution, ExecutionGraph, ExecutionVertex
 from yarnflink.rpc.pb import taskexecutor_pb2 as te_pb
 
 __all__ = ["POINTWISE", "build_tdd"]
 
 
-def build_tdd(eg: ExecutionGraph, ev: ExecutionVertex,
-              execution: Optional[Execution] = None) -> te_pb.TaskDeploymentDescriptor:
+def build_tdd(
+    eg: ExecutionGraph, ev: ExecutionVertex, execution: Execution | None = None
+) -> te_pb.TaskDeploymentDescriptor:
     """``execution``: the attempt to deploy (default: the current one; a speculative attempt
     writes partitions of its own)."""
     jg = eg.job_graph
@@ -34,21 +33,30 @@ def build_tdd(eg: ExecutionGraph, ev: ExecutionVertex,
         job_config=jg.config,
     )
     for op in jv.operators:
-        tdd.operators.append(te_pb.ChainedOperator(
-            node_id=op.node_id, name=op.name, kind=op.kind, uid=op.uid or "", spec=op.spec,
-            chained_outputs=op.chained_outputs, output_datasets=op.output_datasets,
-        ))
+        tdd.operators.append(
+            te_pb.ChainedOperator(
+                node_id=op.node_id,
+                name=op.name,
+                kind=op.kind,
+                uid=op.uid or "",
+                spec=op.spec,
+                chained_outputs=op.chained_outputs,
+                output_datasets=op.output_datasets,
+            )
+        )
     for dataset, edge in jg.outputs_of(jv.id):
         consumer = jg.vertex(edge.target)
-        tdd.produced_partitions.append(te_pb.ResultPartitionDescriptor(
-            dataset_id=dataset.id,
-            partition_id=ev.produced[dataset.id].partition_id_of(execution),
-            num_subpartitions=eg.num_subpartitions(edge),
-            partitioning=edge.partitioning,
-            key_selector=edge.key_selector or b"",
-            consumer_vertex_id=consumer.id,
-            result_type=dataset.result_type,
-        ))
+        tdd.produced_partitions.append(
+            te_pb.ResultPartitionDescriptor(
+                dataset_id=dataset.id,
+                partition_id=ev.produced[dataset.id].partition_id_of(execution),
+                num_subpartitions=eg.num_subpartitions(edge),
+                partitioning=edge.partitioning,
+                key_selector=edge.key_selector or b"",
+                consumer_vertex_id=consumer.id,
+                result_type=dataset.result_type,
+            )
+        )
     for edge in jg.inputs_of(jv.id):
         producer = eg.vertex(jg.dataset(edge.source).producer)
         gate = te_pb.InputGateDescriptor(dataset_id=edge.source, partitioning=edge.partitioning)
@@ -60,10 +68,12 @@ def build_tdd(eg: ExecutionGraph, ev: ExecutionVertex,
         for p, sub in sources:
             slot = p.current.slot
             assert slot is not None, "producers are assigned slots before consumers are deployed"
-            gate.channels.append(te_pb.InputChannelDescriptor(
-                partition_id=p.produced[edge.source].partition_id,
-                subpartition=sub,
-                producer_data_address=slot.data_address,
-            ))
+            gate.channels.append(
+                te_pb.InputChannelDescriptor(
+                    partition_id=p.produced[edge.source].partition_id,
+                    subpartition=sub,
+                    producer_data_address=slot.data_address,
+                )
+            )
         tdd.input_gates.append(gate)
     return tdd

@@ -19,7 +19,8 @@ import logging
 import time
 import traceback
 import uuid
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import grpc
 
@@ -74,7 +75,7 @@ class JobSubmissionException(ValueError):
     """The job cannot run as submitted and configured (the REST API answers 400)."""
 
 
-def job_configuration(cluster: Optional[Configuration], job_graph: JobGraph) -> Configuration:
+def job_configuration(cluster: Configuration | None, job_graph: JobGraph) -> Configuration:
     """The cluster's configuration overridden by the job's own entries (as in Flink)."""
     config = cluster.copy() if cluster is not None else Configuration()
     for key, value in job_graph.config.items():
@@ -92,17 +93,25 @@ def scheduler_type_of(config: Configuration, job_graph: JobGraph) -> str:
     if chosen is None:
         return "AdaptiveBatch" if batch else "Default"
     if chosen == "AdaptiveBatch" and not batch:
-        raise JobSubmissionException("jobmanager.scheduler: AdaptiveBatch schedules BATCH jobs only; this job "
-                                     "runs in STREAMING mode (use Default or Adaptive)")
+        raise JobSubmissionException(
+            "jobmanager.scheduler: AdaptiveBatch schedules BATCH jobs only; this job "
+            "runs in STREAMING mode (use Default or Adaptive)"
+        )
     if chosen == "Adaptive" and batch:
-        raise JobSubmissionException("jobmanager.scheduler: Adaptive schedules STREAMING jobs only; this job "
-                                     "runs in BATCH mode (use AdaptiveBatch or Default)")
-    if (chosen == "Adaptive" and config.get("execution.checkpointing.interval")
-            and str(config.get("execution.checkpointing.unaligned.enabled") or "").strip().lower() == "true"):
+        raise JobSubmissionException(
+            "jobmanager.scheduler: Adaptive schedules STREAMING jobs only; this job "
+            "runs in BATCH mode (use AdaptiveBatch or Default)"
+        )
+    if (
+        chosen == "Adaptive"
+        and config.get("execution.checkpointing.interval")
+        and str(config.get("execution.checkpointing.unaligned.enabled") or "").strip().lower() == "true"
+    ):
         raise JobSubmissionException(
             "jobmanager.scheduler: Adaptive rescales from the latest checkpoint, and the in-flight data of "
             "unaligned checkpoints (execution.checkpointing.unaligned.enabled: true) restores only at the "
-            "parallelism it was taken at; use aligned checkpoints with the Adaptive scheduler")
+            "parallelism it was taken at; use aligned checkpoints with the Adaptive scheduler"
+        )
     return str(chosen)
 
 
@@ -112,14 +121,20 @@ def _unreachable(e: grpc.aio.AioRpcError) -> bool:
 
 
 class JobMaster(RpcEndpoint):
-    def __init__(self, job_graph: JobGraph, host: str, resource_manager_address: str, *,
-                 on_terminated: Callable[["JobMaster"], None],
-                 slot_request_timeout_s: float = 300.0,
-                 heartbeat_interval_s: float = 10.0,
-                 heartbeat_timeout_s: float = 50.0,
-                 config: Optional[Configuration] = None,
-                 jobmaster_id: Optional[str] = None,
-                 checkpoint_ha: Any = None) -> None:
+    def __init__(
+        self,
+        job_graph: JobGraph,
+        host: str,
+        resource_manager_address: str,
+        *,
+        on_terminated: Callable[[JobMaster], None],
+        slot_request_timeout_s: float = 300.0,
+        heartbeat_interval_s: float = 10.0,
+        heartbeat_timeout_s: float = 50.0,
+        config: Configuration | None = None,
+        jobmaster_id: str | None = None,
+        checkpoint_ha: Any = None,
+    ) -> None:
         """With HA, ``jobmaster_id`` is the leader session id and ``checkpoint_ha`` the job's
         ``yarnflink.highavailability.checkpoints.JobCheckpointRecovery``."""
         super().__init__(f"JobMaster-{job_graph.job_id[:8]}")
@@ -138,8 +153,9 @@ class JobMaster(RpcEndpoint):
         self.eg = ExecutionGraph(job_graph)
         try:
             self.scheduler_type = scheduler_type_of(self.config, job_graph)
-            speculative = (job_graph.runtime_mode == "BATCH"
-                           and bool(self.config.get("execution.batch.speculative.enabled")))
+            speculative = job_graph.runtime_mode == "BATCH" and bool(
+                self.config.get("execution.batch.speculative.enabled")
+            )
             scheduler_class = DefaultScheduler
             extra: dict[str, Any] = {}
             if speculative:
@@ -156,13 +172,18 @@ class JobMaster(RpcEndpoint):
                 self.eg,
                 failover_strategy=str(self.config.get("jobmanager.execution.failover-strategy")),
                 restart_strategy=restart.from_configuration(self.config),
-                slot_pool=SlotPool(idle_timeout_s=self.config.get_seconds("slot.idle.timeout") or 0.0,
-                                   match_profiles=bool(self.config.get(
-                                       "cluster.fine-grained-resource-management.enabled"))),
+                slot_pool=SlotPool(
+                    idle_timeout_s=self.config.get_seconds("slot.idle.timeout") or 0.0,
+                    match_profiles=bool(self.config.get("cluster.fine-grained-resource-management.enabled")),
+                ),
                 slot_request_timeout_s=slot_request_timeout_s,
-                adaptive_batch=(AdaptiveBatchOptions.from_configuration(self.config)
-                                if self.scheduler_type == "AdaptiveBatch" else None),
-                **extra)
+                adaptive_batch=(
+                    AdaptiveBatchOptions.from_configuration(self.config)
+                    if self.scheduler_type == "AdaptiveBatch"
+                    else None
+                ),
+                **extra,
+            )
         except ValueError as e:  # an invalid strategy or option (ConfigError is a ValueError)
             raise JobSubmissionException(str(e)) from None
         self.slot_pool = self.scheduler.pool
@@ -175,18 +196,20 @@ class JobMaster(RpcEndpoint):
         self._collected_bytes = 0
         self._timers: list[asyncio.Task[Any]] = []
         self._io: set[asyncio.Task[Any]] = set()  # RPCs in flight for the scheduler's actions
-        self._timer: Optional[asyncio.TimerHandle] = None
-        self._declaring: Optional[asyncio.Task[None]] = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._declaring: asyncio.Task[None] | None = None
         self._declare_again = False
         self._terminated_notified = False
         #: checkpoints of a STREAMING job with execution.checkpointing.interval (None: off)
         self.checkpoints = None
         from yarnflink.taskexecutor.task import checkpointing_enabled
 
-        if checkpointing_enabled({"execution.checkpointing.interval":
-                                  self.config.get_string("execution.checkpointing.interval") or ""},
-                                 job_graph.runtime_mode) or (  # run -s: restore without checkpointing
-                self.config.get_string("execution.savepoint.path") and job_graph.runtime_mode == "STREAMING"):
+        if checkpointing_enabled(
+            {"execution.checkpointing.interval": self.config.get_string("execution.checkpointing.interval") or ""},
+            job_graph.runtime_mode,
+        ) or (  # run -s: restore without checkpointing
+            self.config.get_string("execution.savepoint.path") and job_graph.runtime_mode == "STREAMING"
+        ):
             from yarnflink.jobmaster.checkpointing import CheckpointDriver
 
             # (Adaptive: a rescale restores the latest completed checkpoint: CheckpointDriver.follow_rescale)
@@ -215,13 +238,15 @@ class JobMaster(RpcEndpoint):
         # slots of speculative attempts, and those an adaptive job would like beyond what it runs
         extra = getattr(self.scheduler, "extra_slot_requests", {})
         keys = {g.key for g in groups}
-        return (groups + [r for k, r in extra.items() if k in needed and k not in keys]
-                + self.slot_pool.idle_held_while_pending())
+        return (
+            groups
+            + [r for k, r in extra.items() if k in needed and k not in keys]
+            + self.slot_pool.idle_held_while_pending()
+        )
 
     # ------------------------------------------------------------------ lifecycle
     async def on_start(self) -> None:
-        await self.serve(jobmaster_pb2_grpc.add_JobMasterGatewayServicer_to_server,
-                         _Servicer(self), self.host, 0)
+        await self.serve(jobmaster_pb2_grpc.add_JobMasterGatewayServicer_to_server, _Servicer(self), self.host, 0)
         if self.checkpoints is not None:
             try:
                 await self.checkpoints.load_initial()
@@ -254,9 +279,14 @@ class JobMaster(RpcEndpoint):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        frees = [asyncio.ensure_future(self.gateways.task_executor(s.rpc_address).FreeSlot(
-            taskexecutor_pb2.FreeSlotRequest(allocation_id=s.allocation_id, cause=cause), timeout=timeout))
-            for s in self.slot_pool.release_all()]
+        frees = [
+            asyncio.ensure_future(
+                self.gateways.task_executor(s.rpc_address).FreeSlot(
+                    taskexecutor_pb2.FreeSlotRequest(allocation_id=s.allocation_id, cause=cause), timeout=timeout
+                )
+            )
+            for s in self.slot_pool.release_all()
+        ]
         if frees:
             await asyncio.wait(frees, timeout=timeout)
         log.info("job %s suspended (JobMaster %s): %s", self.job_id, token, cause)
@@ -333,8 +363,11 @@ class JobMaster(RpcEndpoint):
             try:
                 await connection.declare(requirements_of(self.shared_slots, self.job_graph))
             except grpc.aio.AioRpcError as e:
-                log.info("job %s: declaring requirements failed (%s); the connection declares again "
-                         "when it re-registers", self.job_id, e.details())
+                log.info(
+                    "job %s: declaring requirements failed (%s); the connection declares again when it re-registers",
+                    self.job_id,
+                    e.details(),
+                )
 
     async def _deploy(self, execution: Execution) -> None:
         slot = execution.slot
@@ -353,42 +386,63 @@ class JobMaster(RpcEndpoint):
                 return
         try:
             await self.gateways.task_executor(slot.rpc_address).SubmitTask(
-                taskexecutor_pb2.SubmitTaskRequest(jobmaster_id=self.jobmaster_id, tdd=tdd),
-                timeout=RPC_TIMEOUT_S)
+                taskexecutor_pb2.SubmitTaskRequest(jobmaster_id=self.jobmaster_id, tdd=tdd), timeout=RPC_TIMEOUT_S
+            )
         except grpc.aio.AioRpcError as e:
             if _unreachable(e):
-                self.task_manager_lost(slot.resource_id, f"TaskManager {slot.resource_id} at {slot.rpc_address} "
-                                                         f"is unreachable (deploying a task: {e.details()})")
-            self._apply(self.scheduler.deploy_failed(execution, Failure(
-                "TaskDeploymentException", f"could not deploy to {slot.rpc_address}: {e.details()}",
-                "", now_ms(), execution.vertex.task_name_with_subtask, slot.data_address, slot.resource_id),
-                time.monotonic()))
+                self.task_manager_lost(
+                    slot.resource_id,
+                    f"TaskManager {slot.resource_id} at {slot.rpc_address} "
+                    f"is unreachable (deploying a task: {e.details()})",
+                )
+            self._apply(
+                self.scheduler.deploy_failed(
+                    execution,
+                    Failure(
+                        "TaskDeploymentException",
+                        f"could not deploy to {slot.rpc_address}: {e.details()}",
+                        "",
+                        now_ms(),
+                        execution.vertex.task_name_with_subtask,
+                        slot.data_address,
+                        slot.resource_id,
+                    ),
+                    time.monotonic(),
+                )
+            )
 
     async def _cancel_remote(self, execution: Execution) -> None:
         slot = execution.slot
         assert slot is not None
         try:
             await self.gateways.task_executor(slot.rpc_address).CancelTask(
-                taskexecutor_pb2.CancelTaskRequest(jobmaster_id=self.jobmaster_id,
-                                                   execution_id=execution.attempt_id),
-                timeout=RPC_TIMEOUT_S)
+                taskexecutor_pb2.CancelTaskRequest(jobmaster_id=self.jobmaster_id, execution_id=execution.attempt_id),
+                timeout=RPC_TIMEOUT_S,
+            )
         except grpc.aio.AioRpcError as e:
             # the TaskExecutor is gone (its tasks are gone with it) or the task already ended
             log.info("cancel of %s failed (%s); marking it canceled", execution.attempt_id, e.details())
             if _unreachable(e):
-                self.task_manager_lost(slot.resource_id, f"TaskManager {slot.resource_id} at {slot.rpc_address} "
-                                                         f"is unreachable (cancelling a task: {e.details()})")
+                self.task_manager_lost(
+                    slot.resource_id,
+                    f"TaskManager {slot.resource_id} at {slot.rpc_address} "
+                    f"is unreachable (cancelling a task: {e.details()})",
+                )
             self._apply(self.scheduler.cancel_failed(execution, time.monotonic()))
 
     async def _check_task_manager(self, a: CheckTaskManager) -> None:
         try:
             await self.gateways.task_executor(a.rpc_address).RequestTaskExecutorInfo(
-                taskexecutor_pb2.TaskExecutorInfoRequest(), timeout=PROBE_TIMEOUT_S)
+                taskexecutor_pb2.TaskExecutorInfoRequest(), timeout=PROBE_TIMEOUT_S
+            )
         except grpc.aio.AioRpcError as e:
             if _unreachable(e):
-                self.task_manager_lost(a.resource_id, f"TaskManager {a.resource_id} at {a.rpc_address} is "
-                                                      f"unreachable (a consumer lost its data connection; "
-                                                      f"probe: {e.details()})")
+                self.task_manager_lost(
+                    a.resource_id,
+                    f"TaskManager {a.resource_id} at {a.rpc_address} is "
+                    f"unreachable (a consumer lost its data connection; "
+                    f"probe: {e.details()})",
+                )
                 return
         self._apply(self.scheduler.task_manager_checked(a.resource_id, time.monotonic()))
 
@@ -400,9 +454,12 @@ class JobMaster(RpcEndpoint):
         try:
             await self.gateways.resource_manager(self.rm_address).DisconnectTaskExecutor(
                 resourcemanager_pb2.DisconnectTaskExecutorRequest(
-                    fencing_token=self.rm_token, resource_id=a.resource_id,
-                    cause=f"the JobMaster of job {self.job_id} lost it: {a.cause}"),
-                timeout=RPC_TIMEOUT_S)
+                    fencing_token=self.rm_token,
+                    resource_id=a.resource_id,
+                    cause=f"the JobMaster of job {self.job_id} lost it: {a.cause}",
+                ),
+                timeout=RPC_TIMEOUT_S,
+            )
         except grpc.aio.AioRpcError as e:
             log.info("telling the ResourceManager about lost TaskManager %s failed: %s", a.resource_id, e.details())
 
@@ -410,7 +467,8 @@ class JobMaster(RpcEndpoint):
         try:
             await self.gateways.task_executor(a.rpc_address).ReleasePartitions(
                 taskexecutor_pb2.ReleasePartitionsRequest(job_id=self.job_id, partition_ids=list(a.partition_ids)),
-                timeout=RPC_TIMEOUT_S)
+                timeout=RPC_TIMEOUT_S,
+            )
         except grpc.aio.AioRpcError as e:
             log.debug("releasing partitions at %s failed: %s", a.rpc_address, e.details())
 
@@ -418,7 +476,8 @@ class JobMaster(RpcEndpoint):
         try:
             await self.gateways.task_executor(a.slot.rpc_address).FreeSlot(
                 taskexecutor_pb2.FreeSlotRequest(allocation_id=a.slot.allocation_id, cause=a.cause),
-                timeout=RPC_TIMEOUT_S)
+                timeout=RPC_TIMEOUT_S,
+            )
         except grpc.aio.AioRpcError as e:
             log.debug("freeing slot %s failed: %s", a.slot.allocation_id, e.details())
 
@@ -430,8 +489,13 @@ class JobMaster(RpcEndpoint):
         asyncio.get_running_loop().call_soon(self._apply, actions)
         return accepted
 
-    def update_task_state(self, attempt_id: str, state: ExecutionState,
-                          error: Optional[common_pb2.SerializedThrowable], failed_partition_id: str = "") -> bool:
+    def update_task_state(
+        self,
+        attempt_id: str,
+        state: ExecutionState,
+        error: common_pb2.SerializedThrowable | None,
+        failed_partition_id: str = "",
+    ) -> bool:
         execution = self.eg.find_execution(attempt_id)
         if execution is None or not self.scheduler.is_live(execution):
             return False
@@ -442,15 +506,24 @@ class JobMaster(RpcEndpoint):
                 error.exception_class if error else "Exception",
                 error.message if error else "task failed",
                 error.traceback if error else "",
-                now_ms(), execution.vertex.task_name_with_subtask,
-                slot.data_address if slot else "", slot.resource_id if slot else "",
-                partition_id=failed_partition_id)
+                now_ms(),
+                execution.vertex.task_name_with_subtask,
+                slot.data_address if slot else "",
+                slot.resource_id if slot else "",
+                partition_id=failed_partition_id,
+            )
             if execution.state in _DEPLOYED:
                 self._fail_if_stopping(failure, [execution])
         produced = self.final_io_metrics.get(attempt_id, {}).get("numBytesOut")
-        self._apply(self.scheduler.task_state_changed(
-            attempt_id, state, failure, time.monotonic(),
-            produced_bytes=int(produced) if produced is not None and produced == produced else None))
+        self._apply(
+            self.scheduler.task_state_changed(
+                attempt_id,
+                state,
+                failure,
+                time.monotonic(),
+                produced_bytes=int(produced) if produced is not None and produced == produced else None,
+            )
+        )
         if self.checkpoints is not None and not self.eg.status.globally_terminal:
             self.checkpoints.task_state_changed(execution, state)
         return True
@@ -467,9 +540,17 @@ class JobMaster(RpcEndpoint):
         if decision is None:
             return
         first = failure.traceback or f"{failure.exception_class}: {failure.message}"
-        self.fail_job(Failure(decision.exception_class, decision.message,
-                              f"{decision.exception_class}: {decision.message}\n\nCaused by: {first}",
-                              failure.timestamp_ms, failure.task_name, failure.endpoint, failure.task_manager_id))
+        self.fail_job(
+            Failure(
+                decision.exception_class,
+                decision.message,
+                f"{decision.exception_class}: {decision.message}\n\nCaused by: {first}",
+                failure.timestamp_ms,
+                failure.task_name,
+                failure.endpoint,
+                failure.task_manager_id,
+            )
+        )
 
     def fail_job(self, failure: Failure) -> None:
         """A failure of the job as a whole (not of one task): no restart."""
@@ -483,8 +564,14 @@ class JobMaster(RpcEndpoint):
 
     def task_manager_lost(self, resource_id: str, cause: str) -> None:
         failure = Failure("TaskManagerLostException", cause, "", now_ms(), task_manager_id=resource_id)
-        self._fail_if_stopping(failure, [e for e in self.eg.executions() if e.state in _DEPLOYED
-                                         and e.slot is not None and e.slot.resource_id == resource_id])
+        self._fail_if_stopping(
+            failure,
+            [
+                e
+                for e in self.eg.executions()
+                if e.state in _DEPLOYED and e.slot is not None and e.slot.resource_id == resource_id
+            ],
+        )
         self._apply(self.scheduler.task_manager_lost(resource_id, failure, time.monotonic()))
 
     def _job_terminated(self, a: JobTerminated) -> None:
@@ -507,8 +594,10 @@ class JobMaster(RpcEndpoint):
         try:
             await self.gateways.resource_manager(self.rm_address).DisconnectJobMaster(
                 resourcemanager_pb2.DisconnectJobMasterRequest(
-                    fencing_token=self.rm_token, job_id=self.job_id, cause=self.eg.status.value),
-                timeout=RPC_TIMEOUT_S)
+                    fencing_token=self.rm_token, job_id=self.job_id, cause=self.eg.status.value
+                ),
+                timeout=RPC_TIMEOUT_S,
+            )
         except grpc.aio.AioRpcError:
             pass
 
@@ -519,9 +608,15 @@ class JobMaster(RpcEndpoint):
             return  # output of an attempt that a restart replaced
         self._collected_bytes += len(payload)
         if self._collected_bytes > MAX_COLLECTED_BYTES:
-            self.fail_job(Failure("CollectSinkException",
-                                  f"execute_and_collect() results exceed {MAX_COLLECTED_BYTES} bytes; "
-                                  f"write large results with a FileSink instead", "", now_ms()))
+            self.fail_job(
+                Failure(
+                    "CollectSinkException",
+                    f"execute_and_collect() results exceed {MAX_COLLECTED_BYTES} bytes; "
+                    f"write large results with a FileSink instead",
+                    "",
+                    now_ms(),
+                )
+            )
             return
         self.collected.setdefault(execution.vertex.subtask_index, []).append((attempt_id, payload))
 
@@ -536,7 +631,7 @@ class JobMaster(RpcEndpoint):
         return out
 
     # ------------------------------------------------------------------ views (REST)
-    def checkpoint_stats(self) -> Optional[dict[str, Any]]:
+    def checkpoint_stats(self) -> dict[str, Any] | None:
         """Flink's ``GET /jobs/:jobid/checkpoints`` (None without checkpointing: the Dispatcher
         shows empty statistics)."""
         return self.checkpoints.stats() if self.checkpoints is not None else None
@@ -554,13 +649,15 @@ class _Servicer(jobmaster_pb2_grpc.JobMasterGatewayServicer):
     async def RegisterTaskManager(self, request: Any, context: Any) -> Any:
         await check_fencing(context, self.jm.jobmaster_id, request.jobmaster_id, "JobMaster")
         self.jm.scheduler.register_task_manager(
-            request.resource_id, request.rpc_address, request.data_address, time.monotonic())
+            request.resource_id, request.rpc_address, request.data_address, time.monotonic()
+        )
         return common_pb2.Ack()
 
     async def OfferSlots(self, request: Any, context: Any) -> Any:
         await check_fencing(context, self.jm.jobmaster_id, request.jobmaster_id, "JobMaster")
         accepted = self.jm.slots_offered(
-            request.resource_id, [(o.allocation_id, o.slot_index, _offered_profile(o)) for o in request.offers])
+            request.resource_id, [(o.allocation_id, o.slot_index, _offered_profile(o)) for o in request.offers]
+        )
         return jobmaster_pb2.OfferSlotsResponse(accepted_allocation_ids=accepted)
 
     async def UpdateTaskExecutionState(self, request: Any, context: Any) -> Any:
@@ -571,9 +668,12 @@ class _Servicer(jobmaster_pb2_grpc.JobMasterGatewayServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unknown execution state {request.state!r}")
         if request.io_metrics and self.jm.eg.find_execution(request.execution_id) is not None:
             self.jm.final_io_metrics[request.execution_id] = dict(request.io_metrics)
-        self.jm.update_task_state(request.execution_id, state,
-                                  request.error if request.HasField("error") else None,
-                                  request.failed_partition_id)
+        self.jm.update_task_state(
+            request.execution_id,
+            state,
+            request.error if request.HasField("error") else None,
+            request.failed_partition_id,
+        )
         return common_pb2.Ack()
 
     async def SendCoordinationData(self, request: Any, context: Any) -> Any:
@@ -614,5 +714,5 @@ def _offered_profile(offer: Any) -> Any:
 
 def format_exception(e: BaseException) -> common_pb2.SerializedThrowable:
     return common_pb2.SerializedThrowable(
-        exception_class=type(e).__name__, message=str(e),
-        traceback="".join(traceback.format_exception(e)))
+        exception_class=type(e).__name__, message=str(e), traceback="".join(traceback.format_exception(e))
+    )

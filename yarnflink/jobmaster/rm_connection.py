@@ -14,8 +14,9 @@ import asyncio
 import logging
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import grpc
 
@@ -41,8 +42,10 @@ def requirements_of(shared_slots: Iterable[Any], job_graph: JobGraph) -> list[Sl
     """One requirement per slot sharing group: as many slots as the group has shared slots (its
     highest parallelism), each of the group's declared resources (UNKNOWN if none)."""
     counts = Counter(s.group_name for s in shared_slots)
-    return [SlotRequirement(name, ResourceProfile.of_slot_sharing_group(job_graph.slot_sharing_groups.get(name)), n)
-            for name, n in counts.items()]
+    return [
+        SlotRequirement(name, ResourceProfile.of_slot_sharing_group(job_graph.slot_sharing_groups.get(name)), n)
+        for name, n in counts.items()
+    ]
 
 
 class ResourceManagerConnection:
@@ -65,8 +68,13 @@ class ResourceManagerConnection:
             try:
                 await self._register_and_declare()
             except grpc.aio.AioRpcError as e:
-                log.warning("job %s: registration at the ResourceManager %s failed (%s); retrying in %.2f s",
-                            self.jm.job_id, self.jm.rm_address, e.details(), delay)
+                log.warning(
+                    "job %s: registration at the ResourceManager %s failed (%s); retrying in %.2f s",
+                    self.jm.job_id,
+                    self.jm.rm_address,
+                    e.details(),
+                    delay,
+                )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
                 continue
@@ -83,9 +91,12 @@ class ResourceManagerConnection:
 
     async def _register_and_declare(self) -> None:
         rm = self.jm.gateways.resource_manager(self.jm.rm_address)
-        resp = await rm.RegisterJobMaster(resourcemanager_pb2.RegisterJobMasterRequest(
-            job_id=self.jm.job_id, jobmaster_address=self.jm.address, jobmaster_id=self.jm.jobmaster_id),
-            timeout=RPC_TIMEOUT_S)
+        resp = await rm.RegisterJobMaster(
+            resourcemanager_pb2.RegisterJobMasterRequest(
+                job_id=self.jm.job_id, jobmaster_address=self.jm.address, jobmaster_id=self.jm.jobmaster_id
+            ),
+            timeout=RPC_TIMEOUT_S,
+        )
         self.jm.rm_token = resp.fencing_token
         if resp.heartbeat_interval_ms > 0:
             self.interval_s = resp.heartbeat_interval_ms / 1000
@@ -94,15 +105,28 @@ class ResourceManagerConnection:
         await self._declare(rm)
 
     async def _declare(self, rm: Any) -> None:
-        await rm.DeclareRequiredResources(resourcemanager_pb2.DeclareRequiredResourcesRequest(
-            fencing_token=self.jm.rm_token, job_id=self.jm.job_id, jobmaster_address=self.jm.address,
-            jobmaster_id=self.jm.jobmaster_id,
-            requirements=[resourcemanager_pb2.ResourceRequirement(
-                profile=common_pb2.ResourceProfile(cpu_cores=r.profile.cpu_cores, task_heap_mb=r.profile.task_heap_mb,
-                                                   task_off_heap_mb=r.profile.task_off_heap_mb,
-                                                   managed_memory_mb=r.profile.managed_memory_mb),
-                number_of_slots=r.slots, slot_sharing_group=r.slot_sharing_group) for r in self.requirements],
-        ), timeout=RPC_TIMEOUT_S)
+        await rm.DeclareRequiredResources(
+            resourcemanager_pb2.DeclareRequiredResourcesRequest(
+                fencing_token=self.jm.rm_token,
+                job_id=self.jm.job_id,
+                jobmaster_address=self.jm.address,
+                jobmaster_id=self.jm.jobmaster_id,
+                requirements=[
+                    resourcemanager_pb2.ResourceRequirement(
+                        profile=common_pb2.ResourceProfile(
+                            cpu_cores=r.profile.cpu_cores,
+                            task_heap_mb=r.profile.task_heap_mb,
+                            task_off_heap_mb=r.profile.task_off_heap_mb,
+                            managed_memory_mb=r.profile.managed_memory_mb,
+                        ),
+                        number_of_slots=r.slots,
+                        slot_sharing_group=r.slot_sharing_group,
+                    )
+                    for r in self.requirements
+                ],
+            ),
+            timeout=RPC_TIMEOUT_S,
+        )
 
     async def _heartbeats(self) -> str:
         """Heartbeats until the job ends (returns "") or the connection is lost (returns why)."""
@@ -113,9 +137,12 @@ class ResourceManagerConnection:
             if self._ended:
                 return ""
             try:
-                resp = await rm.HeartbeatFromJobMaster(resourcemanager_pb2.JobMasterHeartbeat(
-                    fencing_token=self.jm.rm_token, job_id=self.jm.job_id, jobmaster_id=self.jm.jobmaster_id),
-                    timeout=self.heartbeats.timeout)
+                resp = await rm.HeartbeatFromJobMaster(
+                    resourcemanager_pb2.JobMasterHeartbeat(
+                        fencing_token=self.jm.rm_token, job_id=self.jm.job_id, jobmaster_id=self.jm.jobmaster_id
+                    ),
+                    timeout=self.heartbeats.timeout,
+                )
             except grpc.aio.AioRpcError as e:
                 if self._ended:
                     return ""

@@ -22,8 +22,9 @@ caller passes the time (monotonic seconds).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence, Union
+from typing import Union
 
 from yarnflink.executiongraph.executiongraph import LogicalSlot
 from yarnflink.resourcemanager.resources import UNKNOWN, ResourceProfile
@@ -43,7 +44,7 @@ class RegisteredTaskManager:
 @dataclass
 class PendingRequest:
     key: str
-    preferred: Optional[str]  # allocation id of the slot the key had before
+    preferred: str | None  # allocation id of the slot the key had before
     since: float
     profile: ResourceProfile = UNKNOWN
     excluded: frozenset[str] = frozenset()  # resource ids whose slots this request must not take
@@ -83,7 +84,7 @@ class SlotPool:
         """The requests holding a slot or waiting for one."""
         return set(self._slot_of_key) | set(self.pending)
 
-    def slot_for(self, key: str) -> Optional[LogicalSlot]:
+    def slot_for(self, key: str) -> LogicalSlot | None:
         alloc = self._slot_of_key.get(key)
         return self.slots[alloc] if alloc is not None else None
 
@@ -99,8 +100,10 @@ class SlotPool:
         out = []
         for a in self._idle_since:
             rid = self.slots[a].resource_id
-            if any(rid in r.excluded and self._matches(dataclasses.replace(r, excluded=frozenset()), a)
-                   for r in self.pending.values()):
+            if any(
+                rid in r.excluded and self._matches(dataclasses.replace(r, excluded=frozenset()), a)
+                for r in self.pending.values()
+            ):
                 out.append(SlotRequest(self._last_key.get(a, "default").split("/")[0], f"idle:{a}"))
         return out
 
@@ -108,8 +111,14 @@ class SlotPool:
         self.task_managers[resource_id] = RegisteredTaskManager(resource_id, rpc_address, data_address, now)
 
     # ------------------------------------------------------------------ requests
-    def request(self, key: str, preferred: Optional[str], now: float,
-                profile: ResourceProfile = UNKNOWN, excluded: frozenset[str] = frozenset()) -> Optional[LogicalSlot]:
+    def request(
+        self,
+        key: str,
+        preferred: str | None,
+        now: float,
+        profile: ResourceProfile = UNKNOWN,
+        excluded: frozenset[str] = frozenset(),
+    ) -> LogicalSlot | None:
         """The slot for ``key`` now (it keeps one it has), or None: the request is pending.
         ``profile``: what the key's slot sharing group needs; ``excluded``: TaskExecutors whose
         slots it must not take."""
@@ -121,8 +130,13 @@ class SlotPool:
             alloc = preferred if preferred in idle else self._best(request, idle)
             return self._assign(key, alloc)
         old = self.pending.get(key)
-        self.pending[key] = request if old is None else dataclasses.replace(
-            request, since=old.since, preferred=old.preferred if preferred is None else preferred)
+        self.pending[key] = (
+            request
+            if old is None
+            else dataclasses.replace(
+                request, since=old.since, preferred=old.preferred if preferred is None else preferred
+            )
+        )
         return None
 
     def cancel_request(self, key: str) -> None:
@@ -153,20 +167,23 @@ class SlotPool:
         self._key_of_slot[alloc] = key
         return self.slots[alloc]
 
-    def _fulfil(self, alloc: str) -> Optional[tuple[str, LogicalSlot]]:
+    def _fulfil(self, alloc: str) -> tuple[str, LogicalSlot] | None:
         """Give the idle slot ``alloc`` to a pending request it matches: one that prefers it
         first, then one of an equal profile, then the oldest that fits."""
         candidates = [r for r in self.pending.values() if self._matches(r, alloc)]
         if not candidates:
             return None
         offered = self._profile_of.get(alloc, UNKNOWN)
-        request = (next((r for r in candidates if r.preferred == alloc), None)
-                   or next((r for r in candidates if r.profile == offered), None)
-                   or candidates[0])
+        request = (
+            next((r for r in candidates if r.preferred == alloc), None)
+            or next((r for r in candidates if r.profile == offered), None)
+            or candidates[0]
+        )
         return request.key, self._assign(request.key, alloc)
 
-    def offer_slots(self, resource_id: str, offers: Sequence[Offer],
-                    now: float = 0.0) -> tuple[list[str], list[tuple[str, LogicalSlot]]]:
+    def offer_slots(
+        self, resource_id: str, offers: Sequence[Offer], now: float = 0.0
+    ) -> tuple[list[str], list[tuple[str, LogicalSlot]]]:
         """``offers``: (allocation id, slot index[, profile]). Returns the accepted allocation ids
         and the requests the new slots fulfilled, as (key, slot). An offer that no pending request
         matches (profile, excluded TaskExecutor) is rejected."""
@@ -183,7 +200,8 @@ class SlotPool:
                 accepted.append(allocation_id)  # a repeated offer is idempotent
                 continue
             self.slots[allocation_id] = LogicalSlot(
-                allocation_id, resource_id, tm.rpc_address, tm.data_address, slot_index)
+                allocation_id, resource_id, tm.rpc_address, tm.data_address, slot_index
+            )
             self._profile_of[allocation_id] = profile
             done = self._fulfil(allocation_id)
             if done is None:
@@ -196,7 +214,7 @@ class SlotPool:
         return accepted, fulfilled
 
     # ------------------------------------------------------------------ releasing
-    def release(self, key: str, now: float) -> Optional[tuple[str, LogicalSlot]]:
+    def release(self, key: str, now: float) -> tuple[str, LogicalSlot] | None:
         """The tasks of ``key`` ended: its slot goes idle, or straight to a waiting request
         (returned as (key, slot))."""
         self.pending.pop(key, None)
@@ -208,7 +226,7 @@ class SlotPool:
         self._last_key[alloc] = key
         return self._fulfil(alloc)
 
-    def next_idle_expiry(self) -> Optional[float]:
+    def next_idle_expiry(self) -> float | None:
         return min(self._idle_since.values()) + self.idle_timeout_s if self._idle_since else None
 
     def expire_idle(self, now: float) -> list[LogicalSlot]:
@@ -222,7 +240,7 @@ class SlotPool:
             out.append(self.slots.pop(alloc))
         return out
 
-    def release_task_manager(self, resource_id: str) -> list[tuple[LogicalSlot, Optional[str]]]:
+    def release_task_manager(self, resource_id: str) -> list[tuple[LogicalSlot, str | None]]:
         """Forgets a lost TaskExecutor; returns its slots with the key each was assigned to."""
         self.task_managers.pop(resource_id, None)
         lost = [s for s in self.slots.values() if s.resource_id == resource_id]
@@ -256,5 +274,5 @@ class SlotPool:
         self.pending.clear()
         return released
 
-    def oldest_pending(self) -> Optional[float]:
+    def oldest_pending(self) -> float | None:
         return min((r.since for r in self.pending.values()), default=None)

@@ -29,7 +29,7 @@ completed decides ``FailWithoutRestart`` every time, whatever the result says).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 #: Flink's SavepointType names: a plain savepoint, stop without and with --drain
 SAVEPOINT, SUSPEND, TERMINATE = "SAVEPOINT", "SUSPEND", "TERMINATE"
@@ -46,8 +46,10 @@ def savepoint_type(stop: bool, drain: bool) -> str:
 
 def failed_operation(reason: str, exception_class: str = "CheckpointException") -> dict[str, Any]:
     """Flink's asynchronous operation result of a failed savepoint (``GET .../savepoints/:id``)."""
-    return {"status": {"id": "COMPLETED"},
-            "operation": {"failure-cause": {"class": exception_class, "stack-trace": reason}}}
+    return {
+        "status": {"id": "COMPLETED"},
+        "operation": {"failure-cause": {"class": exception_class, "stack-trace": reason}},
+    }
 
 
 def completed_operation(location: str) -> dict[str, Any]:
@@ -70,11 +72,13 @@ class FailWithoutRestart:
 
 def stopping_failure_message(job_id: str, savepoint_path: str, task: str, cause: str) -> str:
     """Why a job stopped with a savepoint ended FAILED, and what to do (FLINK-26783's message)."""
-    return (f"stop-with-savepoint of job {job_id}: the savepoint {savepoint_path} completed, but task {task} "
-            f"failed before the job finished ({cause}). The savepoint is complete and consistent, but its side "
-            f"effects (e.g. the files the FileSink commits when it completes) may not have been committed. The "
-            f"job ends FAILED and is not restarted; to commit them, start the job from the savepoint: "
-            f"yarnflink run -s {savepoint_path} <job file>")
+    return (
+        f"stop-with-savepoint of job {job_id}: the savepoint {savepoint_path} completed, but task {task} "
+        f"failed before the job finished ({cause}). The savepoint is complete and consistent, but its side "
+        f"effects (e.g. the files the FileSink commits when it completes) may not have been committed. The "
+        f"job ends FAILED and is not restarted; to commit them, start the job from the savepoint: "
+        f"yarnflink run -s {savepoint_path} <job file>"
+    )
 
 
 @dataclass
@@ -83,8 +87,8 @@ class StopWithSavepointTerminationHandler:
 
     job_id: str
     drain: bool = False
-    savepoint_path: Optional[str] = None
-    _result: Optional[dict[str, Any]] = None
+    savepoint_path: str | None = None
+    _result: dict[str, Any] | None = None
 
     @property
     def savepoint_type(self) -> str:
@@ -102,14 +106,15 @@ class StopWithSavepointTerminationHandler:
         if self.done or self.savepoint_path is not None:
             return
         self._result = failed_operation(
-            f"stop-with-savepoint of job {self.job_id} failed, the job keeps running: {reason}")
+            f"stop-with-savepoint of job {self.job_id} failed, the job keeps running: {reason}"
+        )
 
     def savepoint_completed(self, path: str) -> None:
         if self.done or self.savepoint_path is not None:
             return
         self.savepoint_path = path
 
-    def task_failed(self, task: str, cause: str) -> Optional[FailWithoutRestart]:
+    def task_failed(self, task: str, cause: str) -> FailWithoutRestart | None:
         """Task ``task`` failed with ``cause`` (one line): None before the savepoint completed
         (the job fails over as usual), else ``FailWithoutRestart`` (see the module's doc)."""
         if self.savepoint_path is None:
@@ -125,7 +130,8 @@ class StopWithSavepointTerminationHandler:
         self._result = failed_operation(
             f"stop-with-savepoint of job {self.job_id}: the savepoint {self.savepoint_path} completed, but task "
             f"{task} ended {state} instead of FINISHED, so the job did not stop with it",
-            exception_class="FlinkException")
+            exception_class="FlinkException",
+        )
 
     def job_terminated(self, status: str) -> None:
         if self.done:
@@ -133,10 +139,13 @@ class StopWithSavepointTerminationHandler:
         if self.savepoint_path is None:
             self._result = failed_operation(
                 f"stop-with-savepoint of job {self.job_id} failed: the job ended {status} before the "
-                f"savepoint completed")
+                f"savepoint completed"
+            )
         elif status == "FINISHED":
             self._result = completed_operation(self.savepoint_path)
         else:
             self._result = failed_operation(
                 f"stop-with-savepoint of job {self.job_id}: the savepoint {self.savepoint_path} completed, but "
-                f"the job ended {status} instead of FINISHED", exception_class="FlinkException")
+                f"the job ended {status} instead of FINISHED",
+                exception_class="FlinkException",
+            )

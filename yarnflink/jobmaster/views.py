@@ -22,32 +22,34 @@ def job_details(eg: ExecutionGraph) -> dict[str, Any]:
         state = ejv.aggregate_state()
         ends = [max(e.current.timestamps.values()) for e in ejv.task_vertices]
         v_end = max(ends) if state.terminal else -1
-        vertices.append({
-            "id": jv.id,
-            "name": jv.name,
-            "parallelism": jv.parallelism,
-            "maxParallelism": jv.max_parallelism,
-            "status": state.value,
-            "start-time": v_start,
-            "end-time": v_end,
-            "duration": (v_end if v_end > 0 else now) - v_start if v_start > 0 else -1,
-            "tasks": counts,
-            "operators": [op.name for op in jv.operators],
-            "slotSharingGroup": jv.slot_sharing_group,
-            "subtasks": [
-                {
-                    "subtask": ev.subtask_index,
-                    "status": ev.current.state.value,
-                    "attempt": ev.current.attempt_number,
-                    "taskmanager-id": ev.current.slot.resource_id if ev.current.slot else None,
-                    "endpoint": ev.current.slot.data_address if ev.current.slot else None,
-                    "slot": ev.current.slot.slot_index if ev.current.slot else None,
-                    "allocation-id": ev.current.slot.allocation_id if ev.current.slot else None,
-                    **_concurrent_attempts(ev),
-                }
-                for ev in ejv.task_vertices
-            ],
-        })
+        vertices.append(
+            {
+                "id": jv.id,
+                "name": jv.name,
+                "parallelism": jv.parallelism,
+                "maxParallelism": jv.max_parallelism,
+                "status": state.value,
+                "start-time": v_start,
+                "end-time": v_end,
+                "duration": (v_end if v_end > 0 else now) - v_start if v_start > 0 else -1,
+                "tasks": counts,
+                "operators": [op.name for op in jv.operators],
+                "slotSharingGroup": jv.slot_sharing_group,
+                "subtasks": [
+                    {
+                        "subtask": ev.subtask_index,
+                        "status": ev.current.state.value,
+                        "attempt": ev.current.attempt_number,
+                        "taskmanager-id": ev.current.slot.resource_id if ev.current.slot else None,
+                        "endpoint": ev.current.slot.data_address if ev.current.slot else None,
+                        "slot": ev.current.slot.slot_index if ev.current.slot else None,
+                        "allocation-id": ev.current.slot.allocation_id if ev.current.slot else None,
+                        **_concurrent_attempts(ev),
+                    }
+                    for ev in ejv.task_vertices
+                ],
+            }
+        )
     return {
         "jid": eg.job_id,
         "name": eg.job_graph.job_name,
@@ -72,11 +74,17 @@ def _concurrent_attempts(ev: Any) -> dict[str, Any]:
     others = [*ev.speculative, *ev.concurrent]
     if not others:
         return {}
-    return {"other-concurrent-attempts": [
-        {"attempt": e.attempt_number, "status": e.state.value,
-         "taskmanager-id": e.slot.resource_id if e.slot else None,
-         "endpoint": e.slot.data_address if e.slot else None}
-        for e in others]}
+    return {
+        "other-concurrent-attempts": [
+            {
+                "attempt": e.attempt_number,
+                "status": e.state.value,
+                "taskmanager-id": e.slot.resource_id if e.slot else None,
+                "endpoint": e.slot.data_address if e.slot else None,
+            }
+            for e in others
+        ]
+    }
 
 
 def job_overview(details: dict[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,8 @@ Durations are milliseconds, sizes bytes.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 #: what a Task reports per checkpoint (the ack payload's ``metrics``)
 FIELDS = ("sync_ms", "async_ms", "alignment_ms", "start_delay_ms", "state_size", "checkpointed_size")
@@ -72,11 +73,19 @@ def min_max_avg(values: list[float]) -> dict[str, Any]:
         hi = min(lo + 1, len(s) - 1)
         return float(s[lo] + (s[hi] - s[lo]) * (pos - lo))
 
-    return {"min": round(s[0]), "max": round(s[-1]), "avg": round(sum(s) / len(s)),
-            "p50": pct(0.5), "p90": pct(0.9), "p95": pct(0.95), "p99": pct(0.99), "p999": pct(0.999)}
+    return {
+        "min": round(s[0]),
+        "max": round(s[-1]),
+        "avg": round(sum(s) / len(s)),
+        "p50": pct(0.5),
+        "p90": pct(0.9),
+        "p95": pct(0.95),
+        "p99": pct(0.99),
+        "p999": pct(0.999),
+    }
 
 
-def _entry(stats: Mapping[str, Any], checkpoint_id: int) -> Optional[Mapping[str, Any]]:
+def _entry(stats: Mapping[str, Any], checkpoint_id: int) -> Mapping[str, Any] | None:
     return next((h for h in stats.get("history", []) if h.get("id") == checkpoint_id), None)
 
 
@@ -89,22 +98,27 @@ def _duration(entry: Mapping[str, Any], rec: Mapping[str, Any]) -> int:
     return max(0, int(rec["ack_timestamp"]) - int(entry.get("trigger_timestamp") or rec["ack_timestamp"]))
 
 
-def _task_stats(entry: Mapping[str, Any], vertex_id: str, parallelism: int, subs: list[dict[str, Any]]) -> dict[str, Any]:
+def _task_stats(
+    entry: Mapping[str, Any], vertex_id: str, parallelism: int, subs: list[dict[str, Any]]
+) -> dict[str, Any]:
     latest = max((int(r["ack_timestamp"]) for r in subs), default=0)
     return {
-        "id": entry["id"], "status": entry.get("status", "IN_PROGRESS"),
+        "id": entry["id"],
+        "status": entry.get("status", "IN_PROGRESS"),
         "latest_ack_timestamp": latest,
         "checkpointed_size": sum(int(r["checkpointed_size"]) for r in subs),
         "state_size": sum(int(r["state_size"]) for r in subs),
         "end_to_end_duration": max((_duration(entry, r) for r in subs), default=0),
-        "alignment_buffered": 0, "processed_data": 0,
+        "alignment_buffered": 0,
+        "processed_data": 0,
         "persisted_data": sum(int(r.get("persisted_data", 0)) for r in subs),
         "unaligned_checkpoint": any(r.get("unaligned") for r in subs),
-        "num_subtasks": parallelism, "num_acknowledged_subtasks": len(subs),
+        "num_subtasks": parallelism,
+        "num_acknowledged_subtasks": len(subs),
     }
 
 
-def checkpoint_details(stats: Mapping[str, Any], checkpoint_id: int) -> Optional[dict[str, Any]]:
+def checkpoint_details(stats: Mapping[str, Any], checkpoint_id: int) -> dict[str, Any] | None:
     """Flink's ``CheckpointStatistics`` of one checkpoint of the history, with ``tasks``; None if
     the checkpoint is unknown (never taken, or no longer in the history)."""
     entry = _entry(stats, checkpoint_id)
@@ -113,20 +127,24 @@ def checkpoint_details(stats: Mapping[str, Any], checkpoint_id: int) -> Optional
     parallelism: Mapping[str, int] = stats.get("parallelism") or {}
     status = str(entry.get("status", "IN_PROGRESS"))
     out = {k: v for k, v in entry.items()}
-    tasks = {vid: _task_stats(entry, vid, int(p), _subtasks(stats, checkpoint_id, vid))
-             for vid, p in parallelism.items()}
-    out.update({
-        "className": {"COMPLETED": "completed", "FAILED": "failed"}.get(status, "in_progress"),
-        "checkpoint_type": "SAVEPOINT" if entry.get("is_savepoint") else "CHECKPOINT",
-        "alignment_buffered": 0, "processed_data": 0,
-        "persisted_data": sum(t["persisted_data"] for t in tasks.values()),
-        "unaligned_checkpoint": any(t["unaligned_checkpoint"] for t in tasks.values()),
-        "tasks": tasks,
-    })
+    tasks = {
+        vid: _task_stats(entry, vid, int(p), _subtasks(stats, checkpoint_id, vid)) for vid, p in parallelism.items()
+    }
+    out.update(
+        {
+            "className": {"COMPLETED": "completed", "FAILED": "failed"}.get(status, "in_progress"),
+            "checkpoint_type": "SAVEPOINT" if entry.get("is_savepoint") else "CHECKPOINT",
+            "alignment_buffered": 0,
+            "processed_data": 0,
+            "persisted_data": sum(t["persisted_data"] for t in tasks.values()),
+            "unaligned_checkpoint": any(t["unaligned_checkpoint"] for t in tasks.values()),
+            "tasks": tasks,
+        }
+    )
     return out
 
 
-def task_checkpoint_details(stats: Mapping[str, Any], checkpoint_id: int, vertex_id: str) -> Optional[dict[str, Any]]:
+def task_checkpoint_details(stats: Mapping[str, Any], checkpoint_id: int, vertex_id: str) -> dict[str, Any] | None:
     """Flink's ``TaskCheckpointStatisticsWithSubtaskDetails``; None if the checkpoint or the
     vertex is unknown."""
     entry = _entry(stats, checkpoint_id)
@@ -139,11 +157,16 @@ def task_checkpoint_details(stats: Mapping[str, Any], checkpoint_id: int, vertex
         "checkpointed_size": min_max_avg([r["checkpointed_size"] for r in subs]),
         "state_size": min_max_avg([r["state_size"] for r in subs]),
         "end_to_end_duration": min_max_avg([_duration(entry, r) for r in subs]),
-        "checkpoint_duration": {"sync": min_max_avg([r["sync_ms"] for r in subs]),
-                                "async": min_max_avg([r["async_ms"] for r in subs])},
-        "alignment": {"buffered": min_max_avg([]), "processed": min_max_avg([]),
-                      "persisted": min_max_avg([r.get("persisted_data", 0) for r in subs]),
-                      "duration": min_max_avg([r["alignment_ms"] for r in subs])},
+        "checkpoint_duration": {
+            "sync": min_max_avg([r["sync_ms"] for r in subs]),
+            "async": min_max_avg([r["async_ms"] for r in subs]),
+        },
+        "alignment": {
+            "buffered": min_max_avg([]),
+            "processed": min_max_avg([]),
+            "persisted": min_max_avg([r.get("persisted_data", 0) for r in subs]),
+            "duration": min_max_avg([r["alignment_ms"] for r in subs]),
+        },
         "start_delay": min_max_avg([r["start_delay_ms"] for r in subs]),
     }
     acked = {r["index"]: r for r in subs}
@@ -153,15 +176,25 @@ def task_checkpoint_details(stats: Mapping[str, Any], checkpoint_id: int, vertex
         if r is None:
             subtasks.append({"index": i, "status": "pending_or_failed"})
             continue
-        subtasks.append({
-            "index": i, "status": "completed", "ack_timestamp": r["ack_timestamp"],
-            "end_to_end_duration": _duration(entry, r),
-            "state_size": r["state_size"], "checkpointed_size": r["checkpointed_size"],
-            "checkpoint": {"sync": round(r["sync_ms"]), "async": round(r["async_ms"])},
-            "alignment": {"buffered": 0, "processed": 0, "persisted": int(r.get("persisted_data", 0)),
-                          "duration": round(r["alignment_ms"])},
-            "start_delay": round(r["start_delay_ms"]), "unaligned_checkpoint": bool(r.get("unaligned")),
-            "aborted": False,
-        })
+        subtasks.append(
+            {
+                "index": i,
+                "status": "completed",
+                "ack_timestamp": r["ack_timestamp"],
+                "end_to_end_duration": _duration(entry, r),
+                "state_size": r["state_size"],
+                "checkpointed_size": r["checkpointed_size"],
+                "checkpoint": {"sync": round(r["sync_ms"]), "async": round(r["async_ms"])},
+                "alignment": {
+                    "buffered": 0,
+                    "processed": 0,
+                    "persisted": int(r.get("persisted_data", 0)),
+                    "duration": round(r["alignment_ms"]),
+                },
+                "start_delay": round(r["start_delay_ms"]),
+                "unaligned_checkpoint": bool(r.get("unaligned")),
+                "aborted": False,
+            }
+        )
     out["subtasks"] = subtasks
     return out

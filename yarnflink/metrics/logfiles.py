@@ -8,7 +8,6 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 #: A log read returns at most this many bytes (the end of the file).
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
@@ -22,14 +21,14 @@ class LogFile:
     mtime_ms: int
 
 
-def _root_log_path() -> Optional[Path]:
+def _root_log_path() -> Path | None:
     for h in logging.getLogger().handlers:
         if isinstance(h, logging.FileHandler):
             return Path(h.baseFilename)
     return None
 
 
-def _stdout_path() -> Optional[Path]:
+def _stdout_path() -> Path | None:
     try:
         target = os.readlink("/proc/self/fd/1")
     except OSError:
@@ -53,17 +52,17 @@ def log_files() -> list[LogFile]:
     return out
 
 
-def main_log_name() -> Optional[str]:
+def main_log_name() -> str | None:
     p = _root_log_path()
     return p.name if p is not None else None
 
 
-def stdout_name() -> Optional[str]:
+def stdout_name() -> str | None:
     p = _stdout_path()
     return p.name if p is not None else None
 
 
-def read_log(name: str, max_bytes: int = 0) -> Optional[tuple[bytes, bool]]:
+def read_log(name: str, max_bytes: int = 0) -> tuple[bytes, bool] | None:
     """(content, truncated) of the log file called ``name``, or None if this process has none."""
     max_bytes = max_bytes if max_bytes > 0 else DEFAULT_MAX_BYTES
     for f in log_files():

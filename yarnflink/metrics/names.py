@@ -33,23 +33,38 @@ CHECKPOINT_ALIGNMENT_TIME = "checkpointAlignmentTime"
 CHECKPOINT_START_DELAY_NANOS = "checkpointStartDelayNanos"
 
 TASK_COUNTERS = (NUM_RECORDS_IN, NUM_RECORDS_OUT, NUM_BYTES_IN, NUM_BYTES_OUT, ACCUMULATED_BACKPRESSURED_TIME_MS)
-TASK_RATES = (NUM_RECORDS_IN_PER_SECOND, NUM_RECORDS_OUT_PER_SECOND, NUM_BYTES_IN_PER_SECOND,
-              NUM_BYTES_OUT_PER_SECOND, BACKPRESSURED_TIME_MS_PER_SECOND)
-TASK_METRICS = TASK_COUNTERS + TASK_RATES + (
-    IS_BACKPRESSURED, CURRENT_INPUT_WATERMARK, CURRENT_OUTPUT_WATERMARK, LAST_CHECKPOINT_DURATION, LAST_CHECKPOINT_SIZE,
-    CHECKPOINT_ALIGNMENT_TIME, CHECKPOINT_START_DELAY_NANOS)
+TASK_RATES = (
+    NUM_RECORDS_IN_PER_SECOND,
+    NUM_RECORDS_OUT_PER_SECOND,
+    NUM_BYTES_IN_PER_SECOND,
+    NUM_BYTES_OUT_PER_SECOND,
+    BACKPRESSURED_TIME_MS_PER_SECOND,
+)
+TASK_METRICS = (
+    TASK_COUNTERS
+    + TASK_RATES
+    + (
+        IS_BACKPRESSURED,
+        CURRENT_INPUT_WATERMARK,
+        CURRENT_OUTPUT_WATERMARK,
+        LAST_CHECKPOINT_DURATION,
+        LAST_CHECKPOINT_SIZE,
+        CHECKPOINT_ALIGNMENT_TIME,
+        CHECKPOINT_START_DELAY_NANOS,
+    )
+)
 
 # --- process scope (master and TaskExecutors)
-CPU_LOAD = "Status.Python.CPU.Load"                  # share of the machine's CPUs used, 0..1
-CPU_TIME = "Status.Python.CPU.Time"                  # CPU time used by the process, ns
-MEMORY_RSS = "Status.Python.Memory.RSS"              # resident set size, bytes
-MEMORY_VMS = "Status.Python.Memory.VMS"              # virtual memory size, bytes
+CPU_LOAD = "Status.Python.CPU.Load"  # share of the machine's CPUs used, 0..1
+CPU_TIME = "Status.Python.CPU.Time"  # CPU time used by the process, ns
+MEMORY_RSS = "Status.Python.Memory.RSS"  # resident set size, bytes
+MEMORY_VMS = "Status.Python.Memory.VMS"  # virtual memory size, bytes
 MEMORY_ARROW = "Status.Python.Memory.Arrow.Allocated"  # bytes held by Arrow's memory pool
 THREADS = "Status.Python.Threads.Count"
 FILE_DESCRIPTORS = "Status.Python.FileDescriptors.Count"
 GC_COUNT = "Status.Python.GarbageCollector.Gen{}.Count"  # generations 0, 1, 2
-UPTIME = "Status.Python.Uptime"                      # ms since the process started
-CPU_CORES = "Status.Python.CPU.Cores"                # CPUs this process may run on
+UPTIME = "Status.Python.Uptime"  # ms since the process started
+CPU_CORES = "Status.Python.CPU.Cores"  # CPUs this process may run on
 # --- TaskExecutor scope
 SHUFFLE_USED_MEMORY = "Status.Shuffle.Arrow.UsedMemory"  # bytes buffered in result partitions and input channels
 NUM_SLOTS = "Status.Slots.Total"

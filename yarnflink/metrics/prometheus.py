@@ -18,8 +18,9 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import Any
 
 from yarnflink.common.config import Configuration
 
@@ -103,7 +104,7 @@ class PrometheusReporter:
         self.ports = ports
         self._collect = collect
         self._server: Any = None
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
         self.port = 0
 
     @property
@@ -116,7 +117,7 @@ class PrometheusReporter:
 
         registry = CollectorRegistry(auto_describe=False)
         registry.register(_Collector(self._collect))  # type: ignore[arg-type]
-        last: Optional[OSError] = None
+        last: OSError | None = None
         for port in self.ports:
             try:
                 self._server, self._thread = start_http_server(port, addr=self.host, registry=registry)
@@ -140,10 +141,10 @@ def _show(ports: list[int]) -> str:
     return str(ports[0]) if len(ports) == 1 else f"{ports[0]}..{ports[-1]}"
 
 
-_active: Optional[PrometheusReporter] = None
+_active: PrometheusReporter | None = None
 
 
-def start_reporter(config: Configuration, collect: Callable[[], Iterable[Sample]]) -> Optional[PrometheusReporter]:
+def start_reporter(config: Configuration, collect: Callable[[], Iterable[Sample]]) -> PrometheusReporter | None:
     """Starts this process's PrometheusReporter if the configuration asks for one."""
     global _active
     if not reporter_enabled(config):
@@ -166,7 +167,7 @@ def active_reporter_address() -> str:
     return _active.address if _active is not None else ""
 
 
-def stop_reporter(reporter: Optional[PrometheusReporter]) -> None:
+def stop_reporter(reporter: PrometheusReporter | None) -> None:
     global _active
     if reporter is None:
         return

@@ -6,8 +6,9 @@ metric REST handlers (``?get=a,b``, ``?agg=min,max,sum,avg,skew``, ``?subtasks=0
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from yarnflink.metrics import names as n
 
@@ -26,12 +27,19 @@ class TaskMetricsEntry:
     final: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"job_id": self.job_id, "vertex_id": self.vertex_id, "subtask_index": self.subtask_index,
-                "attempt": self.attempt, "execution_id": self.execution_id,
-                "task_manager_id": self.task_manager_id, "metrics": dict(self.metrics), "final": self.final}
+        return {
+            "job_id": self.job_id,
+            "vertex_id": self.vertex_id,
+            "subtask_index": self.subtask_index,
+            "attempt": self.attempt,
+            "execution_id": self.execution_id,
+            "task_manager_id": self.task_manager_id,
+            "metrics": dict(self.metrics),
+            "final": self.final,
+        }
 
 
-def _newer(new: TaskMetricsEntry, old: Optional[TaskMetricsEntry]) -> bool:
+def _newer(new: TaskMetricsEntry, old: TaskMetricsEntry | None) -> bool:
     """A later attempt wins; within one attempt final metrics win over live ones."""
     if old is None or new.attempt > old.attempt:
         return True
@@ -118,14 +126,14 @@ class MetricQueryError(ValueError):
 AGGREGATIONS = ("min", "max", "sum", "avg", "skew")
 
 
-def parse_get(get: Optional[str]) -> Optional[list[str]]:
+def parse_get(get: str | None) -> list[str] | None:
     """``?get=a,b`` -> ["a", "b"]; None when absent (list the available metrics instead)."""
     if get is None:
         return None
     return [g.strip() for g in get.split(",") if g.strip()]
 
 
-def parse_aggs(agg: Optional[str]) -> list[str]:
+def parse_aggs(agg: str | None) -> list[str]:
     if agg is None or not agg.strip():
         return list(AGGREGATIONS[:4])
     out = []
@@ -138,7 +146,7 @@ def parse_aggs(agg: Optional[str]) -> list[str]:
     return out
 
 
-def parse_subtasks(spec: Optional[str], parallelism: int) -> list[int]:
+def parse_subtasks(spec: str | None, parallelism: int) -> list[int]:
     """``?subtasks=0,2-3`` (Flink's range syntax) -> indices; all when absent."""
     if spec is None or not spec.strip():
         return list(range(parallelism))
@@ -163,15 +171,16 @@ def format_value(v: float) -> str:
     return repr(float(v))
 
 
-def metric_values(metrics: dict[str, float], get: Optional[list[str]]) -> list[dict[str, str]]:
+def metric_values(metrics: dict[str, float], get: list[str] | None) -> list[dict[str, str]]:
     """Flink's ``[{"id": name}]`` (without ``get``) or ``[{"id": name, "value": "1"}]``."""
     if get is None:
         return [{"id": k} for k in sorted(metrics)]
     return [{"id": k, "value": format_value(metrics[k])} for k in get if k in metrics]
 
 
-def aggregate_values(per_subtask: list[dict[str, float]], get: Optional[list[str]],
-                     aggs: list[str]) -> list[dict[str, Any]]:
+def aggregate_values(
+    per_subtask: list[dict[str, float]], get: list[str] | None, aggs: list[str]
+) -> list[dict[str, Any]]:
     """Flink's AggregatingMetricsHandler: ``[{"id": name, "min": .., "max": .., ...}]``."""
     names: list[str] = []
     for m in per_subtask:
@@ -188,7 +197,12 @@ def aggregate_values(per_subtask: list[dict[str, float]], get: Optional[list[str
         avg = total / len(values)
         hi = max(values)
         for a in aggs:
-            row[a] = {"min": min(values), "max": hi, "sum": total, "avg": avg,
-                      "skew": ((hi - avg) / hi * 100.0) if hi > 0 else 0.0}[a]
+            row[a] = {
+                "min": min(values),
+                "max": hi,
+                "sum": total,
+                "avg": avg,
+                "skew": ((hi - avg) / hi * 100.0) if hi > 0 else 0.0,
+            }[a]
         out.append(row)
     return out

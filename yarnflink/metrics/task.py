@@ -12,7 +12,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Optional, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from yarnflink.metrics import names as n
 
@@ -49,7 +50,7 @@ class TaskIOMetrics:
         self.records_in += batch.num_rows
         self.bytes_in += batch.nbytes
 
-    def register_output(self, output: _CountingOutput, partition: Optional[Any] = None) -> None:
+    def register_output(self, output: _CountingOutput, partition: Any | None = None) -> None:
         """An output counted as numRecordsOut/numBytesOut; its partition's blocked time as backpressure."""
         self._outputs.append(output)
         if partition is not None:
@@ -61,8 +62,9 @@ class TaskIOMetrics:
         marks = [w for o in self._outputs if (w := getattr(o, "current_watermark", None)) is not None]
         return min(marks) if marks else self.current_input_watermark
 
-    def checkpoint_completed(self, duration_ms: int, size_bytes: int, alignment_ms: int = 0,
-                             start_delay_ns: int = 0) -> None:
+    def checkpoint_completed(
+        self, duration_ms: int, size_bytes: int, alignment_ms: int = 0, start_delay_ns: int = 0
+    ) -> None:
         self.last_checkpoint_duration_ms = duration_ms
         self.last_checkpoint_size = size_bytes
         self.checkpoint_alignment_ms = alignment_ms
@@ -79,11 +81,13 @@ class TaskIOMetrics:
             started = getattr(o, "send_started_ns", 0)
             if started:
                 in_progress += max(0, now_ns - started)
-        return (self.records_in,
-                sum(o.records_out for o in self._outputs),
-                self.bytes_in,
-                sum(getattr(o, "bytes_out", 0) for o in self._outputs),
-                sum(getattr(p, "backpressure_ns", 0) for p in self._partitions) + in_progress)
+        return (
+            self.records_in,
+            sum(o.records_out for o in self._outputs),
+            self.bytes_in,
+            sum(getattr(o, "bytes_out", 0) for o in self._outputs),
+            sum(getattr(p, "backpressure_ns", 0) for p in self._partitions) + in_progress,
+        )
 
     def snapshot(self, final: bool = False) -> dict[str, float]:
         """Every task metric by its Flink name. ``final``: the task has ended, rates are 0."""

@@ -8,7 +8,8 @@ server thread (``prometheus_samples``, which hops onto the loop to read the task
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from yarnflink.metrics import names as n
 from yarnflink.metrics.logfiles import log_files, read_log
@@ -40,16 +41,24 @@ def taskexecutor_metrics(te: Any) -> dict[str, float]:
     return out
 
 
-def fill_info(info: taskexecutor_pb2.TaskExecutorInfo, te: Any,
-              request: taskexecutor_pb2.TaskExecutorInfoRequest) -> taskexecutor_pb2.TaskExecutorInfo:
+def fill_info(
+    info: taskexecutor_pb2.TaskExecutorInfo, te: Any, request: taskexecutor_pb2.TaskExecutorInfoRequest
+) -> taskexecutor_pb2.TaskExecutorInfo:
     """Adds metrics (if asked), the log file list and a log's content (if asked) to ``info``."""
     if request.include_metrics:
         for task in list(te.tasks.values()):
             tdd = task.tdd
-            info.task_metrics.append(taskexecutor_pb2.TaskMetrics(
-                execution_id=task.execution_id, job_id=tdd.job_id, vertex_id=tdd.vertex_id,
-                subtask_index=tdd.subtask_index, attempt_number=tdd.attempt_number, task_name=task.name,
-                metrics=task_metrics_of(task)))
+            info.task_metrics.append(
+                taskexecutor_pb2.TaskMetrics(
+                    execution_id=task.execution_id,
+                    job_id=tdd.job_id,
+                    vertex_id=tdd.vertex_id,
+                    subtask_index=tdd.subtask_index,
+                    attempt_number=tdd.attempt_number,
+                    task_name=task.name,
+                    metrics=task_metrics_of(task),
+                )
+            )
         info.process_metrics.update(taskexecutor_metrics(te))
     for f in log_files():
         info.log_files.append(taskexecutor_pb2.LogFileInfo(name=f.name, size=f.size, mtime_ms=f.mtime_ms))
@@ -68,10 +77,16 @@ def prometheus_samples(te: Any) -> Iterable[Sample]:
         tasks = []
         for task in list(te.tasks.values()):
             tdd = task.tdd
-            labels = {"tm_id": te.resource_id, "job_id": tdd.job_id, "job_name": tdd.job_name,
-                      "task_id": tdd.vertex_id, "task_name": tdd.task_name,
-                      "task_attempt_id": task.execution_id, "task_attempt_num": str(tdd.attempt_number),
-                      "subtask_index": str(tdd.subtask_index)}
+            labels = {
+                "tm_id": te.resource_id,
+                "job_id": tdd.job_id,
+                "job_name": tdd.job_name,
+                "task_id": tdd.vertex_id,
+                "task_name": tdd.task_name,
+                "task_attempt_id": task.execution_id,
+                "task_attempt_num": str(tdd.attempt_number),
+                "subtask_index": str(tdd.subtask_index),
+            }
             tasks.append((labels, task_metrics_of(task)))
         return taskexecutor_metrics(te), tasks
 

@@ -87,9 +87,22 @@ def producer_process(rows: int, cols: int, seconds: float) -> None:
 
 def bench_cross_process(rows: int, cols: int, seconds: float) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "yarnflink.network.bench", "--producer",
-         "--rows", str(rows), "--cols", str(cols), "--seconds", str(seconds), *_TLS_ARGS],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "yarnflink.network.bench",
+            "--producer",
+            "--rows",
+            str(rows),
+            "--cols",
+            str(cols),
+            "--seconds",
+            str(seconds),
+            *_TLS_ARGS,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdin and proc.stdout
     address = proc.stdout.readline().strip()

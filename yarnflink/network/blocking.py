@@ -20,7 +20,8 @@ import os
 import re
 import shutil
 import threading
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 
@@ -38,9 +39,9 @@ class _Subpartition:
         self.index = index
         self.entries: list[tuple[int, Any]] = []  # (KIND_DATA, segment) | (KIND_EVENT, object)
         self.segments: list[str] = []
-        self._writer: Optional[pa.ipc.RecordBatchStreamWriter] = None
-        self._sink: Optional[pa.NativeFile] = None
-        self._schema: Optional[pa.Schema] = None
+        self._writer: pa.ipc.RecordBatchStreamWriter | None = None
+        self._sink: pa.NativeFile | None = None
+        self._schema: pa.Schema | None = None
         self.nbytes = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
@@ -69,8 +70,14 @@ class BlockingResultPartition:
 
     blocking = True
 
-    def __init__(self, partition_id: str, num_subpartitions: int, spill_dir: str, *,
-                 on_dispose: Optional[Callable[["BlockingResultPartition"], None]] = None) -> None:
+    def __init__(
+        self,
+        partition_id: str,
+        num_subpartitions: int,
+        spill_dir: str,
+        *,
+        on_dispose: Callable[[BlockingResultPartition], None] | None = None,
+    ) -> None:
         if num_subpartitions < 1:
             raise ValueError("a result partition needs at least one subpartition")
         self.partition_id = partition_id
@@ -82,7 +89,7 @@ class BlockingResultPartition:
         self._on_dispose = on_dispose
         self._cond = threading.Condition()
         self._finished = False
-        self._error: Optional[BaseException] = None  # ProducerFailed or CancelledTransfer
+        self._error: BaseException | None = None  # ProducerFailed or CancelledTransfer
         self._listeners: list[Callable[[], None]] = []
 
     def __repr__(self) -> str:
@@ -109,7 +116,7 @@ class BlockingResultPartition:
         for sub in self._subs:
             sub.write(batch)
 
-    def emit_event(self, event: object, subpartition: Optional[int] = None) -> None:
+    def emit_event(self, event: object, subpartition: int | None = None) -> None:
         self._check_writable()
         for sub in self._subs if subpartition is None else [self._sub(subpartition)]:
             sub.entries.append((KIND_EVENT, event))
@@ -173,7 +180,7 @@ class BlockingResultPartition:
         return sum(s.nbytes for s in self._subs)
 
     # -- reading ------------------------------------------------------------------------------
-    def create_view(self, subpartition: int) -> "BlockingSubpartitionView":
+    def create_view(self, subpartition: int) -> BlockingSubpartitionView:
         """A new reader of one subpartition from its start (any number, at any time)."""
         sub = self._sub(subpartition)
         with self._cond:
@@ -200,17 +207,17 @@ class BlockingSubpartitionView:
         self.index = sub.index
         self._sub = sub
         self._pos = 0  # next entry
-        self._reader: Optional[pa.ipc.RecordBatchStreamReader] = None
+        self._reader: pa.ipc.RecordBatchStreamReader | None = None
         self._reader_segment = -1
         self._done = False
         self._released = False
-        self._listener: Optional[Callable[[], None]] = None
+        self._listener: Callable[[], None] | None = None
 
     @property
     def done(self) -> bool:
         return self._done
 
-    def set_listener(self, listener: Optional[Callable[[], None]]) -> None:
+    def set_listener(self, listener: Callable[[], None] | None) -> None:
         if self._listener is not None:
             self.partition._remove_listener(self._listener)
         self._listener = listener
@@ -245,13 +252,13 @@ class BlockingSubpartitionView:
         if self._released:
             raise CancelledTransfer("view was released")
 
-    def poll(self) -> Optional[Item]:
+    def poll(self) -> Item | None:
         self._check()
         if not self.partition._finished or self._done:
             return None
         return self._next()
 
-    def get(self, timeout: Optional[float] = None) -> Item:
+    def get(self, timeout: float | None = None) -> Item:
         p = self.partition
         with p._cond:
             if not p._cond.wait_for(lambda: p._finished or p._error is not None, timeout):

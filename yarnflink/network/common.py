@@ -7,7 +7,7 @@ batch, so they must be as cheap as possible.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import pyarrow as pa
 
@@ -33,8 +33,8 @@ class BufferOrEvent:
     """One element returned by ``InputGate.next()``: exactly one of ``batch``/``event`` is set."""
 
     channel: int  # index of the channel in the gate (order of the specs)
-    batch: Optional[pa.RecordBatch] = None
-    event: Optional[Any] = None
+    batch: pa.RecordBatch | None = None
+    event: Any | None = None
 
     @property
     def is_event(self) -> bool:

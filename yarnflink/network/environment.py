@@ -13,7 +13,6 @@ import os
 import shutil
 import tempfile
 import threading
-from typing import Optional, Union
 
 from yarnflink.network.blocking import BlockingResultPartition
 from yarnflink.network.common import InputChannelSpec
@@ -51,7 +50,7 @@ class ShuffleEnvironment:
         max_buffers_per_channel: int = 8,
         max_bytes_per_channel: int = 8 * 1024 * 1024,
         partition_request_timeout: float = 30.0,
-        spill_dir: Optional[str] = None,
+        spill_dir: str | None = None,
     ) -> None:
         if max_buffers_per_channel < 1 or max_bytes_per_channel < 1:
             raise ValueError("channel bounds must be positive")
@@ -60,15 +59,13 @@ class ShuffleEnvironment:
         self._request_timeout = partition_request_timeout
         self._account = MemoryAccount()
         self._registry = PartitionRegistry()
-        self._server = PartitionServer(
-            host, port, self._registry, partition_request_timeout=partition_request_timeout
-        )
+        self._server = PartitionServer(host, port, self._registry, partition_request_timeout=partition_request_timeout)
         self._lock = threading.Lock()
         self._gates: set[InputGate] = set()
         self._started = False
         self._closed = False
         self._spill_parent = spill_dir
-        self._spill_dir: Optional[str] = None  # created on the first blocking partition
+        self._spill_dir: str | None = None  # created on the first blocking partition
 
     def start(self) -> None:
         """Bind the data server and start its accept thread (daemon)."""
@@ -100,12 +97,14 @@ class ShuffleEnvironment:
 
     def create_result_partition(
         self, partition_id: str, num_subpartitions: int, *, blocking: bool = False
-    ) -> Union[ResultPartition, BlockingResultPartition]:
+    ) -> ResultPartition | BlockingResultPartition:
         """Create and register a partition; waiting consumers are woken up. ``blocking``: spilled
         to local disk, readable after it is finished, re-readable until released."""
         if blocking:
             blocking_partition = BlockingResultPartition(
-                partition_id, num_subpartitions, self.spill_dir,
+                partition_id,
+                num_subpartitions,
+                self.spill_dir,
                 on_dispose=self._registry.unregister,  # type: ignore[arg-type]
             )
             self._registry.register(blocking_partition)  # type: ignore[arg-type]
@@ -171,11 +170,11 @@ class ShuffleEnvironment:
         """Bytes buffered right now in all subpartition and remote-channel queues."""
         return self._account.bytes
 
-    def partition(self, partition_id: str) -> Optional[ResultPartition]:
+    def partition(self, partition_id: str) -> ResultPartition | None:
         """The registered partition with this id (for tests/metrics)."""
         return self._registry.lookup(partition_id)
 
-    def __enter__(self) -> "ShuffleEnvironment":
+    def __enter__(self) -> ShuffleEnvironment:
         self.start()
         return self
 

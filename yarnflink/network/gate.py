@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 from yarnflink.network.common import (
     KIND_DATA,
@@ -42,13 +42,13 @@ class InputChannel:
     def start(self) -> None:
         pass
 
-    def poll(self, now: float) -> Optional[Item]:
+    def poll(self, now: float) -> Item | None:
         raise NotImplementedError
 
     def has_more(self) -> bool:
         raise NotImplementedError
 
-    def pending_deadline(self) -> Optional[float]:
+    def pending_deadline(self) -> float | None:
         """Monotonic time at which a still-unresolved channel fails; None if resolved."""
         return None
 
@@ -82,10 +82,10 @@ class LocalInputChannel(InputChannel):
         self._request_timeout = request_timeout
         self._deadline = 0.0
         self._lock = threading.Lock()  # guards _view/_error/_closed; below the gate lock
-        self._view: Optional[SubpartitionView] = None
-        self._error: Optional[PartitionException] = None
+        self._view: SubpartitionView | None = None
+        self._error: PartitionException | None = None
         self._closed = False
-        self._unsubscribe: Optional[Callable[[], None]] = None
+        self._unsubscribe: Callable[[], None] | None = None
 
     def start(self) -> None:
         self._deadline = time.monotonic() + self._request_timeout
@@ -118,12 +118,12 @@ class LocalInputChannel(InputChannel):
         if unsubscribe is not None:
             unsubscribe()
 
-    def pending_deadline(self) -> Optional[float]:
+    def pending_deadline(self) -> float | None:
         if self._view is None and self._error is None and not self.finished:
             return self._deadline
         return None
 
-    def poll(self, now: float) -> Optional[Item]:
+    def poll(self, now: float) -> Item | None:
         if self._view is None:
             self._try_claim()
         if self._error is not None:
@@ -132,8 +132,7 @@ class LocalInputChannel(InputChannel):
         if view is None:
             if now >= self._deadline:
                 self._error = self._error_for(
-                    f"partition {self.spec.partition_id} not found within "
-                    f"{self._request_timeout:g}s"
+                    f"partition {self.spec.partition_id} not found within {self._request_timeout:g}s"
                 )
                 raise self._error
             return None
@@ -178,7 +177,7 @@ class RemoteInputChannel(InputChannel):
     def start(self) -> None:
         self._reader.start()
 
-    def poll(self, now: float) -> Optional[Item]:
+    def poll(self, now: float) -> Item | None:
         # PartitionException comes straight from the reader; CancelledTransfer only after close.
         return self._queue.poll()
 
@@ -203,7 +202,7 @@ class InputGate:
         max_buffers: int,
         max_bytes: int,
         request_timeout: float,
-        on_close: Optional[Callable[["InputGate"], None]] = None,
+        on_close: Callable[[InputGate], None] | None = None,
     ) -> None:
         self.num_channels = len(specs)
         self._cond = threading.Condition(threading.Lock())
@@ -211,7 +210,7 @@ class InputGate:
         self._queued = [False] * self.num_channels
         self._num_finished = 0
         self._closed = False
-        self._failure: Optional[PartitionException] = None
+        self._failure: PartitionException | None = None
         self._on_close = on_close
         self.channels: list[InputChannel] = []
         for i, spec in enumerate(specs):
@@ -244,7 +243,7 @@ class InputGate:
         for ch in self.channels:
             ch.start()
 
-    def next(self, timeout: Optional[float] = None) -> Optional[BufferOrEvent]:
+    def next(self, timeout: float | None = None) -> BufferOrEvent | None:
         """Next batch or event of any channel; None once every channel has ended.
 
         Raises PartitionException if a channel failed (and keeps raising it), CancelledTransfer
@@ -292,7 +291,7 @@ class InputGate:
                     continue  # a pending local channel expired: poll it to raise
                 self._cond.wait(wait)
 
-    def _wait_time(self, now: float, deadline: Optional[float]) -> Optional[float]:
+    def _wait_time(self, now: float, deadline: float | None) -> float | None:
         """How long to sleep: until the caller's deadline or the earliest pending local channel's
         request deadline (which then gets polled to raise 'not found')."""
         wake = deadline

@@ -15,7 +15,7 @@ blocking forever on a queue nobody drains.
 from __future__ import annotations
 
 import threading
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import pyarrow as pa
 
@@ -27,7 +27,7 @@ from yarnflink.network.queues import BoundedQueue, MemoryAccount
 class SubpartitionView:
     """The single reader handle of one subpartition."""
 
-    def __init__(self, partition: "ResultPartition", index: int, queue: BoundedQueue) -> None:
+    def __init__(self, partition: ResultPartition, index: int, queue: BoundedQueue) -> None:
         self.partition = partition
         self.index = index
         self._queue = queue
@@ -39,20 +39,20 @@ class SubpartitionView:
         """END_OF_PARTITION has been taken out of the subpartition."""
         return self._done
 
-    def set_listener(self, listener: Optional[Callable[[], None]]) -> None:
+    def set_listener(self, listener: Callable[[], None] | None) -> None:
         self._queue.set_listener(listener)
 
     def has_items_or_error(self) -> bool:
         return self._queue.has_items_or_error()
 
-    def poll(self) -> Optional[Item]:
+    def poll(self) -> Item | None:
         """Next item or None; raises ProducerFailed/CancelledTransfer once aborted."""
         item = self._queue.poll()
         if item is not None and item[0] == KIND_END:
             self._mark_done()
         return item
 
-    def get(self, timeout: Optional[float] = None) -> Item:
+    def get(self, timeout: float | None = None) -> Item:
         """Blocking ``poll`` (used by the server's sender threads)."""
         item = self._queue.get(timeout)
         if item[0] == KIND_END:
@@ -72,8 +72,7 @@ class SubpartitionView:
         self._released = True
         self._queue.abort(
             CancelledTransfer(
-                f"consumer of subpartition {self.index} of partition "
-                f"{self.partition.partition_id} went away"
+                f"consumer of subpartition {self.index} of partition {self.partition.partition_id} went away"
             )
         )
 
@@ -92,18 +91,16 @@ class ResultPartition:
         *,
         max_buffers: int,
         max_bytes: int,
-        account: Optional[MemoryAccount] = None,
-        on_dispose: Optional[Callable[["ResultPartition"], None]] = None,
+        account: MemoryAccount | None = None,
+        on_dispose: Callable[[ResultPartition], None] | None = None,
     ) -> None:
         if num_subpartitions < 1:
             raise ValueError("a result partition needs at least one subpartition")
         self.partition_id = partition_id
         self.num_subpartitions = num_subpartitions
         self.backpressure_ns = 0
-        self._queues = [
-            BoundedQueue(max_buffers, max_bytes, account) for _ in range(num_subpartitions)
-        ]
-        self._views: list[Optional[SubpartitionView]] = [None] * num_subpartitions
+        self._queues = [BoundedQueue(max_buffers, max_bytes, account) for _ in range(num_subpartitions)]
+        self._views: list[SubpartitionView | None] = [None] * num_subpartitions
         self._on_dispose = on_dispose
         self._lock = threading.Lock()
         self._finished = False
@@ -125,9 +122,7 @@ class ResultPartition:
 
     def _queue(self, subpartition: int) -> BoundedQueue:
         if not 0 <= subpartition < self.num_subpartitions:
-            raise ValueError(
-                f"subpartition {subpartition} out of range [0, {self.num_subpartitions})"
-            )
+            raise ValueError(f"subpartition {subpartition} out of range [0, {self.num_subpartitions})")
         return self._queues[subpartition]
 
     def emit(self, subpartition: int, batch: pa.RecordBatch) -> None:
@@ -147,7 +142,7 @@ class ResultPartition:
             if blocked:
                 self.backpressure_ns += blocked
 
-    def emit_event(self, event: object, subpartition: Optional[int] = None) -> None:
+    def emit_event(self, event: object, subpartition: int | None = None) -> None:
         """Send a small picklable object in order with the data (None = every subpartition).
 
         Local consumers receive the very same object, remote ones an unpickled copy."""
@@ -166,7 +161,7 @@ class ResultPartition:
             return
         self._check_writable()
         self._finished = True
-        first_error: Optional[CancelledTransfer] = None
+        first_error: CancelledTransfer | None = None
         for queue in self._queues:
             try:
                 queue.put((KIND_END, None), 0, force=True)
@@ -210,8 +205,7 @@ class ResultPartition:
                 raise CancelledTransfer(f"partition {self.partition_id} was released")
             if self._views[subpartition] is not None:
                 raise ValueError(
-                    f"subpartition {subpartition} of partition {self.partition_id} "
-                    "is already being consumed"
+                    f"subpartition {subpartition} of partition {self.partition_id} is already being consumed"
                 )
             view = SubpartitionView(self, subpartition, queue)
             self._views[subpartition] = view
@@ -258,15 +252,13 @@ class PartitionRegistry:
             if self._partitions.get(partition.partition_id) is partition:
                 del self._partitions[partition.partition_id]
 
-    def lookup(self, partition_id: str) -> Optional[ResultPartition]:
+    def lookup(self, partition_id: str) -> ResultPartition | None:
         return self._partitions.get(partition_id)
 
-    def wait_for(self, partition_id: str, timeout: float) -> Optional[ResultPartition]:
+    def wait_for(self, partition_id: str, timeout: float) -> ResultPartition | None:
         """The partition, or None after ``timeout`` or when the registry is closed."""
         with self._lock:
-            self._changed.wait_for(
-                lambda: partition_id in self._partitions or self._closed, timeout
-            )
+            self._changed.wait_for(lambda: partition_id in self._partitions or self._closed, timeout)
             return self._partitions.get(partition_id)
 
     def subscribe(self, partition_id: str, callback: Callable[[], None]) -> Callable[[], None]:

@@ -25,8 +25,9 @@ from __future__ import annotations
 import socket
 import ssl
 import struct
+from collections.abc import Sequence
 from enum import IntEnum
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Union
 
 import pyarrow as pa
 
@@ -113,7 +114,7 @@ def send_frame(
     ftype: FrameType,
     pieces: Sequence[BufferLike] = (),
     flags: int = 0,
-    length: Optional[int] = None,
+    length: int | None = None,
 ) -> None:
     if length is None:
         length = sum(memoryview(p).nbytes for p in pieces)
@@ -133,9 +134,7 @@ def recv_exact_into(sock: socket.socket, view: memoryview) -> None:
     while got < total:
         n = sock.recv_into(view[got:], total - got, flags)
         if n == 0:
-            raise ConnectionError(
-                "connection closed by peer" + (" in the middle of a frame" if got else "")
-            )
+            raise ConnectionError("connection closed by peer" + (" in the middle of a frame" if got else ""))
         got += n
 
 
@@ -153,7 +152,7 @@ def recv_frame(
     sock: socket.socket,
     allowed: frozenset[FrameType],
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-) -> tuple[FrameType, int, Union[pa.Buffer, bytes]]:
+) -> tuple[FrameType, int, pa.Buffer | bytes]:
     """Read one frame of a type in ``allowed``. DATA payloads come back as an aligned
     ``pa.Buffer`` (decoded zero-copy), others as bytes."""
     header = bytearray(HEADER.size)
@@ -171,7 +170,7 @@ def recv_frame(
     if length > limit:
         raise ProtocolError(f"{ftype.name} frame of {length} bytes exceeds limit {limit}")
     if ftype == FrameType.DATA:
-        payload: Union[pa.Buffer, bytes] = pa.allocate_buffer(length)
+        payload: pa.Buffer | bytes = pa.allocate_buffer(length)
         recv_exact_into(sock, memoryview(payload).cast("B"))
     else:
         buf = bytearray(length)
@@ -206,9 +205,9 @@ class BatchEncoder:
     """Turns batches of one connection into DATA frame payloads (see module doc)."""
 
     def __init__(self) -> None:
-        self._schema: Optional[pa.Schema] = None
+        self._schema: pa.Schema | None = None
         self._sink = _PieceSink()
-        self._writer: Optional[pa.ipc.RecordBatchStreamWriter] = None
+        self._writer: pa.ipc.RecordBatchStreamWriter | None = None
 
     def encode(self, batch: pa.RecordBatch) -> tuple[int, list[Any], int]:
         """Returns (flags, pieces, total length) of the DATA frame for ``batch``."""
@@ -230,7 +229,7 @@ class _FrameSource:
     closed = False
 
     def __init__(self) -> None:
-        self.buf: Optional[pa.Buffer] = None
+        self.buf: pa.Buffer | None = None
         self.pos = 0
 
     def readable(self) -> bool:
@@ -259,7 +258,7 @@ class BatchDecoder:
 
     def __init__(self) -> None:
         self._source = _FrameSource()
-        self._reader: Optional[pa.ipc.RecordBatchStreamReader] = None
+        self._reader: pa.ipc.RecordBatchStreamReader | None = None
 
     def decode(self, flags: int, payload: pa.Buffer) -> pa.RecordBatch:
         src = self._source

@@ -19,7 +19,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from yarnflink.network.errors import CancelledTransfer
 
@@ -52,7 +53,7 @@ class BoundedQueue:
         self,
         max_items: int,
         max_bytes: int,
-        account: Optional[MemoryAccount] = None,
+        account: MemoryAccount | None = None,
     ) -> None:
         if max_items < 1 or max_bytes < 1:
             raise ValueError("queue bounds must be positive")
@@ -64,8 +65,8 @@ class BoundedQueue:
         self._not_empty = threading.Condition(self._lock)
         self._items: deque[tuple[Any, int]] = deque()
         self._bytes = 0
-        self._error: Optional[BaseException] = None
-        self._listener: Optional[Callable[[], None]] = None
+        self._error: BaseException | None = None
+        self._listener: Callable[[], None] | None = None
 
     # -- state -------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -76,14 +77,14 @@ class BoundedQueue:
         return self._bytes
 
     @property
-    def error(self) -> Optional[BaseException]:
+    def error(self) -> BaseException | None:
         return self._error
 
     def has_items_or_error(self) -> bool:
         """True when a ``poll()`` would return an item or raise (used to re-arm availability)."""
         return bool(self._items) or self._error is not None
 
-    def set_listener(self, listener: Optional[Callable[[], None]]) -> None:
+    def set_listener(self, listener: Callable[[], None] | None) -> None:
         with self._lock:
             self._listener = listener
 
@@ -132,15 +133,13 @@ class BoundedQueue:
                 return None
             return self._pop_locked()
 
-    def get(self, timeout: Optional[float] = None) -> Any:
+    def get(self, timeout: float | None = None) -> Any:
         """Blocking ``poll``; raises TimeoutError after ``timeout`` seconds."""
         with self._lock:
             if timeout is None:
                 while not self._items and self._error is None:
                     self._not_empty.wait()
-            elif not self._not_empty.wait_for(
-                lambda: self._items or self._error is not None, timeout
-            ):
+            elif not self._not_empty.wait_for(lambda: self._items or self._error is not None, timeout):
                 raise TimeoutError("queue get timed out")
             if self._error is not None:
                 raise self._error

@@ -21,7 +21,6 @@ import socket
 import struct
 import threading
 import time
-from typing import Optional
 
 from yarnflink.network.common import KIND_DATA, KIND_END, KIND_EVENT, InputChannelSpec, parse_address
 from yarnflink.network.errors import (
@@ -124,8 +123,8 @@ class PartitionServer:
         self._lock = threading.Lock()
         self._conns: dict[socket.socket, threading.Thread] = {}
         self._closed = False
-        self._listen: Optional[socket.socket] = None
-        self._accept_thread: Optional[threading.Thread] = None
+        self._listen: socket.socket | None = None
+        self._accept_thread: threading.Thread | None = None
         self.address = ""
 
     def start(self) -> None:
@@ -133,9 +132,7 @@ class PartitionServer:
         port = self._listen.getsockname()[1]
         host = f"[{self._host}]" if ":" in self._host else self._host
         self.address = f"{host}:{port}"
-        self._accept_thread = threading.Thread(
-            target=self._accept_loop, name=f"yf-net-accept-{port}", daemon=True
-        )
+        self._accept_thread = threading.Thread(target=self._accept_loop, name=f"yf-net-accept-{port}", daemon=True)
         self._accept_thread.start()
 
     def _accept_loop(self) -> None:
@@ -154,9 +151,7 @@ class PartitionServer:
             except OSError:
                 conn.close()
                 continue
-            thread = threading.Thread(
-                target=self._serve, args=(conn,), name=f"yf-net-send-{self.address}", daemon=True
-            )
+            thread = threading.Thread(target=self._serve, args=(conn,), name=f"yf-net-send-{self.address}", daemon=True)
             with self._lock:  # start under the lock so close() never sees an unstarted thread
                 if self._closed:
                     conn.close()
@@ -165,7 +160,7 @@ class PartitionServer:
                 thread.start()
 
     def _serve(self, conn: socket.socket) -> None:
-        view: Optional[SubpartitionView] = None
+        view: SubpartitionView | None = None
         try:
             conn.settimeout(self._handshake_timeout)
             try:
@@ -178,11 +173,7 @@ class PartitionServer:
             conn.settimeout(None)
             partition = self._registry.wait_for(partition_id, self._request_timeout)
             if partition is None:
-                reason = (
-                    "server is shutting down"
-                    if self._closed
-                    else f"not found within {self._request_timeout:g}s"
-                )
+                reason = "server is shutting down" if self._closed else f"not found within {self._request_timeout:g}s"
                 _reject(conn, f"partition {partition_id} at {self.address}: {reason}")
                 return
             try:
@@ -263,7 +254,7 @@ class PartitionReader:
         self._connect_timeout = connect_timeout
         self._max_frame_bytes = max_frame_bytes
         self._lock = threading.Lock()
-        self._sock: Optional[socket.socket] = None
+        self._sock: socket.socket | None = None
         self._closed = False
         self._thread = threading.Thread(
             target=self._run,
@@ -280,7 +271,7 @@ class PartitionReader:
 
     def _run(self) -> None:
         spec = self._spec
-        sock: Optional[socket.socket] = None
+        sock: socket.socket | None = None
         try:
             sock = connect_to(spec.address, self._connect_timeout)
             with self._lock:
@@ -295,10 +286,7 @@ class PartitionReader:
             self._fail(f"protocol error reading subpartition {spec.subpartition}: {e}")
         except (OSError, ValueError) as e:
             if not self._closed:
-                self._fail(
-                    f"connection for subpartition {spec.subpartition} lost: "
-                    f"{type(e).__name__}: {e}"
-                )
+                self._fail(f"connection for subpartition {spec.subpartition} lost: {type(e).__name__}: {e}")
         except PartitionException as e:
             self._queue.abort(e)
         except Exception as e:  # never let a bad peer kill the thread silently

@@ -15,8 +15,9 @@ to ``NetworkOutput``s that partition them and write them to result partitions.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional, Protocol
+from typing import Any, Protocol
 
 from yarnflink.common.records import Batch
 
@@ -42,7 +43,7 @@ class OperatorContext:
     operator_id: str = ""
     #: The task's ``yarnflink.state.task_state.TaskStateManager`` (restored state, checkpoint
     #: streams); None: operators start with empty state.
-    state: Optional[Any] = None
+    state: Any | None = None
 
 
 class Output(Protocol):

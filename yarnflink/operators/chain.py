@@ -7,7 +7,8 @@ place is visible to the sibling branches of a fan-out).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Optional, Protocol, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
 
 from yarnflink.common.records import Batch
 from yarnflink.operators.base import OperatorContext, Output, SourceOperator, StreamOperator
@@ -116,8 +117,9 @@ class OperatorChain:
                     ready.append(c)
         if len(order) != len(by_id):
             raise ChainError("the chained operators contain a cycle")
-        unreachable = [by_id[n].name for n in order if n != head.node_id and not any(
-            n in by_id[m].chained_outputs for m in order)]
+        unreachable = [
+            by_id[n].name for n in order if n != head.node_id and not any(n in by_id[m].chained_outputs for m in order)
+        ]
         if unreachable:
             raise ChainError(f"operators {unreachable} are not reachable from the head")
         self.order = order
@@ -135,9 +137,7 @@ class OperatorChain:
                 if id(net) not in seen:
                     seen.add(id(net))
                     self.network_outputs.append(net)
-            self.operators[d.node_id].output = _ChainOutput(
-                [self.operators[c] for c in d.chained_outputs], nets
-            )
+            self.operators[d.node_id].output = _ChainOutput([self.operators[c] for c in d.chained_outputs], nets)
         self.head = self.operators[head.node_id]
         self._opened: list[int] = []
         self._ended = False
@@ -175,12 +175,15 @@ class OperatorChain:
     def _processing_time_operators(self) -> list[Any]:
         ops = self.__dict__.get("_pt_ops")
         if ops is None:
-            ops = self._pt_ops = [self.operators[n] for n in self.order
-                                  if hasattr(self.operators[n], "on_processing_time")
-                                  and hasattr(self.operators[n], "next_processing_time")]
+            ops = self._pt_ops = [
+                self.operators[n]
+                for n in self.order
+                if hasattr(self.operators[n], "on_processing_time")
+                and hasattr(self.operators[n], "next_processing_time")
+            ]
         return ops
 
-    def next_processing_time(self) -> Optional[int]:
+    def next_processing_time(self) -> int | None:
         """Earliest wall-clock time (ms) at which an operator wants ``on_processing_time``
         (processing-time timers, periodic watermarks and idleness checks), or None."""
         times = [t for op in self._processing_time_operators() if (t := op.next_processing_time()) is not None]
@@ -209,7 +212,7 @@ class OperatorChain:
         if self._closed:
             return
         self._closed = True
-        first: Optional[BaseException] = None
+        first: BaseException | None = None
         opened = set(self._opened)
         for nid in self.order:
             if nid in opened:
@@ -247,7 +250,7 @@ class OperatorChain:
             if f is not None:
                 f()
 
-    def next_flush_deadline(self) -> Optional[float]:
+    def next_flush_deadline(self) -> float | None:
         """Earliest ``time.monotonic()`` at which an operator or a network output has rows due, or None."""
         deadlines = [
             d

@@ -12,7 +12,7 @@ Without a TaskStateManager (checkpointing off) both do nothing.
 from __future__ import annotations
 
 from concurrent.futures import Future
-from typing import Any, Optional
+from typing import Any
 
 from yarnflink.common.keygroups import key_group_of, key_group_range
 from yarnflink.state.descriptors import ListStateDescriptor
@@ -22,7 +22,7 @@ class CheckpointedValue:
     """``legacy``: the name of a SPLIT_DISTRIBUTE list state older versions kept instead; its
     restored elements are in ``self.legacy`` and it is not checkpointed again."""
 
-    def __init__(self, ctx: Any, name: str, union: bool = False, legacy: Optional[str] = None) -> None:
+    def __init__(self, ctx: Any, name: str, union: bool = False, legacy: str | None = None) -> None:
         self.enabled = getattr(ctx, "state", None) is not None
         self._backend: Any = None
         self._list: Any = None
@@ -33,15 +33,14 @@ class CheckpointedValue:
 
             self._backend = operator_state_backend_for(ctx)
             desc = ListStateDescriptor(name)
-            self._list = (self._backend.get_union_list_state(desc) if union
-                          else self._backend.get_list_state(desc))
+            self._list = self._backend.get_union_list_state(desc) if union else self._backend.get_list_state(desc)
             self.restored = list(self._list.get())
             if legacy and legacy in getattr(self._backend, "_restored", {}):  # registered (and emptied) only then
                 old = self._backend.get_list_state(ListStateDescriptor(legacy))
                 self.legacy = list(old.get())
                 old.update([])
 
-    def snapshot(self, value: Any, checkpoint_id: int, timestamp: int, factory: Any) -> "list[Future]":
+    def snapshot(self, value: Any, checkpoint_id: int, timestamp: int, factory: Any) -> list[Future]:
         if not self.enabled:
             return []
         self._list.update([value])
@@ -58,7 +57,7 @@ class KeyedDictState:
     def enabled(self) -> bool:
         return self.value.enabled
 
-    def restored(self) -> Optional[dict]:
+    def restored(self) -> dict | None:
         """The restored keys of this subtask's key groups (None: nothing restored)."""
         if not self.value.restored:
             return None
@@ -69,7 +68,7 @@ class KeyedDictState:
                     out[k] = v
         return out
 
-    def snapshot(self, state: dict, checkpoint_id: int, timestamp: int, factory: Any) -> "list[Future]":
+    def snapshot(self, state: dict, checkpoint_id: int, timestamp: int, factory: Any) -> list[Future]:
         return self.value.snapshot(dict(state), checkpoint_id, timestamp, factory)
 
 
@@ -85,7 +84,7 @@ class CheckpointedSplits(CheckpointedValue):
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx, "source-splits", union=True, legacy="source-position")
 
-    def snapshot(self, entries: Any, checkpoint_id: int, timestamp: int, factory: Any) -> "list[Future]":
+    def snapshot(self, entries: Any, checkpoint_id: int, timestamp: int, factory: Any) -> list[Future]:
         if not self.enabled:
             return []
         self._list.update(list(entries))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from yarnflink.operators import specs as S
 from yarnflink.operators.base import StreamOperator
 from yarnflink.operators.keyed import AggregateOperator, ReduceOperator
@@ -60,12 +58,12 @@ def create_partitioner_output(
     writer: ChannelWriter,
     partitioning: str,
     num_channels: int,
-    key_selector: Optional[S.KeySelectorSpec],
+    key_selector: S.KeySelectorSpec | None,
     max_parallelism: int,
     subtask_index: int,
     batch_rows: int = 65536,
     buffer_timeout_s: float = 0.1,
-    producer_parallelism: Optional[int] = None,
+    producer_parallelism: int | None = None,
 ) -> NetworkOutput:
     """The Output at a chain's end for one output data set (see ``partitioners.NetworkOutput``).
     ``key_selector`` may also be given as the cloudpickled bytes of a JobEdge."""

@@ -6,7 +6,8 @@ context. ``yarnflink.api`` re-exports them.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any
 
 from yarnflink.operators.base import OperatorContext
 
@@ -36,7 +37,7 @@ class RuntimeContext:
     def get_attempt_number(self) -> int:
         return self._ctx.attempt_number
 
-    def get_job_parameter(self, key: str, default_value: Optional[str] = None) -> Optional[str]:
+    def get_job_parameter(self, key: str, default_value: str | None = None) -> str | None:
         return self._ctx.config.get(key, default_value)
 
     def get_operator_name(self) -> str:
@@ -131,13 +132,13 @@ class ProcessFunction(Function):
         def __init__(self) -> None:
             self._timer_service = TimerService()
 
-        def timestamp(self) -> Optional[int]:
+        def timestamp(self) -> int | None:
             return None
 
         def timer_service(self) -> TimerService:
             return self._timer_service
 
-    def process_element(self, value: Any, ctx: "ProcessFunction.Context") -> Iterable[Any]:
+    def process_element(self, value: Any, ctx: ProcessFunction.Context) -> Iterable[Any]:
         raise NotImplementedError
 
 
@@ -152,7 +153,7 @@ class KeyedProcessFunction(Function):
         def get_current_key(self) -> Any:
             return self._current_key
 
-    def process_element(self, value: Any, ctx: "KeyedProcessFunction.Context") -> Iterable[Any]:
+    def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterable[Any]:
         raise NotImplementedError
 
     def on_timer(self, timestamp: int, ctx: Any) -> Iterable[Any]:

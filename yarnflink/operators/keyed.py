@@ -15,7 +15,7 @@ column and a null-free numeric value column (see ``AggregateOperator``).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -112,7 +112,7 @@ def _vec_key_type_ok(t: pa.DataType) -> bool:
     )
 
 
-def _vec_value_dtype(t: pa.DataType) -> Optional[np.dtype]:
+def _vec_value_dtype(t: pa.DataType) -> np.dtype | None:
     if pat.is_integer(t) and not pat.is_uint64(t):
         return np.dtype(np.int64)
     if pat.is_floating(t):
@@ -134,7 +134,7 @@ class _SlotTable:
     def __init__(self) -> None:
         self.map: dict = {}
         self.keys: list = []
-        self.index: Optional[pd.Index] = None
+        self.index: pd.Index | None = None
         self.indexed = 0
 
     def __len__(self) -> int:
@@ -228,7 +228,7 @@ class AggregateOperator(StreamOperator):
         self.field = spec.field
         self.keys = KeyExtractor(spec.key_selector)
         self.batch_mode = spec.runtime_mode == "BATCH"
-        self.mode: Optional[str] = None
+        self.mode: str | None = None
         self._values_of = field_getter(spec.field)
         # per-record state
         self.rec_state: dict = {}
@@ -373,9 +373,7 @@ class AggregateOperator(StreamOperator):
         last_idx = np.full(nu, -1, dtype=np.int64)
         np.maximum.at(last_idx, codes, np.arange(len(codes), dtype=np.int64))
         last = rb.take(pa.array(last_idx))
-        last = last.set_column(
-            vi, pa.field(vname, pa.from_numpy_dtype(self.vals.dtype)), pa.array(self.vals[slots])
-        )
+        last = last.set_column(vi, pa.field(vname, pa.from_numpy_dtype(self.vals.dtype)), pa.array(self.vals[slots]))
         self.seq += 1
         self._store_last(slots, last)
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Union
+from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 
@@ -16,7 +17,7 @@ from yarnflink.common.records import (
 from yarnflink.operators.specs import KeySelectorSpec
 
 
-def unwrap_function(fn: Any, method: str) -> tuple[Callable, Optional[Any]]:
+def unwrap_function(fn: Any, method: str) -> tuple[Callable, Any | None]:
     """``(callable, rich_function_or_None)``: a PyFlink-style function object (with ``method``,
     e.g. ``map``) is called through that method and gets ``open``/``close``; anything else must be
     callable."""
@@ -39,7 +40,7 @@ class KeyExtractor:
             raise ValueError("a keyed operator needs a key selector")
         self.spec = spec
         self.field = spec.field
-        self.rich: Optional[Any] = None
+        self.rich: Any | None = None
         if spec.fn is not None:
             self.fn, self.rich = unwrap_function(spec.fn, "get_key")
             self._rows_keys: Callable[[list], list] = lambda rows: list(map(self.fn, rows))
@@ -62,14 +63,14 @@ class KeyExtractor:
     def key_of(self, record: Any) -> Any:
         return self._rows_keys([record])[0]
 
-    def arrow_key_column(self, rb: pa.RecordBatch) -> Optional[int]:
+    def arrow_key_column(self, rb: pa.RecordBatch) -> int | None:
         """Index of the key column of ``rb`` when the key is a field and ``rb`` is columnar
         (not pickled); None otherwise."""
         if self.fn is not None or record_kind(rb) == KIND_PICKLE:
             return None
         return column_of(rb, self.field)[0]
 
-    def keys_of_batch(self, batch: Batch) -> Union[pa.Array, list]:
+    def keys_of_batch(self, batch: Batch) -> pa.Array | list:
         """An Arrow column when the batch has its Arrow form (and the key is a field), else a
         list. Both give the same key groups."""
         if self.fn is None and batch.has_arrow:

@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Optional, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -67,12 +68,12 @@ class NetworkOutput:
         writer: ChannelWriter,
         partitioning: str,
         num_channels: int,
-        key_selector: Optional[KeySelectorSpec],
+        key_selector: KeySelectorSpec | None,
         max_parallelism: int,
         subtask_index: int,
         batch_rows: int = 65536,
         buffer_timeout_s: float = 0.1,
-        producer_parallelism: Optional[int] = None,
+        producer_parallelism: int | None = None,
         clock: Callable[[], float] = time.monotonic,
         end_watermark: bool = False,
     ):
@@ -101,7 +102,7 @@ class NetworkOutput:
         self._rng = np.random.default_rng()
         self._buffers: dict[int, list[pa.RecordBatch]] = {}
         self._counts: dict[int, int] = {}
-        self._oldest: Optional[float] = None
+        self._oldest: float | None = None
         self._lock = threading.Lock()
         self._finished = False
         self.records_out = 0
@@ -175,7 +176,7 @@ class NetworkOutput:
         with self._lock:
             self._flush_all()
 
-    def flush_if_due(self, now: Optional[float] = None) -> bool:
+    def flush_if_due(self, now: float | None = None) -> bool:
         """Flush if the oldest buffered row has waited ``buffer_timeout_s``; True if it did."""
         with self._lock:
             if self._oldest is None or self.buffer_timeout_s < 0:
@@ -185,7 +186,7 @@ class NetworkOutput:
                 return True
             return False
 
-    def next_flush_deadline(self) -> Optional[float]:
+    def next_flush_deadline(self) -> float | None:
         """Clock time at which buffered rows become due (None if nothing is buffered)."""
         if self._oldest is None or self.buffer_timeout_s < 0:
             return None

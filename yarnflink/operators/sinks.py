@@ -6,7 +6,7 @@ import base64
 import datetime
 import json
 import sys
-from typing import Any, Optional
+from typing import Any
 
 import pyarrow as pa
 
@@ -54,11 +54,11 @@ def part_file_path(path: str, subtask_index: int, fmt: str) -> str:
     return f"{path.rstrip('/')}/part-{subtask_index}-0.{FILE_EXTENSIONS[fmt]}"
 
 
-def _part_subtask(name: str, prefix: str) -> Optional[int]:
+def _part_subtask(name: str, prefix: str) -> int | None:
     """The subtask index in a part file name ``<prefix><subtask>-...`` (None: not one)."""
     if not name.startswith(prefix):
         return None
-    head = name[len(prefix):].split("-", 1)[0]
+    head = name[len(prefix) :].split("-", 1)[0]
     return int(head) if head.isdigit() else None
 
 
@@ -80,8 +80,8 @@ class FileSink(SinkOperator):
         self.spec = spec
         self._file = None
         self._writer = None
-        self._schema: Optional[pa.Schema] = None
-        self.path: Optional[str] = None
+        self._schema: pa.Schema | None = None
+        self.path: str | None = None
         self.exactly_once = False
 
     def open(self, ctx: OperatorContext) -> None:
@@ -109,7 +109,7 @@ class FileSink(SinkOperator):
     # in the restored checkpoint are committed and every other in-progress file is deleted. At
     # another parallelism, new subtask i does both for the files of old subtasks k with
     # k % parallelism == i (named after k), and numbers its own files after any part-i-* there.
-    def _final_path(self, n: int, subtask: Optional[int] = None) -> str:
+    def _final_path(self, n: int, subtask: int | None = None) -> str:
         i = self.ctx.subtask_index if subtask is None else subtask
         return f"{self._root.rstrip('/')}/part-{i}-{n}.{FILE_EXTENSIONS[self.spec.format]}"
 
@@ -140,8 +140,9 @@ class FileSink(SinkOperator):
         # This subtask already reached the end of its input after the restored checkpoint and
         # committed everything (its first file after the checkpoint exists): the replayed input is
         # the same (not after a scale-down), so it is dropped instead of written twice.
-        self._already_committed = (me in old_subtasks and all(k < p for k in old_subtasks)
-                                   and self._fs.exists(self._final_path(self._counter)))
+        self._already_committed = (
+            me in old_subtasks and all(k < p for k in old_subtasks) and self._fs.exists(self._final_path(self._counter))
+        )
         if restored and not self._already_committed:  # never overwrite a part-<me>-<n> of an earlier parallelism
             for f in self._fs.ls(self._root, detail=False):
                 name = f.rstrip("/").rsplit("/", 1)[-1]
@@ -151,15 +152,16 @@ class FileSink(SinkOperator):
                     except (IndexError, ValueError):
                         pass
 
-    def _commit_file(self, tmp: str, n: int, subtask: Optional[int] = None) -> None:
+    def _commit_file(self, tmp: str, n: int, subtask: int | None = None) -> None:
         final = self._final_path(n, subtask)
         if self._fs.exists(tmp):
             self._fs.mv(tmp, final)  # a rename on local and HDFS file systems
 
     def _ensure_open(self) -> None:
         if self.path is None:
-            self.path = (f"{self._root.rstrip('/')}/.part-{self.ctx.subtask_index}-{self._counter}-"
-                         f"{self._uid}.inprogress")
+            self.path = (
+                f"{self._root.rstrip('/')}/.part-{self.ctx.subtask_index}-{self._counter}-{self._uid}.inprogress"
+            )
             self._current_n = self._counter
             self._counter += 1
             if self.spec.format != "parquet":
@@ -181,8 +183,11 @@ class FileSink(SinkOperator):
         rolled = self._roll()
         if rolled:
             self._pending[checkpoint_id] = rolled
-        state = {"subtask": self.ctx.subtask_index, "counter": self._counter,
-                 "pending": {str(c): files for c, files in self._pending.items()}}
+        state = {
+            "subtask": self.ctx.subtask_index,
+            "counter": self._counter,
+            "pending": {str(c): files for c, files in self._pending.items()},
+        }
         return self._checkpointed.snapshot(state, checkpoint_id, timestamp, factory)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
@@ -231,9 +236,7 @@ class FileSink(SinkOperator):
         fmt = self.spec.format
         if fmt == "jsonl":
             dumps = json.dumps
-            text = "\n".join(
-                [dumps(r, default=_json_default, ensure_ascii=False) for r in batch.rows()]
-            )
+            text = "\n".join([dumps(r, default=_json_default, ensure_ascii=False) for r in batch.rows()])
             self._file.write((text + "\n").encode("utf-8"))
             return
         rb = self._conform(batch.arrow())

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -61,16 +62,20 @@ class _SplitSource(SourceOperator):
     def snapshot_state(self, checkpoint_id: int, timestamp: int, factory: Any) -> list:
         return self._splits.snapshot(self.split_entries(), checkpoint_id, timestamp, factory)
 
-    def _restored_counted_splits(self, kind: str) -> tuple[int, Optional[dict[int, int]]]:
+    def _restored_counted_splits(self, kind: str) -> tuple[int, dict[int, int] | None]:
         """``(number of splits, split -> rows emitted)`` of a sequence or collection: from the
         restored entries, else the max parallelism and None (nothing restored)."""
         entries = self._splits.restored
         if not entries:
             return max(1, self.ctx.max_parallelism), None
-        if any(not (isinstance(e, tuple) and len(e) == 4 and e[0] == kind) for e in entries) \
-                or len({e[1] for e in entries}) != 1:
-            raise SourceStateError(f"{type(self).__name__}: the restored state is not the split state of a "
-                                   f"{kind} source (was the operator uid given to another source?)")
+        if (
+            any(not (isinstance(e, tuple) and len(e) == 4 and e[0] == kind) for e in entries)
+            or len({e[1] for e in entries}) != 1
+        ):
+            raise SourceStateError(
+                f"{type(self).__name__}: the restored state is not the split state of a "
+                f"{kind} source (was the operator uid given to another source?)"
+            )
         return int(entries[0][1]), {int(e[2]): int(e[3]) for e in entries}
 
     def _legacy_position(self) -> Any:
@@ -83,7 +88,8 @@ class _SplitSource(SourceOperator):
                 f"{type(self).__name__} subtask {self.ctx.subtask_index}: the checkpoint holds the read position "
                 f"of an older yarnflink version (one per subtask), which restores only at the parallelism it was "
                 f"taken with; this subtask got {len(legacy)} positions. Restore it at its original parallelism, "
-                f"take a new savepoint, then change the parallelism")
+                f"take a new savepoint, then change the parallelism"
+            )
         return legacy[0]
 
 
@@ -107,7 +113,8 @@ class CollectionSource(_SplitSource):
         if self._legacy_position() is not None:
             raise SourceStateError(
                 "CollectionSource: the checkpoint holds the read position of an older yarnflink version, which "
-                "cannot be restored by this version; start the job without it")
+                "cannot be restored by this version; start the job without it"
+            )
         n, done = self._restored_counted_splits("items")
         self.num_splits = n
         size = lambda k: len(range(k, len(self.items), n))  # noqa: E731
@@ -123,7 +130,7 @@ class CollectionSource(_SplitSource):
         else:
             left = sorted(j for k in self.progress for j in range(k + n * self.progress[k], len(self.items), n))
         for a in range(0, len(left), self.batch_rows):
-            chunk = left[a:a + self.batch_rows]
+            chunk = left[a : a + self.batch_rows]
             for j in chunk:
                 self.progress[j % n] += 1
             yield Batch.from_rows([self.items[j] for j in chunk])
@@ -152,7 +159,7 @@ class SequenceSource(_SplitSource):
             return
         p, i = self.ctx.parallelism, self.ctx.subtask_index
         legacy = self._legacy_position()
-        done: Optional[dict[int, int]]
+        done: dict[int, int] | None
         if legacy is not None:  # older state: the piece of [start, end] at this parallelism = split i of p
             lo, _ = sequence_split(self.start, self.end, p, i)
             n, done = p, {i: max(0, int(legacy) - lo)}
@@ -278,13 +285,17 @@ class FileSource(_SplitSource):
         legacy = self._legacy_position()
         if legacy is not None:  # older state: (index of the file in this subtask's split, rows emitted)
             start_file, skip = legacy
-            return {f: ((0, True) if fi < start_file else (int(skip), False) if fi == start_file else (0, False))
-                    for fi, f in enumerate(files)}
+            return {
+                f: ((0, True) if fi < start_file else (int(skip), False) if fi == start_file else (0, False))
+                for fi, f in enumerate(files)
+            }
         restored: dict[str, tuple[int, bool]] = {}
         for e in self._splits.restored:
             if not (isinstance(e, tuple) and len(e) == 4 and e[0] == "file"):
-                raise SourceStateError("FileSource: the restored state is not the split state of a file source "
-                                       "(was the operator uid given to another source?)")
+                raise SourceStateError(
+                    "FileSource: the restored state is not the split state of a file source "
+                    "(was the operator uid given to another source?)"
+                )
             restored[e[1]] = (int(e[2]), bool(e[3]))
         absent = (0, True) if restored else (0, False)
         return {f: restored.get(f, absent) for f in files}

@@ -41,7 +41,8 @@ import shutil
 import time
 import uuid
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -78,10 +79,10 @@ def micro_batch_bounds(config: Mapping[str, str]) -> tuple[int, float]:
     from yarnflink.common.config import option
 
     rows_opt, delay_opt = option(MAX_ROWS_KEY), option(MAX_DELAY_KEY)
-    rows = rows_opt.parse(config[MAX_ROWS_KEY], "job configuration") if MAX_ROWS_KEY in config \
-        else rows_opt.default
-    delay = delay_opt.parse(config[MAX_DELAY_KEY], "job configuration") if MAX_DELAY_KEY in config \
-        else delay_opt.default
+    rows = rows_opt.parse(config[MAX_ROWS_KEY], "job configuration") if MAX_ROWS_KEY in config else rows_opt.default
+    delay = (
+        delay_opt.parse(config[MAX_DELAY_KEY], "job configuration") if MAX_DELAY_KEY in config else delay_opt.default
+    )
     return int(rows), delay.total_seconds()
 
 
@@ -94,13 +95,13 @@ class SparkOperator(StreamOperator):
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
         self._pending_bytes = 0
-        self._pending_schema: Optional[pa.Schema] = None
-        self._first_at: Optional[float] = None
-        self._spill: Optional[_ParquetSpill] = None
+        self._pending_schema: pa.Schema | None = None
+        self._first_at: float | None = None
+        self._spill: _ParquetSpill | None = None
         #: BATCH source pushdown: (Parquet files, their rows, Spark's schema of them, the column
         #: names to give them)
-        self._files: Optional[tuple[list[str], int, Any, Optional[list[str]]]] = None
-        self._spark: Optional["SparkSession"] = None
+        self._files: tuple[list[str], int, Any, list[str] | None] | None = None
+        self._spark: SparkSession | None = None
         self._struct: Any = None  # the given schema as a StructType (resolved with the session)
         self._conf_set: dict[str, str] = {}
         #: (input rows, seconds) of the latest Spark runs, in order (benchmarks, logs).
@@ -134,7 +135,7 @@ class SparkOperator(StreamOperator):
             if self._pending_rows >= self.max_rows:
                 self.flush()
 
-    def next_flush_deadline(self) -> Optional[float]:
+    def next_flush_deadline(self) -> float | None:
         """``time.monotonic()`` by which the pending micro-batch must run (STREAMING), or None."""
         if self._first_at is None or self.batch_mode:
             return None
@@ -169,8 +170,14 @@ class SparkOperator(StreamOperator):
         if self.runs:
             rows = sum(r for r, _ in self.runs)
             secs = sorted(s for _, s in self.runs)
-            log.info("%s: %d Spark run(s), %d rows, median %.3f s, max %.3f s", self._group, len(self.runs),
-                     rows, secs[len(secs) // 2], secs[-1])
+            log.info(
+                "%s: %d Spark run(s), %d rows, median %.3f s, max %.3f s",
+                self._group,
+                len(self.runs),
+                rows,
+                secs[len(secs) // 2],
+                secs[-1],
+            )
 
     # ------------------------------------------------------------------ input
     def accept_files(self, fmt: str, files: list[str], fs: Any) -> bool:
@@ -180,12 +187,23 @@ class SparkOperator(StreamOperator):
         from yarnflink.common.config import option
 
         key = "spark.source.pushdown"
-        enabled = option(key).parse(self.ctx.config[key], "job configuration") if key in self.ctx.config \
+        enabled = (
+            option(key).parse(self.ctx.config[key], "job configuration")
+            if key in self.ctx.config
             else option(key).default
+        )
         protocol = getattr(fs, "protocol", None)
         local = protocol == "file" or (isinstance(protocol, (tuple, list)) and "file" in protocol)
-        if not (enabled and self.batch_mode and fmt == "parquet" and local and files
-                and self._pending_rows == 0 and self._spill is None and self._files is None):
+        if not (
+            enabled
+            and self.batch_mode
+            and fmt == "parquet"
+            and local
+            and files
+            and self._pending_rows == 0
+            and self._spill is None
+            and self._files is None
+        ):
             return False
         try:
             self._files = self._pushdown_plan(files)
@@ -194,7 +212,7 @@ class SparkOperator(StreamOperator):
             self._files = None
         return self._files is not None
 
-    def _pushdown_plan(self, files: list[str]) -> Optional[tuple[list[str], int, Any, Optional[list[str]]]]:
+    def _pushdown_plan(self, files: list[str]) -> tuple[list[str], int, Any, list[str] | None] | None:
         schemas = [pq.read_schema(f) for f in files]
         arrow = schemas[0].remove_metadata()
         if any(not s.remove_metadata().equals(arrow) for s in schemas[1:]) or not len(arrow):
@@ -212,8 +230,12 @@ class SparkOperator(StreamOperator):
             return None  # the usual path reports the mismatch
         read = spark.read.parquet(*files).schema
         if [f.dataType for f in read.fields] != [f.dataType for f in struct.fields] or read.names != arrow.names:
-            log.info("%s: the source reads its files itself (Spark would read them as %s, the records are %s)",
-                     self._group, read.simpleString(), struct.simpleString())
+            log.info(
+                "%s: the source reads its files itself (Spark would read them as %s, the records are %s)",
+                self._group,
+                read.simpleString(),
+                struct.simpleString(),
+            )
             return None
         rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
         if not rows:
@@ -252,14 +274,19 @@ class SparkOperator(StreamOperator):
         spark = self._session()
         target, struct = self._spark_schema(spark, schema)
         self._time_zone = spark.conf.get("spark.sql.session.timeZone")
-        self._spill = _ParquetSpill(holder.new_workdir("spill-"), schema, struct,
-                                    lambda t: self._to_spark_arrow(spark, t, struct, target), self.ctx.operator_name)
+        self._spill = _ParquetSpill(
+            holder.new_workdir("spill-"),
+            schema,
+            struct,
+            lambda t: self._to_spark_arrow(spark, t, struct, target),
+            self.ctx.operator_name,
+        )
         for rb in self._pending:
             self._spill.write(rb)
         self._pending, self._pending_rows, self._pending_bytes, self._pending_schema = [], 0, 0, None
 
     # ------------------------------------------------------------------ Spark
-    def _session(self) -> "SparkSession":
+    def _session(self) -> SparkSession:
         if self._spark is None:
             root = holder.get(self.ctx.config)
             spark = root.newSession()
@@ -273,7 +300,7 @@ class SparkOperator(StreamOperator):
             self._spark = spark
         return self._spark
 
-    def _set_conf(self, spark: "SparkSession", key: str, value: str) -> None:
+    def _set_conf(self, spark: SparkSession, key: str, value: str) -> None:
         if self._conf_set.get(key) != value:
             spark.conf.set(key, value)
             self._conf_set[key] = value
@@ -285,12 +312,13 @@ class SparkOperator(StreamOperator):
             s = self.spec.schema
             struct = DataType.fromDDL(s) if isinstance(s, str) else s
             if not isinstance(struct, StructType):
-                raise TypeError(f"Spark step {self.ctx.operator_name!r}: the schema must describe a struct, "
-                                f"got {struct!r}")
+                raise TypeError(
+                    f"Spark step {self.ctx.operator_name!r}: the schema must describe a struct, got {struct!r}"
+                )
             self._struct = struct
         return self._struct
 
-    def _spark_schema(self, spark: "SparkSession", arrow_schema: pa.Schema) -> tuple[pa.Schema, Any]:
+    def _spark_schema(self, spark: SparkSession, arrow_schema: pa.Schema) -> tuple[pa.Schema, Any]:
         """(Arrow schema the data takes in Spark, Spark StructType) for input of ``arrow_schema``."""
         from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
@@ -305,11 +333,12 @@ class SparkOperator(StreamOperator):
             ntz = spark.conf.get("spark.sql.timestampType") == "TIMESTAMP_NTZ"
             struct = from_arrow_schema(arrow_schema, prefer_timestamp_ntz=ntz)
         large = spark.conf.get("spark.sql.execution.arrow.useLargeVarTypes") == "true"
-        target = to_arrow_schema(struct, error_on_duplicated_field_names_in_struct=True, timezone="UTC",
-                                 prefers_large_types=large)
+        target = to_arrow_schema(
+            struct, error_on_duplicated_field_names_in_struct=True, timezone="UTC", prefers_large_types=large
+        )
         return target, struct
 
-    def _to_spark_arrow(self, spark: "SparkSession", table: pa.Table, struct: Any, target: pa.Schema) -> pa.Table:
+    def _to_spark_arrow(self, spark: SparkSession, table: pa.Table, struct: Any, target: pa.Schema) -> pa.Table:
         """What ``createDataFrame(table, struct)`` makes of ``table`` before it enters the JVM."""
         from pyspark.sql.pandas.types import _check_arrow_table_timestamps_localize
 
@@ -317,7 +346,7 @@ class SparkOperator(StreamOperator):
         table = _check_arrow_table_timestamps_localize(table, struct, True, self._time_zone)
         return table if table.schema.equals(target) else table.cast(target)
 
-    def _input_frame(self, spark: "SparkSession") -> tuple["DataFrame", int]:
+    def _input_frame(self, spark: SparkSession) -> tuple[DataFrame, int]:
         spill = self._spill
         rows = spill.rows if spill is not None else self._files[1] if self._files is not None else self._pending_rows
         # Arrow batch size both ways: in-memory input -> one partition per Spark thread; results
@@ -335,14 +364,15 @@ class SparkOperator(StreamOperator):
             return spark.createDataFrame([], struct), 0
         batches, schema = self._pending, self._pending_schema
         assert schema is not None
-        table = pa.Table.from_batches([b if b.schema.equals(schema) else _cast(b, schema, self.ctx.operator_name)
-                                       for b in batches], schema=schema).combine_chunks()
+        table = pa.Table.from_batches(
+            [b if b.schema.equals(schema) else _cast(b, schema, self.ctx.operator_name) for b in batches], schema=schema
+        ).combine_chunks()
         if struct is not None:
             target, struct = self._spark_schema(spark, schema)
             return spark.createDataFrame(table.rename_columns(target.names), struct), rows
         return spark.createDataFrame(table), rows
 
-    def _apply(self, spark: "SparkSession", df: "DataFrame") -> "DataFrame":
+    def _apply(self, spark: SparkSession, df: DataFrame) -> DataFrame:
         if self.spec.query is not None:
             df.createOrReplaceTempView(INPUT_VIEW)
             return spark.sql(self.spec.query)
@@ -392,12 +422,17 @@ def _cast(rb: pa.RecordBatch, schema: pa.Schema, operator: str) -> pa.RecordBatc
     try:
         if rb.schema.names != schema.names:  # unify_schemas may add or reorder columns
             rb = pa.RecordBatch.from_arrays(
-                [rb.column(n) if n in rb.schema.names else pa.nulls(rb.num_rows, schema.field(n).type)
-                 for n in schema.names], names=schema.names)
+                [
+                    rb.column(n) if n in rb.schema.names else pa.nulls(rb.num_rows, schema.field(n).type)
+                    for n in schema.names
+                ],
+                names=schema.names,
+            )
         return rb.cast(schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
-        raise TypeError(f"Spark step {operator!r}: cannot bring input records of {rb.schema} to {schema}: {e}") \
-            from None
+        raise TypeError(
+            f"Spark step {operator!r}: cannot bring input records of {rb.schema} to {schema}: {e}"
+        ) from None
 
 
 class _ParquetSpill:
@@ -405,8 +440,9 @@ class _ParquetSpill:
     batches of the ``source`` Arrow schema, converted by ``convert`` (a Table function) to the
     form Spark reads, in row groups of ``SPILL_ROW_GROUP_ROWS``."""
 
-    def __init__(self, directory: str, source: pa.Schema, struct: Any, convert: Callable[[pa.Table], pa.Table],
-                 operator: str) -> None:
+    def __init__(
+        self, directory: str, source: pa.Schema, struct: Any, convert: Callable[[pa.Table], pa.Table], operator: str
+    ) -> None:
         self.directory = directory
         self.path = os.path.join(directory, "input.parquet")
         self.source = source
@@ -414,7 +450,7 @@ class _ParquetSpill:
         self._convert = convert
         self._operator = operator
         self.rows = 0
-        self._writer: Optional[pq.ParquetWriter] = None
+        self._writer: pq.ParquetWriter | None = None
         self._group: list[pa.RecordBatch] = []
         self._group_rows = 0
 
@@ -422,8 +458,10 @@ class _ParquetSpill:
         if not rb.schema.equals(self.source):
             extra = set(rb.schema.names) - set(self.source.names)
             if extra:
-                raise TypeError(f"Spark step {self._operator!r}: its input records gained fields {sorted(extra)} "
-                                f"after the first {self.rows} records ({', '.join(self.source.names)})")
+                raise TypeError(
+                    f"Spark step {self._operator!r}: its input records gained fields {sorted(extra)} "
+                    f"after the first {self.rows} records ({', '.join(self.source.names)})"
+                )
             rb = _cast(rb, self.source, self._operator)
         self._group.append(rb)
         self._group_rows += rb.num_rows
@@ -436,8 +474,9 @@ class _ParquetSpill:
             return
         table = self._convert(pa.Table.from_batches(self._group, schema=self.source))
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self.path, table.schema, compression="none", use_dictionary=False,
-                                            write_statistics=False)
+            self._writer = pq.ParquetWriter(
+                self.path, table.schema, compression="none", use_dictionary=False, write_statistics=False
+            )
         self._writer.write_table(table, row_group_size=SPILL_ROW_GROUP_ROWS)
         self._group, self._group_rows = [], 0
 

@@ -10,8 +10,9 @@ or a ``str`` (dict key, or Arrow column name).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Optional, Union
+from typing import Any, Literal, Union
 
 Field = Union[int, str]
 RuntimeMode = Literal["STREAMING", "BATCH"]
@@ -81,8 +82,8 @@ class SparkSpec:
     input is the temp view ``input``); ``schema``: a pyspark StructType, a DDL string, or None
     (from the records' Arrow schema). See ``yarnflink.operators.spark``."""
 
-    fn: Optional[Callable[[Any], Any]] = None
-    query: Optional[str] = None
+    fn: Callable[[Any], Any] | None = None
+    query: str | None = None
     schema: Any = None
     runtime_mode: RuntimeMode = "STREAMING"
     kind: str = "spark"
@@ -93,7 +94,7 @@ class ProcessSpec:
     """``process(ProcessFunction | KeyedProcessFunction | callable)``; ``keyed`` if after key_by."""
 
     fn: Any
-    key_selector: Optional["KeySelectorSpec"] = None
+    key_selector: KeySelectorSpec | None = None
     kind: str = "process"
 
 
@@ -103,7 +104,7 @@ class ReduceSpec:
     BATCH: emit the final value of each key at end of input."""
 
     fn: Callable[[Any, Any], Any]
-    key_selector: "KeySelectorSpec"
+    key_selector: KeySelectorSpec
     runtime_mode: RuntimeMode = "STREAMING"
     kind: str = "reduce"
 
@@ -117,7 +118,7 @@ class AggregateSpec:
 
     agg: Literal["sum", "min", "max"]
     field: Field
-    key_selector: "KeySelectorSpec"
+    key_selector: KeySelectorSpec
     runtime_mode: RuntimeMode = "STREAMING"
     kind: str = "aggregate"
 
@@ -139,7 +140,7 @@ class PrintSinkSpec:
     """``print()``: one line per record on the TaskExecutor's stdout, prefixed ``"{i+1}> "``
     when parallelism > 1 (as Flink)."""
 
-    prefix: Optional[str] = None
+    prefix: str | None = None
     kind: str = "sink"
 
 
@@ -163,8 +164,8 @@ class DiscardingSinkSpec:
 class KeySelectorSpec:
     """``key_by(x)``: x is a Field (vectorized path) or a callable record -> key."""
 
-    field: Optional[Field] = None
-    fn: Optional[Callable[[Any], Any]] = None
+    field: Field | None = None
+    fn: Callable[[Any], Any] | None = None
 
     def describe(self) -> str:
         if self.fn is not None:

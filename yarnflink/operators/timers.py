@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import enum
 import time
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -89,7 +90,7 @@ class InternalTimerService:
     def on_processing_time(self, now: int) -> int:
         return self._fire(self.processing_queue, now, self._on_processing_time)
 
-    def next_processing_time(self) -> Optional[int]:
+    def next_processing_time(self) -> int | None:
         head = self.processing_queue.peek()
         return None if head is None else head[0]
 
@@ -150,13 +151,13 @@ class _Context(KeyedProcessFunction.Context):
     def __init__(self, timer_service: TimerService):
         super().__init__()
         self._timer_service = timer_service
-        self._ts: Optional[int] = None
-        self._domain: Optional[TimeDomain] = None
+        self._ts: int | None = None
+        self._domain: TimeDomain | None = None
 
-    def timestamp(self) -> Optional[int]:
+    def timestamp(self) -> int | None:
         return self._ts
 
-    def time_domain(self) -> Optional[TimeDomain]:
+    def time_domain(self) -> TimeDomain | None:
         """In ``on_timer``: which kind of timer fired."""
         return self._domain
 
@@ -207,8 +208,8 @@ class KeyedProcessOperator(ProcessOperator):
     def __init__(self, spec: ProcessSpec):
         super().__init__(spec)
         self.clock: Callable[[], int] = _now_ms
-        self.backend: Optional[HeapKeyedStateBackend] = None
-        self.timers: Optional[InternalTimerService] = None
+        self.backend: HeapKeyedStateBackend | None = None
+        self.timers: InternalTimerService | None = None
         self._on_timer = getattr(spec.fn, "on_timer", None) if self.with_ctx else None
         self._out: list = []
         self._out_ts: list = []
@@ -216,8 +217,9 @@ class KeyedProcessOperator(ProcessOperator):
     def open(self, ctx: OperatorContext) -> None:
         StreamOperator.open(self, ctx)
         self.backend = keyed_state_backend_for(ctx, clock=lambda: self.clock())
-        self.timers = InternalTimerService(self.backend, "user-timers", self._event_timer,
-                                           self._processing_timer, clock=lambda: self.clock())
+        self.timers = InternalTimerService(
+            self.backend, "user-timers", self._event_timer, self._processing_timer, clock=lambda: self.clock()
+        )
         self.pctx = _Context(_UserTimerService(self.timers))
         if self.rich is not None:
             rc = RuntimeContext(ctx)
@@ -267,8 +269,10 @@ class KeyedProcessOperator(ProcessOperator):
             pctx._ts = None
 
     def _bad_timer_result(self, res: Any) -> TypeError:
-        return TypeError(f"process operator {self.operator_name!r}: on_timer must return an iterable "
-                         f"(or yield), got {type(res).__name__}")
+        return TypeError(
+            f"process operator {self.operator_name!r}: on_timer must return an iterable "
+            f"(or yield), got {type(res).__name__}"
+        )
 
     def _event_timer(self, timestamp: int, key: Any, namespace: Any) -> None:
         n = len(self._out)
@@ -294,7 +298,7 @@ class KeyedProcessOperator(ProcessOperator):
         self.timers.on_processing_time(now)  # type: ignore[union-attr]
         self._flush(False)
 
-    def next_processing_time(self) -> Optional[int]:
+    def next_processing_time(self) -> int | None:
         return self.timers.next_processing_time() if self.timers is not None else None
 
     def process_watermark(self, watermark: Any) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -73,7 +73,7 @@ class FlatMapOperator(UserFunctionOperator):
         out: list = []
         extend = out.extend
         ts = batch.timestamps
-        ends: Optional[list] = None if ts is None else []  # outputs inherit their input's timestamp
+        ends: list | None = None if ts is None else []  # outputs inherit their input's timestamp
         for r in batch.rows():
             res = fn(r)
             if res is not None:
@@ -159,9 +159,7 @@ class ProcessOperator(UserFunctionOperator):
 
     def __init__(self, spec: ProcessSpec):
         super().__init__(spec.fn)
-        self.keys: Optional[KeyExtractor] = (
-            KeyExtractor(spec.key_selector) if spec.key_selector is not None else None
-        )
+        self.keys: KeyExtractor | None = KeyExtractor(spec.key_selector) if spec.key_selector is not None else None
         self.with_ctx = callable(getattr(spec.fn, "process_element", None))
         self.pctx = KeyedProcessFunction.Context() if self.keys else ProcessFunction.Context()
         if self.keys is not None and self.keys.rich is not None:

@@ -17,8 +17,9 @@ checked after each batch and on ``on_processing_time``), and once more at the en
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 import numpy as np
 
@@ -70,27 +71,27 @@ class Duration:
         self.millis = int(millis)
 
     @staticmethod
-    def of_millis(millis: int) -> "Duration":
+    def of_millis(millis: int) -> Duration:
         return Duration(millis)
 
     @staticmethod
-    def of_seconds(seconds: float) -> "Duration":
+    def of_seconds(seconds: float) -> Duration:
         return Duration(round(seconds * 1000))
 
     @staticmethod
-    def of_minutes(minutes: float) -> "Duration":
+    def of_minutes(minutes: float) -> Duration:
         return Duration(round(minutes * 60_000))
 
     @staticmethod
-    def of_hours(hours: float) -> "Duration":
+    def of_hours(hours: float) -> Duration:
         return Duration(round(hours * 3_600_000))
 
     @staticmethod
-    def of_days(days: float) -> "Duration":
+    def of_days(days: float) -> Duration:
         return Duration(round(days * 86_400_000))
 
     @staticmethod
-    def zero() -> "Duration":
+    def zero() -> Duration:
         return Duration(0)
 
     def to_milliseconds(self) -> int:
@@ -177,33 +178,35 @@ class WatermarkStrategy:
 
     kind: str  # bounded | none
     bound_ms: int = 0
-    timestamp_assigner: Optional[Any] = None
-    idle_timeout_ms: Optional[int] = None
+    timestamp_assigner: Any | None = None
+    idle_timeout_ms: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @staticmethod
-    def for_bounded_out_of_orderness(max_out_of_orderness: Any) -> "WatermarkStrategy":
+    def for_bounded_out_of_orderness(max_out_of_orderness: Any) -> WatermarkStrategy:
         ms = to_millis(max_out_of_orderness, "for_bounded_out_of_orderness()")
         if ms < 0:
             raise ValueError(f"for_bounded_out_of_orderness(): the bound must not be negative, got {ms} ms")
         return WatermarkStrategy("bounded", ms)
 
     @staticmethod
-    def for_monotonous_timestamps() -> "WatermarkStrategy":
+    def for_monotonous_timestamps() -> WatermarkStrategy:
         return WatermarkStrategy("bounded", 0)
 
     @staticmethod
-    def no_watermarks() -> "WatermarkStrategy":
+    def no_watermarks() -> WatermarkStrategy:
         return WatermarkStrategy("none")
 
-    def with_timestamp_assigner(self, timestamp_assigner: Any) -> "WatermarkStrategy":
+    def with_timestamp_assigner(self, timestamp_assigner: Any) -> WatermarkStrategy:
         """``timestamp_assigner``: a TimestampAssigner or a function ``(value, record_timestamp) -> ms``."""
         m = getattr(timestamp_assigner, "extract_timestamp", None)
         if not callable(m) and not callable(timestamp_assigner):
-            raise TypeError(f"with_timestamp_assigner() needs a TimestampAssigner or a function, got {timestamp_assigner!r}")
+            raise TypeError(
+                f"with_timestamp_assigner() needs a TimestampAssigner or a function, got {timestamp_assigner!r}"
+            )
         return WatermarkStrategy(self.kind, self.bound_ms, timestamp_assigner, self.idle_timeout_ms, dict(self.extra))
 
-    def with_idleness(self, idle_timeout: Any) -> "WatermarkStrategy":
+    def with_idleness(self, idle_timeout: Any) -> WatermarkStrategy:
         ms = to_millis(idle_timeout, "with_idleness()")
         if ms <= 0:
             raise ValueError(f"with_idleness(): the timeout must be positive, got {ms} ms")
@@ -212,7 +215,7 @@ class WatermarkStrategy:
     def create_watermark_generator(self) -> Any:
         return BoundedOutOfOrdernessWatermarks(self.bound_ms) if self.kind == "bounded" else NoWatermarks()
 
-    def create_timestamp_extractor(self) -> Optional[Callable[[Any, int], int]]:
+    def create_timestamp_extractor(self) -> Callable[[Any, int], int] | None:
         a = self.timestamp_assigner
         if a is None:
             return None
@@ -239,9 +242,9 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         self.generator = spec.strategy.create_watermark_generator()
         self.clock: Callable[[], int] = _now_ms  # processing time (ms); tests replace it
         self.interval_ms = 200
-        self.idleness: Optional[IdlenessTimer] = None
+        self.idleness: IdlenessTimer | None = None
         self.last_emitted = MIN_TIMESTAMP
-        self.last_emit_time: Optional[int] = None
+        self.last_emit_time: int | None = None
 
     def open(self, ctx: OperatorContext) -> None:
         super().open(ctx)
@@ -321,7 +324,7 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         """Periodic tick without data (the Task's timer): watermarks and idleness."""
         self._maybe_periodic_emit()
 
-    def next_processing_time(self) -> Optional[int]:
+    def next_processing_time(self) -> int | None:
         """When the Task's timer should call ``on_processing_time`` next (wall-clock ms): the
         next periodic emission, if an idle timeout can make it emit without input."""
         if self.idleness is None or self.interval_ms <= 0 or self.idleness.idle:

@@ -16,8 +16,9 @@ output. Results carry the timestamp ``window.max_timestamp()``.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Optional
+from typing import Any
 
 import numpy as np
 
@@ -51,23 +52,23 @@ class Time:
         self.millis = int(millis)
 
     @staticmethod
-    def milliseconds(n: int) -> "Time":
+    def milliseconds(n: int) -> Time:
         return Time(n)
 
     @staticmethod
-    def seconds(n: float) -> "Time":
+    def seconds(n: float) -> Time:
         return Time(round(n * 1000))
 
     @staticmethod
-    def minutes(n: float) -> "Time":
+    def minutes(n: float) -> Time:
         return Time(round(n * 60_000))
 
     @staticmethod
-    def hours(n: float) -> "Time":
+    def hours(n: float) -> Time:
         return Time(round(n * 3_600_000))
 
     @staticmethod
-    def days(n: float) -> "Time":
+    def days(n: float) -> Time:
         return Time(round(n * 86_400_000))
 
     def to_milliseconds(self) -> int:
@@ -93,10 +94,10 @@ class TimeWindow:
     def get_end(self) -> int:
         return self.end
 
-    def intersects(self, other: "TimeWindow") -> bool:
+    def intersects(self, other: TimeWindow) -> bool:
         return self.start <= other.end and self.end >= other.start
 
-    def cover(self, other: "TimeWindow") -> "TimeWindow":
+    def cover(self, other: TimeWindow) -> TimeWindow:
         return TimeWindow(min(self.start, other.start), max(self.end, other.end))
 
     @staticmethod
@@ -144,7 +145,7 @@ class TumblingEventTimeWindows(WindowAssigner):
         self.size, self.offset = size, offset
 
     @classmethod
-    def of(cls, size: Any, offset: Any = 0) -> "TumblingEventTimeWindows":
+    def of(cls, size: Any, offset: Any = 0) -> TumblingEventTimeWindows:
         return cls(_positive(size, f"{cls.__name__}.of() size"), to_millis(offset, f"{cls.__name__}.of() offset"))
 
     def assign_windows(self, timestamp: int) -> list[TimeWindow]:
@@ -166,9 +167,12 @@ class SlidingEventTimeWindows(WindowAssigner):
         self.size, self.slide, self.offset = size, slide, offset
 
     @classmethod
-    def of(cls, size: Any, slide: Any, offset: Any = 0) -> "SlidingEventTimeWindows":
-        return cls(_positive(size, f"{cls.__name__}.of() size"), _positive(slide, f"{cls.__name__}.of() slide"),
-                   to_millis(offset, f"{cls.__name__}.of() offset"))
+    def of(cls, size: Any, slide: Any, offset: Any = 0) -> SlidingEventTimeWindows:
+        return cls(
+            _positive(size, f"{cls.__name__}.of() size"),
+            _positive(slide, f"{cls.__name__}.of() slide"),
+            to_millis(offset, f"{cls.__name__}.of() offset"),
+        )
 
     def assign_windows(self, timestamp: int) -> list[TimeWindow]:
         last_start = TimeWindow.get_window_start_with_offset(timestamp, self.offset, self.slide)
@@ -189,7 +193,7 @@ class EventTimeSessionWindows(WindowAssigner):
         self.gap = gap
 
     @classmethod
-    def with_gap(cls, gap: Any) -> "EventTimeSessionWindows":
+    def with_gap(cls, gap: Any) -> EventTimeSessionWindows:
         return cls(_positive(gap, f"{cls.__name__}.with_gap()"))
 
     def assign_windows(self, timestamp: int) -> list[TimeWindow]:
@@ -208,9 +212,9 @@ class ProcessWindowFunction(Function):
     """``process(key, context, elements) -> iterable`` once per window firing."""
 
     class Context:
-        def __init__(self, op: "WindowOperator"):
+        def __init__(self, op: WindowOperator):
             self._op = op
-            self._window: Optional[TimeWindow] = None
+            self._window: TimeWindow | None = None
 
         def window(self) -> TimeWindow:
             assert self._window is not None
@@ -222,10 +226,10 @@ class ProcessWindowFunction(Function):
         def current_watermark(self) -> int:
             return self._op.timers.current_watermark if self._op.timers is not None else MIN_TIMESTAMP
 
-    def process(self, key: Any, context: "ProcessWindowFunction.Context", elements: Iterable[Any]) -> Iterable[Any]:
+    def process(self, key: Any, context: ProcessWindowFunction.Context, elements: Iterable[Any]) -> Iterable[Any]:
         raise NotImplementedError
 
-    def clear(self, context: "ProcessWindowFunction.Context") -> None:
+    def clear(self, context: ProcessWindowFunction.Context) -> None:
         pass
 
 
@@ -272,7 +276,7 @@ class WindowSpec:
     function: Any = None
     window_function: Any = None
     allowed_lateness_ms: int = 0
-    late_data_tag: Optional[str] = None
+    late_data_tag: str | None = None
     kind: str = "window"
 
 
@@ -280,7 +284,7 @@ class WindowSpec:
 class SideOutputSelectSpec:
     """The main output (``tag_id`` None: drop side records) or one side output of an operator."""
 
-    tag_id: Optional[str] = None
+    tag_id: str | None = None
     kind: str = "side_output"
 
 
@@ -321,7 +325,7 @@ class WindowOperator(StreamOperator):
         self.allowed_lateness = spec.allowed_lateness_ms if self.event_time else 0
         self.late_tag = spec.late_data_tag
         self.clock: Callable[[], int] = _now_ms
-        self.timers: Optional[InternalTimerService] = None
+        self.timers: InternalTimerService | None = None
         self.num_late_records_dropped = 0
         self._out: list = []
         self._out_ts: list = []
@@ -340,8 +344,11 @@ class WindowOperator(StreamOperator):
             raise ValueError(f"unknown window function kind {kind!r}")
         self._kind = kind
         self._wfn = spec.window_function
-        self._rich = [f for f in (spec.function, spec.window_function, self.keys.rich)
-                      if f is not None and callable(getattr(f, "open", None)) and not isinstance(f, type)]
+        self._rich = [
+            f
+            for f in (spec.function, spec.window_function, self.keys.rich)
+            if f is not None and callable(getattr(f, "open", None)) and not isinstance(f, type)
+        ]
 
     # ------------------------------------------------------------------ lifecycle
     def open(self, ctx: OperatorContext) -> None:
@@ -349,8 +356,9 @@ class WindowOperator(StreamOperator):
         self.backend = keyed_state_backend_for(ctx, clock=lambda: self.clock())
         self.contents = self.backend.get_partitioned_state(self._descriptor)
         self.merging_sets = self.backend.get_partitioned_state(ValueStateDescriptor(_MERGING)) if self.merging else None
-        self.timers = InternalTimerService(self.backend, "window-timers", self._on_event_time,
-                                           self._on_processing_time, clock=lambda: self.clock())
+        self.timers = InternalTimerService(
+            self.backend, "window-timers", self._on_event_time, self._on_processing_time, clock=lambda: self.clock()
+        )
         self.wctx = ProcessWindowFunction.Context(self)
         for f in self._rich:
             f.open(RuntimeContext(ctx))
@@ -433,7 +441,7 @@ class WindowOperator(StreamOperator):
         self.timers.on_processing_time(now)  # type: ignore[union-attr]
         self._flush()
 
-    def next_processing_time(self) -> Optional[int]:
+    def next_processing_time(self) -> int | None:
         return self.timers.next_processing_time() if self.timers is not None else None
 
     def _fire_processing_timers(self) -> None:
@@ -547,8 +555,9 @@ class WindowOperator(StreamOperator):
         self.merging_sets.update(mapping)  # type: ignore[union-attr]
         return result
 
-    def _merge(self, cover: TimeWindow, merged: list[TimeWindow], state_result: TimeWindow,
-               merged_state: list[TimeWindow]) -> None:
+    def _merge(
+        self, cover: TimeWindow, merged: list[TimeWindow], state_result: TimeWindow, merged_state: list[TimeWindow]
+    ) -> None:
         # EventTimeTrigger.onMerge: a timer for the merged window if it can still fire
         if self.event_time:
             if cover.max_timestamp() > self.current_watermark:
@@ -587,8 +596,10 @@ class WindowOperator(StreamOperator):
         if results is None:
             return
         if not hasattr(results, "__iter__"):
-            raise TypeError(f"window operator {self.ctx.operator_name!r}: the window function must return an "
-                            f"iterable (or yield), got {type(results).__name__}")
+            raise TypeError(
+                f"window operator {self.ctx.operator_name!r}: the window function must return an "
+                f"iterable (or yield), got {type(results).__name__}"
+            )
         n = len(self._out)
         self._out.extend(results)
         self._out_ts.extend([window.max_timestamp()] * (len(self._out) - n))

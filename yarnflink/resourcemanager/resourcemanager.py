@@ -16,7 +16,7 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import Any, Optional
+from typing import Any
 
 import grpc
 
@@ -55,19 +55,32 @@ def profile_from_pb(p: common_pb2.ResourceProfile) -> ResourceProfile:
 
 
 def profile_to_pb(p: ResourceProfile) -> common_pb2.ResourceProfile:
-    return common_pb2.ResourceProfile(cpu_cores=p.cpu_cores, task_heap_mb=p.task_heap_mb,
-                                      task_off_heap_mb=p.task_off_heap_mb, managed_memory_mb=p.managed_memory_mb)
+    return common_pb2.ResourceProfile(
+        cpu_cores=p.cpu_cores,
+        task_heap_mb=p.task_heap_mb,
+        task_off_heap_mb=p.task_off_heap_mb,
+        managed_memory_mb=p.managed_memory_mb,
+    )
 
 
 def slot_report_from_pb(report: common_pb2.SlotReport) -> SlotReport:
-    return SlotReport(tuple(ReportedSlot(s.slot_index, s.allocation_id, s.job_id, profile_from_pb(s.profile))
-                            for s in report.slots), report.version)
+    return SlotReport(
+        tuple(ReportedSlot(s.slot_index, s.allocation_id, s.job_id, profile_from_pb(s.profile)) for s in report.slots),
+        report.version,
+    )
 
 
 class ResourceManager(RpcEndpoint):
-    def __init__(self, host: str, port: int = 0, *, config: Optional[Configuration] = None,
-                 driver: Optional[ResourceManagerDriver] = None, min_slots: Optional[int] = None,
-                 high_availability: bool = False) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int = 0,
+        *,
+        config: Configuration | None = None,
+        driver: ResourceManagerDriver | None = None,
+        min_slots: int | None = None,
+        high_availability: bool = False,
+    ) -> None:
         """``driver`` None: standalone. ``min_slots`` overrides ``slotmanager.number-of-slots.min``.
         ``high_availability``: the ResourceManager acts only between ``grant_leadership`` and
         ``revoke_leadership`` (its fencing token is empty otherwise, so it refuses everything)."""
@@ -97,7 +110,7 @@ class ResourceManager(RpcEndpoint):
         self.te_heartbeats = HeartbeatMonitor(self.heartbeat_timeout_s, self.rpc_failure_threshold)
         self.jm_heartbeats = HeartbeatMonitor(self.heartbeat_timeout_s, self.rpc_failure_threshold)
         self.gateways = GatewayPool()
-        self._loop_task: Optional[asyncio.Task[None]] = None
+        self._loop_task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self._heartbeats_in_flight: set[str] = set()
         self._warned_unfulfillable: set[tuple[str, ResourceProfile]] = set()
@@ -123,8 +136,12 @@ class ResourceManager(RpcEndpoint):
         self.fencing_token = ""
 
     async def on_start(self) -> None:
-        await self.serve(resourcemanager_pb2_grpc.add_ResourceManagerGatewayServicer_to_server,
-                         _Servicer(self), self.host, self._port)
+        await self.serve(
+            resourcemanager_pb2_grpc.add_ResourceManagerGatewayServicer_to_server,
+            _Servicer(self),
+            self.host,
+            self._port,
+        )
         if self.driver is not None:
             self.driver.initialize(_DriverEvents(self), self.address)
         self._loop_task = asyncio.ensure_future(self._periodic())
@@ -155,24 +172,38 @@ class ResourceManager(RpcEndpoint):
             elif isinstance(action, NotifyTaskManagerLost):
                 self._spawn(self._notify_task_manager_lost(action))
         for job_id, profile in self.slot_manager.unfulfillable - self._warned_unfulfillable:
-            log.warning("job %s needs a slot of %s that no TaskExecutor offers or may be started "
-                        "(slotmanager.number-of-slots.max %d)", job_id, profile, self.slot_manager.max_slots)
+            log.warning(
+                "job %s needs a slot of %s that no TaskExecutor offers or may be started "
+                "(slotmanager.number-of-slots.max %d)",
+                job_id,
+                profile,
+                self.slot_manager.max_slots,
+            )
         self._warned_unfulfillable = set(self.slot_manager.unfulfillable)
 
     async def _allocate(self, a: AllocateSlot) -> None:
         try:
             resp = await self.gateways.task_executor(a.rpc_address).RequestSlot(
                 taskexecutor_pb2.RequestSlotRequest(
-                    resource_manager_token=self.fencing_token, slot_index=a.slot_index, job_id=a.job_id,
-                    allocation_id=a.allocation_id, profile=profile_to_pb(a.profile),
-                    jobmaster_address=a.jobmaster_address, jobmaster_id=a.jobmaster_id),
-                timeout=RPC_TIMEOUT_S)
+                    resource_manager_token=self.fencing_token,
+                    slot_index=a.slot_index,
+                    job_id=a.job_id,
+                    allocation_id=a.allocation_id,
+                    profile=profile_to_pb(a.profile),
+                    jobmaster_address=a.jobmaster_address,
+                    jobmaster_id=a.jobmaster_id,
+                ),
+                timeout=RPC_TIMEOUT_S,
+            )
         except grpc.aio.AioRpcError as e:
             log.warning("slot request to %s failed: %s", a.resource_id, e.details())
             self._execute(self.slot_manager.allocation_failed(a.resource_id, a.allocation_id, time.monotonic()))
             return
-        self._execute(self.slot_manager.allocation_acked(
-            a.resource_id, a.allocation_id, resp.slot_index, resp.slot_report_version, time.monotonic()))
+        self._execute(
+            self.slot_manager.allocation_acked(
+                a.resource_id, a.allocation_id, resp.slot_index, resp.slot_report_version, time.monotonic()
+            )
+        )
 
     def _start_worker(self, action: StartWorker) -> None:
         assert self.driver is not None
@@ -182,8 +213,12 @@ class ResourceManager(RpcEndpoint):
             log.warning("starting a TaskExecutor failed: %s", e)
             self._execute(self.slot_manager.worker_terminated(action.request_id, str(e), time.monotonic()))
             return
-        log.info("requested TaskExecutor %s (%d registered, %d being started)", worker_id,
-                 len(self.slot_manager.task_executors), len(self.slot_manager.pending_workers))
+        log.info(
+            "requested TaskExecutor %s (%d registered, %d being started)",
+            worker_id,
+            len(self.slot_manager.task_executors),
+            len(self.slot_manager.pending_workers),
+        )
         self.slot_manager.worker_requested(action.request_id, worker_id)
 
     def _stop_worker(self, action: StopWorker) -> None:
@@ -201,11 +236,17 @@ class ResourceManager(RpcEndpoint):
         try:
             await self.gateways.job_master(a.jobmaster_address).DisconnectTaskManager(
                 jobmaster_pb2.DisconnectTaskManagerRequest(
-                    jobmaster_id=a.jobmaster_id, resource_id=a.resource_id, cause=a.cause),
-                timeout=RPC_TIMEOUT_S)
+                    jobmaster_id=a.jobmaster_id, resource_id=a.resource_id, cause=a.cause
+                ),
+                timeout=RPC_TIMEOUT_S,
+            )
         except grpc.aio.AioRpcError as e:
-            log.info("telling the JobMaster of job %s about lost TaskExecutor %s failed: %s",
-                     a.job_id, a.resource_id, e.details())
+            log.info(
+                "telling the JobMaster of job %s about lost TaskExecutor %s failed: %s",
+                a.job_id,
+                a.resource_id,
+                e.details(),
+            )
 
     def task_executor_lost(self, resource_id: str, cause: str) -> None:
         te = self.slot_manager.task_executors.get(resource_id)
@@ -218,8 +259,13 @@ class ResourceManager(RpcEndpoint):
 
     def worker_terminated(self, worker_id: str, diagnostics: str) -> None:
         pending = worker_id in self.slot_manager.pending_workers
-        log.log(logging.WARNING if pending else logging.INFO, "TaskExecutor process %s ended%s: %s", worker_id,
-                " before it registered" if pending else "", diagnostics)
+        log.log(
+            logging.WARNING if pending else logging.INFO,
+            "TaskExecutor process %s ended%s: %s",
+            worker_id,
+            " before it registered" if pending else "",
+            diagnostics,
+        )
         te = self.slot_manager.task_executors.get(worker_id)
         if te is not None:
             self.te_heartbeats.unmonitor(worker_id)
@@ -241,8 +287,9 @@ class ResourceManager(RpcEndpoint):
                         self._heartbeats_in_flight.add(te.resource_id)
                         self._spawn(self._heartbeat(te.resource_id, te.rpc_address))
             for rid in self.te_heartbeats.timed_out(now):
-                self.task_executor_lost(rid, f"heartbeat of TaskExecutor {rid} timed out "
-                                             f"(heartbeat.timeout {self.heartbeat_timeout_s:g} s)")
+                self.task_executor_lost(
+                    rid, f"heartbeat of TaskExecutor {rid} timed out (heartbeat.timeout {self.heartbeat_timeout_s:g} s)"
+                )
             for job_id in self.jm_heartbeats.timed_out(now):
                 log.warning("JobMaster of job %s timed out; dropping its resource requirements", job_id)
                 self.jm_heartbeats.unmonitor(job_id)
@@ -254,7 +301,8 @@ class ResourceManager(RpcEndpoint):
         try:
             resp = await self.gateways.task_executor(address).HeartbeatFromResourceManager(
                 taskexecutor_pb2.ResourceManagerHeartbeat(resource_manager_token=self.fencing_token),
-                timeout=self.heartbeat_timeout_s)
+                timeout=self.heartbeat_timeout_s,
+            )
         except grpc.aio.AioRpcError as e:
             te = self.slot_manager.task_executors.get(resource_id)
             if te is None or te.rpc_address != address:
@@ -263,8 +311,11 @@ class ResourceManager(RpcEndpoint):
             # on its way to it; several in a row decide, like unreachable
             counted = e.code() in UNREACHABLE or e.code() == grpc.StatusCode.FAILED_PRECONDITION
             if counted and self.te_heartbeats.rpc_failed(resource_id):
-                self.task_executor_lost(resource_id, f"TaskExecutor {resource_id} is unreachable "
-                                                     f"({self.rpc_failure_threshold} heartbeats failed: {e.details()})")
+                self.task_executor_lost(
+                    resource_id,
+                    f"TaskExecutor {resource_id} is unreachable "
+                    f"({self.rpc_failure_threshold} heartbeats failed: {e.details()})",
+                )
             return
         finally:
             self._heartbeats_in_flight.discard(resource_id)
@@ -284,29 +335,43 @@ class ResourceManager(RpcEndpoint):
             "id": te.resource_id,
             "path": te.rpc_address,
             "dataPort": int(port or 0),
-            "timeSinceLastHeartbeat": int(min(self.te_heartbeats.since_last_heard(te.resource_id, now),
-                                              now - te.registered_at) * 1000),
+            "timeSinceLastHeartbeat": int(
+                min(self.te_heartbeats.since_last_heard(te.resource_id, now), now - te.registered_at) * 1000
+            ),
             "slotsNumber": te.num_slots,
             "freeSlots": te.free_slots(sm.fine_grained),
             "totalResource": te.total.to_json(),
             "freeResource": (te.total - te.used).to_json(),
             "hardware": {"pid": te.pid, "host": te.hostname, "cpuCores": te.total.cpu_cores},
-            "allocatedSlots": [{"jobId": a.job_id, "resource": a.profile.to_json()}
-                               for a in te.allocations.values()],
+            "allocatedSlots": [{"jobId": a.job_id, "resource": a.profile.to_json()} for a in te.allocations.values()],
             "slots": [
-                {"index": a.slot_index, "allocationId": a.allocation_id, "jobId": a.job_id,
-                 "status": a.state.value, "resource": a.profile.to_json()}
+                {
+                    "index": a.slot_index,
+                    "allocationId": a.allocation_id,
+                    "jobId": a.job_id,
+                    "status": a.state.value,
+                    "resource": a.profile.to_json(),
+                }
                 for a in sorted(te.allocations.values(), key=lambda a: (a.slot_index < 0, a.slot_index))
-            ] + [{"index": i, "allocationId": None, "jobId": None, "status": "FREE",
-                  "resource": te.default_slot.to_json()}
-                 for i in range(te.num_slots) if i not in taken and (te.slot_counted or not sm.fine_grained)],
+            ]
+            + [
+                {
+                    "index": i,
+                    "allocationId": None,
+                    "jobId": None,
+                    "status": "FREE",
+                    "resource": te.default_slot.to_json(),
+                }
+                for i in range(te.num_slots)
+                if i not in taken and (te.slot_counted or not sm.fine_grained)
+            ],
         }
 
     async def task_managers_info(self) -> list[dict[str, Any]]:
         now = time.monotonic()
         return [self._task_manager_json(te, now) for te in self.slot_manager.task_executors.values()]
 
-    async def task_manager_info(self, resource_id: str) -> Optional[dict[str, Any]]:
+    async def task_manager_info(self, resource_id: str) -> dict[str, Any] | None:
         te = self.slot_manager.task_executors.get(resource_id)
         return None if te is None else self._task_manager_json(te, time.monotonic())
 
@@ -337,46 +402,70 @@ class _Servicer(resourcemanager_pb2_grpc.ResourceManagerGatewayServicer):
 
     def _heartbeat_settings(self) -> dict[str, int]:
         rm = self.rm
-        return {"heartbeat_interval_ms": int(rm.heartbeat_interval_s * 1000),
-                "heartbeat_timeout_ms": int(rm.heartbeat_timeout_s * 1000)}
+        return {
+            "heartbeat_interval_ms": int(rm.heartbeat_interval_s * 1000),
+            "heartbeat_timeout_ms": int(rm.heartbeat_timeout_s * 1000),
+        }
 
     async def _require_leader(self, context: Any) -> None:
         if not self.rm.leading:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
-                                f"ResourceManager {self.rm.address} is not the leader")
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION, f"ResourceManager {self.rm.address} is not the leader"
+            )
 
     async def RegisterTaskExecutor(self, request: Any, context: Any) -> Any:
         rm = self.rm
         await self._require_leader(context)
         if request.num_slots < 1 or request.num_slots > 1024:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                f"num_slots must be in [1, 1024], got {request.num_slots}")
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"num_slots must be in [1, 1024], got {request.num_slots}"
+            )
         if not request.resource_id or not request.rpc_address or not request.data_address:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                "resource_id, rpc_address and data_address are required")
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, "resource_id, rpc_address and data_address are required"
+            )
         total = profile_from_pb(request.total_profile)
         default_slot = profile_from_pb(request.default_slot_profile)
-        log.info("TaskExecutor %s registered from %s with %d slots (%s)",
-                 request.resource_id, request.rpc_address, request.num_slots, total)
+        log.info(
+            "TaskExecutor %s registered from %s with %d slots (%s)",
+            request.resource_id,
+            request.rpc_address,
+            request.num_slots,
+            total,
+        )
         old = rm.slot_manager.task_executors.get(request.resource_id)
         if old is not None and old.rpc_address != request.rpc_address:
             rm._spawn(rm.gateways.task_executors.drop(old.rpc_address))
         now = time.monotonic()
         rm.te_heartbeats.monitor(request.resource_id, now)
-        rm._execute(rm.slot_manager.register_task_executor(
-            request.resource_id, request.rpc_address, request.data_address, request.num_slots,
-            slot_report_from_pb(request.slot_report), now, total=total,
-            default_slot=None if default_slot.is_unknown else default_slot,
-            hostname=request.hostname, pid=request.pid,
-        ))
+        rm._execute(
+            rm.slot_manager.register_task_executor(
+                request.resource_id,
+                request.rpc_address,
+                request.data_address,
+                request.num_slots,
+                slot_report_from_pb(request.slot_report),
+                now,
+                total=total,
+                default_slot=None if default_slot.is_unknown else default_slot,
+                hostname=request.hostname,
+                pid=request.pid,
+            )
+        )
         return resourcemanager_pb2.RegisterTaskExecutorResponse(
-            registration_id=uuid.uuid4().hex, fencing_token=rm.fencing_token,
-            resource_manager_resource_id=rm.resource_id, **self._heartbeat_settings())
+            registration_id=uuid.uuid4().hex,
+            fencing_token=rm.fencing_token,
+            resource_manager_resource_id=rm.resource_id,
+            **self._heartbeat_settings(),
+        )
 
     async def NotifySlotAvailable(self, request: Any, context: Any) -> Any:
         await check_fencing(context, self.rm.fencing_token, request.fencing_token, "ResourceManager")
-        self.rm._execute(self.rm.slot_manager.slot_freed(
-            request.resource_id, request.allocation_id, request.slot_report_version, time.monotonic()))
+        self.rm._execute(
+            self.rm.slot_manager.slot_freed(
+                request.resource_id, request.allocation_id, request.slot_report_version, time.monotonic()
+            )
+        )
         return common_pb2.Ack()
 
     async def DisconnectTaskExecutor(self, request: Any, context: Any) -> Any:
@@ -386,13 +475,16 @@ class _Servicer(resourcemanager_pb2_grpc.ResourceManagerGatewayServicer):
 
     async def RegisterJobMaster(self, request: Any, context: Any) -> Any:
         if not request.job_id or not request.jobmaster_address or not request.jobmaster_id:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                "job_id, jobmaster_address and jobmaster_id are required")
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, "job_id, jobmaster_address and jobmaster_id are required"
+            )
         await self._require_leader(context)
         self.rm.jm_heartbeats.monitor(request.job_id, time.monotonic())
         return resourcemanager_pb2.RegisterJobMasterResponse(
-            fencing_token=self.rm.fencing_token, heartbeat_rpc_failure_threshold=self.rm.rpc_failure_threshold,
-            **self._heartbeat_settings())
+            fencing_token=self.rm.fencing_token,
+            heartbeat_rpc_failure_threshold=self.rm.rpc_failure_threshold,
+            **self._heartbeat_settings(),
+        )
 
     async def DeclareRequiredResources(self, request: Any, context: Any) -> Any:
         await check_fencing(context, self.rm.fencing_token, request.fencing_token, "ResourceManager")
@@ -407,8 +499,11 @@ class _Servicer(resourcemanager_pb2_grpc.ResourceManagerGatewayServicer):
         now = time.monotonic()
         if request.job_id not in self.rm.jm_heartbeats:
             self.rm.jm_heartbeats.monitor(request.job_id, now)
-        self.rm._execute(self.rm.slot_manager.declare_requirements(
-            request.job_id, request.jobmaster_address, request.jobmaster_id, requirements, now))
+        self.rm._execute(
+            self.rm.slot_manager.declare_requirements(
+                request.job_id, request.jobmaster_address, request.jobmaster_id, requirements, now
+            )
+        )
         return common_pb2.Ack()
 
     async def DisconnectJobMaster(self, request: Any, context: Any) -> Any:

@@ -7,8 +7,9 @@ not isolate CPU either); they decide which request fits where.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any
 
 MB = 1 << 20
 
@@ -27,47 +28,74 @@ class ResourceProfile:
     def is_unknown(self) -> bool:
         return self == UNKNOWN
 
-    def fits_into(self, other: "ResourceProfile") -> bool:
-        return (self.cpu_cores <= other.cpu_cores + 1e-9 and self.task_heap_mb <= other.task_heap_mb
-                and self.task_off_heap_mb <= other.task_off_heap_mb
-                and self.managed_memory_mb <= other.managed_memory_mb)
+    def fits_into(self, other: ResourceProfile) -> bool:
+        return (
+            self.cpu_cores <= other.cpu_cores + 1e-9
+            and self.task_heap_mb <= other.task_heap_mb
+            and self.task_off_heap_mb <= other.task_off_heap_mb
+            and self.managed_memory_mb <= other.managed_memory_mb
+        )
 
-    def __add__(self, o: "ResourceProfile") -> "ResourceProfile":
-        return ResourceProfile(round(self.cpu_cores + o.cpu_cores, 6), self.task_heap_mb + o.task_heap_mb,
-                               self.task_off_heap_mb + o.task_off_heap_mb,
-                               self.managed_memory_mb + o.managed_memory_mb)
+    def __add__(self, o: ResourceProfile) -> ResourceProfile:
+        return ResourceProfile(
+            round(self.cpu_cores + o.cpu_cores, 6),
+            self.task_heap_mb + o.task_heap_mb,
+            self.task_off_heap_mb + o.task_off_heap_mb,
+            self.managed_memory_mb + o.managed_memory_mb,
+        )
 
-    def __sub__(self, o: "ResourceProfile") -> "ResourceProfile":
-        return ResourceProfile(round(self.cpu_cores - o.cpu_cores, 6), self.task_heap_mb - o.task_heap_mb,
-                               self.task_off_heap_mb - o.task_off_heap_mb,
-                               self.managed_memory_mb - o.managed_memory_mb)
+    def __sub__(self, o: ResourceProfile) -> ResourceProfile:
+        return ResourceProfile(
+            round(self.cpu_cores - o.cpu_cores, 6),
+            self.task_heap_mb - o.task_heap_mb,
+            self.task_off_heap_mb - o.task_off_heap_mb,
+            self.managed_memory_mb - o.managed_memory_mb,
+        )
 
-    def divide(self, n: int) -> "ResourceProfile":
-        return ResourceProfile(round(self.cpu_cores / n, 6), self.task_heap_mb // n,
-                               self.task_off_heap_mb // n, self.managed_memory_mb // n)
+    def divide(self, n: int) -> ResourceProfile:
+        return ResourceProfile(
+            round(self.cpu_cores / n, 6),
+            self.task_heap_mb // n,
+            self.task_off_heap_mb // n,
+            self.managed_memory_mb // n,
+        )
 
-    def utilization_of(self, total: "ResourceProfile") -> float:
+    def utilization_of(self, total: ResourceProfile) -> float:
         """The largest share of any dimension of ``total`` that this profile takes."""
-        shares = [used / cap for used, cap in ((self.cpu_cores, total.cpu_cores),
-                                               (self.task_heap_mb, total.task_heap_mb),
-                                               (self.task_off_heap_mb, total.task_off_heap_mb),
-                                               (self.managed_memory_mb, total.managed_memory_mb)) if cap > 0]
+        shares = [
+            used / cap
+            for used, cap in (
+                (self.cpu_cores, total.cpu_cores),
+                (self.task_heap_mb, total.task_heap_mb),
+                (self.task_off_heap_mb, total.task_off_heap_mb),
+                (self.managed_memory_mb, total.managed_memory_mb),
+            )
+            if cap > 0
+        ]
         return max(shares, default=0.0)
 
     def to_json(self) -> dict[str, Any]:
         """Flink's REST shape of a ResourceProfile (memory in bytes)."""
-        return {"cpuCores": self.cpu_cores, "taskHeapMemory": self.task_heap_mb * MB,
-                "taskOffHeapMemory": self.task_off_heap_mb * MB, "managedMemory": self.managed_memory_mb * MB,
-                "networkMemory": 0, "extendedResources": {}}
+        return {
+            "cpuCores": self.cpu_cores,
+            "taskHeapMemory": self.task_heap_mb * MB,
+            "taskOffHeapMemory": self.task_off_heap_mb * MB,
+            "managedMemory": self.managed_memory_mb * MB,
+            "networkMemory": 0,
+            "extendedResources": {},
+        }
 
     @staticmethod
-    def of_slot_sharing_group(resources: Optional[Mapping[str, Any]]) -> "ResourceProfile":
+    def of_slot_sharing_group(resources: Mapping[str, Any] | None) -> ResourceProfile:
         """From the JobGraph's ``slotSharingGroups`` entry (``cpuCores``, ``taskHeapMemoryMB``, ...)."""
         if not resources:
             return UNKNOWN
-        return ResourceProfile(float(resources.get("cpuCores") or 0.0), int(resources.get("taskHeapMemoryMB") or 0),
-                               int(resources.get("taskOffHeapMemoryMB") or 0),
-                               int(resources.get("managedMemoryMB") or 0))
+        return ResourceProfile(
+            float(resources.get("cpuCores") or 0.0),
+            int(resources.get("taskHeapMemoryMB") or 0),
+            int(resources.get("taskOffHeapMemoryMB") or 0),
+            int(resources.get("managedMemoryMB") or 0),
+        )
 
 
 UNKNOWN = ResourceProfile()
@@ -109,7 +137,10 @@ def worker_spec_from_config(config: Any) -> WorkerSpec:
     managed = config.get("taskmanager.memory.managed.size")
     managed_mb = int(managed) // MB if managed is not None else int(flink_mb * MANAGED_FRACTION)
     heap = config.get("taskmanager.memory.task.heap.size")
-    heap_mb = (int(heap) // MB if heap is not None else
-               max(0, flink_mb - FRAMEWORK_HEAP_MB - FRAMEWORK_OFF_HEAP_MB - network - managed_mb - off_heap_mb))
+    heap_mb = (
+        int(heap) // MB
+        if heap is not None
+        else max(0, flink_mb - FRAMEWORK_HEAP_MB - FRAMEWORK_OFF_HEAP_MB - network - managed_mb - off_heap_mb)
+    )
     total = ResourceProfile(float(cpu) if cpu is not None else float(slots), heap_mb, off_heap_mb, managed_mb)
     return WorkerSpec(total, slots)

@@ -32,8 +32,9 @@ import heapq
 import itertools
 import uuid
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Optional, Union
+from typing import Union
 
 from yarnflink.resourcemanager.heartbeat import FailureRater
 from yarnflink.resourcemanager.resources import UNKNOWN, ResourceProfile, WorkerSpec
@@ -88,7 +89,7 @@ Action = Union[AllocateSlot, StartWorker, StopWorker, NotifyTaskManagerLost]
 
 
 class AllocationState(str, enum.Enum):
-    PENDING = "PENDING"      # slot request sent, not yet acknowledged nor reported
+    PENDING = "PENDING"  # slot request sent, not yet acknowledged nor reported
     ALLOCATED = "ALLOCATED"  # acknowledged or reported by the TaskExecutor
 
 
@@ -96,8 +97,8 @@ class AllocationState(str, enum.Enum):
 class Allocation:
     allocation_id: str
     job_id: str
-    profile: ResourceProfile        # what the slot holds
-    requirement: ResourceProfile    # which of the job's requirements it serves
+    profile: ResourceProfile  # what the slot holds
+    requirement: ResourceProfile  # which of the job's requirements it serves
     slot_index: int
     state: AllocationState
 
@@ -131,7 +132,7 @@ class TaskExecutorRecord:
     allocations: dict[str, Allocation] = field(default_factory=dict)
     used: ResourceProfile = UNKNOWN
     version: int = -1
-    idle_since: Optional[float] = None
+    idle_since: float | None = None
     last_report_at: float = 0.0
     #: a slot request to it failed: skip it until its next slot report says where things stand
     blocked: bool = False
@@ -179,11 +180,20 @@ _NO_ALLOCATIONS: Counter[ResourceProfile] = Counter()
 
 
 class SlotManager:
-    def __init__(self, *, fine_grained: bool = False, evenly_spread_out_slots: bool = False,
-                 worker_spec: Optional[WorkerSpec] = None, max_slots: int = 2**31 - 1, min_slots: int = 0,
-                 task_manager_timeout: float = 30.0, registration_timeout: float = 300.0,
-                 max_start_failure_rate: float = 10.0, start_retry_interval: float = 3.0,
-                 new_id: Optional[Callable[[], str]] = None) -> None:
+    def __init__(
+        self,
+        *,
+        fine_grained: bool = False,
+        evenly_spread_out_slots: bool = False,
+        worker_spec: WorkerSpec | None = None,
+        max_slots: int = 2**31 - 1,
+        min_slots: int = 0,
+        task_manager_timeout: float = 30.0,
+        registration_timeout: float = 300.0,
+        max_start_failure_rate: float = 10.0,
+        start_retry_interval: float = 3.0,
+        new_id: Callable[[], str] | None = None,
+    ) -> None:
         """``worker_spec`` given: active mode (workers are started and stopped)."""
         self.fine_grained = fine_grained
         self.evenly_spread_out_slots = evenly_spread_out_slots
@@ -216,10 +226,20 @@ class SlotManager:
         return self.worker_spec is not None
 
     # ------------------------------------------------------------------ TaskExecutors
-    def register_task_executor(self, resource_id: str, rpc_address: str, data_address: str, num_slots: int,
-                               report: SlotReport, now: float, *, total: ResourceProfile = UNKNOWN,
-                               default_slot: Optional[ResourceProfile] = None, hostname: str = "",
-                               pid: int = 0) -> list[Action]:
+    def register_task_executor(
+        self,
+        resource_id: str,
+        rpc_address: str,
+        data_address: str,
+        num_slots: int,
+        report: SlotReport,
+        now: float,
+        *,
+        total: ResourceProfile = UNKNOWN,
+        default_slot: ResourceProfile | None = None,
+        hostname: str = "",
+        pid: int = 0,
+    ) -> list[Action]:
         """A TaskExecutor registers (again): it replaces any earlier record of that id, and its
         slot report says which slots are taken."""
         self.pending_workers.pop(resource_id, None)
@@ -229,10 +249,20 @@ class SlotManager:
                 self._count(a, -1)
                 if a.job_id in self.jobs:
                     self._unsatisfied[a.job_id] = None
-        te = TaskExecutorRecord(resource_id, rpc_address, data_address, total,
-                                default_slot if default_slot is not None else total.divide(max(1, num_slots)),
-                                num_slots, now, next(self._seq), hostname, pid, last_report_at=now,
-                                idle_since=now)
+        te = TaskExecutorRecord(
+            resource_id,
+            rpc_address,
+            data_address,
+            total,
+            default_slot if default_slot is not None else total.divide(max(1, num_slots)),
+            num_slots,
+            now,
+            next(self._seq),
+            hostname,
+            pid,
+            last_report_at=now,
+            idle_since=now,
+        )
         self.task_executors[resource_id] = te
         te.version = report.version
         for s in report.slots:
@@ -251,8 +281,9 @@ class SlotManager:
         for job_id in sorted({a.job_id for a in te.allocations.values()}):
             job = self.jobs.get(job_id)
             if job is not None:
-                actions.append(NotifyTaskManagerLost(job_id, job.jobmaster_address, job.jobmaster_id,
-                                                     resource_id, cause))
+                actions.append(
+                    NotifyTaskManagerLost(job_id, job.jobmaster_address, job.jobmaster_id, resource_id, cause)
+                )
         for a in te.allocations.values():
             self._count(a, -1)
             if a.job_id in self.jobs:
@@ -289,8 +320,9 @@ class SlotManager:
         self._changed(te, now)
         return self.check_requirements(now)
 
-    def allocation_acked(self, resource_id: str, allocation_id: str, slot_index: int, version: int,
-                         now: float) -> list[Action]:
+    def allocation_acked(
+        self, resource_id: str, allocation_id: str, slot_index: int, version: int, now: float
+    ) -> list[Action]:
         te = self.task_executors.get(resource_id)
         if te is None:
             return []
@@ -357,19 +389,27 @@ class SlotManager:
                     continue
                 del self.task_executors[te.resource_id]
                 self._not_full.pop(te.resource_id, None)
-                actions.append(StopWorker(te.resource_id, f"idle for more than {self.task_manager_timeout:g} s",
-                                          te.rpc_address))
+                actions.append(
+                    StopWorker(te.resource_id, f"idle for more than {self.task_manager_timeout:g} s", te.rpc_address)
+                )
         return actions + self.check_requirements(now)
 
     # ------------------------------------------------------------------ jobs
-    def declare_requirements(self, job_id: str, jobmaster_address: str, jobmaster_id: str,
-                             requirements: Union[int, dict[ResourceProfile, int]], now: float) -> list[Action]:
+    def declare_requirements(
+        self,
+        job_id: str,
+        jobmaster_address: str,
+        jobmaster_id: str,
+        requirements: int | dict[ResourceProfile, int],
+        now: float,
+    ) -> list[Action]:
         """A JobMaster's resource requirements: slots per profile (an int: that many UNKNOWN)."""
         reqs = {UNKNOWN: requirements} if isinstance(requirements, int) else dict(requirements)
         if not self.fine_grained:  # all slots are equal: profiles do not matter
             reqs = {UNKNOWN: sum(reqs.values())}
-        self.jobs[job_id] = JobRequirements(job_id, jobmaster_address, jobmaster_id,
-                                            {p: n for p, n in reqs.items() if n > 0})
+        self.jobs[job_id] = JobRequirements(
+            job_id, jobmaster_address, jobmaster_id, {p: n for p, n in reqs.items() if n > 0}
+        )
         self._unsatisfied[job_id] = None
         self.unfulfillable = {u for u in self.unfulfillable if u[0] != job_id}
         return self.check_requirements(now)
@@ -417,8 +457,10 @@ class SlotManager:
     # ------------------------------------------------------------------ views
     def totals(self) -> tuple[int, int]:
         """(slots, free slots) of the registered TaskExecutors."""
-        return (sum(te.num_slots for te in self.task_executors.values()),
-                sum(te.free_slots(self.fine_grained) for te in self.task_executors.values()))
+        return (
+            sum(te.num_slots for te in self.task_executors.values()),
+            sum(te.free_slots(self.fine_grained) for te in self.task_executors.values()),
+        )
 
     # ------------------------------------------------------------------ internals
     def _slots_registered(self) -> int:
@@ -437,7 +479,7 @@ class SlotManager:
             return len(te.allocations) < te.num_slots and te.free_static_index() >= 0
         return self._slot_profile(te, req).fits_into(te.total - te.used)
 
-    def _pick(self, req: ResourceProfile) -> Optional[TaskExecutorRecord]:
+    def _pick(self, req: ResourceProfile) -> TaskExecutorRecord | None:
         if not self.fine_grained:
             return self._pick_counted()
         fitting = (te for rid in self._not_full if (te := self.task_executors[rid]) and self._fits(te, req))
@@ -445,7 +487,7 @@ class SlotManager:
             return min(fitting, key=lambda te: (self._utilization(te), te.seq), default=None)
         return next(fitting, None)
 
-    def _pick_counted(self) -> Optional[TaskExecutorRecord]:
+    def _pick_counted(self) -> TaskExecutorRecord | None:
         heap = self._free_heap
         while heap:
             _, _, rid, stamp = heap[0]
@@ -466,8 +508,16 @@ class SlotManager:
         a = Allocation(self.new_id(), job.job_id, profile, req, index, AllocationState.PENDING)
         self._add(te, a)
         self._changed(te, now)
-        return AllocateSlot(te.resource_id, te.rpc_address, index, profile, job.job_id, a.allocation_id,
-                            job.jobmaster_address, job.jobmaster_id)
+        return AllocateSlot(
+            te.resource_id,
+            te.rpc_address,
+            index,
+            profile,
+            job.job_id,
+            a.allocation_id,
+            job.jobmaster_address,
+            job.jobmaster_id,
+        )
 
     def _reported_allocation(self, te: TaskExecutorRecord, s: ReportedSlot) -> Allocation:
         profile = te.default_slot if s.profile.is_unknown else s.profile
@@ -505,8 +555,7 @@ class SlotManager:
     def _changed(self, te: TaskExecutorRecord, now: float) -> None:
         te.stamp += 1
         free = te.total - te.used
-        if te.slot_counted or max(free.cpu_cores, free.task_heap_mb, free.task_off_heap_mb,
-                                  free.managed_memory_mb) > 0:
+        if te.slot_counted or max(free.cpu_cores, free.task_heap_mb, free.task_off_heap_mb, free.managed_memory_mb) > 0:
             self._not_full.setdefault(te.resource_id, None)
         else:
             self._not_full.pop(te.resource_id, None)
@@ -530,8 +579,9 @@ class SlotManager:
         spec = self.worker_spec
         assert spec is not None
         counted = not self.fine_grained or spec.total.is_unknown
-        bins: list[Union[int, ResourceProfile]] = [w.spec.num_slots if counted else w.spec.total
-                                                    for w in self.pending_workers.values()]
+        bins: list[int | ResourceProfile] = [
+            w.spec.num_slots if counted else w.spec.total for w in self.pending_workers.values()
+        ]
         planned_slots = self._slots_registered() + self._slots_pending()
         new = 0
         for job_id, req in unmet:

@@ -11,7 +11,8 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
-from typing import Any, Awaitable, Callable, Optional, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import grpc
 
@@ -38,9 +39,9 @@ class RpcEndpoint:
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._started = threading.Event()
         self._stopped = threading.Event()
-        self._server: Optional[grpc.aio.Server] = None
+        self._server: grpc.aio.Server | None = None
         self.rpc_port: int = 0
-        self._start_error: Optional[BaseException] = None
+        self._start_error: BaseException | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -90,17 +91,16 @@ class RpcEndpoint:
         pass
 
     # ------------------------------------------------------------------ gRPC
-    async def serve(self, add_servicer: Callable[[Any, grpc.aio.Server], None], servicer: Any,
-                    host: str, port: int = 0) -> int:
+    async def serve(
+        self, add_servicer: Callable[[Any, grpc.aio.Server], None], servicer: Any, host: str, port: int = 0
+    ) -> int:
         """Starts a gRPC server for this component on its loop; returns the bound port."""
         self._server = grpc.aio.server(options=GRPC_OPTIONS)
         add_servicer(servicer, self._server)
         creds = server_credentials()
         target = f"{host}:{port}"
         bound = (
-            self._server.add_secure_port(target, creds)
-            if creds is not None
-            else self._server.add_insecure_port(target)
+            self._server.add_secure_port(target, creds) if creds is not None else self._server.add_insecure_port(target)
         )
         if bound == 0:
             raise OSError(f"{self.name}: could not bind gRPC server to {target}")
@@ -109,7 +109,7 @@ class RpcEndpoint:
         return bound
 
     # ------------------------------------------------------------------ hand-over from other threads
-    def call(self, fn: Callable[[], Awaitable[T]], timeout: Optional[float] = 30.0) -> T:
+    def call(self, fn: Callable[[], Awaitable[T]], timeout: float | None = 30.0) -> T:
         """Runs coroutine function ``fn`` on this endpoint's loop and waits for its result.
         Must not be called from the endpoint's own thread."""
         if threading.current_thread() is self._thread:

@@ -6,7 +6,8 @@ and caches one channel per address.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Generic, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 import grpc
 

@@ -8,18 +8,16 @@ built in-process by tests, or ``security.ssl.internal.enabled: false``.
 
 from __future__ import annotations
 
-from typing import Optional
-
 import grpc
 
 from yarnflink.security.internal import current
 
 
-def server_credentials() -> Optional[grpc.ServerCredentials]:
+def server_credentials() -> grpc.ServerCredentials | None:
     material = current()
     return material.grpc_server_credentials() if material is not None else None
 
 
-def channel_credentials() -> Optional[grpc.ChannelCredentials]:
+def channel_credentials() -> grpc.ChannelCredentials | None:
     material = current()
     return material.grpc_channel_credentials() if material is not None else None

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from yarnflink.executiongraph.executiongraph import ExecutionState, Failure, JobStatus, now_ms
 from yarnflink.jobmaster.slotpool import SlotRequest
@@ -53,14 +53,16 @@ class AdaptiveOptions:
             raise ValueError("jobmanager.adaptive-scheduler.min-parallelism-increase must be at least 1")
 
     @staticmethod
-    def from_configuration(config: Any) -> "AdaptiveOptions":
+    def from_configuration(config: Any) -> AdaptiveOptions:
         def seconds(key: str) -> float:
             value = config.get(key)
             return value.total_seconds() if value is not None else 0.0
 
-        return AdaptiveOptions(seconds("jobmanager.adaptive-scheduler.resource-wait-timeout"),
-                               seconds("jobmanager.adaptive-scheduler.resource-stabilization-timeout"),
-                               int(config.get("jobmanager.adaptive-scheduler.min-parallelism-increase")))
+        return AdaptiveOptions(
+            seconds("jobmanager.adaptive-scheduler.resource-wait-timeout"),
+            seconds("jobmanager.adaptive-scheduler.resource-stabilization-timeout"),
+            int(config.get("jobmanager.adaptive-scheduler.min-parallelism-increase")),
+        )
 
 
 def desired_slots(desired: dict[str, int], group_of: dict[str, str]) -> dict[str, int]:
@@ -71,8 +73,9 @@ def desired_slots(desired: dict[str, int], group_of: dict[str, str]) -> dict[str
     return out
 
 
-def decide_parallelism(desired: dict[str, int], group_of: dict[str, str], slots: int,
-                       forward: tuple[tuple[str, str], ...] = ()) -> Optional[dict[str, int]]:
+def decide_parallelism(
+    desired: dict[str, int], group_of: dict[str, str], slots: int, forward: tuple[tuple[str, str], ...] = ()
+) -> dict[str, int] | None:
     """The parallelism of every vertex with ``slots`` slots, or None if fewer than one slot per
     slot sharing group. Slots go round-robin to the groups (in name order) up to what each wants;
     vertices joined by a ``forward`` edge keep equal parallelism (the lower one)."""
@@ -102,7 +105,7 @@ def decide_parallelism(desired: dict[str, int], group_of: dict[str, str], slots:
 
 
 class AdaptiveScheduler(DefaultScheduler):
-    def __init__(self, eg: Any, *, adaptive: Optional[AdaptiveOptions] = None, **kw: Any) -> None:
+    def __init__(self, eg: Any, *, adaptive: AdaptiveOptions | None = None, **kw: Any) -> None:
         kw["failover_strategy"] = "full"  # Flink's adaptive scheduler restarts the whole job
         kw["lazy"] = False
         super().__init__(eg, **kw)
@@ -110,8 +113,9 @@ class AdaptiveScheduler(DefaultScheduler):
         jg = eg.job_graph
         self.desired = {v.id: v.parallelism for v in jg.vertices}
         self._group_name = {v.id: v.slot_sharing_group for v in jg.vertices}
-        self._forward = tuple((jg.dataset(e.source).producer, e.target) for e in jg.edges
-                              if e.partitioning == "forward")
+        self._forward = tuple(
+            (jg.dataset(e.source).producer, e.target) for e in jg.edges if e.partitioning == "forward"
+        )
         self.state = "Created"
         self._waiting_since = 0.0
         self._slots_seen = -1
@@ -128,10 +132,10 @@ class AdaptiveScheduler(DefaultScheduler):
     def parallelism(self) -> dict[str, int]:
         return {ejv.id: ejv.job_vertex.parallelism for ejv in self.eg.job_vertices}
 
-    def _decision(self) -> Optional[dict[str, int]]:
+    def _decision(self) -> dict[str, int] | None:
         return decide_parallelism(self.desired, self._group_name, len(self.pool.slots), self._forward)
 
-    def _worth_rescaling(self, decision: Optional[dict[str, int]]) -> bool:
+    def _worth_rescaling(self, decision: dict[str, int] | None) -> bool:
         """Scale up when some vertex gains at least min-parallelism-increase subtasks (Flink's
         EnforceMinimalIncreaseRescalingController); losses come through failures."""
         if decision is None:
@@ -139,7 +143,7 @@ class AdaptiveScheduler(DefaultScheduler):
         current = self.parallelism
         return any(p - current.get(v, p) >= self.adaptive.min_parallelism_increase for v, p in decision.items())
 
-    def next_deadline(self) -> Optional[float]:
+    def next_deadline(self) -> float | None:
         times = [t for t in (super().next_deadline(),) if t is not None and t != math.inf]
         if self.state == WAITING_FOR_RESOURCES:
             if self._decision() is not None:
@@ -235,14 +239,22 @@ class AdaptiveScheduler(DefaultScheduler):
                 full = decision is not None and decision == self.desired
                 if decision is not None and (full or stable):
                     self._execute(now)
-                elif (decision is None and self.adaptive.resource_wait_timeout_s >= 0
-                      and now - self._waiting_since >= self.adaptive.resource_wait_timeout_s):
-                    self._fail_job(Failure(
-                        "NoResourceAvailableException",
-                        f"Could not acquire the minimum required resources (one slot per slot sharing group) "
-                        f"within jobmanager.adaptive-scheduler.resource-wait-timeout "
-                        f"({self.adaptive.resource_wait_timeout_s:g} s); the job holds {slots} slot(s)",
-                        "", now_ms()), now)
+                elif (
+                    decision is None
+                    and self.adaptive.resource_wait_timeout_s >= 0
+                    and now - self._waiting_since >= self.adaptive.resource_wait_timeout_s
+                ):
+                    self._fail_job(
+                        Failure(
+                            "NoResourceAvailableException",
+                            f"Could not acquire the minimum required resources (one slot per slot sharing group) "
+                            f"within jobmanager.adaptive-scheduler.resource-wait-timeout "
+                            f"({self.adaptive.resource_wait_timeout_s:g} s); the job holds {slots} slot(s)",
+                            "",
+                            now_ms(),
+                        ),
+                        now,
+                    )
             elif self.state == EXECUTING and not self.restarts:
                 if self._rescaling:
                     if all(e.state.terminal for e in self.eg.executions()):

@@ -44,17 +44,19 @@ class AdaptiveBatchOptions:
         if self.max_parallelism < self.min_parallelism:
             raise ValueError(
                 f"execution.batch.adaptive.auto-parallelism.max-parallelism ({self.max_parallelism}) is smaller "
-                f"than execution.batch.adaptive.auto-parallelism.min-parallelism ({self.min_parallelism})")
+                f"than execution.batch.adaptive.auto-parallelism.min-parallelism ({self.min_parallelism})"
+            )
         if self.avg_data_volume_per_task < 1:
             raise ValueError("execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task must be positive")
 
     @staticmethod
-    def from_configuration(config: Any) -> "AdaptiveBatchOptions":
+    def from_configuration(config: Any) -> AdaptiveBatchOptions:
         return AdaptiveBatchOptions(
             int(config.get("execution.batch.adaptive.auto-parallelism.min-parallelism")),
             int(config.get("execution.batch.adaptive.auto-parallelism.max-parallelism")),
             int(config.get("execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task")),
-            bool(config.get("execution.batch.adaptive.auto-parallelism.enabled")))
+            bool(config.get("execution.batch.adaptive.auto-parallelism.enabled")),
+        )
 
 
 def adaptive_vertices(jg: JobGraph, options: AdaptiveBatchOptions) -> dict[str, int]:
@@ -66,8 +68,7 @@ def adaptive_vertices(jg: JobGraph, options: AdaptiveBatchOptions) -> dict[str, 
         inputs = jg.inputs_of(v.id)
         if v.parallelism_configured or not inputs:
             continue
-        if not all(e.partitioning in ALL_TO_ALL and jg.dataset(e.source).result_type == "BLOCKING"
-                   for e in inputs):
+        if not all(e.partitioning in ALL_TO_ALL and jg.dataset(e.source).result_type == "BLOCKING" for e in inputs):
             continue
         if any(e.partitioning not in ALL_TO_ALL for _, e in jg.outputs_of(v.id)):
             continue
@@ -75,8 +76,7 @@ def adaptive_vertices(jg: JobGraph, options: AdaptiveBatchOptions) -> dict[str, 
     return out
 
 
-def decide_parallelism(input_bytes: int, broadcast_bytes: int, options: AdaptiveBatchOptions,
-                       upper_bound: int) -> int:
+def decide_parallelism(input_bytes: int, broadcast_bytes: int, options: AdaptiveBatchOptions, upper_bound: int) -> int:
     """The parallelism of a vertex that reads ``input_bytes`` through non-broadcast exchanges and
     ``broadcast_bytes`` through broadcast ones (every subtask reads all of those)."""
     upper = max(1, upper_bound)

@@ -24,7 +24,8 @@ the cause) in, the set of vertices to restart out.
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable, Optional, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from yarnflink.executiongraph.executiongraph import (
     ExecutionGraph,
@@ -38,15 +39,23 @@ from yarnflink.scheduler.regions import PipelinedRegion, RegionTopology
 FAILOVER_STRATEGIES = ("full", "individual", "region")
 
 #: States of an attempt that has been scheduled and not ended (it holds or awaits a slot).
-_ACTIVE = frozenset({ExecutionState.SCHEDULED, ExecutionState.DEPLOYING, ExecutionState.INITIALIZING,
-                     ExecutionState.RUNNING, ExecutionState.CANCELING})
+_ACTIVE = frozenset(
+    {
+        ExecutionState.SCHEDULED,
+        ExecutionState.DEPLOYING,
+        ExecutionState.INITIALIZING,
+        ExecutionState.RUNNING,
+        ExecutionState.CANCELING,
+    }
+)
 
 
 class FailoverStrategy(Protocol):
     name: str
 
-    def tasks_to_restart(self, failed: ExecutionVertex,
-                         lost: Optional[IntermediateResultPartition] = None) -> set[ExecutionVertex]: ...
+    def tasks_to_restart(
+        self, failed: ExecutionVertex, lost: IntermediateResultPartition | None = None
+    ) -> set[ExecutionVertex]: ...
 
 
 class RestartAllFailoverStrategy:
@@ -55,29 +64,31 @@ class RestartAllFailoverStrategy:
     def __init__(self, eg: ExecutionGraph) -> None:
         self.eg = eg
 
-    def tasks_to_restart(self, failed: ExecutionVertex,
-                         lost: Optional[IntermediateResultPartition] = None) -> set[ExecutionVertex]:
+    def tasks_to_restart(
+        self, failed: ExecutionVertex, lost: IntermediateResultPartition | None = None
+    ) -> set[ExecutionVertex]:
         return set(self.eg.all_vertices())
 
 
 class RestartIndividualFailoverStrategy:
     name = "individual"
 
-    def tasks_to_restart(self, failed: ExecutionVertex,
-                         lost: Optional[IntermediateResultPartition] = None) -> set[ExecutionVertex]:
+    def tasks_to_restart(
+        self, failed: ExecutionVertex, lost: IntermediateResultPartition | None = None
+    ) -> set[ExecutionVertex]:
         return {failed} if lost is None else {failed, lost.producer}
 
 
 class RestartPipelinedRegionFailoverStrategy:
     name = "region"
 
-    def __init__(self, topology: RegionTopology,
-                 is_available: Callable[[IntermediateResultPartition], bool]) -> None:
+    def __init__(self, topology: RegionTopology, is_available: Callable[[IntermediateResultPartition], bool]) -> None:
         self.topology = topology
         self.is_available = is_available
 
-    def regions_to_restart(self, failed: ExecutionVertex,
-                           lost: Optional[IntermediateResultPartition] = None) -> list[PipelinedRegion]:
+    def regions_to_restart(
+        self, failed: ExecutionVertex, lost: IntermediateResultPartition | None = None
+    ) -> list[PipelinedRegion]:
         topo = self.topology
         # region -> whether its output changes (it was restarted for a non-deterministic input)
         visited: dict[PipelinedRegion, bool] = {}
@@ -101,8 +112,9 @@ class RestartPipelinedRegionFailoverStrategy:
                         todo.append((topo.region_of(consumer), False))
         return sorted(visited, key=lambda r: r.index)
 
-    def tasks_to_restart(self, failed: ExecutionVertex,
-                         lost: Optional[IntermediateResultPartition] = None) -> set[ExecutionVertex]:
+    def tasks_to_restart(
+        self, failed: ExecutionVertex, lost: IntermediateResultPartition | None = None
+    ) -> set[ExecutionVertex]:
         return {v for r in self.regions_to_restart(failed, lost) for v in r.vertices}
 
 
@@ -110,19 +122,22 @@ def check_failover_strategy(name: str, job_graph: JobGraph) -> None:
     """Raises ValueError if ``name`` cannot run ``job_graph`` (unknown, or ``individual`` for a
     job whose tasks exchange data)."""
     if name not in FAILOVER_STRATEGIES:
-        raise ValueError(f"unknown jobmanager.execution.failover-strategy {name!r}; "
-                         f"expected one of {', '.join(FAILOVER_STRATEGIES)}")
+        raise ValueError(
+            f"unknown jobmanager.execution.failover-strategy {name!r}; expected one of {', '.join(FAILOVER_STRATEGIES)}"
+        )
     if name == "individual" and job_graph.edges:
         producers = {job_graph.dataset(e.source).producer for e in job_graph.edges}
         names = ", ".join(v.name for v in job_graph.vertices if v.id in producers)
         raise ValueError(
             "jobmanager.execution.failover-strategy 'individual' restarts a failed task alone, which "
             f"is only possible when tasks exchange no data; this job has {len(job_graph.edges)} "
-            f"exchange(s) (from {names}). Use 'region' or 'full'.")
+            f"exchange(s) (from {names}). Use 'region' or 'full'."
+        )
 
 
-def create_failover_strategy(name: str, eg: ExecutionGraph, topology: RegionTopology,
-                             is_available: Callable[[IntermediateResultPartition], bool]) -> FailoverStrategy:
+def create_failover_strategy(
+    name: str, eg: ExecutionGraph, topology: RegionTopology, is_available: Callable[[IntermediateResultPartition], bool]
+) -> FailoverStrategy:
     check_failover_strategy(name, eg.job_graph)
     if name == "full":
         return RestartAllFailoverStrategy(eg)

@@ -88,7 +88,11 @@ class RegionTopology:
             members = {id(v) for v in region.vertices}
             for v in region.vertices:
                 for partition in eg.consumed_partitions(v):
-                    if partition.blocking and id(partition.producer) not in members and partition not in region.consumed:
+                    if (
+                        partition.blocking
+                        and id(partition.producer) not in members
+                        and partition not in region.consumed
+                    ):
                         region.consumed.append(partition)
                 region.produced.extend(rp for rp in v.produced.values() if rp.blocking)
 

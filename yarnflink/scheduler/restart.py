@@ -12,16 +12,21 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from typing import Optional, Protocol
+from typing import Protocol
 
 from yarnflink.common.config import ConfigError, Configuration
 
 #: Accepted spellings of ``restart-strategy.type`` (Flink's), by canonical name.
 STRATEGY_NAMES = {
-    "none": "none", "off": "none", "disable": "none",
-    "fixed-delay": "fixed-delay", "fixeddelay": "fixed-delay",
-    "failure-rate": "failure-rate", "failurerate": "failure-rate",
-    "exponential-delay": "exponential-delay", "exponentialdelay": "exponential-delay",
+    "none": "none",
+    "off": "none",
+    "disable": "none",
+    "fixed-delay": "fixed-delay",
+    "fixeddelay": "fixed-delay",
+    "failure-rate": "failure-rate",
+    "failurerate": "failure-rate",
+    "exponential-delay": "exponential-delay",
+    "exponentialdelay": "exponential-delay",
 }
 
 
@@ -68,8 +73,10 @@ class FixedDelayRestartBackoffTimeStrategy:
         return self.delay_s
 
     def __str__(self) -> str:
-        return f"FixedDelayRestartBackoffTimeStrategy(maxNumberRestartAttempts={self.attempts}, " \
-               f"backoffTimeMS={self.delay_s * 1000:.0f})"
+        return (
+            f"FixedDelayRestartBackoffTimeStrategy(maxNumberRestartAttempts={self.attempts}, "
+            f"backoffTimeMS={self.delay_s * 1000:.0f})"
+        )
 
 
 class FailureRateRestartBackoffTimeStrategy:
@@ -96,8 +103,10 @@ class FailureRateRestartBackoffTimeStrategy:
         return self.delay_s
 
     def __str__(self) -> str:
-        return f"FailureRateRestartBackoffTimeStrategy(failuresIntervalMS={self.interval_s * 1000:.0f}, " \
-               f"backoffTimeMS={self.delay_s * 1000:.0f}, maxFailuresPerInterval={self.max_failures})"
+        return (
+            f"FailureRateRestartBackoffTimeStrategy(failuresIntervalMS={self.interval_s * 1000:.0f}, "
+            f"backoffTimeMS={self.delay_s * 1000:.0f}, maxFailuresPerInterval={self.max_failures})"
+        )
 
 
 class ExponentialDelayRestartBackoffTimeStrategy:
@@ -105,15 +114,25 @@ class ExponentialDelayRestartBackoffTimeStrategy:
     n starts again at 0 once the job ran ``reset_threshold`` without failure. Gives up after
     ``attempts_before_reset`` restarts without a reset."""
 
-    def __init__(self, initial_s: float, max_s: float, multiplier: float, reset_threshold_s: float,
-                 jitter: float, attempts_before_reset: int, rng: Optional[random.Random] = None) -> None:
+    def __init__(
+        self,
+        initial_s: float,
+        max_s: float,
+        multiplier: float,
+        reset_threshold_s: float,
+        jitter: float,
+        attempts_before_reset: int,
+        rng: random.Random | None = None,
+    ) -> None:
         if not 0 < initial_s <= max_s:
             raise ValueError("exponential-delay needs 0 < initial-backoff <= max-backoff")
         if multiplier <= 1:
             raise ValueError("exponential-delay needs a backoff-multiplier > 1")
         if reset_threshold_s <= 0 or not 0 <= jitter <= 1 or attempts_before_reset < 1:
-            raise ValueError("exponential-delay needs reset-backoff-threshold > 0, 0 <= jitter-factor <= 1 "
-                             "and attempts-before-reset-backoff >= 1")
+            raise ValueError(
+                "exponential-delay needs reset-backoff-threshold > 0, 0 <= jitter-factor <= 1 "
+                "and attempts-before-reset-backoff >= 1"
+            )
         self.initial_s = initial_s
         self.max_s = max_s
         self.multiplier = multiplier
@@ -122,7 +141,7 @@ class ExponentialDelayRestartBackoffTimeStrategy:
         self.attempts_before_reset = attempts_before_reset
         self._rng = rng or random.Random()
         self.attempt = 0
-        self.next_restart: Optional[float] = None
+        self.next_restart: float | None = None
 
     def notify_failure(self, now: float) -> bool:
         if self.next_restart is not None and now <= self.next_restart:
@@ -134,7 +153,7 @@ class ExponentialDelayRestartBackoffTimeStrategy:
         return True
 
     def _backoff(self, attempt: int) -> float:
-        base = self.initial_s * self.multiplier ** attempt
+        base = self.initial_s * self.multiplier**attempt
         if self.jitter:
             base += self._rng.uniform(-1, 1) * base * self.jitter
         return max(self.initial_s, min(base, self.max_s))
@@ -146,10 +165,12 @@ class ExponentialDelayRestartBackoffTimeStrategy:
         return 0.0 if self.next_restart is None else max(0.0, self.next_restart - now)
 
     def __str__(self) -> str:
-        return (f"ExponentialDelayRestartBackoffTimeStrategy(initialBackoffMS={self.initial_s * 1000:.0f}, "
-                f"maxBackoffMS={self.max_s * 1000:.0f}, backoffMultiplier={self.multiplier}, "
-                f"resetBackoffThresholdMS={self.reset_threshold_s * 1000:.0f}, jitterFactor={self.jitter}, "
-                f"attemptsBeforeResetBackoff={self.attempts_before_reset}, currentRestartAttempt={self.attempt})")
+        return (
+            f"ExponentialDelayRestartBackoffTimeStrategy(initialBackoffMS={self.initial_s * 1000:.0f}, "
+            f"maxBackoffMS={self.max_s * 1000:.0f}, backoffMultiplier={self.multiplier}, "
+            f"resetBackoffThresholdMS={self.reset_threshold_s * 1000:.0f}, jitterFactor={self.jitter}, "
+            f"attemptsBeforeResetBackoff={self.attempts_before_reset}, currentRestartAttempt={self.attempt})"
+        )
 
 
 def strategy_name(config: Configuration) -> str:
@@ -160,24 +181,27 @@ def strategy_name(config: Configuration) -> str:
         return "exponential-delay" if config.get_string("execution.checkpointing.interval") else "none"
     name = STRATEGY_NAMES.get(raw.strip().lower())
     if name is None:
-        raise ConfigError(f"invalid value {raw!r} for 'restart-strategy.type': expected one of "
-                          f"{', '.join(STRATEGY_NAMES)}")
+        raise ConfigError(
+            f"invalid value {raw!r} for 'restart-strategy.type': expected one of {', '.join(STRATEGY_NAMES)}"
+        )
     return name
 
 
-def from_configuration(config: Configuration, rng: Optional[random.Random] = None) -> RestartBackoffTimeStrategy:
+def from_configuration(config: Configuration, rng: random.Random | None = None) -> RestartBackoffTimeStrategy:
     """The strategy ``restart-strategy.*`` configures (ConfigError for an invalid combination)."""
     name = strategy_name(config)
     try:
         if name == "fixed-delay":
             return FixedDelayRestartBackoffTimeStrategy(
                 int(config.get("restart-strategy.fixed-delay.attempts")),
-                config.get_seconds("restart-strategy.fixed-delay.delay") or 0.0)
+                config.get_seconds("restart-strategy.fixed-delay.delay") or 0.0,
+            )
         if name == "failure-rate":
             return FailureRateRestartBackoffTimeStrategy(
                 int(config.get("restart-strategy.failure-rate.max-failures-per-interval")),
                 config.get_seconds("restart-strategy.failure-rate.failure-rate-interval") or 0.0,
-                config.get_seconds("restart-strategy.failure-rate.delay") or 0.0)
+                config.get_seconds("restart-strategy.failure-rate.delay") or 0.0,
+            )
         if name == "exponential-delay":
             return ExponentialDelayRestartBackoffTimeStrategy(
                 config.get_seconds("restart-strategy.exponential-delay.initial-backoff") or 0.0,
@@ -186,7 +210,8 @@ def from_configuration(config: Configuration, rng: Optional[random.Random] = Non
                 config.get_seconds("restart-strategy.exponential-delay.reset-backoff-threshold") or 0.0,
                 float(config.get("restart-strategy.exponential-delay.jitter-factor")),
                 int(config.get("restart-strategy.exponential-delay.attempts-before-reset-backoff")),
-                rng)
+                rng,
+            )
     except ValueError as e:
         raise ConfigError(f"restart-strategy.type {name}: {e}") from None
     return NoRestartBackoffTimeStrategy()

@@ -20,8 +20,9 @@ those are still held). Blocking partitions that a restarted producer had written
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence, Union
+from typing import Union
 
 from yarnflink.executiongraph.executiongraph import (
     Execution,
@@ -99,8 +100,16 @@ class JobTerminated:
     status: JobStatus
 
 
-Action = Union[DeployTask, CancelTask, ReleasePartitions, FreeSlot, DeclareResources, CheckTaskManager,
-               TaskManagerLost, JobTerminated]
+Action = Union[
+    DeployTask,
+    CancelTask,
+    ReleasePartitions,
+    FreeSlot,
+    DeclareResources,
+    CheckTaskManager,
+    TaskManagerLost,
+    JobTerminated,
+]
 
 _DEPLOYED = frozenset({ExecutionState.DEPLOYING, ExecutionState.INITIALIZING, ExecutionState.RUNNING})
 _BUSY = _DEPLOYED | {ExecutionState.SCHEDULED, ExecutionState.CANCELING}
@@ -114,11 +123,17 @@ class PendingRestart:
 
 
 class DefaultScheduler:
-    def __init__(self, eg: ExecutionGraph, *, failover_strategy: str = "region",
-                 restart_strategy: Optional[RestartBackoffTimeStrategy] = None,
-                 slot_pool: Optional[SlotPool] = None, lazy: Optional[bool] = None,
-                 slot_request_timeout_s: float = 300.0,
-                 adaptive_batch: Optional[AdaptiveBatchOptions] = None) -> None:
+    def __init__(
+        self,
+        eg: ExecutionGraph,
+        *,
+        failover_strategy: str = "region",
+        restart_strategy: RestartBackoffTimeStrategy | None = None,
+        slot_pool: SlotPool | None = None,
+        lazy: bool | None = None,
+        slot_request_timeout_s: float = 300.0,
+        adaptive_batch: AdaptiveBatchOptions | None = None,
+    ) -> None:
         self.eg = eg
         if lazy is None:  # batch (blocking exchanges): regions one after another
             lazy = any(d.result_type == "BLOCKING" for d in eg.job_graph.datasets)
@@ -132,11 +147,10 @@ class DefaultScheduler:
         self._failover_strategy_name = failover_strategy
         self.topology = RegionTopology(eg)
         self.groups = compute_slot_sharing(eg, per_region=lazy)
-        self._group_of: dict[int, ExecutionSlotSharingGroup] = {
-            id(v): g for g in self.groups for v in g.vertices}
+        self._group_of: dict[int, ExecutionSlotSharingGroup] = {id(v): g for g in self.groups for v in g.vertices}
         self.scheduling: SchedulingStrategy = (
-            PipelinedRegionSchedulingStrategy(self.topology, self.is_available) if lazy
-            else EagerSchedulingStrategy(eg))
+            PipelinedRegionSchedulingStrategy(self.topology, self.is_available) if lazy else EagerSchedulingStrategy(eg)
+        )
         self.failover = create_failover_strategy(failover_strategy, eg, self.topology, self.is_available)
         self.restart_strategy = restart_strategy or NoRestartBackoffTimeStrategy()
         self.pool = slot_pool if slot_pool is not None else SlotPool()
@@ -169,7 +183,7 @@ class DefaultScheduler:
         """What a shared slot of ``g`` needs (its group's declared resources, else UNKNOWN)."""
         return ResourceProfile.of_slot_sharing_group(self.eg.job_graph.slot_sharing_groups.get(g.group_name))
 
-    def next_deadline(self) -> Optional[float]:
+    def next_deadline(self) -> float | None:
         """When ``on_timer`` should run next (monotonic seconds), if ever."""
         times = [r.due for r in self.restarts]
         idle = self.pool.next_idle_expiry()
@@ -191,15 +205,20 @@ class DefaultScheduler:
         self._lost_task_managers.discard(resource_id)
         self.pool.register_task_manager(resource_id, rpc_address, data_address, now)
 
-    def slots_offered(self, resource_id: str, offers: Sequence[Offer],
-                      now: float) -> tuple[list[str], list[Action]]:
+    def slots_offered(self, resource_id: str, offers: Sequence[Offer], now: float) -> tuple[list[str], list[Action]]:
         if self.eg.status != JobStatus.RUNNING:
             return [], []
         accepted, _ = self.pool.offer_slots(resource_id, offers, now)
         return accepted, self._flush(now)
 
-    def task_state_changed(self, attempt_id: str, state: ExecutionState, failure: Optional[Failure],
-                           now: float, produced_bytes: Optional[int] = None) -> list[Action]:
+    def task_state_changed(
+        self,
+        attempt_id: str,
+        state: ExecutionState,
+        failure: Failure | None,
+        now: float,
+        produced_bytes: int | None = None,
+    ) -> list[Action]:
         """``produced_bytes``: with FINISHED, the bytes the task wrote (its final numBytesOut);
         the AdaptiveBatch decisions size consumers by it."""
         execution = self.eg.find_execution(attempt_id)
@@ -213,8 +232,9 @@ class DefaultScheduler:
             if execution.state == ExecutionState.CANCELING or self.eg.status != JobStatus.RUNNING:
                 # a task we are cancelling (restart or job end) failed on its way out
                 self._note_concurrent(ev, failure)
-                execution.state = ExecutionState.FAILED if self.eg.status == JobStatus.FAILING else \
-                    ExecutionState.CANCELED
+                execution.state = (
+                    ExecutionState.FAILED if self.eg.status == JobStatus.FAILING else ExecutionState.CANCELED
+                )
                 execution.failure = failure
                 self._group_maybe_done(ev, now)
             elif not execution.state.terminal:
@@ -253,7 +273,8 @@ class DefaultScheduler:
         for the probe) takes the tasks the loss adds: one failure, not two."""
         probed = self._checks.pop(resource_id, None) is not None
         known = resource_id in self.pool.task_managers or any(
-            e.slot is not None and e.slot.resource_id == resource_id for e in self.eg.executions())
+            e.slot is not None and e.slot.resource_id == resource_id for e in self.eg.executions()
+        )
         if resource_id in self._lost_task_managers or not known:
             return self._flush(now)
         self._lost_task_managers.add(resource_id)
@@ -269,14 +290,34 @@ class DefaultScheduler:
             if e.state == ExecutionState.CANCELING:
                 e.transition(ExecutionState.CANCELED)
             elif e.state in _DEPLOYED:
-                failed.append((ev, dataclasses.replace(
-                    failure, task_name=ev.task_name_with_subtask, endpoint=e.slot.data_address,
-                    task_manager_id=resource_id, concurrent=[], restarted_tasks=[])))
+                failed.append(
+                    (
+                        ev,
+                        dataclasses.replace(
+                            failure,
+                            task_name=ev.task_name_with_subtask,
+                            endpoint=e.slot.data_address,
+                            task_manager_id=resource_id,
+                            concurrent=[],
+                            restarted_tasks=[],
+                        ),
+                    )
+                )
             elif e.state == ExecutionState.FINISHED and self._results_needed(ev):
-                failed.append((ev, dataclasses.replace(
-                    failure, task_name=ev.task_name_with_subtask, endpoint=e.slot.data_address,
-                    task_manager_id=resource_id, concurrent=[], restarted_tasks=[],
-                    message=f"{failure.message}; the results of {ev.task_name_with_subtask} kept there are lost")))
+                failed.append(
+                    (
+                        ev,
+                        dataclasses.replace(
+                            failure,
+                            task_name=ev.task_name_with_subtask,
+                            endpoint=e.slot.data_address,
+                            task_manager_id=resource_id,
+                            concurrent=[],
+                            restarted_tasks=[],
+                            message=f"{failure.message}; the results of {ev.task_name_with_subtask} kept there are lost",
+                        ),
+                    )
+                )
         if failed:
             primary = failed[0][1]
             primary.concurrent.extend(f for _, f in failed[1:])
@@ -290,13 +331,18 @@ class DefaultScheduler:
         for slot in self.pool.expire_idle(now):
             self._out.append(FreeSlot(slot, f"idle for slot.idle.timeout ({self.pool.idle_timeout_s:g} s)"))
         oldest = self.pool.oldest_pending()
-        if (oldest is not None and now - oldest >= self.slot_request_timeout_s
-                and self.eg.status == JobStatus.RUNNING):
-            self._fail_job(Failure(
-                "NoResourceAvailableException",
-                f"Could not acquire the minimum required resources: {len(self.pool.pending)} slot "
-                f"request(s) unfulfilled within slot.request.timeout ({self.slot_request_timeout_s:g} s); "
-                f"the job holds {len(self.pool.slots)} slot(s)", "", 0), now)
+        if oldest is not None and now - oldest >= self.slot_request_timeout_s and self.eg.status == JobStatus.RUNNING:
+            self._fail_job(
+                Failure(
+                    "NoResourceAvailableException",
+                    f"Could not acquire the minimum required resources: {len(self.pool.pending)} slot "
+                    f"request(s) unfulfilled within slot.request.timeout ({self.slot_request_timeout_s:g} s); "
+                    f"the job holds {len(self.pool.slots)} slot(s)",
+                    "",
+                    0,
+                ),
+                now,
+            )
         return self._flush(now)
 
     def cancel(self, now: float) -> bool:
@@ -351,8 +397,11 @@ class DefaultScheduler:
     def _finished(self, ev: ExecutionVertex, now: float) -> None:
         # blocking inputs whose consumers have all finished are released (Flink's region release)
         for p in self.eg.consumed_partitions(ev):
-            if p.blocking and p.partition_id not in self._unavailable and all(
-                    c.current.state == ExecutionState.FINISHED for c in self.eg.consumers_of(p)):
+            if (
+                p.blocking
+                and p.partition_id not in self._unavailable
+                and all(c.current.state == ExecutionState.FINISHED for c in self.eg.consumers_of(p))
+            ):
                 self._release_partition(p)
         self._group_maybe_done(ev, now)
         self._decide_parallelisms(ev)
@@ -377,11 +426,14 @@ class DefaultScheduler:
             for e, p in zip(inputs, producers):
                 written = sum(self._produced_bytes.get(v.current.attempt_id, 0) for v in p.task_vertices)
                 sizes["broadcast" if e.partitioning == "broadcast" else "other"] += written
-            parallelism = decide_parallelism(sizes["other"], sizes["broadcast"], self.adaptive_batch,
-                                             consumer.adaptive_upper_bound or 1)
+            parallelism = decide_parallelism(
+                sizes["other"], sizes["broadcast"], self.adaptive_batch, consumer.adaptive_upper_bound or 1
+            )
             self.eg.set_parallelism(consumer.id, parallelism)
-            self.parallelism_decisions[consumer.id] = (consumer.job_vertex.parallelism,
-                                                       sizes["other"] + sizes["broadcast"])
+            self.parallelism_decisions[consumer.id] = (
+                consumer.job_vertex.parallelism,
+                sizes["other"] + sizes["broadcast"],
+            )
             decided = True
         if decided:
             self._rebuild_topology()
@@ -392,10 +444,14 @@ class DefaultScheduler:
         self.topology = RegionTopology(self.eg)
         self.groups = compute_slot_sharing(self.eg, per_region=self.lazy)
         self._group_of = {id(v): g for g in self.groups for v in g.vertices}
-        self.scheduling = (PipelinedRegionSchedulingStrategy(self.topology, self.is_available) if self.lazy
-                           else EagerSchedulingStrategy(self.eg))
-        self.failover = create_failover_strategy(self._failover_strategy_name, self.eg, self.topology,
-                                                 self.is_available)
+        self.scheduling = (
+            PipelinedRegionSchedulingStrategy(self.topology, self.is_available)
+            if self.lazy
+            else EagerSchedulingStrategy(self.eg)
+        )
+        self.failover = create_failover_strategy(
+            self._failover_strategy_name, self.eg, self.topology, self.is_available
+        )
 
     def _group_maybe_done(self, ev: ExecutionVertex, now: float) -> None:
         """Gives the group's slot back to the pool once none of its tasks needs it."""
@@ -409,8 +465,10 @@ class DefaultScheduler:
 
     def _results_needed(self, ev: ExecutionVertex) -> bool:
         """Some consumer of ev's blocking results has not finished (it will read them)."""
-        return any(p.blocking and any(c.current.state != ExecutionState.FINISHED for c in self.eg.consumers_of(p))
-                   for p in ev.produced.values())
+        return any(
+            p.blocking and any(c.current.state != ExecutionState.FINISHED for c in self.eg.consumers_of(p))
+            for p in ev.produced.values()
+        )
 
     def _release_partition(self, p: IntermediateResultPartition) -> None:
         slot = p.producer.current.slot
@@ -419,7 +477,7 @@ class DefaultScheduler:
             self._release.setdefault(slot.rpc_address, []).append(p.partition_id)
 
     # ------------------------------------------------------------------ failures
-    def _lost_partition(self, failure: Failure) -> Optional[IntermediateResultPartition]:
+    def _lost_partition(self, failure: Failure) -> IntermediateResultPartition | None:
         """The upstream partition a consumer could not read, if that is its current producer's
         (then the producer's region restarts and its TaskExecutor is probed)."""
         if not failure.partition_id:
@@ -432,13 +490,16 @@ class DefaultScheduler:
             return None  # an old attempt's result: the consumer just reads the new one
         self._unavailable.add(failure.partition_id)
         slot = attempt.slot
-        if (slot is not None and slot.resource_id not in self._lost_task_managers
-                and slot.resource_id not in self._checks):
+        if (
+            slot is not None
+            and slot.resource_id not in self._lost_task_managers
+            and slot.resource_id not in self._checks
+        ):
             self._checks[slot.resource_id] = slot.rpc_address
             self._out.append(CheckTaskManager(slot.resource_id, slot.rpc_address))
         return partition
 
-    def _pending_restart_of(self, ev: ExecutionVertex) -> Optional[PendingRestart]:
+    def _pending_restart_of(self, ev: ExecutionVertex) -> PendingRestart | None:
         return next((r for r in self.restarts if ev in r.vertices), None)
 
     def _note_concurrent(self, ev: ExecutionVertex, failure: Failure) -> None:
@@ -448,8 +509,14 @@ class DefaultScheduler:
         elif self.eg.failures and failure is not self.eg.failures[-1]:
             self.eg.failures[-1].concurrent.append(failure)
 
-    def _handle_failure(self, failed: list[tuple[ExecutionVertex, Failure]], primary: Failure, now: float,
-                        lost: Optional[IntermediateResultPartition] = None, merge: bool = False) -> None:
+    def _handle_failure(
+        self,
+        failed: list[tuple[ExecutionVertex, Failure]],
+        primary: Failure,
+        now: float,
+        lost: IntermediateResultPartition | None = None,
+        merge: bool = False,
+    ) -> None:
         """``merge``: the failure is the cause found for the latest pending restart (a probe's
         answer): tasks it adds join that restart instead of counting as a new failure."""
         for ev, f in failed:
@@ -464,8 +531,11 @@ class DefaultScheduler:
         for ev, _ in failed:
             to_restart |= self.failover.tasks_to_restart(ev, lost if ev is failed[0][0] else None)
         pending = {v for r in self.restarts for v in r.vertices}
-        fresh = [v for v in self.eg.all_vertices() if v in to_restart and v not in pending
-                 and v.current.state != ExecutionState.CREATED]
+        fresh = [
+            v
+            for v in self.eg.all_vertices()
+            if v in to_restart and v not in pending and v.current.state != ExecutionState.CREATED
+        ]
         if not fresh:
             self._note_concurrent(failed[0][0], primary)
             for ev, _ in failed:
@@ -480,8 +550,11 @@ class DefaultScheduler:
             return
         new_attempt = self.restart_strategy.notify_failure(now)
         if not self.restart_strategy.can_restart():
-            primary.message = f"{primary.message} (recovery is suppressed by {self.restart_strategy})" \
-                if not isinstance(self.restart_strategy, NoRestartBackoffTimeStrategy) else primary.message
+            primary.message = (
+                f"{primary.message} (recovery is suppressed by {self.restart_strategy})"
+                if not isinstance(self.restart_strategy, NoRestartBackoffTimeStrategy)
+                else primary.message
+            )
             self._fail_job(primary, now)
             return
         if new_attempt:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from yarnflink.executiongraph.executiongraph import (
     Execution,
@@ -66,13 +66,14 @@ class SpeculativeOptions:
             raise ValueError("slow-task-detector.execution-time.baseline-lower-bound must not be negative")
 
     @staticmethod
-    def from_configuration(config: Any) -> "SpeculativeOptions":
+    def from_configuration(config: Any) -> SpeculativeOptions:
         return SpeculativeOptions(
             int(config.get("execution.batch.speculative.max-concurrent-executions")),
             config.get_seconds("slow-task-detector.check-interval") or 0.0,
             float(config.get("slow-task-detector.execution-time.baseline-ratio")),
             float(config.get("slow-task-detector.execution-time.baseline-multiplier")),
-            config.get_seconds("slow-task-detector.execution-time.baseline-lower-bound") or 0.0)
+            config.get_seconds("slow-task-detector.execution-time.baseline-lower-bound") or 0.0,
+        )
 
 
 def eligible_vertices(eg: Any) -> set[str]:
@@ -87,24 +88,37 @@ def eligible_vertices(eg: Any) -> set[str]:
     return out
 
 
-def slow_subtasks(ejv: ExecutionJobVertex, started: dict[str, float], finished: dict[str, float],
-                  now: float, options: SpeculativeOptions) -> list[ExecutionVertex]:
+def slow_subtasks(
+    ejv: ExecutionJobVertex,
+    started: dict[str, float],
+    finished: dict[str, float],
+    now: float,
+    options: SpeculativeOptions,
+) -> list[ExecutionVertex]:
     """The subtasks of ``ejv`` whose current attempt has run longer than the baseline.
     ``started`` / ``finished``: attempt id -> when it was deployed / finished (monotonic s)."""
     vertices = ejv.task_vertices
     done = [v.current for v in vertices if v.current.state == ExecutionState.FINISHED]
     if not vertices or len(done) < math.ceil(options.baseline_ratio * len(vertices)):
         return []
-    times = sorted(finished[e.attempt_id] - started[e.attempt_id] for e in done
-                   if e.attempt_id in started and e.attempt_id in finished)
+    times = sorted(
+        finished[e.attempt_id] - started[e.attempt_id]
+        for e in done
+        if e.attempt_id in started and e.attempt_id in finished
+    )
     median = times[len(times) // 2] if times else 0.0
     baseline = max(options.baseline_lower_bound_s, median * options.baseline_multiplier)
-    return [v for v in vertices if v.current.state in _RUNNING and v.current.attempt_id in started
-            and now - started[v.current.attempt_id] > baseline]
+    return [
+        v
+        for v in vertices
+        if v.current.state in _RUNNING
+        and v.current.attempt_id in started
+        and now - started[v.current.attempt_id] > baseline
+    ]
 
 
 class SpeculativeScheduler(DefaultScheduler):
-    def __init__(self, eg: Any, *, speculative: Optional[SpeculativeOptions] = None, **kw: Any) -> None:
+    def __init__(self, eg: Any, *, speculative: SpeculativeOptions | None = None, **kw: Any) -> None:
         super().__init__(eg, **kw)
         self.speculative = speculative or SpeculativeOptions()
         self.eligible = eligible_vertices(eg) if self.lazy else set()
@@ -112,7 +126,7 @@ class SpeculativeScheduler(DefaultScheduler):
         self._ended: dict[str, float] = {}  # attempt id -> finished at
         self._blocked: dict[str, set[str]] = {}  # vertex id -> TaskExecutors where it was slow
         self._spec_key: dict[str, str] = {}  # speculative attempt id -> its SlotPool key
-        self._next_check: Optional[float] = None
+        self._next_check: float | None = None
         #: (task name with subtask, resource id of the slow attempt) per speculative attempt started
         self.speculations: list[tuple[str, str]] = []
         #: SlotPool key -> the slot request of a speculative attempt (declared with its group's)
@@ -121,18 +135,27 @@ class SpeculativeScheduler(DefaultScheduler):
     # ------------------------------------------------------------------ queries
     def is_live(self, execution: Execution) -> bool:
         ev = execution.vertex
-        return (execution is ev.current or execution in ev.speculative
-                or (execution in ev.concurrent and not execution.state.terminal))
+        return (
+            execution is ev.current
+            or execution in ev.speculative
+            or (execution in ev.concurrent and not execution.state.terminal)
+        )
 
-    def next_deadline(self) -> Optional[float]:
+    def next_deadline(self) -> float | None:
         base = super().next_deadline()
         if self._next_check is None or self.eg.status != JobStatus.RUNNING:
             return base
         return self._next_check if base is None else min(base, self._next_check)
 
     # ------------------------------------------------------------------ events
-    def task_state_changed(self, attempt_id: str, state: ExecutionState, failure: Optional[Failure],
-                           now: float, produced_bytes: Optional[int] = None) -> list[Action]:
+    def task_state_changed(
+        self,
+        attempt_id: str,
+        state: ExecutionState,
+        failure: Failure | None,
+        now: float,
+        produced_bytes: int | None = None,
+    ) -> list[Action]:
         execution = self.eg.find_execution(attempt_id)
         if execution is None:
             return []
@@ -206,17 +229,23 @@ class SpeculativeScheduler(DefaultScheduler):
         self.speculations.append((ev.task_name_with_subtask, slow.slot.resource_id if slow.slot else ""))
 
     # ------------------------------------------------------------------ attempts
-    def _speculative_state(self, e: Execution, state: ExecutionState, now: float,
-                           produced_bytes: Optional[int]) -> None:
+    def _speculative_state(self, e: Execution, state: ExecutionState, now: float, produced_bytes: int | None) -> None:
         ev = e.vertex
-        if state == ExecutionState.FINISHED and ev.current.state != ExecutionState.FINISHED \
-                and self.eg.status == JobStatus.RUNNING and self._pending_restart_of(ev) is None:
+        if (
+            state == ExecutionState.FINISHED
+            and ev.current.state != ExecutionState.FINISHED
+            and self.eg.status == JobStatus.RUNNING
+            and self._pending_restart_of(ev) is None
+        ):
             e.transition(ExecutionState.FINISHED)
             self._win(e, now, produced_bytes)
             return
         if state == ExecutionState.FAILED or state.terminal:
-            e.state = ExecutionState.FINISHED if state == ExecutionState.FINISHED else (
-                ExecutionState.FAILED if state == ExecutionState.FAILED else ExecutionState.CANCELED)
+            e.state = (
+                ExecutionState.FINISHED
+                if state == ExecutionState.FINISHED
+                else (ExecutionState.FAILED if state == ExecutionState.FAILED else ExecutionState.CANCELED)
+            )
             ev.speculative.remove(e)
             ev.prior.append(e)
             if state == ExecutionState.FINISHED:  # finished after the winner: its output is not read
@@ -225,7 +254,7 @@ class SpeculativeScheduler(DefaultScheduler):
         else:
             e.transition(state)
 
-    def _win(self, winner: Execution, now: float, produced_bytes: Optional[int]) -> None:
+    def _win(self, winner: Execution, now: float, produced_bytes: int | None) -> None:
         ev = winner.vertex
         loser = ev.current
         ev.speculative.remove(winner)
@@ -303,9 +332,16 @@ class SpeculativeScheduler(DefaultScheduler):
         for a in out:
             if isinstance(a, DeployTask):
                 self._started.setdefault(a.execution.attempt_id, now)
-        if self._next_check is None and self.eg.status == JobStatus.RUNNING and any(
-                ev.current.state in _RUNNING for ejv in self.eg.job_vertices if ejv.id in self.eligible
-                for ev in ejv.task_vertices):
+        if (
+            self._next_check is None
+            and self.eg.status == JobStatus.RUNNING
+            and any(
+                ev.current.state in _RUNNING
+                for ejv in self.eg.job_vertices
+                if ejv.id in self.eligible
+                for ev in ejv.task_vertices
+            )
+        ):
             self._next_check = now + self.speculative.check_interval_s
         return out
 
@@ -323,5 +359,4 @@ class SpeculativeScheduler(DefaultScheduler):
                 self._out.append(DeployTask(e))
 
 
-__all__ = ["ReleasePartitions", "SpeculativeOptions", "SpeculativeScheduler", "eligible_vertices",
-           "slow_subtasks"]
+__all__ = ["ReleasePartitions", "SpeculativeOptions", "SpeculativeScheduler", "eligible_vertices", "slow_subtasks"]

@@ -13,7 +13,8 @@ Pure: events in, batches out.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Protocol
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from yarnflink.executiongraph.executiongraph import (
     ExecutionGraph,
@@ -61,14 +62,14 @@ class EagerSchedulingStrategy:
 class PipelinedRegionSchedulingStrategy:
     name = "pipelined-region"
 
-    def __init__(self, topology: RegionTopology,
-                 is_available: Callable[[IntermediateResultPartition], bool]) -> None:
+    def __init__(self, topology: RegionTopology, is_available: Callable[[IntermediateResultPartition], bool]) -> None:
         self.topology = topology
         self.is_available = is_available
 
     def _ready(self, region: PipelinedRegion) -> bool:
-        return (all(v.current.state == ExecutionState.CREATED for v in region.vertices)
-                and all(self.is_available(p) for p in region.consumed))
+        return all(v.current.state == ExecutionState.CREATED for v in region.vertices) and all(
+            self.is_available(p) for p in region.consumed
+        )
 
     def start(self) -> list[Batch]:
         return [list(r.vertices) for r in self.topology.regions if self._ready(r)]
@@ -86,6 +87,5 @@ class PipelinedRegionSchedulingStrategy:
         return out
 
     def restart(self, vertices: Iterable[ExecutionVertex]) -> list[Batch]:
-        regions = sorted({id(r): r for r in map(self.topology.region_of, vertices)}.values(),
-                         key=lambda r: r.index)
+        regions = sorted({id(r): r for r in map(self.topology.region_of, vertices)}.values(), key=lambda r: r.index)
         return [list(r.vertices) for r in regions if self._ready(r)]

@@ -24,8 +24,14 @@ from yarnflink.security.material import ensure_cluster_security
 __all__ = ["SecurityConfigError", "install_directory_material", "prepare_master", "prepare_taskexecutor"]
 
 log = logging.getLogger(__name__)
-_MATERIAL_KEYS = ("security.rest.token-file", "security.ssl.internal.ca", "security.ssl.internal.cert",
-                  "security.ssl.internal.key", "security.ssl.rest.cert", "security.ssl.rest.key")
+_MATERIAL_KEYS = (
+    "security.rest.token-file",
+    "security.ssl.internal.ca",
+    "security.ssl.internal.cert",
+    "security.ssl.internal.key",
+    "security.ssl.rest.cert",
+    "security.ssl.rest.key",
+)
 
 
 def prepare_master(config: Configuration, workdir: Path) -> Configuration:
@@ -35,8 +41,11 @@ def prepare_master(config: Configuration, workdir: Path) -> Configuration:
     prepared = ensure_cluster_security(config, workdir / "security")
     generated = {k: prepared.get(k) for k in _MATERIAL_KEYS if prepared.get(k) != config.get(k)}
     if generated:
-        log.info("generated the cluster's security material: %s; TaskExecutors started by hand need "
-                 "-D security.ssl.internal.ca/cert/key with these files", generated)
+        log.info(
+            "generated the cluster's security material: %s; TaskExecutors started by hand need "
+            "-D security.ssl.internal.ca/cert/key with these files",
+            generated,
+        )
     install(prepared)
     from yarnflink.security.client import RestCredentials, set_process_default
 

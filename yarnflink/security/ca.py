@@ -11,8 +11,8 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -40,8 +40,9 @@ def _new_key() -> ec.EllipticCurvePrivateKey:
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 def _names(hosts: Iterable[str]) -> list[x509.GeneralName]:
@@ -68,23 +69,40 @@ class ClusterCA:
         self._key = key
 
     @classmethod
-    def generate(cls, cluster_name: str = "") -> "ClusterCA":
+    def generate(cls, cluster_name: str = "") -> ClusterCA:
         key = _new_key()
-        name = x509.Name([
-            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "yarnflink"),
-            x509.NameAttribute(NameOID.COMMON_NAME, f"yarnflink cluster CA {cluster_name or uuid.uuid4().hex[:12]}"[:64]),
-        ])
-        now = datetime.datetime.now(datetime.timezone.utc)
+        name = x509.Name(
+            [
+                x509.NameAttribute(NameOID.ORGANIZATION_NAME, "yarnflink"),
+                x509.NameAttribute(
+                    NameOID.COMMON_NAME, f"yarnflink cluster CA {cluster_name or uuid.uuid4().hex[:12]}"[:64]
+                ),
+            ]
+        )
+        now = datetime.datetime.now(datetime.UTC)
         cert = (
             x509.CertificateBuilder()
-            .subject_name(name).issuer_name(name).public_key(key.public_key())
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(key.public_key())
             .serial_number(x509.random_serial_number())
-            .not_valid_before(now - _BACKDATE).not_valid_after(now + VALIDITY)
+            .not_valid_before(now - _BACKDATE)
+            .not_valid_after(now + VALIDITY)
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                         content_commitment=False, key_encipherment=False,
-                                         data_encipherment=False, key_agreement=False,
-                                         encipher_only=False, decipher_only=False), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
             .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
             .sign(key, hashes.SHA256())
         )
@@ -97,24 +115,43 @@ class ClusterCA:
     def issue(self, common_name: str, hosts: Iterable[str] = ()) -> Issued:
         """A member certificate for ``hosts`` (plus the loopback names), for server and client use."""
         key = _new_key()
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         cert = (
             x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "yarnflink"),
-                                     x509.NameAttribute(NameOID.COMMON_NAME, common_name[:64])]))
-            .issuer_name(self._cert.subject).public_key(key.public_key())
+            .subject_name(
+                x509.Name(
+                    [
+                        x509.NameAttribute(NameOID.ORGANIZATION_NAME, "yarnflink"),
+                        x509.NameAttribute(NameOID.COMMON_NAME, common_name[:64]),
+                    ]
+                )
+            )
+            .issuer_name(self._cert.subject)
+            .public_key(key.public_key())
             .serial_number(x509.random_serial_number())
-            .not_valid_before(now - _BACKDATE).not_valid_after(now + VALIDITY)
+            .not_valid_before(now - _BACKDATE)
+            .not_valid_after(now + VALIDITY)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=False, key_agreement=True,
-                                         content_commitment=False, data_encipherment=False,
-                                         key_cert_sign=False, crl_sign=False, encipher_only=False,
-                                         decipher_only=False), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH,
-                                                  ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    key_encipherment=False,
+                    key_agreement=True,
+                    content_commitment=False,
+                    data_encipherment=False,
+                    key_cert_sign=False,
+                    crl_sign=False,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+            .add_extension(
+                x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
+                critical=False,
+            )
             .add_extension(x509.SubjectAlternativeName(_names([*hosts, *LOOPBACK_HOSTS])), critical=False)
-            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self._key.public_key()),
-                           critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self._key.public_key()), critical=False)
             .sign(self._key, hashes.SHA256())
         )
         return Issued(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import Optional
 from urllib.parse import urlsplit
 
 from yarnflink.common.config import Configuration
@@ -24,12 +23,12 @@ TOKEN_ENV, TOKEN_FILE_ENV, CA_ENV = "YARNFLINK_REST_TOKEN", "YARNFLINK_REST_TOKE
 
 @dataclass(frozen=True)
 class RestCredentials:
-    token_file: Optional[str] = None
-    ca_file: Optional[str] = None
-    token_value: Optional[str] = None
+    token_file: str | None = None
+    ca_file: str | None = None
+    token_value: str | None = None
 
     @property
-    def token(self) -> Optional[str]:
+    def token(self) -> str | None:
         if self.token_value:
             return self.token_value
         if self.token_file:
@@ -40,8 +39,10 @@ class RestCredentials:
         return None
 
     @classmethod
-    def from_config(cls, config: Configuration) -> "RestCredentials":
-        token_file = config.get("security.rest.token-file") if config.get("security.rest.authentication") == "token" else None
+    def from_config(cls, config: Configuration) -> RestCredentials:
+        token_file = (
+            config.get("security.rest.token-file") if config.get("security.rest.authentication") == "token" else None
+        )
         ca = config.get("security.ssl.rest.ca") if config.get("security.ssl.rest.enabled") else None
         return cls(token_file or None, ca or None)
 
@@ -71,24 +72,24 @@ def unregister(url: str) -> None:
         _known.pop(url_key(url), None)
 
 
-def registered(url: str) -> Optional[RestCredentials]:
+def registered(url: str) -> RestCredentials | None:
     with _lock:
         return _known.get(url_key(url))
 
 
-_process_default: Optional[RestCredentials] = None
+_process_default: RestCredentials | None = None
 
 
-def set_process_default(credentials: Optional[RestCredentials]) -> None:
+def set_process_default(credentials: RestCredentials | None) -> None:
     global _process_default
     _process_default = credentials
 
 
-def process_default() -> Optional[RestCredentials]:
+def process_default() -> RestCredentials | None:
     return _process_default
 
 
-def from_environment() -> Optional[RestCredentials]:
+def from_environment() -> RestCredentials | None:
     token, token_file, ca = os.environ.get(TOKEN_ENV), os.environ.get(TOKEN_FILE_ENV), os.environ.get(CA_ENV)
     if not (token or token_file or ca):
         return None

@@ -18,7 +18,7 @@ import ssl
 import tempfile
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from yarnflink.common.config import ConfigError, Configuration
 
@@ -49,11 +49,11 @@ class InternalTls:
     cert_pem: bytes
     key_pem: bytes
     #: where cert and key were read from (OpenSSL's SSLContext loads keys only from files)
-    cert_file: Optional[str] = None
-    key_file: Optional[str] = None
+    cert_file: str | None = None
+    key_file: str | None = None
 
     @classmethod
-    def from_config(cls, config: Configuration) -> Optional["InternalTls"]:
+    def from_config(cls, config: Configuration) -> InternalTls | None:
         """None if ``security.ssl.internal.enabled`` is false; otherwise the material the
         configuration points at, or SecurityConfigError naming what is missing."""
         if not config.get("security.ssl.internal.enabled"):
@@ -66,22 +66,25 @@ class InternalTls:
                 f"{'is' if len(missing) == 1 else 'are'} not set: a process joins a cluster only with "
                 "that cluster's CA certificate and a certificate it issued (a local session keeps them "
                 "in <session workdir>/security/; pass them with -D or set "
-                "security.ssl.internal.enabled: false on every process of the cluster)")
+                "security.ssl.internal.enabled: false on every process of the cluster)"
+            )
         ca, cert, key = (read_pem(str(config.get(k)), k) for k in keys)
         return cls(ca, cert, key, str(config.get(keys[1])), str(config.get(keys[2])))
 
     # ------------------------------------------------------------------ gRPC
-    def grpc_server_credentials(self) -> "grpc.ServerCredentials":
+    def grpc_server_credentials(self) -> grpc.ServerCredentials:
         import grpc
 
-        return grpc.ssl_server_credentials([(self.key_pem, self.cert_pem)], root_certificates=self.ca_pem,
-                                           require_client_auth=True)
+        return grpc.ssl_server_credentials(
+            [(self.key_pem, self.cert_pem)], root_certificates=self.ca_pem, require_client_auth=True
+        )
 
-    def grpc_channel_credentials(self) -> "grpc.ChannelCredentials":
+    def grpc_channel_credentials(self) -> grpc.ChannelCredentials:
         import grpc
 
-        return grpc.ssl_channel_credentials(root_certificates=self.ca_pem, private_key=self.key_pem,
-                                            certificate_chain=self.cert_pem)
+        return grpc.ssl_channel_credentials(
+            root_certificates=self.ca_pem, private_key=self.key_pem, certificate_chain=self.cert_pem
+        )
 
     # ------------------------------------------------------------------ data transport
     def ssl_context(self, server_side: bool) -> ssl.SSLContext:
@@ -110,11 +113,11 @@ def _load_cert_chain(ctx: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> No
 
 # ---------------------------------------------------------------------- the process-wide state
 _lock = threading.Lock()
-_current: Optional[InternalTls] = None
+_current: InternalTls | None = None
 _contexts: dict[bool, ssl.SSLContext] = {}
 
 
-def install(config: Configuration) -> Optional[InternalTls]:
+def install(config: Configuration) -> InternalTls | None:
     """Loads this process's cluster material from ``config`` (see ``InternalTls.from_config``)
     and makes it the one every gRPC server/channel and data socket of this process uses."""
     material = InternalTls.from_config(config)
@@ -125,7 +128,7 @@ def install(config: Configuration) -> Optional[InternalTls]:
     return material
 
 
-def set_current(material: Optional[InternalTls]) -> None:
+def set_current(material: InternalTls | None) -> None:
     global _current
     contexts = {True: material.ssl_context(True), False: material.ssl_context(False)} if material else {}
     with _lock:
@@ -134,7 +137,7 @@ def set_current(material: Optional[InternalTls]) -> None:
         _contexts.update(contexts)
 
 
-def current() -> Optional[InternalTls]:
+def current() -> InternalTls | None:
     return _current
 
 

@@ -43,4 +43,5 @@ def check_job_graph_size(graph: JobGraph, max_message_bytes: int = MAX_MESSAGE_B
                 f"vertex {v.name!r} ({v.id}) needs about {size // (1 << 20)} MiB per deployment "
                 f"(operator code, key selectors, job config, input channels), more than the RPC "
                 f"message limit of {max_message_bytes // (1 << 20)} MiB: ship large data through a "
-                f"source instead of capturing it in functions")
+                f"source instead of capturing it in functions"
+            )

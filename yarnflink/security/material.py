@@ -20,9 +20,9 @@ import abc
 import os
 import secrets
 import socket
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional
 
 from yarnflink.common.config import Configuration
 from yarnflink.security.ca import ClusterCA
@@ -72,12 +72,12 @@ class ClusterSecrets:
     """Secrets of one cluster, in memory, before the hand-over. ``None`` = not generated (the
     configuration already points at it, or it is switched off)."""
 
-    ca_pem: Optional[bytes] = None
-    cert_pem: Optional[bytes] = None
-    key_pem: Optional[bytes] = None
-    token: Optional[str] = None
-    rest_cert_pem: Optional[bytes] = None
-    rest_key_pem: Optional[bytes] = None
+    ca_pem: bytes | None = None
+    cert_pem: bytes | None = None
+    key_pem: bytes | None = None
+    token: str | None = None
+    rest_cert_pem: bytes | None = None
+    rest_key_pem: bytes | None = None
 
 
 class CredentialHandOver(abc.ABC):
@@ -98,7 +98,7 @@ class LocalDirectoryHandOver(CredentialHandOver):
         d = private_directory(self.directory)
         out: dict[str, str] = {}
 
-        def put(name: str, data: Optional[bytes], *keys: str) -> None:
+        def put(name: str, data: bytes | None, *keys: str) -> None:
             if data is not None:
                 write_private(d / name, data)
                 out.update({k: str(d / name) for k in keys})
@@ -126,16 +126,18 @@ def _cluster_hosts(config: Configuration) -> list[str]:
     return hosts
 
 
-def ensure_cluster_security(config: Configuration, directory: Path,
-                            hand_over: Optional[CredentialHandOver] = None,
-                            extra_hosts: Iterable[str] = ()) -> Configuration:
+def ensure_cluster_security(
+    config: Configuration, directory: Path, hand_over: CredentialHandOver | None = None, extra_hosts: Iterable[str] = ()
+) -> Configuration:
     """``config`` completed with the cluster's security material: whatever it already points at
     is kept; what is switched on but missing is generated and handed over (by default as private
     files in ``directory``). Returns a new Configuration."""
     config = config.copy()
     need_internal = bool(config.get("security.ssl.internal.enabled")) and not (
-        config.get("security.ssl.internal.ca") and config.get("security.ssl.internal.cert")
-        and config.get("security.ssl.internal.key"))
+        config.get("security.ssl.internal.ca")
+        and config.get("security.ssl.internal.cert")
+        and config.get("security.ssl.internal.key")
+    )
     need_token = config.get("security.rest.authentication") == "token" and not config.get("security.rest.token-file")
     need_rest_cert = bool(config.get("security.ssl.rest.enabled")) and not config.get("security.ssl.rest.cert")
     if not (need_internal or need_token or need_rest_cert):
@@ -146,9 +148,12 @@ def ensure_cluster_security(config: Configuration, directory: Path,
     rest = ca.issue("yarnflink REST", hosts) if ca and need_rest_cert else None
     generated = ClusterSecrets(
         ca_pem=ca.cert_pem if ca else None,
-        cert_pem=member.cert_pem if member else None, key_pem=member.key_pem if member else None,
+        cert_pem=member.cert_pem if member else None,
+        key_pem=member.key_pem if member else None,
         token=generate_token() if need_token else None,
-        rest_cert_pem=rest.cert_pem if rest else None, rest_key_pem=rest.key_pem if rest else None)
+        rest_cert_pem=rest.cert_pem if rest else None,
+        rest_key_pem=rest.key_pem if rest else None,
+    )
     entries = (hand_over or LocalDirectoryHandOver(directory)).hand_over(generated)
     if not need_internal:
         entries.pop("security.ssl.internal.ca", None)

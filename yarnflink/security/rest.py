@@ -20,7 +20,8 @@ import hmac
 import html
 import json
 import logging
-from typing import Any, Awaitable, Callable, MutableMapping, Optional
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from starlette.datastructures import Headers
@@ -59,7 +60,7 @@ class TokenAuth:
     def token_matches(self, candidate: str) -> bool:
         return hmac.compare_digest(candidate.strip().encode("utf-8"), self._token)
 
-    def authenticate(self, headers: Headers) -> Optional[str]:
+    def authenticate(self, headers: Headers) -> str | None:
         """``"bearer"``, ``"cookie"`` or None (no valid credentials)."""
         scheme, _, value = headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer" and value and self.token_matches(value):
@@ -71,7 +72,7 @@ class TokenAuth:
         return None
 
 
-def token_auth_from_config(config: Configuration) -> Optional[TokenAuth]:
+def token_auth_from_config(config: Configuration) -> TokenAuth | None:
     """None if authentication is off; SecurityConfigError if it is on without a token."""
     if config.get("security.rest.authentication") == "none":
         return None
@@ -80,7 +81,8 @@ def token_auth_from_config(config: Configuration) -> Optional[TokenAuth]:
         raise SecurityConfigError(
             "security.rest.authentication is 'token' but security.rest.token-file is not set "
             "(a local cluster generates it; set security.rest.authentication: none to serve "
-            "the REST API without authentication)")
+            "the REST API without authentication)"
+        )
     try:
         return TokenAuth(read_token(str(path)))
     except (OSError, ValueError) as e:
@@ -93,12 +95,14 @@ def uvicorn_ssl_options(config: Configuration) -> dict[str, str]:
         return {}
     cert, key = config.get("security.ssl.rest.cert"), config.get("security.ssl.rest.key")
     if not cert or not key:
-        raise SecurityConfigError("security.ssl.rest.enabled is true but security.ssl.rest.cert and "
-                                  "security.ssl.rest.key do not both name PEM files")
+        raise SecurityConfigError(
+            "security.ssl.rest.enabled is true but security.ssl.rest.cert and "
+            "security.ssl.rest.key do not both name PEM files"
+        )
     return {"ssl_certfile": str(cert), "ssl_keyfile": str(key)}
 
 
-def _error(status: int, message: str, headers: Optional[dict[str, str]] = None) -> JSONResponse:
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"errors": [message]}, status_code=status, headers=headers)
 
 
@@ -129,15 +133,19 @@ session's <code>security/rest-token</code> file (readable only by you).</p>
 class RestSecurityMiddleware:
     """Pure ASGI middleware in front of the whole app (so it covers every route, docs included)."""
 
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], *,
-                 auth: Optional[TokenAuth], max_body: int) -> None:
+    def __init__(
+        self, app: Callable[[Scope, Receive, Send], Awaitable[None]], *, auth: TokenAuth | None, max_body: int
+    ) -> None:
         self.app = app
         self.auth = auth
         self.max_body = max_body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "websocket" and self.auth is not None \
-                and self.auth.authenticate(Headers(scope=scope)) is None:
+        if (
+            scope["type"] == "websocket"
+            and self.auth is not None
+            and self.auth.authenticate(Headers(scope=scope)) is None
+        ):
             await receive()  # websocket.connect
             await send({"type": "websocket.close", "code": 1008})  # policy violation: no credentials
             return
@@ -160,8 +168,11 @@ class RestSecurityMiddleware:
                 await _error(400, "invalid Content-Length header")(scope, receive, send)
                 return
             if int(declared) > self.max_body:
-                await _error(413, f"request body of {int(declared)} bytes exceeds "
-                                  f"rest.server.max-content-length ({self.max_body} bytes)")(scope, receive, send)
+                await _error(
+                    413,
+                    f"request body of {int(declared)} bytes exceeds "
+                    f"rest.server.max-content-length ({self.max_body} bytes)",
+                )(scope, receive, send)
                 return
         await self.app(scope, self._limited(receive), send)
 
@@ -177,7 +188,8 @@ class RestSecurityMiddleware:
                 if seen > limit:
                     # handled by the app's HTTPException handler: {"errors": [...]} with 413
                     raise StarletteHTTPException(
-                        413, f"request body exceeds rest.server.max-content-length ({limit} bytes)")
+                        413, f"request body exceeds rest.server.max-content-length ({limit} bytes)"
+                    )
             return message
 
         return limited_receive
@@ -185,11 +197,17 @@ class RestSecurityMiddleware:
     def _unauthorized(self, scope: Scope, headers: Headers) -> Response:
         challenge = {"WWW-Authenticate": 'Bearer realm="yarnflink"'}
         if scope["method"] == "GET" and "text/html" in headers.get("accept", ""):
-            target = scope["path"] + (("?" + scope["query_string"].decode("latin-1")) if scope.get("query_string") else "")
+            target = scope["path"] + (
+                ("?" + scope["query_string"].decode("latin-1")) if scope.get("query_string") else ""
+            )
             page = _LOGIN_PAGE.format(next=html.escape(_safe_next(target), quote=True))
             return HTMLResponse(page, status_code=401, headers=challenge)
-        return _error(401, "authentication required: send 'Authorization: Bearer <token>' with the "
-                           "cluster's REST token (its session's security/rest-token file)", challenge)
+        return _error(
+            401,
+            "authentication required: send 'Authorization: Bearer <token>' with the "
+            "cluster's REST token (its session's security/rest-token file)",
+            challenge,
+        )
 
 
 def install_rest_security(app: Any, config: Configuration) -> None:
@@ -223,8 +241,9 @@ def install_rest_security(app: Any, config: Configuration) -> None:
         if not isinstance(token, str) or not auth.token_matches(token):
             return _error(401, "invalid token", {"WWW-Authenticate": 'Bearer realm="yarnflink"'})
         response: Response = RedirectResponse(next_path, status_code=303) if form else JSONResponse({})
-        response.set_cookie(auth.cookie_name, auth.cookie_value, httponly=True, samesite="strict",
-                            secure=https, path="/")
+        response.set_cookie(
+            auth.cookie_name, auth.cookie_value, httponly=True, samesite="strict", secure=https, path="/"
+        )
         return response
 
     async def logout() -> Response:
@@ -233,23 +252,55 @@ def install_rest_security(app: Any, config: Configuration) -> None:
             response.delete_cookie(auth.cookie_name, path="/", httponly=True, samesite="strict", secure=https)
         return response
 
-    token_body = {"requestBody": {"required": True, "content": {
-        "application/json": {"schema": {"type": "object", "properties": {"token": {"type": "string"}},
-                                         "required": ["token"]}},
-        "application/x-www-form-urlencoded": {"schema": {"type": "object", "properties": {
-            "token": {"type": "string"}, "next": {"type": "string"}}, "required": ["token"]}}}}}
-    errors = {"application/json": {"schema": {"type": "object", "required": ["errors"], "properties": {
-        "errors": {"type": "array", "items": {"type": "string"}}}}}}
+    token_body = {
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": {"type": "object", "properties": {"token": {"type": "string"}}, "required": ["token"]}
+                },
+                "application/x-www-form-urlencoded": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {"token": {"type": "string"}, "next": {"type": "string"}},
+                        "required": ["token"],
+                    }
+                },
+            },
+        }
+    }
+    errors = {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "required": ["errors"],
+                "properties": {"errors": {"type": "array", "items": {"type": "string"}}},
+            }
+        }
+    }
     empty = {"application/json": {"schema": {"type": "object"}}}
     app.add_api_route(HEALTH_PATH, health, methods=["GET"], summary="Liveness check (needs no token)")
-    app.add_api_route(LOGIN_PATH, login, methods=["POST"], openapi_extra=token_body, response_class=JSONResponse,
-                      summary="Exchange the cluster's token for the dashboard's cookie",
-                      responses={200: {"description": "cookie set (JSON request)", "content": empty},
-                                 303: {"description": "cookie set, redirect to 'next' (form request)"},
-                                 401: {"description": "invalid token", "content": errors}})
-    app.add_api_route(LOGOUT_PATH, logout, methods=["POST"], response_class=JSONResponse,
-                      summary="Clear the dashboard's cookie",
-                      responses={200: {"description": "cookie cleared", "content": empty}})
+    app.add_api_route(
+        LOGIN_PATH,
+        login,
+        methods=["POST"],
+        openapi_extra=token_body,
+        response_class=JSONResponse,
+        summary="Exchange the cluster's token for the dashboard's cookie",
+        responses={
+            200: {"description": "cookie set (JSON request)", "content": empty},
+            303: {"description": "cookie set, redirect to 'next' (form request)"},
+            401: {"description": "invalid token", "content": errors},
+        },
+    )
+    app.add_api_route(
+        LOGOUT_PATH,
+        logout,
+        methods=["POST"],
+        response_class=JSONResponse,
+        summary="Clear the dashboard's cookie",
+        responses={200: {"description": "cookie cleared", "content": empty}},
+    )
 
     if auth is None:
         return
@@ -260,8 +311,10 @@ def install_rest_security(app: Any, config: Configuration) -> None:
             return app.openapi_schema  # type: ignore[no-any-return]
         schema = build_openapi()
         schema.setdefault("components", {}).setdefault("securitySchemes", {})["bearerAuth"] = {
-            "type": "http", "scheme": "bearer",
-            "description": "The cluster's REST token (its session's security/rest-token file)."}
+            "type": "http",
+            "scheme": "bearer",
+            "description": "The cluster's REST token (its session's security/rest-token file).",
+        }
         schema["security"] = [{"bearerAuth": []}]
         for path in (HEALTH_PATH, LOGIN_PATH):
             for operation in schema.get("paths", {}).get(path, {}).values():

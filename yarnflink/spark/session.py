@@ -28,9 +28,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -44,6 +45,7 @@ def _gateway_exited(e: BaseException) -> bool:
     """Whether ``e`` is pyspark's "the Java gateway process exited before sending its port"."""
     text = str(e)  # "[JAVA_GATEWAY_EXITED] Java gateway process exited before sending its port number."
     return "JAVA_GATEWAY_EXITED" in text or "Java gateway process exited" in text
+
 
 DEFAULTS: dict[str, str] = {
     "spark.driver.host": "127.0.0.1",
@@ -68,8 +70,9 @@ def spark_keys(config: Mapping[str, str]) -> dict[str, str]:
     return {k: str(v) for k, v in config.items() if k.startswith("spark.") and k not in OPTIONS}
 
 
-def session_conf(config: Mapping[str, str], threads: int, local_dir: str,
-                 process_config: Mapping[str, str] = {}) -> dict[str, str]:
+def session_conf(
+    config: Mapping[str, str], threads: int, local_dir: str, process_config: Mapping[str, str] = {}
+) -> dict[str, str]:
     """The SparkConf of a TaskExecutor's session: defaults, then the Spark keys of the
     TaskExecutor's configuration (``process_config``), then the job configuration's."""
     conf = dict(DEFAULTS)
@@ -88,16 +91,16 @@ class SparkSessionHolder:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._future: Optional["Future[SparkSession]"] = None
-        self._num_slots: Optional[int] = None
+        self._future: Future[SparkSession] | None = None
+        self._num_slots: int | None = None
         self._conf: dict[str, str] = {}
         self._process_config: dict[str, str] = {}
         self._warned: set[str] = set()
-        self.workdir: Optional[str] = None
+        self.workdir: str | None = None
         #: Sessions created by this holder so far (tests check that slots share one).
         self.starts = 0
         self._watched: dict[str, tuple[Any, Callable[[], bool]]] = {}
-        self._watcher: Optional[threading.Thread] = None
+        self._watcher: threading.Thread | None = None
         self._atexit = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -110,7 +113,7 @@ class SparkSessionHolder:
         (under the job's)."""
         self._process_config = spark_keys(config)
 
-    def start(self, config: Mapping[str, str]) -> "Future[SparkSession]":
+    def start(self, config: Mapping[str, str]) -> Future[SparkSession]:
         """Start the session in the background unless it is running or starting; its future."""
         with self._lock:
             fut = self._future
@@ -127,15 +130,14 @@ class SparkSessionHolder:
                 if not self._atexit:
                     atexit.register(self.stop)  # this process may end without a TaskExecutor stop
                     self._atexit = True
-            self._conf = session_conf(config, threads, os.path.join(self.workdir, "spark-local"),
-                                      self._process_config)
+            self._conf = session_conf(config, threads, os.path.join(self.workdir, "spark-local"), self._process_config)
             self._warned.clear()
             fut = self._future = Future()
             conf = dict(self._conf)
         threading.Thread(target=self._create, args=(fut, conf), name="SparkSession start", daemon=True).start()
         return fut
 
-    def _create(self, fut: "Future[SparkSession]", conf: dict[str, str]) -> None:
+    def _create(self, fut: Future[SparkSession], conf: dict[str, str]) -> None:
         try:
             from pyspark.sql import SparkSession
 
@@ -156,7 +158,7 @@ class SparkSessionHolder:
             fut.set_exception(e)
 
     @staticmethod
-    def _get_or_create(builder: Any) -> "SparkSession":
+    def _get_or_create(builder: Any) -> SparkSession:
         """``builder.getOrCreate()``, tried again when the JVM exits while starting up. Launching
         the JVM forks this multi-threaded process (pyspark passes a ``preexec_fn``); on a loaded
         machine the gateway JVM has been seen to exit within milliseconds of the fork, once in
@@ -167,20 +169,28 @@ class SparkSessionHolder:
             except Exception as e:  # noqa: BLE001 - only the gateway's early exit is retried
                 if attempt == _GATEWAY_ATTEMPTS or not _gateway_exited(e):
                     raise
-                log.warning("the Spark JVM exited while starting (attempt %d of %d): %s; starting it again",
-                            attempt, _GATEWAY_ATTEMPTS, e)
+                log.warning(
+                    "the Spark JVM exited while starting (attempt %d of %d): %s; starting it again",
+                    attempt,
+                    _GATEWAY_ATTEMPTS,
+                    e,
+                )
                 time.sleep(0.5 * attempt)
         raise AssertionError("unreachable")
 
-    def get(self, config: Mapping[str, str]) -> "SparkSession":
+    def get(self, config: Mapping[str, str]) -> SparkSession:
         """The session (started if needed; waits for a start under way). ``config`` is the job
         configuration; its static Spark keys that differ from the running session's are logged."""
         session = self.start(config).result()
         for k, v in spark_keys(config).items():
             if not k.startswith("spark.sql.") and self._conf.get(k) != v and k not in self._warned:
                 self._warned.add(k)
-                log.warning("%s=%s is ignored: the TaskExecutor's SparkSession was started with %s", k, v,
-                            self._conf.get(k, "its default"))
+                log.warning(
+                    "%s=%s is ignored: the TaskExecutor's SparkSession was started with %s",
+                    k,
+                    v,
+                    self._conf.get(k, "its default"),
+                )
         return session
 
     @property
@@ -216,7 +226,7 @@ class SparkSessionHolder:
 
     # ------------------------------------------------------------------ cancellation
     @contextmanager
-    def running(self, session: "SparkSession", group: str, is_running: Callable[[], bool]) -> Iterator[None]:
+    def running(self, session: SparkSession, group: str, is_running: Callable[[], bool]) -> Iterator[None]:
         """Run Spark jobs of this thread in job group ``group``; cancel them once ``is_running()``
         turns false (the task was cancelled)."""
         sc = session.sparkContext
@@ -256,7 +266,7 @@ class SparkSessionHolder:
 def _remove_stale_workdirs() -> None:
     """Remove the work directories of processes that are gone (killed before they cleaned up)."""
     for path in glob.glob(os.path.join(tempfile.gettempdir(), WORKDIR_PREFIX + "*")):
-        pid = os.path.basename(path)[len(WORKDIR_PREFIX):].split("-", 1)[0]
+        pid = os.path.basename(path)[len(WORKDIR_PREFIX) :].split("-", 1)[0]
         if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
 
@@ -271,7 +281,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _usable(session: "SparkSession") -> bool:
+def _usable(session: SparkSession) -> bool:
     """False once the session was stopped (by a step's function, say) or its JVM died."""
     from pyspark import SparkContext
 
@@ -279,7 +289,7 @@ def _usable(session: "SparkSession") -> bool:
     return session.sparkContext._jsc is not None and (proc is None or proc.poll() is None)
 
 
-def _discard(session: "SparkSession") -> None:
+def _discard(session: SparkSession) -> None:
     """Forget a broken session so that the next ``getOrCreate`` makes a new one (and a new JVM
     if the old one died: stopping then fails half-way, leaving PySpark's singletons set)."""
     from pyspark import SparkContext

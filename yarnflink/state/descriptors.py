@@ -8,8 +8,9 @@ PyFlink takes is accepted and ignored: values are Python objects (pickled in sna
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Any, Union
 
 
 def to_millis(value: Any, what: str) -> int:
@@ -55,8 +56,8 @@ class StateTtlConfig:
     def __init__(
         self,
         ttl_ms: int,
-        update_type: "StateTtlConfig.UpdateType" = UpdateType.OnCreateAndWrite,
-        state_visibility: "StateTtlConfig.StateVisibility" = StateVisibility.NeverReturnExpired,
+        update_type: StateTtlConfig.UpdateType = UpdateType.OnCreateAndWrite,
+        state_visibility: StateTtlConfig.StateVisibility = StateVisibility.NeverReturnExpired,
         cleanup_full_snapshot: bool = False,
     ):
         if ttl_ms <= 0:
@@ -67,7 +68,7 @@ class StateTtlConfig:
         self.cleanup_full_snapshot = cleanup_full_snapshot
 
     @staticmethod
-    def new_builder(ttl: Any) -> "StateTtlConfig.Builder":
+    def new_builder(ttl: Any) -> StateTtlConfig.Builder:
         return StateTtlConfig.Builder(ttl)
 
     def is_enabled(self) -> bool:
@@ -76,15 +77,17 @@ class StateTtlConfig:
     def get_ttl(self) -> int:
         return self.ttl_ms
 
-    def get_update_type(self) -> "StateTtlConfig.UpdateType":
+    def get_update_type(self) -> StateTtlConfig.UpdateType:
         return self.update_type
 
-    def get_state_visibility(self) -> "StateTtlConfig.StateVisibility":
+    def get_state_visibility(self) -> StateTtlConfig.StateVisibility:
         return self.state_visibility
 
     def __repr__(self) -> str:
-        return (f"StateTtlConfig(ttl={self.ttl_ms} ms, update={self.update_type.name}, "
-                f"visibility={self.state_visibility.name})")
+        return (
+            f"StateTtlConfig(ttl={self.ttl_ms} ms, update={self.update_type.name}, "
+            f"visibility={self.state_visibility.name})"
+        )
 
     class Builder:
         def __init__(self, ttl: Any):
@@ -93,44 +96,46 @@ class StateTtlConfig:
             self._visibility = StateTtlConfig.StateVisibility.NeverReturnExpired
             self._full_snapshot = False
 
-        def set_update_type(self, update_type: "StateTtlConfig.UpdateType") -> "StateTtlConfig.Builder":
+        def set_update_type(self, update_type: StateTtlConfig.UpdateType) -> StateTtlConfig.Builder:
             self._update = update_type
             return self
 
-        def update_ttl_on_create_and_write(self) -> "StateTtlConfig.Builder":
+        def update_ttl_on_create_and_write(self) -> StateTtlConfig.Builder:
             return self.set_update_type(StateTtlConfig.UpdateType.OnCreateAndWrite)
 
-        def update_ttl_on_read_and_write(self) -> "StateTtlConfig.Builder":
+        def update_ttl_on_read_and_write(self) -> StateTtlConfig.Builder:
             return self.set_update_type(StateTtlConfig.UpdateType.OnReadAndWrite)
 
-        def set_state_visibility(self, visibility: "StateTtlConfig.StateVisibility") -> "StateTtlConfig.Builder":
+        def set_state_visibility(self, visibility: StateTtlConfig.StateVisibility) -> StateTtlConfig.Builder:
             self._visibility = visibility
             return self
 
-        def return_expired_if_not_cleaned_up(self) -> "StateTtlConfig.Builder":
+        def return_expired_if_not_cleaned_up(self) -> StateTtlConfig.Builder:
             return self.set_state_visibility(StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp)
 
-        def never_return_expired(self) -> "StateTtlConfig.Builder":
+        def never_return_expired(self) -> StateTtlConfig.Builder:
             return self.set_state_visibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
 
-        def set_ttl_time_characteristic(self, characteristic: Any) -> "StateTtlConfig.Builder":
+        def set_ttl_time_characteristic(self, characteristic: Any) -> StateTtlConfig.Builder:
             return self  # processing time is the only one (as in Flink)
 
-        def set_ttl(self, ttl: Any) -> "StateTtlConfig.Builder":
+        def set_ttl(self, ttl: Any) -> StateTtlConfig.Builder:
             self._ttl = to_millis(ttl, "StateTtlConfig.Builder.set_ttl()")
             return self
 
-        def cleanup_full_snapshot(self) -> "StateTtlConfig.Builder":
+        def cleanup_full_snapshot(self) -> StateTtlConfig.Builder:
             self._full_snapshot = True
             return self
 
-        def cleanup_incrementally(self, cleanup_size: int = 5, run_cleanup_for_every_record: bool = False) -> "StateTtlConfig.Builder":
+        def cleanup_incrementally(
+            self, cleanup_size: int = 5, run_cleanup_for_every_record: bool = False
+        ) -> StateTtlConfig.Builder:
             return self  # accepted; expired entries are dropped on read
 
-        def disable_cleanup_in_background(self) -> "StateTtlConfig.Builder":
+        def disable_cleanup_in_background(self) -> StateTtlConfig.Builder:
             return self
 
-        def build(self) -> "StateTtlConfig":
+        def build(self) -> StateTtlConfig:
             return StateTtlConfig(self._ttl, self._update, self._visibility, self._full_snapshot)
 
 
@@ -143,7 +148,7 @@ class StateDescriptor:
             raise ValueError(f"a state name must be a non-empty string, got {name!r}")
         self.name = name
         self.type_info = type_info
-        self.ttl_config: Optional[StateTtlConfig] = None
+        self.ttl_config: StateTtlConfig | None = None
 
     def get_name(self) -> str:
         return self.name
@@ -211,7 +216,9 @@ class AggregateFunction:
 def check_aggregate_function(fn: Any, what: str) -> Any:
     for m in ("create_accumulator", "add", "get_result"):
         if not callable(getattr(fn, m, None)) or isinstance(fn, type):
-            raise TypeError(f"{what} needs an AggregateFunction instance (create_accumulator, add, get_result), got {fn!r}")
+            raise TypeError(
+                f"{what} needs an AggregateFunction instance (create_accumulator, add, get_result), got {fn!r}"
+            )
     return fn
 
 
@@ -223,8 +230,9 @@ class AggregatingStateDescriptor(StateDescriptor):
         self.agg_function = check_aggregate_function(agg_function, "AggregatingStateDescriptor")
 
 
-DescriptorLike = Union[ValueStateDescriptor, ListStateDescriptor, MapStateDescriptor,
-                       ReducingStateDescriptor, AggregatingStateDescriptor]
+DescriptorLike = Union[
+    ValueStateDescriptor, ListStateDescriptor, MapStateDescriptor, ReducingStateDescriptor, AggregatingStateDescriptor
+]
 
 
 @dataclass(frozen=True)
@@ -244,8 +252,33 @@ class Types:
         return lambda *args, **kw: _TypeInfo(name)
 
 
-for _n in ("STRING", "BYTE", "BOOLEAN", "SHORT", "INT", "LONG", "FLOAT", "DOUBLE", "CHAR",
-           "BIG_INT", "BIG_DEC", "SQL_DATE", "SQL_TIME", "SQL_TIMESTAMP", "PICKLED_BYTE_ARRAY",
-           "TUPLE", "ROW", "ROW_NAMED", "LIST", "MAP", "PRIMITIVE_ARRAY", "BASIC_ARRAY",
-           "OBJECT_ARRAY", "INSTANT", "LOCAL_DATE", "LOCAL_TIME", "LOCAL_DATE_TIME"):
+for _n in (
+    "STRING",
+    "BYTE",
+    "BOOLEAN",
+    "SHORT",
+    "INT",
+    "LONG",
+    "FLOAT",
+    "DOUBLE",
+    "CHAR",
+    "BIG_INT",
+    "BIG_DEC",
+    "SQL_DATE",
+    "SQL_TIME",
+    "SQL_TIMESTAMP",
+    "PICKLED_BYTE_ARRAY",
+    "TUPLE",
+    "ROW",
+    "ROW_NAMED",
+    "LIST",
+    "MAP",
+    "PRIMITIVE_ARRAY",
+    "BASIC_ARRAY",
+    "OBJECT_ARRAY",
+    "INSTANT",
+    "LOCAL_DATE",
+    "LOCAL_TIME",
+    "LOCAL_DATE_TIME",
+):
     setattr(Types, _n, staticmethod(Types._t(_n)))

@@ -14,8 +14,9 @@ Pure data (no I/O). A checkpoint's metadata is a tree of these::
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Union
 
 
 # ----------------------------------------------------------------------------- key groups
@@ -27,11 +28,11 @@ class KeyGroupRange:
     end: int
 
     @staticmethod
-    def of(r: range) -> "KeyGroupRange":
+    def of(r: range) -> KeyGroupRange:
         return KeyGroupRange(r.start, r.stop - 1)
 
     @staticmethod
-    def empty() -> "KeyGroupRange":
+    def empty() -> KeyGroupRange:
         return KeyGroupRange(0, -1)
 
     def __len__(self) -> int:
@@ -43,7 +44,7 @@ class KeyGroupRange:
     def __contains__(self, key_group: object) -> bool:
         return isinstance(key_group, int) and self.start <= key_group <= self.end
 
-    def intersection(self, other: "KeyGroupRange") -> "KeyGroupRange":
+    def intersection(self, other: KeyGroupRange) -> KeyGroupRange:
         start, end = max(self.start, other.start), min(self.end, other.end)
         return KeyGroupRange(start, end) if start <= end else KeyGroupRange.empty()
 
@@ -109,7 +110,7 @@ class StateMetaInfo:
         return {"name": self.name, "kind": self.kind, "ttl": self.ttl}
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> "StateMetaInfo":
+    def from_json(d: dict[str, Any]) -> StateMetaInfo:
         return StateMetaInfo(str(d["name"]), str(d["kind"]), bool(d.get("ttl", False)))
 
 
@@ -137,7 +138,7 @@ class KeyGroupsStateHandle:
         }
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> "KeyGroupsStateHandle":
+    def from_json(d: dict[str, Any]) -> KeyGroupsStateHandle:
         start, end = d["key_groups"]
         return KeyGroupsStateHandle(
             KeyGroupRange(int(start), int(end)),
@@ -164,7 +165,7 @@ class OperatorStateHandle:
     def state_size(self) -> int:
         return self.delegate.state_size
 
-    def with_states(self, states: dict[str, tuple[str, tuple[int, ...]]]) -> "OperatorStateHandle":
+    def with_states(self, states: dict[str, tuple[str, tuple[int, ...]]]) -> OperatorStateHandle:
         return OperatorStateHandle(self.delegate, states)
 
     def to_json(self) -> dict[str, Any]:
@@ -175,10 +176,8 @@ class OperatorStateHandle:
         }
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> "OperatorStateHandle":
-        states = {
-            str(n): (str(v["mode"]), tuple(int(i) for i in v["elements"])) for n, v in d["states"].items()
-        }
+    def from_json(d: dict[str, Any]) -> OperatorStateHandle:
+        states = {str(n): (str(v["mode"]), tuple(int(i) for i in v["elements"])) for n, v in d["states"].items()}
         return OperatorStateHandle(stream_handle_from_json(d["delegate"]), states)
 
     def __hash__(self) -> int:  # dict field: hash by identity of content that matters
@@ -200,12 +199,18 @@ class InputChannelStateHandle:
         return self.delegate.state_size
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": "input-channel", "channel": self.channel, "num_channels": self.num_channels,
-                "delegate": self.delegate.to_json()}
+        return {
+            "type": "input-channel",
+            "channel": self.channel,
+            "num_channels": self.num_channels,
+            "delegate": self.delegate.to_json(),
+        }
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> "InputChannelStateHandle":
-        return InputChannelStateHandle(int(d["channel"]), int(d["num_channels"]), stream_handle_from_json(d["delegate"]))
+    def from_json(d: dict[str, Any]) -> InputChannelStateHandle:
+        return InputChannelStateHandle(
+            int(d["channel"]), int(d["num_channels"]), stream_handle_from_json(d["delegate"])
+        )
 
 
 @dataclass
@@ -219,9 +224,11 @@ class OperatorSubtaskState:
 
     @property
     def state_size(self) -> int:
-        return sum(h.state_size for h in self.managed_keyed_state) + sum(
-            h.state_size for h in self.managed_operator_state
-        ) + self.persisted_data
+        return (
+            sum(h.state_size for h in self.managed_keyed_state)
+            + sum(h.state_size for h in self.managed_operator_state)
+            + self.persisted_data
+        )
 
     @property
     def persisted_data(self) -> int:
@@ -232,8 +239,11 @@ class OperatorSubtaskState:
         return not self.managed_keyed_state and not self.managed_operator_state and not self.input_channel_state
 
     def stream_handles(self) -> list[StreamStateHandle]:
-        return ([h.delegate for h in self.managed_keyed_state] + [h.delegate for h in self.managed_operator_state]
-                + [h.delegate for h in self.input_channel_state])
+        return (
+            [h.delegate for h in self.managed_keyed_state]
+            + [h.delegate for h in self.managed_operator_state]
+            + [h.delegate for h in self.input_channel_state]
+        )
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -245,7 +255,7 @@ class OperatorSubtaskState:
         return d
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> "OperatorSubtaskState":
+    def from_json(d: dict[str, Any]) -> OperatorSubtaskState:
         return OperatorSubtaskState(
             [KeyGroupsStateHandle.from_json(h) for h in d.get("keyed", ())],
             [OperatorStateHandle.from_json(h) for h in d.get("operator", ())],
@@ -260,7 +270,7 @@ class TaskStateSnapshot:
 
     subtask_states: dict[str, OperatorSubtaskState] = field(default_factory=dict)
 
-    def get(self, operator_id: str) -> Optional[OperatorSubtaskState]:
+    def get(self, operator_id: str) -> OperatorSubtaskState | None:
         return self.subtask_states.get(operator_id)
 
     @property
@@ -278,7 +288,7 @@ class TaskStateSnapshot:
         return {op: st.to_json() for op, st in self.subtask_states.items()}
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> "TaskStateSnapshot":
+    def from_json(d: dict[str, Any]) -> TaskStateSnapshot:
         return TaskStateSnapshot({op: OperatorSubtaskState.from_json(st) for op, st in d.items()})
 
 
@@ -288,10 +298,10 @@ class SnapshotResult:
 
     #: the keyed state: one handle per file, each for the key groups it holds
     keyed_handles: tuple[KeyGroupsStateHandle, ...] = ()
-    operator: Optional[OperatorStateHandle] = None
+    operator: OperatorStateHandle | None = None
 
     @property
-    def keyed(self) -> Optional[KeyGroupsStateHandle]:
+    def keyed(self) -> KeyGroupsStateHandle | None:
         """The keyed state written as one file (None: none); ``keyed_handles`` for several."""
         if len(self.keyed_handles) > 1:
             raise ValueError(f"the keyed state was written as {len(self.keyed_handles)} files: use keyed_handles")

@@ -32,8 +32,9 @@ import os
 import pickle
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Iterator, Optional, Union
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -116,8 +117,8 @@ class _KGMap:
 
     def __init__(self, track: bool) -> None:
         self.data: dict = {}
-        self.changes: Optional[dict] = {} if track else None
-        self.removed: Optional[set] = None
+        self.changes: dict | None = {} if track else None
+        self.removed: set | None = None
         self.shadow: dict = {}
 
 
@@ -127,7 +128,7 @@ class _StateTable:
     def __init__(self, meta: StateMetaInfo) -> None:
         self.meta = meta
         self.maps: dict[int, _KGMap] = {}
-        self.descriptor: Optional[StateDescriptor] = None
+        self.descriptor: StateDescriptor | None = None
 
 
 # ----------------------------------------------------------------------------- timer queues
@@ -145,7 +146,7 @@ class KeyGroupedTimerQueue:
         self._seq = itertools.count()
         self._size = 0
         #: kg -> {(ts, key, ns): added (True) or removed (False)} since the last hand-off
-        self._changes: Optional[dict[int, dict[tuple, bool]]] = {} if track else None
+        self._changes: dict[int, dict[tuple, bool]] | None = {} if track else None
         self._shadow: dict[int, set] = {}  # the snapshot thread's copy
 
     def __len__(self) -> int:
@@ -188,7 +189,7 @@ class KeyGroupedTimerQueue:
                 return
             heapq.heappop(heap)
 
-    def peek(self) -> Optional[tuple[int, Any, Any, int]]:
+    def peek(self) -> tuple[int, Any, Any, int] | None:
         """Earliest timer ``(timestamp, key, namespace, key_group)`` or None."""
         self._clean_head()
         if not self._heap:
@@ -196,7 +197,7 @@ class KeyGroupedTimerQueue:
         ts, _, key, ns, kg = self._heap[0]
         return ts, key, ns, kg
 
-    def poll(self) -> Optional[tuple[int, Any, Any, int]]:
+    def poll(self) -> tuple[int, Any, Any, int] | None:
         head = self.peek()
         if head is not None:
             heapq.heappop(self._heap)
@@ -255,13 +256,13 @@ class HeapKeyedStateBackend:
     def __init__(
         self,
         max_parallelism: int,
-        key_group_range: Union[KeyGroupRange, range],
+        key_group_range: KeyGroupRange | range,
         *,
         clock: Callable[[], int] = _now_ms,
-        executor: Optional[Executor] = None,
+        executor: Executor | None = None,
         name: str = "",
         snapshot_mode: str = "thread",
-        compression: Optional[str] = None,
+        compression: str | None = None,
     ):
         if isinstance(key_group_range, range):
             key_group_range = KeyGroupRange.of(key_group_range)
@@ -276,7 +277,7 @@ class HeapKeyedStateBackend:
         self.snapshot_mode = snapshot_mode
         #: Arrow IPC buffer compression of snapshots (None, "lz4" or "zstd"; Flink: off by default)
         self.compression = compression
-        self._own_executor: Optional[ThreadPoolExecutor] = None
+        self._own_executor: ThreadPoolExecutor | None = None
         self._tables: dict[str, _StateTable] = {}
         self._queues: dict[str, KeyGroupedTimerQueue] = {}
         self._states: dict[str, Any] = {}
@@ -295,7 +296,7 @@ class HeapKeyedStateBackend:
         self._writes = 0  # writes since the last hand-off
 
     # ------------------------------------------------------------------ current key
-    def set_current_key(self, key: Any, key_group: Optional[int] = None) -> None:
+    def set_current_key(self, key: Any, key_group: int | None = None) -> None:
         if key_group is None:
             key_group = key_group_of(key, self.max_parallelism)
         if not self.key_group_range.start <= key_group <= self.key_group_range.end:
@@ -419,15 +420,16 @@ class HeapKeyedStateBackend:
         keys = [k for m in table.maps.values() for (k, ns) in map(split_entry_key, list(m.data)) if ns == namespace]
         return iter(keys)
 
-    def apply_to_all_keys(self, descriptor: StateDescriptor, fn: Callable[[Any, Any], None],
-                          namespace: Any = None) -> None:
+    def apply_to_all_keys(
+        self, descriptor: StateDescriptor, fn: Callable[[Any, Any], None], namespace: Any = None
+    ) -> None:
         """``fn(key, state)`` for every key with an entry (Flink's ``applyToAllKeys``)."""
         st = self.get_partitioned_state(descriptor)
         saved = (self._key, self._kg)
         try:
             table = self._tables[descriptor.name]
             for kg, m in sorted(table.maps.items()):
-                for (k, ns) in map(split_entry_key, list(m.data)):
+                for k, ns in map(split_entry_key, list(m.data)):
                     if ns == namespace:
                         self._key, self._kg = k, kg
                         st.set_current_namespace(namespace)
@@ -445,8 +447,8 @@ class HeapKeyedStateBackend:
         self,
         checkpoint_id: int,
         timestamp: int = 0,
-        stream_factory: Optional[CheckpointStreamFactory] = None,
-    ) -> "Future[SnapshotResult]":
+        stream_factory: CheckpointStreamFactory | None = None,
+    ) -> Future[SnapshotResult]:
         """Synchronous part now (cheap), serialization and writing in the background; the
         future yields a ``SnapshotResult`` with a ``KeyGroupsStateHandle`` (None if empty)."""
         factory = stream_factory or InlineStreamFactory()
@@ -467,8 +469,9 @@ class HeapKeyedStateBackend:
                 parts, metas = self._parts(views, shadow=True)
                 # one file per key-group range of about SNAPSHOT_FILE_BYTES, each written and let
                 # go before the next is serialized: memory for one file, not for the whole state
-                for kgs, payload in _encode_files(parts, now, self.compression, yield_gil=True,
-                                                  file_bytes=SNAPSHOT_FILE_BYTES):
+                for kgs, payload in _encode_files(
+                    parts, now, self.compression, yield_gil=True, file_bytes=SNAPSHOT_FILE_BYTES
+                ):
                     # (not bytes: ``bytes(payload)`` makes them, a file system factory writes its pieces)
                     handle = factory.write_state(payload, label)  # type: ignore[arg-type]
                     payload.release(_let_others_run)
@@ -477,12 +480,20 @@ class HeapKeyedStateBackend:
 
         return self._executor_for_snapshots().submit(write)
 
-    def _views(self) -> tuple[list[tuple[str, _StateTable, Optional[int], list[tuple[int, _KGMap]]]],
-                              list[tuple[str, KeyGroupedTimerQueue]]]:
+    def _views(
+        self,
+    ) -> tuple[
+        list[tuple[str, _StateTable, int | None, list[tuple[int, _KGMap]]]], list[tuple[str, KeyGroupedTimerQueue]]
+    ]:
         """(Task thread) the states, their key-group maps and the timer queues as of now."""
-        return ([(name, table, self._full_snapshot_ttl(table), list(table.maps.items()))
-                 for name, table in self._tables.items() if table.meta.kind != TIMERS],
-                list(self._queues.items()))
+        return (
+            [
+                (name, table, self._full_snapshot_ttl(table), list(table.maps.items()))
+                for name, table in self._tables.items()
+                if table.meta.kind != TIMERS
+            ],
+            list(self._queues.items()),
+        )
 
     def _parts(self, views: tuple[list, list], shadow: bool) -> tuple[list[tuple[int, str, Any, Any]], list]:
         """The ``_encode_pieces`` parts ``(key group, state, ttl, entries dict | timer list)`` and
@@ -506,7 +517,7 @@ class HeapKeyedStateBackend:
         """(Task thread) every changelog to the snapshot side, new ones started: O(key groups)."""
         self._writes = 0
         self._gen += 1
-        handed: list[tuple[_KGMap, dict, Optional[set]]] = []
+        handed: list[tuple[_KGMap, dict, set | None]] = []
         for table in self._tables.values():
             for m in table.maps.values():
                 if m.changes or m.removed:
@@ -533,7 +544,7 @@ class HeapKeyedStateBackend:
         self._executor_for_snapshots().submit(apply)
 
     @staticmethod
-    def _full_snapshot_ttl(table: _StateTable) -> Optional[int]:
+    def _full_snapshot_ttl(table: _StateTable) -> int | None:
         """The TTL whose expired entries a full snapshot leaves out (``cleanupFullSnapshot``)."""
         d = table.descriptor
         if d is not None and d.ttl_config is not None and d.ttl_config.cleanup_full_snapshot:
@@ -545,8 +556,9 @@ class HeapKeyedStateBackend:
         synchronous part ``gen``, oldest first, into the shadows. A changelog is applied even if
         its own snapshot never runs (an aborted checkpoint): the next one applies it first."""
         if self._shadow_gen >= gen:  # only if an executor ran a later snapshot first
-            raise RuntimeError(f"the snapshot of checkpoint {checkpoint_id} ran after a later one; "
-                               "the state it was taken of is gone")
+            raise RuntimeError(
+                f"the snapshot of checkpoint {checkpoint_id} ran after a later one; the state it was taken of is gone"
+            )
         while self._handoffs and self._handoffs[0][0] <= gen:
             g, handed, timer_changes = self._handoffs.popleft()
             since_pause = 0
@@ -577,7 +589,7 @@ class HeapKeyedStateBackend:
                 q.apply(ch)
             self._shadow_gen = g
 
-    def _snapshot_forked(self, factory: CheckpointStreamFactory, now: int, label: str) -> "Future[SnapshotResult]":
+    def _snapshot_forked(self, factory: CheckpointStreamFactory, now: int, label: str) -> Future[SnapshotResult]:
         """Fork mode: the child serializes its copy-on-write image of the live state."""
         parts, metas = self._parts(self._views(), shadow=False)
         rng = self.key_group_range
@@ -609,7 +621,9 @@ class HeapKeyedStateBackend:
             if len(h.key_group_range.intersection(self.key_group_range)) == 0:
                 continue
             if h.backend != self.backend_name:
-                raise StateMigrationError(f"keyed state was written by the {h.backend!r} backend, not {self.backend_name!r}")
+                raise StateMigrationError(
+                    f"keyed state was written by the {h.backend!r} backend, not {self.backend_name!r}"
+                )
             for meta in h.states:
                 self._table(meta.name, meta.kind, meta.ttl)
                 if meta.kind == TIMERS and meta.name not in self._queues:
@@ -621,7 +635,9 @@ class HeapKeyedStateBackend:
         with pa.ipc.open_stream(pa.BufferReader(payload)) as reader:
             md = reader.schema.metadata or {}
             if md.get(b"format") != SNAPSHOT_FORMAT.encode():
-                raise StateMigrationError(f"not a {SNAPSHOT_FORMAT} keyed state snapshot (format {md.get(b'format')!r})")
+                raise StateMigrationError(
+                    f"not a {SNAPSHOT_FORMAT} keyed state snapshot (format {md.get(b'format')!r})"
+                )
             table = reader.read_all()
         if table.num_rows == 0:
             return 0
@@ -673,8 +689,7 @@ ENCODE_CHUNK_ROWS = 2048
 #: whole key groups (memory for one file at a time while writing; on S3 one PUT per file)
 SNAPSHOT_FILE_BYTES = 64 << 20
 _SNAPSHOT_SCHEMA = pa.schema(
-    [("key_group", pa.int32()), ("state", pa.string()), ("entry", pa.large_binary()),
-     ("value", pa.large_binary())],
+    [("key_group", pa.int32()), ("state", pa.string()), ("entry", pa.large_binary()), ("value", pa.large_binary())],
     metadata={b"format": SNAPSHOT_FORMAT.encode()},
 )
 
@@ -690,8 +705,9 @@ APPLY_CHUNK_ENTRIES = 4096
 FORK_TIMEOUT_S = 600.0
 
 
-def _encode_in_child(parts: list[tuple[int, str, Any, Any]], now: int,
-                     compression: Optional[str] = None) -> Callable[[], bytes]:
+def _encode_in_child(
+    parts: list[tuple[int, str, Any, Any]], now: int, compression: str | None = None
+) -> Callable[[], bytes]:
     """Fork; the child encodes ``parts`` (its copy-on-write image of them) into a temporary file
     and exits. Returns the function that waits for the child and returns the file's bytes
     (read in one call, so no copy of the payload is made while holding the GIL)."""
@@ -705,7 +721,7 @@ def _encode_in_child(parts: list[tuple[int, str, Any, Any]], now: int,
         try:
             for view in _encode_pieces(parts, now, compression).buffers():
                 while view:
-                    view = view[os.write(fd, view):]
+                    view = view[os.write(fd, view) :]
             code = 0
         finally:
             os._exit(code)
@@ -758,8 +774,8 @@ class _BatchBuilder:
             groups, es, vs = self._pending.setdefault(state, ([], [], []))
             take = min(len(entries) - start, ENCODE_CHUNK_ROWS - len(es))
             groups.append((key_group, take))
-            es += entries[start:start + take]
-            vs += values[start:start + take]
+            es += entries[start : start + take]
+            vs += values[start : start + take]
             start += take
             if len(es) >= ENCODE_CHUNK_ROWS:
                 self._write(state)
@@ -774,11 +790,17 @@ class _BatchBuilder:
             return
         groups, counts = zip(*key_groups)
         pause = _let_others_run if self._yield_gil else None
-        self._writer.write_batch(pa.RecordBatch.from_arrays(
-            [pa.array(np.repeat(np.array(groups, dtype=np.int32), counts)),
-             pa.repeat(pa.scalar(state, pa.string()), len(entries)),
-             pickled_entry_column(entries, pause), pickled_column(values, pause)],
-            schema=_SNAPSHOT_SCHEMA))
+        self._writer.write_batch(
+            pa.RecordBatch.from_arrays(
+                [
+                    pa.array(np.repeat(np.array(groups, dtype=np.int32), counts)),
+                    pa.repeat(pa.scalar(state, pa.string()), len(entries)),
+                    pickled_entry_column(entries, pause),
+                    pickled_column(values, pause),
+                ],
+                schema=_SNAPSHOT_SCHEMA,
+            )
+        )
         if pause is not None:
             pause()
 
@@ -788,13 +810,14 @@ def _let_others_run() -> None:
     time.sleep(0)
 
 
-def _encode(parts: list[tuple[int, str, Any, Any]], now: int, compression: Optional[str] = None) -> memoryview:
+def _encode(parts: list[tuple[int, str, Any, Any]], now: int, compression: str | None = None) -> memoryview:
     """The Arrow IPC stream of a snapshot in one buffer (the State Processor API writes it)."""
     return _encode_pieces(parts, now, compression).contiguous()
 
 
-def _encode_pieces(parts: list[tuple[int, str, Any, Any]], now: int, compression: Optional[str] = None,
-                   yield_gil: bool = False) -> BufferPieces:
+def _encode_pieces(
+    parts: list[tuple[int, str, Any, Any]], now: int, compression: str | None = None, yield_gil: bool = False
+) -> BufferPieces:
     """The Arrow IPC stream of a snapshot, in one file (see ``_encode_files``); a stream of no
     rows if ``parts`` is empty."""
     if not parts:
@@ -805,8 +828,13 @@ def _encode_pieces(parts: list[tuple[int, str, Any, Any]], now: int, compression
     return next(_encode_files(parts, now, compression, yield_gil, file_bytes=None))[1]
 
 
-def _encode_files(parts: list[tuple[int, str, Any, Any]], now: int, compression: Optional[str] = None,
-                  yield_gil: bool = False, file_bytes: Optional[int] = None) -> Iterator[tuple[KeyGroupRange, BufferPieces]]:
+def _encode_files(
+    parts: list[tuple[int, str, Any, Any]],
+    now: int,
+    compression: str | None = None,
+    yield_gil: bool = False,
+    file_bytes: int | None = None,
+) -> Iterator[tuple[KeyGroupRange, BufferPieces]]:
     """The snapshot's files: Arrow IPC streams of record batches of up to ``ENCODE_CHUNK_ROWS``
     rows of one state (compressed, if asked, outside the GIL), kept as the pieces Arrow wrote,
     without copies (a stream factory writes them one after the other). Rows are in key-group
@@ -823,8 +851,9 @@ def _encode_files(parts: list[tuple[int, str, Any, Any]], now: int, compression:
     while parts:
         out = BufferPieces()
         first = last = parts[-1][0]
-        with pa.ipc.new_stream(pa.PythonFile(out, mode="w"), _SNAPSHOT_SCHEMA,
-                               options=pa.ipc.IpcWriteOptions(compression=compression)) as w:
+        with pa.ipc.new_stream(
+            pa.PythonFile(out, mode="w"), _SNAPSHOT_SCHEMA, options=pa.ipc.IpcWriteOptions(compression=compression)
+        ) as w:
             batches = _BatchBuilder(w, yield_gil)
             while parts:
                 if parts[-1][0] != last and file_bytes is not None and len(out) >= file_bytes:
@@ -834,8 +863,11 @@ def _encode_files(parts: list[tuple[int, str, Any, Any]], now: int, compression:
                 if ttl_ms == TIMERS:
                     batches.add(kg, name, [(key, ns) for _, key, ns in data], [ts for ts, _, _ in data])
                 elif ttl_ms is not None:
-                    kept = [(ek, v) for ek, v in ((ek, _drop_expired(v, now, ttl_ms)) for ek, v in data.items())
-                            if v is not _MISSING]
+                    kept = [
+                        (ek, v)
+                        for ek, v in ((ek, _drop_expired(v, now, ttl_ms)) for ek, v in data.items())
+                        if v is not _MISSING
+                    ]
                     batches.add(kg, name, [ek for ek, _ in kept], [v for _, v in kept])
                 else:  # the dict is not mutated meanwhile (a shadow, or a fork's image): two lists of references
                     batches.add(kg, name, list(data), list(data.values()))

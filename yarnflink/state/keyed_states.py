@@ -8,7 +8,8 @@ per value, per list element, per map entry.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Optional
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from yarnflink.state.descriptors import (
     AggregatingStateDescriptor,
@@ -148,7 +149,7 @@ class ListState(_ElementsState):
         else:
             self._owned(list).extend(wrapped)
 
-    def update(self, values: Optional[Iterable[Any]]) -> None:
+    def update(self, values: Iterable[Any] | None) -> None:
         self.clear()
         if values:
             self.add_all(values)
@@ -175,7 +176,7 @@ class ListState(_ElementsState):
 
 
 class MapState(_KeyedState):
-    def _entries(self) -> Optional[dict]:
+    def _entries(self) -> dict | None:
         v = self._raw()
         return None if v is _MISSING else v
 

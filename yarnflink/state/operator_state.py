@@ -12,8 +12,9 @@ whatever handles it is given (each handle lists the element indices it covers).
 from __future__ import annotations
 
 import pickle
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor, Future
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any
 
 import pyarrow as pa
 
@@ -45,7 +46,7 @@ class OperatorListState:
         for v in values:
             self.add(v)
 
-    def update(self, values: Optional[Iterable[Any]]) -> None:
+    def update(self, values: Iterable[Any] | None) -> None:
         self._items = []
         if values:
             self.add_all(values)
@@ -68,7 +69,7 @@ class _InlineExecutor(Executor):
 
 
 class OperatorStateBackend:
-    def __init__(self, name: str = "", executor: Optional[Executor] = None):
+    def __init__(self, name: str = "", executor: Executor | None = None):
         self.name = name
         self._states: dict[str, OperatorListState] = {}
         self._restored: dict[str, tuple[str, list]] = {}
@@ -101,8 +102,9 @@ class OperatorStateBackend:
     def get_registered_state_names(self) -> list[str]:
         return list(self._states)
 
-    def snapshot(self, checkpoint_id: int, timestamp: int = 0,
-                 stream_factory: Optional[CheckpointStreamFactory] = None) -> "Future[SnapshotResult]":
+    def snapshot(
+        self, checkpoint_id: int, timestamp: int = 0, stream_factory: CheckpointStreamFactory | None = None
+    ) -> Future[SnapshotResult]:
         """Copies the lists now; serializes and writes through the executor (inline by default:
         operator state is small)."""
         factory = stream_factory or InlineStreamFactory()
@@ -118,9 +120,12 @@ class OperatorStateBackend:
                 states[name] = (mode, tuple(range(len(items))))
                 names.extend([name] * len(items))
                 values.extend(_dumps(v) for v in items)
-            schema = pa.schema([("state", pa.string()), ("value", pa.binary())],
-                               metadata={b"format": SNAPSHOT_FORMAT.encode()})
-            rb = pa.RecordBatch.from_arrays([pa.array(names, pa.string()), pa.array(values, pa.binary())], schema=schema)
+            schema = pa.schema(
+                [("state", pa.string()), ("value", pa.binary())], metadata={b"format": SNAPSHOT_FORMAT.encode()}
+            )
+            rb = pa.RecordBatch.from_arrays(
+                [pa.array(names, pa.string()), pa.array(values, pa.binary())], schema=schema
+            )
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, schema) as w:
                 w.write_batch(rb)

@@ -31,7 +31,8 @@ import pickle
 import posixpath
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from yarnflink.common.keygroups import key_group_ids, key_group_range, operator_index_for_key_group
 from yarnflink.state.handles import (
@@ -54,7 +55,7 @@ class StateProcessorError(ValueError):
     message names the path and the problem."""
 
 
-def _options(path: str, storage_options: Optional[Mapping[str, Any]], conf: Optional[Mapping[str, Any]]) -> dict:
+def _options(path: str, storage_options: Mapping[str, Any] | None, conf: Mapping[str, Any] | None) -> dict:
     from yarnflink.checkpoint.storage import storage_options_from_config
 
     if storage_options is not None:
@@ -78,8 +79,12 @@ def _decode(task: tuple[dict, str, dict]) -> Iterator[tuple[Any, Any]]:
             raise StateProcessorError(f"{getattr(handle.delegate, 'path', 'inline state')}: not a keyed state snapshot")
         table = reader.read_all()
     rng = handle.key_group_range
-    for kg, state, entry, value in zip(table.column("key_group").to_pylist(), table.column("state").to_pylist(),
-                                       table.column("entry").to_pylist(), table.column("value").to_pylist()):
+    for kg, state, entry, value in zip(
+        table.column("key_group").to_pylist(),
+        table.column("state").to_pylist(),
+        table.column("entry").to_pylist(),
+        table.column("value").to_pylist(),
+    ):
         if state != state_name or kg not in rng:
             continue
         key, namespace = pickle.loads(entry)
@@ -115,9 +120,16 @@ def _decode_keyed_dicts(task: tuple[dict, str, dict]) -> Iterator[tuple[Any, Any
             yield from d.items()
 
 
-def read_savepoint(spark: "SparkSession", path: str, uid: str, state_name: str, *,
-                   schema: Any = None, storage_options: Optional[Mapping[str, Any]] = None,
-                   conf: Optional[Mapping[str, Any]] = None) -> "DataFrame":
+def read_savepoint(
+    spark: SparkSession,
+    path: str,
+    uid: str,
+    state_name: str,
+    *,
+    schema: Any = None,
+    storage_options: Mapping[str, Any] | None = None,
+    conf: Mapping[str, Any] | None = None,
+) -> DataFrame:
     """The keyed state ``state_name`` of operator ``uid`` in the savepoint (or retained
     checkpoint) at ``path`` as a DataFrame ``(key, value)``."""
     from yarnflink.checkpoint.storage import resolve_restore_location
@@ -128,8 +140,10 @@ def read_savepoint(spark: "SparkSession", path: str, uid: str, state_name: str, 
     where = checkpoint.external_pointer or path
     op = checkpoint.operator_states.get(uid)
     if op is None:
-        raise StateProcessorError(f"{where}: no state of an operator with uid {uid!r} "
-                                  f"(operators: {', '.join(sorted(checkpoint.operator_states)) or 'none'})")
+        raise StateProcessorError(
+            f"{where}: no state of an operator with uid {uid!r} "
+            f"(operators: {', '.join(sorted(checkpoint.operator_states)) or 'none'})"
+        )
     handles = [h for s in op.subtask_states.values() for h in s.managed_keyed_state]
     names = {m.name: m.kind for h in handles for m in h.states}
     op_handles = [h for s in op.subtask_states.values() for h in s.managed_operator_state]
@@ -142,8 +156,10 @@ def read_savepoint(spark: "SparkSession", path: str, uid: str, state_name: str, 
         tasks = [(h.to_json(), state_name, options) for h in op_handles if state_name in h.states]
         decode = _decode_keyed_dicts
     else:
-        raise StateProcessorError(f"{where}: operator {uid!r} has no keyed state {state_name!r} "
-                                  f"(its keyed states: {', '.join(sorted(set(names) | union_names)) or 'none'})")
+        raise StateProcessorError(
+            f"{where}: operator {uid!r} has no keyed state {state_name!r} "
+            f"(its keyed states: {', '.join(sorted(set(names) | union_names)) or 'none'})"
+        )
     rdd = spark.sparkContext.parallelize(tasks, max(1, len(tasks))).flatMap(decode)
     if schema is not None:
         return spark.createDataFrame(rdd, schema)
@@ -153,8 +169,18 @@ def read_savepoint(spark: "SparkSession", path: str, uid: str, state_name: str, 
 
 
 # ----------------------------------------------------------------------------- write
-def _write_subtask(index: int, rows: Iterator[Any], *, path: str, uid: str, state_name: str, kind: str,
-                   max_parallelism: int, parallelism: int, options: dict) -> Iterator[tuple[int, dict]]:
+def _write_subtask(
+    index: int,
+    rows: Iterator[Any],
+    *,
+    path: str,
+    uid: str,
+    state_name: str,
+    kind: str,
+    max_parallelism: int,
+    parallelism: int,
+    options: dict,
+) -> Iterator[tuple[int, dict]]:
     """The rows of subtask ``index`` -> one state file in the savepoint directory (a Spark task);
     yields ``(index, KeyGroupsStateHandle JSON)``."""
     from yarnflink.checkpoint.storage import _io, _url, filesystem_for
@@ -178,10 +204,18 @@ def _write_subtask(index: int, rows: Iterator[Any], *, path: str, uid: str, stat
     yield index, handle.to_json()
 
 
-def bootstrap_savepoint(df: "DataFrame", path: str, uid: str, state_name: str, max_parallelism: int, *,
-                        parallelism: int = 1, kind: str = "value",
-                        storage_options: Optional[Mapping[str, Any]] = None,
-                        conf: Optional[Mapping[str, Any]] = None) -> str:
+def bootstrap_savepoint(
+    df: DataFrame,
+    path: str,
+    uid: str,
+    state_name: str,
+    max_parallelism: int,
+    *,
+    parallelism: int = 1,
+    kind: str = "value",
+    storage_options: Mapping[str, Any] | None = None,
+    conf: Mapping[str, Any] | None = None,
+) -> str:
     """Write a savepoint at ``path`` (a new directory) holding ``df``'s ``(key, value)`` rows as
     keyed state ``state_name`` of operator ``uid``; returns its URL (for ``run -s``).
     ``parallelism`` only sets how many state files are written: a job restores them at any
@@ -203,10 +237,13 @@ def bootstrap_savepoint(df: "DataFrame", path: str, uid: str, state_name: str, m
     if kind not in KINDS:
         raise StateProcessorError(f"bootstrap_savepoint: kind must be one of {', '.join(KINDS)}, got {kind!r}")
     if not isinstance(max_parallelism, int) or not 0 < max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
-        raise StateProcessorError(f"bootstrap_savepoint: max_parallelism must be in 1..{UPPER_BOUND_MAX_PARALLELISM}, "
-                                  f"got {max_parallelism!r}")
+        raise StateProcessorError(
+            f"bootstrap_savepoint: max_parallelism must be in 1..{UPPER_BOUND_MAX_PARALLELISM}, got {max_parallelism!r}"
+        )
     if not isinstance(parallelism, int) or not 0 < parallelism <= max_parallelism:
-        raise StateProcessorError(f"bootstrap_savepoint: parallelism must be in 1..{max_parallelism}, got {parallelism!r}")
+        raise StateProcessorError(
+            f"bootstrap_savepoint: parallelism must be in 1..{max_parallelism}, got {parallelism!r}"
+        )
     if len(df.columns) < 2:
         raise StateProcessorError(f"bootstrap_savepoint: the DataFrame needs (key, value) columns, it has {df.columns}")
     key_col, value_col = ("key", "value") if {"key", "value"} <= set(df.columns) else tuple(df.columns[:2])
@@ -228,18 +265,34 @@ def bootstrap_savepoint(df: "DataFrame", path: str, uid: str, state_name: str, m
             yield sub, (kg, k, v)
 
     def write(index: int, part: Iterator[Any]) -> Iterator[tuple[int, dict]]:
-        return _write_subtask(index, (row for _, row in part), path=target, uid=uid, state_name=state_name,
-                              kind=kind, max_parallelism=max_parallelism, parallelism=parallelism, options=options)
+        return _write_subtask(
+            index,
+            (row for _, row in part),
+            path=target,
+            uid=uid,
+            state_name=state_name,
+            kind=kind,
+            max_parallelism=max_parallelism,
+            parallelism=parallelism,
+            options=options,
+        )
 
     pairs = df.select(key_col, value_col).rdd.map(lambda r: (_plain(r[0]), _plain(r[1])))
-    written = (pairs.mapPartitions(with_groups)
-               .partitionBy(parallelism, lambda sub: sub)
-               .mapPartitionsWithIndex(write)
-               .collect())
+    written = (
+        pairs.mapPartitions(with_groups)
+        .partitionBy(parallelism, lambda sub: sub)
+        .mapPartitionsWithIndex(write)
+        .collect()
+    )
     subtasks = {i: OperatorSubtaskState([KeyGroupsStateHandle.from_json(h)]) for i, h in written}
-    savepoint = CompletedCheckpoint(BOOTSTRAP_JOB_ID, 0, int(time.time() * 1000),
-                                    {uid: OperatorState(uid, parallelism, max_parallelism, subtasks)},
-                                    is_savepoint=True, external_pointer=target)
+    savepoint = CompletedCheckpoint(
+        BOOTSTRAP_JOB_ID,
+        0,
+        int(time.time() * 1000),
+        {uid: OperatorState(uid, parallelism, max_parallelism, subtasks)},
+        is_savepoint=True,
+        external_pointer=target,
+    )
     _write_metadata_file(fs, directory, serialize_metadata(savepoint, relative_to=target))
     return target
 

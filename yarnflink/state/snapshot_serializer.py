@@ -24,9 +24,10 @@ import io
 import operator
 import pickle
 import struct
+from collections.abc import Callable, Sequence
 from functools import partial
 from itertools import repeat
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -65,7 +66,7 @@ def binary_array(values: Sequence[bytes]) -> pa.Array:
     return _from_lengths(lengths, b"".join(values))
 
 
-def pickled_column(objs: Sequence[Any], pause: Optional[Callable[[], None]] = None) -> pa.Array:
+def pickled_column(objs: Sequence[Any], pause: Callable[[], None] | None = None) -> pa.Array:
     """A ``large_binary`` array whose element ``i`` is a pickle of ``objs[i]``; ``pause`` is
     called between slices of ``PICKLE_SLICE`` objects pickled one at a time (to let another
     thread have the GIL: a ``map`` of ``pickle.dumps`` never lets it go)."""
@@ -93,7 +94,7 @@ def split_entry_key(stored: Any) -> tuple[Any, Any]:
     return (stored, None) if type(stored) in PLAIN_KEY_TYPES else stored
 
 
-def pickled_entry_column(entries: Sequence[Any], pause: Optional[Callable[[], None]] = None) -> pa.Array:
+def pickled_entry_column(entries: Sequence[Any], pause: Callable[[], None] | None = None) -> pa.Array:
     """A ``large_binary`` array whose element ``i`` is a pickle of the ``(key, namespace)``
     tuple of the stored entry key ``entries[i]`` (``entry_key``'s form): in bulk when no entry
     has a namespace and the keys are of one plain type, one ``pickle.dumps`` per entry otherwise
@@ -110,7 +111,7 @@ def pickled_entry_column(entries: Sequence[Any], pause: Optional[Callable[[], No
     return binary_array(_pickle_each(entries, pause))
 
 
-def _bulk_pickles(objs: Sequence[Any], suffix: bytes) -> Optional[pa.Array]:
+def _bulk_pickles(objs: Sequence[Any], suffix: bytes) -> pa.Array | None:
     """Pickles of ``objs`` with ``suffix`` (the opcodes after the object) written in bulk, or
     None if ``objs`` are not all of one type this module writes itself."""
     if not objs:
@@ -133,7 +134,7 @@ def _bulk_pickles(objs: Sequence[Any], suffix: bytes) -> Optional[pa.Array]:
     return None
 
 
-def _framed(opcode: bytes, payloads: Sequence[bytes], suffix: bytes) -> Optional[pa.Array]:
+def _framed(opcode: bytes, payloads: Sequence[bytes], suffix: bytes) -> pa.Array | None:
     """``opcode + length + payload + suffix`` per payload, all in one ``join`` (of a list
     interleaved by slice assignment: no tuple per row for the garbage collector to count)."""
     lengths = list(map(len, payloads))
@@ -153,8 +154,9 @@ def _fixed(opcode: bytes, numbers: np.ndarray, suffix: bytes) -> pa.Array:
     rows["n"] = numbers
     rows["end"] = suffix
     offsets = np.arange(len(numbers) + 1, dtype=np.int64) * record.itemsize
-    return pa.Array.from_buffers(pa.large_binary(), len(numbers),
-                                 [None, pa.py_buffer(offsets), pa.py_buffer(rows.view(np.uint8))])
+    return pa.Array.from_buffers(
+        pa.large_binary(), len(numbers), [None, pa.py_buffer(offsets), pa.py_buffer(rows.view(np.uint8))]
+    )
 
 
 def _from_lengths(lengths: np.ndarray, data: bytes) -> pa.Array:
@@ -167,12 +169,12 @@ def _from_lengths(lengths: np.ndarray, data: bytes) -> pa.Array:
 PICKLE_SLICE = 256
 
 
-def _pickle_each(objs: Sequence[Any], pause: Optional[Callable[[], None]]) -> list[bytes]:
+def _pickle_each(objs: Sequence[Any], pause: Callable[[], None] | None) -> list[bytes]:
     pickles: list[bytes] = []
     for start in range(0, len(objs), PICKLE_SLICE):
         if start and pause is not None:
             pause()
-        pickles += _pickle_slice(objs[start:start + PICKLE_SLICE])
+        pickles += _pickle_slice(objs[start : start + PICKLE_SLICE])
     return pickles
 
 

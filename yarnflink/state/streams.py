@@ -8,7 +8,8 @@ file system one (fsspec/pyarrow: ``file://``, ``s3://``, ``hdfs://``, with small
 
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from yarnflink.state.handles import ByteStreamStateHandle, StreamStateHandle
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Executor, Future
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Any
 
 from yarnflink.common.keygroups import key_group_range
 from yarnflink.state.handles import KeyGroupRange, OperatorSubtaskState, SnapshotResult, TaskStateSnapshot
@@ -35,7 +36,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def check_state_backend(config: Optional[Mapping[str, str]]) -> str:
+def check_state_backend(config: Mapping[str, str] | None) -> str:
     name = (config or {}).get(STATE_BACKEND_KEY, "hashmap").strip().lower()
     if name not in SUPPORTED_BACKENDS:
         raise ValueError(
@@ -46,36 +47,44 @@ def check_state_backend(config: Optional[Mapping[str, str]]) -> str:
 
 
 def create_keyed_state_backend(
-    config: Optional[Mapping[str, str]],
+    config: Mapping[str, str] | None,
     max_parallelism: int,
     key_groups: KeyGroupRange,
     *,
     name: str = "",
     clock: Callable[[], int] = _now_ms,
-    executor: Optional[Executor] = None,
+    executor: Executor | None = None,
 ) -> HeapKeyedStateBackend:
     """The keyed state backend ``state.backend.type`` names (only ``hashmap`` exists)."""
     check_state_backend(config)
     mode = str((config or {}).get(SNAPSHOT_MODE_KEY) or "thread").strip().lower()
     if mode not in SNAPSHOT_MODES:
-        raise ValueError(f"{SNAPSHOT_MODE_KEY}: unknown snapshot mode {mode!r}; expected one of "
-                         + ", ".join(SNAPSHOT_MODES))
+        raise ValueError(
+            f"{SNAPSHOT_MODE_KEY}: unknown snapshot mode {mode!r}; expected one of " + ", ".join(SNAPSHOT_MODES)
+        )
     compress = str((config or {}).get(COMPRESSION_KEY) or "false").strip().lower() in ("true", "1", "yes")
-    return HeapKeyedStateBackend(max_parallelism, key_groups, clock=clock, executor=executor, name=name,
-                                 snapshot_mode=mode, compression="lz4" if compress else None)
+    return HeapKeyedStateBackend(
+        max_parallelism,
+        key_groups,
+        clock=clock,
+        executor=executor,
+        name=name,
+        snapshot_mode=mode,
+        compression="lz4" if compress else None,
+    )
 
 
 class TaskStateManager:
     def __init__(
         self,
         *,
-        restored: Optional[TaskStateSnapshot] = None,
-        restored_checkpoint_id: Optional[int] = None,
-        stream_factory: Optional[CheckpointStreamFactory] = None,
+        restored: TaskStateSnapshot | None = None,
+        restored_checkpoint_id: int | None = None,
+        stream_factory: CheckpointStreamFactory | None = None,
         reader: StateReader = read_inline,
-        config: Optional[Mapping[str, str]] = None,
+        config: Mapping[str, str] | None = None,
         clock: Callable[[], int] = _now_ms,
-        executor: Optional[Executor] = None,
+        executor: Executor | None = None,
     ):
         self.restored = restored
         self.restored_checkpoint_id = restored_checkpoint_id
@@ -86,13 +95,25 @@ class TaskStateManager:
         self.executor = executor
         check_state_backend(self.config)
 
-    def _restored_state(self, operator_id: str) -> Optional[OperatorSubtaskState]:
+    def _restored_state(self, operator_id: str) -> OperatorSubtaskState | None:
         return self.restored.get(operator_id) if self.restored is not None else None
 
-    def keyed_state_backend(self, operator_id: str, max_parallelism: int, key_groups: KeyGroupRange,
-                            name: str = "", clock: Optional[Callable[[], int]] = None) -> HeapKeyedStateBackend:
-        backend = create_keyed_state_backend(self.config, max_parallelism, key_groups, name=name or operator_id,
-                                             clock=clock or self.clock, executor=self.executor)
+    def keyed_state_backend(
+        self,
+        operator_id: str,
+        max_parallelism: int,
+        key_groups: KeyGroupRange,
+        name: str = "",
+        clock: Callable[[], int] | None = None,
+    ) -> HeapKeyedStateBackend:
+        backend = create_keyed_state_backend(
+            self.config,
+            max_parallelism,
+            key_groups,
+            name=name or operator_id,
+            clock=clock or self.clock,
+            executor=self.executor,
+        )
         st = self._restored_state(operator_id)
         if st is not None and st.managed_keyed_state:
             backend.restore(st.managed_keyed_state, self.reader)
@@ -110,19 +131,20 @@ def _operator_id(ctx: Any) -> str:
     return getattr(ctx, "operator_id", "") or ctx.operator_name
 
 
-def keyed_state_backend_for(ctx: Any, clock: Optional[Callable[[], int]] = None) -> HeapKeyedStateBackend:
+def keyed_state_backend_for(ctx: Any, clock: Callable[[], int] | None = None) -> HeapKeyedStateBackend:
     """The keyed state backend of the operator running with OperatorContext ``ctx``: the key
     groups of its subtask (Flink's formula), restored when the task has a TaskStateManager."""
     groups = KeyGroupRange.of(key_group_range(ctx.max_parallelism, ctx.parallelism, ctx.subtask_index))
-    mgr: Optional[TaskStateManager] = getattr(ctx, "state", None)
+    mgr: TaskStateManager | None = getattr(ctx, "state", None)
     if mgr is None:
-        return create_keyed_state_backend(ctx.config, ctx.max_parallelism, groups, name=ctx.operator_name,
-                                          clock=clock or _now_ms)
+        return create_keyed_state_backend(
+            ctx.config, ctx.max_parallelism, groups, name=ctx.operator_name, clock=clock or _now_ms
+        )
     return mgr.keyed_state_backend(_operator_id(ctx), ctx.max_parallelism, groups, clock=clock)
 
 
 def operator_state_backend_for(ctx: Any) -> OperatorStateBackend:
-    mgr: Optional[TaskStateManager] = getattr(ctx, "state", None)
+    mgr: TaskStateManager | None = getattr(ctx, "state", None)
     if mgr is None:
         return OperatorStateBackend(ctx.operator_name)
     return mgr.operator_state_backend(_operator_id(ctx))
@@ -136,7 +158,7 @@ class LazyStreamFactory:
 
     def __init__(self, make: Callable[[], CheckpointStreamFactory]) -> None:
         self._make = make
-        self._factory: Optional[CheckpointStreamFactory] = None
+        self._factory: CheckpointStreamFactory | None = None
         self._lock = threading.Lock()
 
     def write_state(self, data: bytes, name: str, *args: Any, **kwargs: Any) -> Any:
@@ -150,8 +172,8 @@ def snapshot_operators(
     operators: Iterable[tuple[str, Any]],
     checkpoint_id: int,
     timestamp: int,
-    stream_factory: Optional[CheckpointStreamFactory] = None,
-) -> "Future[TaskStateSnapshot]":
+    stream_factory: CheckpointStreamFactory | None = None,
+) -> Future[TaskStateSnapshot]:
     """Synchronous parts of every stateful operator now (in order); the returned future
     completes when all background parts have, with the task's ``TaskStateSnapshot`` (or the
     first error). ``operators``: ``(operator_id, operator)``; operators without
@@ -198,8 +220,9 @@ def snapshot_operators(
     return result
 
 
-def snapshot_chain(chain: Any, checkpoint_id: int, timestamp: int,
-                   stream_factory: Optional[CheckpointStreamFactory] = None) -> "Future[TaskStateSnapshot]":
+def snapshot_chain(
+    chain: Any, checkpoint_id: int, timestamp: int, stream_factory: CheckpointStreamFactory | None = None
+) -> Future[TaskStateSnapshot]:
     """``snapshot_operators`` over an ``OperatorChain`` (ids from each operator's context)."""
     ops = []
     for nid in chain.order:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from yarnflink.jobgraph.jobgraph import MAX_PARALLELISM_LIMIT, PARTITIONINGS
 
@@ -37,14 +37,14 @@ class StreamNode:
     name: str
     spec: Any  # a yarnflink.operators.specs.*Spec
     parallelism: int
-    max_parallelism: Optional[int] = None  # explicitly set (operator), else None
-    uid: Optional[str] = None
+    max_parallelism: int | None = None  # explicitly set (operator), else None
+    uid: str | None = None
     slot_sharing_group: str = DEFAULT_SLOT_SHARING_GROUP
     chaining_strategy: ChainingStrategy = ChainingStrategy.ALWAYS
     #: False: neither the operator nor the job set the parallelism (the AdaptiveBatch scheduler may)
     parallelism_configured: bool = True
-    in_edges: list["StreamEdge"] = field(default_factory=list)
-    out_edges: list["StreamEdge"] = field(default_factory=list)
+    in_edges: list[StreamEdge] = field(default_factory=list)
+    out_edges: list[StreamEdge] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -78,7 +78,7 @@ class StreamGraph:
     runtime_mode: str = "STREAMING"
     chaining_enabled: bool = True
     #: env-level default max parallelism (``pipeline.max-parallelism`` / ``set_max_parallelism``)
-    max_parallelism: Optional[int] = None
+    max_parallelism: int | None = None
     config: dict[str, str] = field(default_factory=dict)
     nodes: dict[int, StreamNode] = field(default_factory=dict)
     edges: list[StreamEdge] = field(default_factory=list)
@@ -93,8 +93,8 @@ class StreamGraph:
         spec: Any,
         parallelism: int,
         *,
-        max_parallelism: Optional[int] = None,
-        uid: Optional[str] = None,
+        max_parallelism: int | None = None,
+        uid: str | None = None,
         slot_sharing_group: str = DEFAULT_SLOT_SHARING_GROUP,
         chaining_strategy: ChainingStrategy = ChainingStrategy.ALWAYS,
     ) -> StreamNode:
@@ -137,7 +137,7 @@ class StreamGraph:
         self,
         source_id: int,
         target_id: int,
-        partitioning: Optional[str] = None,
+        partitioning: str | None = None,
         key_selector: Any = None,
     ) -> StreamEdge:
         """Connect two nodes. ``partitioning=None`` picks Flink's default: forward if the
@@ -210,7 +210,7 @@ class StreamGraph:
         )
 
 
-def determine_slot_sharing_group(graph: StreamGraph, specified: Optional[str], input_ids: list[int]) -> str:
+def determine_slot_sharing_group(graph: StreamGraph, specified: str | None, input_ids: list[int]) -> str:
     """Flink's StreamGraphGenerator.determineSlotSharingGroup: the specified group, else the
     group shared by all inputs, else ``"default"`` (sources, or inputs in different groups)."""
     if specified is not None:

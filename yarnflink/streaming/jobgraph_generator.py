@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
-from typing import Any, Optional
+from typing import Any
 
 import cloudpickle
 
@@ -112,7 +112,7 @@ def _pickle(obj: Any, what: str) -> bytes:
         raise StreamGraphError(f"{what} cannot be serialized (cloudpickle): {type(e).__name__}: {e}") from None
 
 
-def create_job_graph(graph: StreamGraph, job_id: Optional[str] = None) -> JobGraph:
+def create_job_graph(graph: StreamGraph, job_id: str | None = None) -> JobGraph:
     """Chain ``graph`` into a JobGraph (see the module doc for the rules)."""
     if not graph.nodes:
         raise StreamGraphError("no operators defined in streaming topology; cannot build a job")
@@ -227,10 +227,16 @@ def _slot_sharing_group_resources(graph: StreamGraph) -> dict[str, dict[str, flo
     """The resources of the slot sharing groups given as SlotSharingGroup objects with resources."""
     out: dict[str, dict[str, float]] = {}
     for name, ssg in graph.slot_sharing_groups.items():
-        res = {key: float(value) for key, value in (
-            ("cpuCores", getattr(ssg, "cpu_cores", None)), ("taskHeapMemoryMB", getattr(ssg, "task_heap_memory_mb", None)),
-            ("taskOffHeapMemoryMB", getattr(ssg, "task_off_heap_memory_mb", None)),
-            ("managedMemoryMB", getattr(ssg, "managed_memory_mb", None))) if value is not None}
+        res = {
+            key: float(value)
+            for key, value in (
+                ("cpuCores", getattr(ssg, "cpu_cores", None)),
+                ("taskHeapMemoryMB", getattr(ssg, "task_heap_memory_mb", None)),
+                ("taskOffHeapMemoryMB", getattr(ssg, "task_off_heap_memory_mb", None)),
+                ("managedMemoryMB", getattr(ssg, "managed_memory_mb", None)),
+            )
+            if value is not None
+        }
         if res:
             out[name] = res
     return out

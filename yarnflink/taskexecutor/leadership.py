@@ -17,7 +17,7 @@ With ZooKeeper HA the TaskExecutor learns the ResourceManager's leader from a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Union
 
 from yarnflink.highavailability.leaderelection import LeaderInformation
 
@@ -44,19 +44,23 @@ Action = Union[DisconnectResourceManager, ConnectToResourceManager]
 
 class ResourceManagerLeaderTracker:
     def __init__(self) -> None:
-        self.leader: Optional[LeaderInformation] = None
+        self.leader: LeaderInformation | None = None
         #: The fencing token of the registration at ``leader`` ("" until registered).
         self.token = ""
 
-    def leader_changed(self, info: Optional[LeaderInformation]) -> list[Action]:
+    def leader_changed(self, info: LeaderInformation | None) -> list[Action]:
         if info is None or info == self.leader:
             return []
         actions: list[Action] = []
         if self.leader is not None:
-            actions.append(DisconnectResourceManager(
-                self.leader, f"the ResourceManager's leader changed from {self.leader.address} "
-                             f"(session {self.leader.session_id[:8]}) to {info.address} "
-                             f"(session {info.session_id[:8]})"))
+            actions.append(
+                DisconnectResourceManager(
+                    self.leader,
+                    f"the ResourceManager's leader changed from {self.leader.address} "
+                    f"(session {self.leader.session_id[:8]}) to {info.address} "
+                    f"(session {info.session_id[:8]})",
+                )
+            )
         self.leader = info
         self.token = ""
         actions.append(ConnectToResourceManager(info))

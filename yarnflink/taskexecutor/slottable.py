@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Optional
 
 from yarnflink.resourcemanager.resources import UNKNOWN, ResourceProfile
 
@@ -18,7 +17,7 @@ from yarnflink.resourcemanager.resources import UNKNOWN, ResourceProfile
 class SlotState(str, enum.Enum):
     FREE = "FREE"
     ALLOCATED = "ALLOCATED"  # given to a job by the ResourceManager, not yet accepted by its JobMaster
-    ACTIVE = "ACTIVE"        # accepted by the JobMaster; tasks may be deployed into it
+    ACTIVE = "ACTIVE"  # accepted by the JobMaster; tasks may be deployed into it
 
 
 @dataclass
@@ -36,8 +35,9 @@ class SlotAllocationError(Exception):
 
 
 class TaskSlotTable:
-    def __init__(self, num_slots: int, total: ResourceProfile = UNKNOWN,
-                 default_slot: Optional[ResourceProfile] = None) -> None:
+    def __init__(
+        self, num_slots: int, total: ResourceProfile = UNKNOWN, default_slot: ResourceProfile | None = None
+    ) -> None:
         self.num_slots = num_slots
         self.total = total
         self.default_slot = default_slot if default_slot is not None else total.divide(max(1, num_slots))
@@ -57,8 +57,7 @@ class TaskSlotTable:
                 used = used + s.profile
         return used
 
-    def allocate(self, index: int, job_id: str, allocation_id: str,
-                 profile: ResourceProfile = UNKNOWN) -> TaskSlot:
+    def allocate(self, index: int, job_id: str, allocation_id: str, profile: ResourceProfile = UNKNOWN) -> TaskSlot:
         """Index -1: a dynamic slot of ``profile``. Asking again for the same allocation is a no-op."""
         existing = self.by_allocation(allocation_id)
         if existing is not None:
@@ -71,8 +70,7 @@ class TaskSlotTable:
             raise SlotAllocationError(f"slot index {index} out of range (this TaskExecutor has {self.num_slots} slots)")
         slot = self._static[index]
         if slot.state != SlotState.FREE:
-            raise SlotAllocationError(
-                f"slot {index} is already allocated to {slot.allocation_id} (job {slot.job_id})")
+            raise SlotAllocationError(f"slot {index} is already allocated to {slot.allocation_id} (job {slot.job_id})")
         self._check_budget(slot.profile)
         slot.state, slot.job_id, slot.allocation_id = SlotState.ALLOCATED, job_id, allocation_id
         self.version += 1
@@ -83,8 +81,9 @@ class TaskSlotTable:
             raise SlotAllocationError("this TaskExecutor declares no resources: it has static slots only")
         profile = self.default_slot if profile.is_unknown else profile
         self._check_budget(profile)
-        index = next(i for i in range(self.num_slots, self.num_slots + len(self._dynamic) + 1)
-                     if i not in self._dynamic)
+        index = next(
+            i for i in range(self.num_slots, self.num_slots + len(self._dynamic) + 1) if i not in self._dynamic
+        )
         slot = self._dynamic[index] = TaskSlot(index, SlotState.ALLOCATED, allocation_id, job_id, profile=profile)
         self.version += 1
         return slot
@@ -96,7 +95,7 @@ class TaskSlotTable:
         if not profile.fits_into(free):
             raise SlotAllocationError(f"a slot of {profile} does not fit into the free resources {free}")
 
-    def by_allocation(self, allocation_id: str) -> Optional[TaskSlot]:
+    def by_allocation(self, allocation_id: str) -> TaskSlot | None:
         for s in self.slots:
             if s.allocation_id == allocation_id and s.state != SlotState.FREE:
                 return s
@@ -109,7 +108,7 @@ class TaskSlotTable:
         slot.state = SlotState.ACTIVE
         return True
 
-    def free(self, allocation_id: str) -> Optional[TaskSlot]:
+    def free(self, allocation_id: str) -> TaskSlot | None:
         slot = self.by_allocation(allocation_id)
         if slot is None:
             return None

@@ -13,15 +13,15 @@ operators' input, so nothing is emitted after the savepoint) or its abort (the t
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
 import traceback
-from typing import Any, Callable, Optional, Union
-
-import json
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from queue import Empty, SimpleQueue
+from typing import Any
 
 import cloudpickle
 
@@ -38,8 +38,6 @@ from yarnflink.checkpoint.barriers import (
     UnalignedBarrierHandler,
     create_barrier_handler,
 )
-from yarnflink.state.handles import TaskStateSnapshot
-
 from yarnflink.common.records import Batch
 from yarnflink.executiongraph.executiongraph import ExecutionState
 from yarnflink.metrics.task import TaskIOMetrics
@@ -57,10 +55,11 @@ from yarnflink.operators.partitioners import NetworkOutput
 from yarnflink.operators.watermarks import MAX_WATERMARK, StatusWatermarkValve, Watermark, WatermarkStatus
 from yarnflink.rpc.pb import common_pb2
 from yarnflink.rpc.pb import taskexecutor_pb2 as te_pb
+from yarnflink.state.handles import TaskStateSnapshot
 
 log = logging.getLogger(__name__)
 
-StateReporter = Callable[["Task", ExecutionState, Optional[common_pb2.SerializedThrowable]], None]
+StateReporter = Callable[["Task", ExecutionState, common_pb2.SerializedThrowable | None], None]
 
 
 class TaskCancelled(Exception):
@@ -94,9 +93,14 @@ def checkpointing_enabled(config: dict, runtime_mode: str) -> bool:
 
 
 class Task:
-    def __init__(self, tdd: te_pb.TaskDeploymentDescriptor, shuffle: ShuffleEnvironment,
-                 report: StateReporter, send_to_coordinator: Callable[[str, bytes], None],
-                 buffer_timeout_s: float = 0.1) -> None:
+    def __init__(
+        self,
+        tdd: te_pb.TaskDeploymentDescriptor,
+        shuffle: ShuffleEnvironment,
+        report: StateReporter,
+        send_to_coordinator: Callable[[str, bytes], None],
+        buffer_timeout_s: float = 0.1,
+    ) -> None:
         self.tdd = tdd
         self.execution_id = tdd.execution_id
         self.job_id = tdd.job_id
@@ -108,11 +112,11 @@ class Task:
         self.state = ExecutionState.DEPLOYING
         self._cancelled = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"Task {self.name}", daemon=True)
-        self.partitions: list[Union[ResultPartition, BlockingResultPartition]] = []
+        self.partitions: list[ResultPartition | BlockingResultPartition] = []
         #: set when the task failed reading an upstream partition (reported to the JobMaster)
         self.failed_partition_id = ""
-        self.gate: Optional[InputGate] = None
-        self._valve: Optional[StatusWatermarkValve] = None
+        self.gate: InputGate | None = None
+        self._valve: StatusWatermarkValve | None = None
         self._streaming = (tdd.runtime_mode or "STREAMING") == "STREAMING"
         self._outputs: list[NetworkOutput] = []
         self.io_metrics = TaskIOMetrics()  # read by the TaskExecutor (metrics, final IOMetrics)
@@ -121,8 +125,8 @@ class Task:
         config = dict(tdd.job_config)
         self.checkpointing = checkpointing_enabled(config, tdd.runtime_mode)
         #: (checkpoint id, timestamp, is savepoint, synchronous, drain)
-        self._checkpoint_requests: "SimpleQueue[tuple[int, int, bool, bool, bool]]" = SimpleQueue()
-        self._notifications: "SimpleQueue[tuple[int, bool]]" = SimpleQueue()
+        self._checkpoint_requests: SimpleQueue[tuple[int, int, bool, bool, bool]] = SimpleQueue()
+        self._notifications: SimpleQueue[tuple[int, bool]] = SimpleQueue()
         self._storage: Any = None
         self._barrier_handler: Any = None
         self._last_checkpoint = 0
@@ -131,14 +135,23 @@ class Task:
         # unaligned checkpoints: checkpoint id -> (future of the input channel state handles,
         # the checkpoint's state-file factory) between the snapshot and the last barrier
         self._unaligned = str(config.get("execution.checkpointing.unaligned.enabled") or "").strip().lower() in (
-            "true", "1", "yes")
+            "true",
+            "1",
+            "yes",
+        )
         self._channel_state: dict[int, tuple[Future, Any]] = {}
-        self._restored: Optional[TaskStateSnapshot] = None
+        self._restored: TaskStateSnapshot | None = None
         #: stop-with-savepoint: suspended after a synchronous savepoint's snapshot, then finishing
         self._stop = StopWithSavepointLatch()
 
-    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, is_savepoint: bool = False,
-                           synchronous: bool = False, drain: bool = False) -> None:
+    def trigger_checkpoint(
+        self,
+        checkpoint_id: int,
+        timestamp: int,
+        is_savepoint: bool = False,
+        synchronous: bool = False,
+        drain: bool = False,
+    ) -> None:
         """From any thread: a source (or a task whose inputs all ended) starts checkpoint n
         (``synchronous``: the savepoint of a stop-with-savepoint, ``drain``: MAX_WATERMARK first)."""
         self._checkpoint_requests.put((checkpoint_id, timestamp, is_savepoint, synchronous, drain))
@@ -166,12 +179,12 @@ class Task:
             p.release()
 
     # ------------------------------------------------------------------ the task thread
-    def _set_state(self, state: ExecutionState, error: Optional[common_pb2.SerializedThrowable] = None) -> None:
+    def _set_state(self, state: ExecutionState, error: common_pb2.SerializedThrowable | None = None) -> None:
         self.state = state
         self._report(self, state, error)
 
     def _run(self) -> None:
-        chain: Optional[OperatorChain] = None
+        chain: OperatorChain | None = None
         try:
             self._set_state(ExecutionState.INITIALIZING)
             chain = self._restore()
@@ -198,9 +211,14 @@ class Task:
                     self.failed_partition_id = e.partition_id  # the JobMaster restarts its producer
                 # report before failing the partitions: consumers that fail because of it report
                 # after this task, so the JobMaster sees the root cause first
-                self._set_state(ExecutionState.FAILED, common_pb2.SerializedThrowable(
-                    exception_class=type(e).__name__, message=str(e),
-                    traceback="".join(traceback.format_exception(e))))
+                self._set_state(
+                    ExecutionState.FAILED,
+                    common_pb2.SerializedThrowable(
+                        exception_class=type(e).__name__,
+                        message=str(e),
+                        traceback="".join(traceback.format_exception(e)),
+                    ),
+                )
                 for p in self.partitions:
                     p.fail(e)
         finally:
@@ -231,13 +249,21 @@ class Task:
         outputs: dict[str, NetworkOutput] = {}
         for rp in tdd.produced_partitions:
             partition = self.shuffle.create_result_partition(
-                rp.partition_id, rp.num_subpartitions, blocking=rp.result_type == "BLOCKING")
+                rp.partition_id, rp.num_subpartitions, blocking=rp.result_type == "BLOCKING"
+            )
             self.partitions.append(partition)
             key_selector = cloudpickle.loads(rp.key_selector) if rp.key_selector else None
             streaming = (tdd.runtime_mode or "STREAMING") == "STREAMING" and rp.result_type != "BLOCKING"
-            out = NetworkOutput(partition, rp.partitioning, rp.num_subpartitions, key_selector,
-                                tdd.max_parallelism, tdd.subtask_index,
-                                buffer_timeout_s=self._buffer_timeout_s, end_watermark=streaming)
+            out = NetworkOutput(
+                partition,
+                rp.partitioning,
+                rp.num_subpartitions,
+                key_selector,
+                tdd.max_parallelism,
+                tdd.subtask_index,
+                buffer_timeout_s=self._buffer_timeout_s,
+                end_watermark=streaming,
+            )
             outputs[rp.dataset_id] = out
             self._outputs.append(out)
             self.io_metrics.register_output(out, partition)
@@ -245,11 +271,17 @@ class Task:
 
         def ctx_factory(operator_name: str) -> OperatorContext:
             return OperatorContext(
-                task_name=self.name, operator_name=operator_name,
-                subtask_index=tdd.subtask_index, parallelism=tdd.parallelism,
-                max_parallelism=tdd.max_parallelism, attempt_number=tdd.attempt_number,
-                job_id=tdd.job_id, runtime_mode=tdd.runtime_mode or "STREAMING", config=config,
-                send_to_coordinator=self._send, is_running=lambda: not self._cancelled.is_set(),
+                task_name=self.name,
+                operator_name=operator_name,
+                subtask_index=tdd.subtask_index,
+                parallelism=tdd.parallelism,
+                max_parallelism=tdd.max_parallelism,
+                attempt_number=tdd.attempt_number,
+                job_id=tdd.job_id,
+                runtime_mode=tdd.runtime_mode or "STREAMING",
+                config=config,
+                send_to_coordinator=self._send,
+                is_running=lambda: not self._cancelled.is_set(),
             )
 
         state_manager = self._state_manager(config) if (self.checkpointing or tdd.task_state) else None
@@ -267,7 +299,8 @@ class Task:
         # task still opening holds no upstream connection yet
         channels = [
             InputChannelSpec(c.partition_id, c.subpartition, c.producer_data_address)
-            for g in tdd.input_gates for c in g.channels
+            for g in tdd.input_gates
+            for c in g.channels
         ]
         if channels:
             self._check_cancelled()
@@ -294,8 +327,9 @@ class Task:
             handler = None
             if self.checkpointing:
                 mode = str(self.tdd.job_config.get("execution.checkpointing.mode") or "EXACTLY_ONCE").upper()
-                handler = self._barrier_handler = create_barrier_handler(mode, self.gate.num_channels,
-                                                                         unaligned=self._unaligned)
+                handler = self._barrier_handler = create_barrier_handler(
+                    mode, self.gate.num_channels, unaligned=self._unaligned
+                )
             self._replay_channel_state(chain)
             while True:
                 if handler is not None:
@@ -398,15 +432,20 @@ class Task:
             from yarnflink.common.config import parse_memory
 
             threshold = parse_memory(config.get("execution.checkpointing.data-inline-threshold") or "20 kb")
-            self._storage = FsCheckpointStorage(directory, self.job_id, storage_options=options,
-                                                inline_threshold=threshold)
+            self._storage = FsCheckpointStorage(
+                directory, self.job_id, storage_options=options, inline_threshold=threshold
+            )
             self._storage.connect()  # before the task runs, not on its first checkpoint's thread
         restored = None
         if self.tdd.task_state:
             restored = TaskStateSnapshot.from_json(json.loads(self.tdd.task_state.decode("utf-8")))
         self._restored = restored
-        return TaskStateManager(restored=restored, restored_checkpoint_id=self.tdd.restored_checkpoint_id or None,
-                                reader=make_config_reader(config), config=config)
+        return TaskStateManager(
+            restored=restored,
+            restored_checkpoint_id=self.tdd.restored_checkpoint_id or None,
+            reader=make_config_reader(config),
+            config=config,
+        )
 
     def _poll_checkpoints(self, chain: OperatorChain) -> None:
         while True:
@@ -476,11 +515,17 @@ class Task:
                 self._process_input(chain, a.item)
             elif isinstance(a, TriggerCheckpointOnBarrier):
                 # a savepoint is aligned even with unaligned checkpoints: no channel state
-                self._checkpoint(chain, a.barrier.checkpoint_id, a.barrier.timestamp,
-                                 unaligned=(isinstance(self._barrier_handler, UnalignedBarrierHandler)
-                                            and not a.barrier.is_savepoint),
-                                 is_savepoint=a.barrier.is_savepoint, synchronous=a.barrier.synchronous,
-                                 drain=a.barrier.drain)
+                self._checkpoint(
+                    chain,
+                    a.barrier.checkpoint_id,
+                    a.barrier.timestamp,
+                    unaligned=(
+                        isinstance(self._barrier_handler, UnalignedBarrierHandler) and not a.barrier.is_savepoint
+                    ),
+                    is_savepoint=a.barrier.is_savepoint,
+                    synchronous=a.barrier.synchronous,
+                    drain=a.barrier.drain,
+                )
             elif isinstance(a, ChannelStateComplete):
                 self._write_channel_state(a)
             elif isinstance(a, AbortCheckpointOnBarrier):
@@ -490,8 +535,16 @@ class Task:
                 for p in self.partitions:
                     p.emit_event(CancelCheckpointMarker(a.checkpoint_id))
 
-    def _checkpoint(self, chain: OperatorChain, checkpoint_id: int, timestamp: int, unaligned: bool = False,
-                    is_savepoint: bool = False, synchronous: bool = False, drain: bool = False) -> None:
+    def _checkpoint(
+        self,
+        chain: OperatorChain,
+        checkpoint_id: int,
+        timestamp: int,
+        unaligned: bool = False,
+        is_savepoint: bool = False,
+        synchronous: bool = False,
+        drain: bool = False,
+    ) -> None:
         """Snapshot the chain, forward the barrier, acknowledge once the state is written (and,
         ``unaligned``, once the input channel state recorded until the last barrier is). The
         forwarded barrier says whether it belongs to a savepoint (handled aligned downstream),
@@ -516,9 +569,8 @@ class Task:
         chain.flush()
         try:
             storage = self._storage
-            factory = (LazyStreamFactory(lambda: storage.stream_factory(checkpoint_id))
-                       if storage is not None else None)
-            channel_future: Optional[Future] = None
+            factory = LazyStreamFactory(lambda: storage.stream_factory(checkpoint_id)) if storage is not None else None
+            channel_future: Future | None = None
             if unaligned:
                 channel_future = Future()
                 self._channel_state[checkpoint_id] = (channel_future, factory)
@@ -559,16 +611,28 @@ class Task:
                 return
             async_ms = (time.monotonic() - synced) * 1000.0
             size = snapshot.state_size
-            stats = {"sync_ms": round(sync_ms, 3), "async_ms": round(async_ms, 3),
-                     "alignment_ms": round(alignment_ms, 3), "start_delay_ms": start_delay_ms,
-                     "state_size": size, "checkpointed_size": size}
+            stats = {
+                "sync_ms": round(sync_ms, 3),
+                "async_ms": round(async_ms, 3),
+                "alignment_ms": round(alignment_ms, 3),
+                "start_delay_ms": start_delay_ms,
+                "state_size": size,
+                "checkpointed_size": size,
+            }
             if unaligned:
                 stats["persisted_data"] = snapshot.persisted_data
                 stats["unaligned"] = 1
-            self.io_metrics.checkpoint_completed(round(sync_ms + async_ms), size, round(alignment_ms),
-                                                 int(start_delay_ms * 1_000_000))
-            payload = json.dumps({"checkpoint_id": checkpoint_id, "attempt": self.tdd.attempt_number,
-                                  "state": snapshot.to_json(), "metrics": stats}).encode("utf-8")
+            self.io_metrics.checkpoint_completed(
+                round(sync_ms + async_ms), size, round(alignment_ms), int(start_delay_ms * 1_000_000)
+            )
+            payload = json.dumps(
+                {
+                    "checkpoint_id": checkpoint_id,
+                    "attempt": self.tdd.attempt_number,
+                    "state": snapshot.to_json(),
+                    "metrics": stats,
+                }
+            ).encode("utf-8")
             _ACKS.submit(self._send_quietly, "checkpoint-ack", payload)
 
         future.add_done_callback(acknowledge)
@@ -619,8 +683,12 @@ class Task:
         from yarnflink.checkpoint.storage import make_config_reader
 
         where = f"checkpoint {self.tdd.restored_checkpoint_id or '?'} of job {self.job_id}"
-        batches = read_channel_state(handles, make_config_reader(dict(self.tdd.job_config)),
-                                     self.gate.num_channels if self.gate is not None else None, where)
+        batches = read_channel_state(
+            handles,
+            make_config_reader(dict(self.tdd.job_config)),
+            self.gate.num_channels if self.gate is not None else None,
+            where,
+        )
         log.info("task %s: replaying %d in-flight batches of %s", self.name, len(batches), where)
         for rb in batches:
             self._check_cancelled()
@@ -632,8 +700,9 @@ class Task:
             del self._first_barrier[cid]
 
     def _decline(self, checkpoint_id: int, reason: str) -> None:
-        payload = json.dumps({"checkpoint_id": checkpoint_id, "attempt": self.tdd.attempt_number,
-                              "reason": reason}).encode("utf-8")
+        payload = json.dumps(
+            {"checkpoint_id": checkpoint_id, "attempt": self.tdd.attempt_number, "reason": reason}
+        ).encode("utf-8")
         _ACKS.submit(self._send_quietly, "checkpoint-decline", payload)
 
     def _send_quietly(self, kind: str, payload: bytes) -> None:

@@ -23,7 +23,7 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import grpc
 import psutil
@@ -63,17 +63,29 @@ class JobManagerConnection:
     job_id: str
     address: str
     jobmaster_id: str
-    updates: "asyncio.Queue[Any]" = field(default_factory=asyncio.Queue)
-    sender: Optional["asyncio.Task[None]"] = None
+    updates: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+    sender: asyncio.Task[None] | None = None
 
 
 class TaskExecutor(RpcEndpoint):
-    def __init__(self, resource_manager_address: Optional[str], *, host: str = "127.0.0.1", rpc_port: int = 0,
-                 data_port: int = 0, num_slots: int = 1, resource_id: Optional[str] = None,
-                 buffer_timeout_s: float = 0.1, max_buffers_per_channel: int = 8,
-                 max_bytes_per_channel: int = 8 * 1024 * 1024, total_resources: ResourceProfile = UNKNOWN,
-                 heartbeat_interval_s: float = 10.0, heartbeat_timeout_s: float = 50.0,
-                 rpc_failure_threshold: int = 2, rm_leader_retriever: Any = None) -> None:
+    def __init__(
+        self,
+        resource_manager_address: str | None,
+        *,
+        host: str = "127.0.0.1",
+        rpc_port: int = 0,
+        data_port: int = 0,
+        num_slots: int = 1,
+        resource_id: str | None = None,
+        buffer_timeout_s: float = 0.1,
+        max_buffers_per_channel: int = 8,
+        max_bytes_per_channel: int = 8 * 1024 * 1024,
+        total_resources: ResourceProfile = UNKNOWN,
+        heartbeat_interval_s: float = 10.0,
+        heartbeat_timeout_s: float = 50.0,
+        rpc_failure_threshold: int = 2,
+        rm_leader_retriever: Any = None,
+    ) -> None:
         super().__init__("TaskExecutor")
         if (resource_manager_address is None) == (rm_leader_retriever is None):
             raise ValueError("a TaskExecutor needs either the ResourceManager's address or its leader retriever")
@@ -83,13 +95,17 @@ class TaskExecutor(RpcEndpoint):
         self.rm_leader = ResourceManagerLeaderTracker()
         #: Calls refused for a stale fencing token (old ResourceManager or JobMaster leaders).
         self.stale_rpcs_rejected = 0
-        self._registration: Optional["asyncio.Task[None]"] = None
+        self._registration: asyncio.Task[None] | None = None
         self.host = host
         self._rpc_port_config = rpc_port
         self.resource_id = resource_id or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         self.slot_table = TaskSlotTable(num_slots, total_resources)
-        self.shuffle = ShuffleEnvironment(host, data_port, max_buffers_per_channel=max_buffers_per_channel,
-                                          max_bytes_per_channel=max_bytes_per_channel)
+        self.shuffle = ShuffleEnvironment(
+            host,
+            data_port,
+            max_buffers_per_channel=max_buffers_per_channel,
+            max_bytes_per_channel=max_bytes_per_channel,
+        )
         self.buffer_timeout_s = buffer_timeout_s
         self.gateways = GatewayPool()
         self.heartbeat_interval_s = heartbeat_interval_s
@@ -126,15 +142,19 @@ class TaskExecutor(RpcEndpoint):
         self.registered = asyncio.Event()
         spark_sessions.configure(num_slots=len(self.slot_table.slots))  # Spark steps: a thread per slot
         self.shuffle.start()
-        await self.serve(taskexecutor_pb2_grpc.add_TaskExecutorGatewayServicer_to_server,
-                         _Servicer(self), self.host, self._rpc_port_config)
+        await self.serve(
+            taskexecutor_pb2_grpc.add_TaskExecutorGatewayServicer_to_server,
+            _Servicer(self),
+            self.host,
+            self._rpc_port_config,
+        )
         self._spawn(self._heartbeats())
         if self.rm_leader_retriever is None:
             self._on_rm_leader(LeaderInformation("", str(self._fixed_rm_address)))
         else:
             loop = asyncio.get_running_loop()
 
-            def notify(info: Optional[LeaderInformation]) -> None:  # on a ZooKeeper thread
+            def notify(info: LeaderInformation | None) -> None:  # on a ZooKeeper thread
                 try:
                     loop.call_soon_threadsafe(self._on_rm_leader, info)
                 except RuntimeError:  # the loop is closed: stopping
@@ -142,7 +162,7 @@ class TaskExecutor(RpcEndpoint):
 
             self.rm_leader_retriever.start(notify)
 
-    def _on_rm_leader(self, info: Optional[LeaderInformation]) -> None:
+    def _on_rm_leader(self, info: LeaderInformation | None) -> None:
         for action in self.rm_leader.leader_changed(info):
             if isinstance(action, DisconnectResourceManager):
                 log.warning("%s: dropping the old connection", action.cause)
@@ -177,8 +197,10 @@ class TaskExecutor(RpcEndpoint):
             try:
                 await self.gateways.resource_manager(self.rm_address).DisconnectTaskExecutor(
                     resourcemanager_pb2.DisconnectTaskExecutorRequest(
-                        fencing_token=self.rm_token, resource_id=self.resource_id, cause="TaskExecutor stopped"),
-                    timeout=2)
+                        fencing_token=self.rm_token, resource_id=self.resource_id, cause="TaskExecutor stopped"
+                    ),
+                    timeout=2,
+                )
             except grpc.aio.AioRpcError:
                 pass
         for t in list(self._background):
@@ -187,7 +209,7 @@ class TaskExecutor(RpcEndpoint):
         await asyncio.get_running_loop().run_in_executor(None, self.shuffle.close)
         await asyncio.get_running_loop().run_in_executor(None, spark_sessions.stop)  # and its JVM
 
-    def _spawn(self, coro: Any) -> "asyncio.Task[Any]":
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         t = asyncio.ensure_future(coro)
         self._background.add(t)
         t.add_done_callback(self._background.discard)
@@ -195,31 +217,46 @@ class TaskExecutor(RpcEndpoint):
 
     # ------------------------------------------------------------------ ResourceManager
     def _slot_report(self) -> common_pb2.SlotReport:
-        return common_pb2.SlotReport(slots=[
-            common_pb2.SlotStatus(slot_index=s.index, allocation_id=s.allocation_id, job_id=s.job_id,
-                                  profile=_profile_pb(s.profile))
-            for s in self.slot_table.slots
-        ], version=self.slot_table.version)
+        return common_pb2.SlotReport(
+            slots=[
+                common_pb2.SlotStatus(
+                    slot_index=s.index, allocation_id=s.allocation_id, job_id=s.job_id, profile=_profile_pb(s.profile)
+                )
+                for s in self.slot_table.slots
+            ],
+            version=self.slot_table.version,
+        )
 
     async def _register(self, leader: LeaderInformation) -> None:
         delay = 0.05
         rm = self.gateways.resource_manager(leader.address)
         while self.rm_leader.leader == leader:
             try:
-                resp = await rm.RegisterTaskExecutor(resourcemanager_pb2.RegisterTaskExecutorRequest(
-                    resource_id=self.resource_id, rpc_address=self.address,
-                    data_address=self.shuffle.address, num_slots=self.slot_table.num_slots,
-                    total_profile=_profile_pb(self.slot_table.total),
-                    default_slot_profile=_profile_pb(self.slot_table.default_slot),
-                    slot_report=self._slot_report(), pid=os.getpid(), hostname=socket.gethostname(),
-                ), timeout=RPC_TIMEOUT_S)
+                resp = await rm.RegisterTaskExecutor(
+                    resourcemanager_pb2.RegisterTaskExecutorRequest(
+                        resource_id=self.resource_id,
+                        rpc_address=self.address,
+                        data_address=self.shuffle.address,
+                        num_slots=self.slot_table.num_slots,
+                        total_profile=_profile_pb(self.slot_table.total),
+                        default_slot_profile=_profile_pb(self.slot_table.default_slot),
+                        slot_report=self._slot_report(),
+                        pid=os.getpid(),
+                        hostname=socket.gethostname(),
+                    ),
+                    timeout=RPC_TIMEOUT_S,
+                )
                 if self.rm_leader.registered(leader, resp.fencing_token):
                     self._last_rm_heartbeat = time.monotonic()
                     log.info("registered at ResourceManager %s as %s", leader.address, self.resource_id)
                     self.registered.set()
                     return
-                log.info("ResourceManager %s answered with another token than its leader session %s; "
-                         "retrying in %.2fs", leader.address, leader.session_id[:8], delay)
+                log.info(
+                    "ResourceManager %s answered with another token than its leader session %s; retrying in %.2fs",
+                    leader.address,
+                    leader.session_id[:8],
+                    delay,
+                )
             except grpc.aio.AioRpcError as e:
                 log.info("registration at %s failed (%s); retrying in %.2fs", leader.address, e.code(), delay)
             await asyncio.sleep(delay)
@@ -238,8 +275,9 @@ class TaskExecutor(RpcEndpoint):
             leader = self.rm_leader.leader
             registering = self._registration is not None and not self._registration.done()
             if leader is not None and not registering and now - self._last_rm_heartbeat > self.heartbeat_timeout_s:
-                log.warning("no heartbeat from the ResourceManager for %.0f s; registering again",
-                            now - self._last_rm_heartbeat)
+                log.warning(
+                    "no heartbeat from the ResourceManager for %.0f s; registering again", now - self._last_rm_heartbeat
+                )
                 self.registered.clear()
                 self._registration = self._spawn(self._register(leader))
             for job_id in self.jm_heartbeats.timed_out(now):
@@ -251,9 +289,12 @@ class TaskExecutor(RpcEndpoint):
         try:
             await self.gateways.job_master(conn.address).HeartbeatFromTaskManager(
                 jobmaster_pb2.TaskManagerHeartbeat(
-                    jobmaster_id=conn.jobmaster_id, resource_id=self.resource_id,
-                    running_execution_ids=[t.execution_id for t in self.tasks.values() if t.job_id == conn.job_id]),
-                timeout=self.heartbeat_timeout_s)
+                    jobmaster_id=conn.jobmaster_id,
+                    resource_id=self.resource_id,
+                    running_execution_ids=[t.execution_id for t in self.tasks.values() if t.job_id == conn.job_id],
+                ),
+                timeout=self.heartbeat_timeout_s,
+            )
         except grpc.aio.AioRpcError as e:
             if self.job_managers.get(conn.job_id) is not conn:
                 return
@@ -292,18 +333,33 @@ class TaskExecutor(RpcEndpoint):
         self._spawn(self._offer_slot(conn, r.allocation_id, slot.index, slot.profile))
         return taskexecutor_pb2.RequestSlotResponse(slot_index=slot.index, slot_report_version=self.slot_table.version)
 
-    async def _offer_slot(self, conn: JobManagerConnection, allocation_id: str, slot_index: int,
-                          profile: ResourceProfile = UNKNOWN) -> None:
+    async def _offer_slot(
+        self, conn: JobManagerConnection, allocation_id: str, slot_index: int, profile: ResourceProfile = UNKNOWN
+    ) -> None:
         jm = self.gateways.job_master(conn.address)
         try:
-            await jm.RegisterTaskManager(jobmaster_pb2.RegisterTaskManagerRequest(
-                jobmaster_id=conn.jobmaster_id, job_id=conn.job_id, resource_id=self.resource_id,
-                rpc_address=self.address, data_address=self.shuffle.address), timeout=RPC_TIMEOUT_S)
-            resp = await jm.OfferSlots(jobmaster_pb2.OfferSlotsRequest(
-                jobmaster_id=conn.jobmaster_id, resource_id=self.resource_id,
-                offers=[jobmaster_pb2.SlotOffer(allocation_id=allocation_id, slot_index=slot_index,
-                                                profile=_profile_pb(profile))]),
-                timeout=RPC_TIMEOUT_S)
+            await jm.RegisterTaskManager(
+                jobmaster_pb2.RegisterTaskManagerRequest(
+                    jobmaster_id=conn.jobmaster_id,
+                    job_id=conn.job_id,
+                    resource_id=self.resource_id,
+                    rpc_address=self.address,
+                    data_address=self.shuffle.address,
+                ),
+                timeout=RPC_TIMEOUT_S,
+            )
+            resp = await jm.OfferSlots(
+                jobmaster_pb2.OfferSlotsRequest(
+                    jobmaster_id=conn.jobmaster_id,
+                    resource_id=self.resource_id,
+                    offers=[
+                        jobmaster_pb2.SlotOffer(
+                            allocation_id=allocation_id, slot_index=slot_index, profile=_profile_pb(profile)
+                        )
+                    ],
+                ),
+                timeout=RPC_TIMEOUT_S,
+            )
             accepted = allocation_id in resp.accepted_allocation_ids
         except grpc.aio.AioRpcError as e:
             log.info("offering slot %s to %s failed: %s", allocation_id, conn.address, e.details())
@@ -328,8 +384,14 @@ class TaskExecutor(RpcEndpoint):
         try:
             await self.gateways.resource_manager(self.rm_address).NotifySlotAvailable(
                 resourcemanager_pb2.NotifySlotAvailableRequest(
-                    fencing_token=self.rm_token, resource_id=self.resource_id, slot_index=freed.index,
-                    allocation_id=allocation_id, slot_report_version=self.slot_table.version), timeout=RPC_TIMEOUT_S)
+                    fencing_token=self.rm_token,
+                    resource_id=self.resource_id,
+                    slot_index=freed.index,
+                    allocation_id=allocation_id,
+                    slot_report_version=self.slot_table.version,
+                ),
+                timeout=RPC_TIMEOUT_S,
+            )
         except grpc.aio.AioRpcError as e:
             log.info("NotifySlotAvailable failed (%s); the next heartbeat reports the slot", e.details())
 
@@ -351,7 +413,7 @@ class TaskExecutor(RpcEndpoint):
         self.slot_table.add_task(tdd.allocation_id, tdd.job_id, tdd.execution_id)
         loop = self.loop
 
-        def report(task: Task, state: ExecutionState, error: Optional[common_pb2.SerializedThrowable]) -> None:
+        def report(task: Task, state: ExecutionState, error: common_pb2.SerializedThrowable | None) -> None:
             loop.call_soon_threadsafe(self._on_task_state, task, state, error)
 
         def send_to_coordinator(kind: str, payload: bytes) -> None:
@@ -360,28 +422,37 @@ class TaskExecutor(RpcEndpoint):
 
         task = Task(tdd, self.shuffle, report, send_to_coordinator, buffer_timeout_s=self.buffer_timeout_s)
         self.tasks[tdd.execution_id] = task
-        self.partitions_by_job.setdefault(tdd.job_id, set()).update(
-            p.partition_id for p in tdd.produced_partitions)
+        self.partitions_by_job.setdefault(tdd.job_id, set()).update(p.partition_id for p in tdd.produced_partitions)
         log.info("received task %s (%s)", task.name, tdd.execution_id)
         task.start()
 
-    async def _send_coordination(self, conn: JobManagerConnection, execution_id: str, kind: str, payload: bytes) -> None:
+    async def _send_coordination(
+        self, conn: JobManagerConnection, execution_id: str, kind: str, payload: bytes
+    ) -> None:
         await self.gateways.job_master(conn.address).SendCoordinationData(
-            jobmaster_pb2.CoordinationData(jobmaster_id=conn.jobmaster_id, execution_id=execution_id,
-                                           kind=kind, payload=payload), timeout=RPC_TIMEOUT_S * 3)
+            jobmaster_pb2.CoordinationData(
+                jobmaster_id=conn.jobmaster_id, execution_id=execution_id, kind=kind, payload=payload
+            ),
+            timeout=RPC_TIMEOUT_S * 3,
+        )
 
-    def _on_task_state(self, task: Task, state: ExecutionState,
-                       error: Optional[common_pb2.SerializedThrowable]) -> None:
+    def _on_task_state(self, task: Task, state: ExecutionState, error: common_pb2.SerializedThrowable | None) -> None:
         if state.terminal:
             self.tasks.pop(task.execution_id, None)
             self.slot_table.remove_task(task.execution_id)
         conn = self.job_managers.get(task.job_id)
         if conn is None:
             return
-        conn.updates.put_nowait(jobmaster_pb2.TaskExecutionState(
-            jobmaster_id=conn.jobmaster_id, execution_id=task.execution_id, state=state.value, error=error,
-            io_metrics=final_io_metrics(task) if state.terminal else {},
-            failed_partition_id=task.failed_partition_id if state == ExecutionState.FAILED else ""))
+        conn.updates.put_nowait(
+            jobmaster_pb2.TaskExecutionState(
+                jobmaster_id=conn.jobmaster_id,
+                execution_id=task.execution_id,
+                state=state.value,
+                error=error,
+                io_metrics=final_io_metrics(task) if state.terminal else {},
+                failed_partition_id=task.failed_partition_id if state == ExecutionState.FAILED else "",
+            )
+        )
 
     async def _send_updates(self, conn: JobManagerConnection) -> None:
         jm = self.gateways.job_master(conn.address)
@@ -402,7 +473,7 @@ class TaskExecutor(RpcEndpoint):
     def knows_jobmaster(self, jobmaster_id: str) -> bool:
         return bool(jobmaster_id) and any(c.jobmaster_id == jobmaster_id for c in self.job_managers.values())
 
-    def is_task_jobmaster(self, task: Optional[Task], jobmaster_id: str) -> bool:
+    def is_task_jobmaster(self, task: Task | None, jobmaster_id: str) -> bool:
         """A checkpoint call for ``task`` (None: not here, nothing to fence) from ``jobmaster_id``."""
         if task is None:
             return True
@@ -428,13 +499,22 @@ class TaskExecutor(RpcEndpoint):
     def info(self) -> taskexecutor_pb2.TaskExecutorInfo:
         slot_of = {eid: s.index for s in self.slot_table.slots for eid in s.tasks}
         return taskexecutor_pb2.TaskExecutorInfo(
-            resource_id=self.resource_id, slot_report=self._slot_report(),
-            tasks=[taskexecutor_pb2.TaskInfo(execution_id=t.execution_id, job_id=t.job_id, task_name=t.name,
-                                             subtask_index=t.tdd.subtask_index, state=t.state.value,
-                                             slot_index=slot_of.get(t.execution_id, -1),
-                                             allocation_id=t.tdd.allocation_id, vertex_id=t.tdd.vertex_id,
-                                             attempt_number=t.tdd.attempt_number)
-                   for t in self.tasks.values()],
+            resource_id=self.resource_id,
+            slot_report=self._slot_report(),
+            tasks=[
+                taskexecutor_pb2.TaskInfo(
+                    execution_id=t.execution_id,
+                    job_id=t.job_id,
+                    task_name=t.name,
+                    subtask_index=t.tdd.subtask_index,
+                    state=t.state.value,
+                    slot_index=slot_of.get(t.execution_id, -1),
+                    allocation_id=t.tdd.allocation_id,
+                    vertex_id=t.tdd.vertex_id,
+                    attempt_number=t.tdd.attempt_number,
+                )
+                for t in self.tasks.values()
+            ],
             rss_bytes=psutil.Process().memory_info().rss,
             network_memory_in_use=self.shuffle.memory_in_use(),
         )
@@ -446,9 +526,14 @@ class _Servicer(taskexecutor_pb2_grpc.TaskExecutorGatewayServicer):
 
     async def RequestSlot(self, request: Any, context: Any) -> Any:
         if not self.te.rm_leader.accepts(request.resource_manager_token):
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, self.te.reject_stale(
-                "RequestSlot", "ResourceManager",
-                "slot request from a ResourceManager that is not the one this TaskExecutor registered at"))
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                self.te.reject_stale(
+                    "RequestSlot",
+                    "ResourceManager",
+                    "slot request from a ResourceManager that is not the one this TaskExecutor registered at",
+                ),
+            )
         try:
             return await self.te.request_slot(request)
         except SlotAllocationError as e:
@@ -456,8 +541,10 @@ class _Servicer(taskexecutor_pb2_grpc.TaskExecutorGatewayServicer):
 
     async def SubmitTask(self, request: Any, context: Any) -> Any:
         if not self.te.knows_jobmaster(request.jobmaster_id):
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
-                                self.te.reject_stale("SubmitTask", "JobMaster", f"job {request.tdd.job_id}"))
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                self.te.reject_stale("SubmitTask", "JobMaster", f"job {request.tdd.job_id}"),
+            )
         try:
             self.te.submit_task(request)
         except SlotAllocationError as e:
@@ -466,8 +553,10 @@ class _Servicer(taskexecutor_pb2_grpc.TaskExecutorGatewayServicer):
 
     async def CancelTask(self, request: Any, context: Any) -> Any:
         if not self.te.knows_jobmaster(request.jobmaster_id):
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, self.te.reject_stale(
-                "CancelTask", "JobMaster", "cancel from an unknown JobMaster"))
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                self.te.reject_stale("CancelTask", "JobMaster", "cancel from an unknown JobMaster"),
+            )
         if not self.te.cancel_task(request.execution_id):
             await context.abort(grpc.StatusCode.NOT_FOUND, f"no task {request.execution_id} here")
         return common_pb2.Ack()
@@ -475,18 +564,21 @@ class _Servicer(taskexecutor_pb2_grpc.TaskExecutorGatewayServicer):
     async def TriggerCheckpoint(self, request: Any, context: Any) -> Any:
         task = self.te.tasks.get(request.execution_id)  # checkpoints: see yarnflink/taskexecutor/task.py
         if not self.te.is_task_jobmaster(task, request.jobmaster_id):
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
-                                self.te.reject_stale("TriggerCheckpoint", "JobMaster"))
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION, self.te.reject_stale("TriggerCheckpoint", "JobMaster")
+            )
         if task is not None:
-            task.trigger_checkpoint(request.checkpoint_id, request.timestamp, request.is_savepoint,
-                                    request.synchronous, request.drain)
+            task.trigger_checkpoint(
+                request.checkpoint_id, request.timestamp, request.is_savepoint, request.synchronous, request.drain
+            )
         return common_pb2.Ack()
 
     async def NotifyCheckpoint(self, request: Any, context: Any) -> Any:
         task = self.te.tasks.get(request.execution_id)
         if not self.te.is_task_jobmaster(task, request.jobmaster_id):
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
-                                self.te.reject_stale("NotifyCheckpoint", "JobMaster"))
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION, self.te.reject_stale("NotifyCheckpoint", "JobMaster")
+            )
         if task is not None:
             task.notify_checkpoint(request.checkpoint_id, request.completed)
         return common_pb2.Ack()
@@ -509,9 +601,14 @@ class _Servicer(taskexecutor_pb2_grpc.TaskExecutorGatewayServicer):
 
     async def HeartbeatFromResourceManager(self, request: Any, context: Any) -> Any:
         if not self.te.heartbeat_from_resource_manager(request.resource_manager_token):
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, self.te.reject_stale(
-                "HeartbeatFromResourceManager", "ResourceManager",
-                "heartbeat from a ResourceManager this TaskExecutor is not registered at"))
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                self.te.reject_stale(
+                    "HeartbeatFromResourceManager",
+                    "ResourceManager",
+                    "heartbeat from a ResourceManager this TaskExecutor is not registered at",
+                ),
+            )
         return taskexecutor_pb2.ResourceManagerHeartbeatResponse(slot_report=self.te._slot_report())
 
 
@@ -520,8 +617,12 @@ def _profile(p: common_pb2.ResourceProfile) -> ResourceProfile:
 
 
 def _profile_pb(p: ResourceProfile) -> common_pb2.ResourceProfile:
-    return common_pb2.ResourceProfile(cpu_cores=p.cpu_cores, task_heap_mb=p.task_heap_mb,
-                                      task_off_heap_mb=p.task_off_heap_mb, managed_memory_mb=p.managed_memory_mb)
+    return common_pb2.ResourceProfile(
+        cpu_cores=p.cpu_cores,
+        task_heap_mb=p.task_heap_mb,
+        task_off_heap_mb=p.task_off_heap_mb,
+        managed_memory_mb=p.managed_memory_mb,
+    )
 
 
 __all__ = ["TaskExecutor", "SlotState"]

@@ -66,7 +66,14 @@ def test_operators_create_specs_and_default_names(env):
     s.process(Emit())
     ns = nodes(env)
     assert [n.name for n in ns] == ["Source: Collection", "Map", "Flat Map", "Filter", "Map Batches", "Process"]
-    assert [type(n.spec) for n in ns] == [CollectionSourceSpec, MapSpec, FlatMapSpec, FilterSpec, MapBatchesSpec, ProcessSpec]
+    assert [type(n.spec) for n in ns] == [
+        CollectionSourceSpec,
+        MapSpec,
+        FlatMapSpec,
+        FilterSpec,
+        MapBatchesSpec,
+        ProcessSpec,
+    ]
     assert ns[0].spec.items == [1, 2, 3]
     assert ns[1].spec.fn is str
     assert ns[5].spec.key_selector is None
@@ -158,7 +165,11 @@ def test_partitioning_views_set_the_next_edge(env):
     for method in ["rebalance", "shuffle", "broadcast", "forward", "rescale"]:
         getattr(s, method)().map(str)
     assert [e.partitioning for e in env.get_stream_graph().edges] == [
-        "rebalance", "shuffle", "broadcast", "forward", "rescale"
+        "rebalance",
+        "shuffle",
+        "broadcast",
+        "forward",
+        "rescale",
     ]
 
 
@@ -170,7 +181,9 @@ def test_default_edge_partitioning(env):
 
 
 # ----------------------------------------------------------------------------- validation
-@pytest.mark.parametrize("p,exc", [(0, ValueError), (-1, ValueError), ("2", TypeError), (True, TypeError), (1.0, TypeError)])
+@pytest.mark.parametrize(
+    "p,exc", [(0, ValueError), (-1, ValueError), ("2", TypeError), (True, TypeError), (1.0, TypeError)]
+)
 def test_bad_parallelism(env, p, exc):
     with pytest.raises(exc, match="parallelism"):
         env.from_sequence(1, 2).map(str).set_parallelism(p)
@@ -207,7 +220,9 @@ def test_reduce_needs_a_function(env):
         env.from_collection([(1, 2)]).key_by(0).reduce("sum")
 
 
-@pytest.mark.parametrize("field,exc", [(1.5, TypeError), (-1, ValueError), (True, TypeError), ("", ValueError), (None, TypeError)])
+@pytest.mark.parametrize(
+    "field,exc", [(1.5, TypeError), (-1, ValueError), (True, TypeError), ("", ValueError), (None, TypeError)]
+)
 def test_bad_aggregate_field(env, field, exc):
     with pytest.raises(exc, match="sum\\(\\)"):
         env.from_collection([(1, 2)]).key_by(0).sum(field)

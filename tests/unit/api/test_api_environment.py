@@ -1,15 +1,14 @@
 """StreamExecutionEnvironment: configuration, parallelism defaults, executor protocol."""
 
+import cloudpickle
 import pytest
 
 from yarnflink import RuntimeExecutionMode, StreamExecutionEnvironment
 from yarnflink.api.common import ExecutorNotConfiguredError, JobExecutionResult, ProgramAbortException
 from yarnflink.api.environment import PlanCaptureExecutor, get_default_executor, set_default_executor
-from yarnflink.common.config import Configuration, ConfigError
+from yarnflink.common.config import ConfigError, Configuration
 from yarnflink.jobgraph.jobgraph import JobGraph
 from yarnflink.operators.specs import CollectSinkSpec
-
-import cloudpickle
 
 
 class FakeExecutor:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -23,8 +24,13 @@ def s3_server() -> Iterator[dict[str, Any]]:
     }
     import boto3
 
-    boto3.client("s3", endpoint_url=options["endpoint_url"], aws_access_key_id="testing",
-                 aws_secret_access_key="testing", region_name="us-east-1").create_bucket(Bucket="yarnflink-checkpoints")
+    boto3.client(
+        "s3",
+        endpoint_url=options["endpoint_url"],
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    ).create_bucket(Bucket="yarnflink-checkpoints")
     yield options
     server.stop()
 

@@ -47,7 +47,9 @@ ALL = tuple(t.task_id for t in TASKS)
 
 
 def config(**kw) -> CheckpointConfig:  # type: ignore[no-untyped-def]
-    base = dict(interval_ms=1000, timeout_ms=5000, min_pause_ms=0, max_concurrent=1, tolerable_failures=0, num_retained=2)
+    base = dict(
+        interval_ms=1000, timeout_ms=5000, min_pause_ms=0, max_concurrent=1, tolerable_failures=0, num_retained=2
+    )
     base.update(kw)
     return CheckpointConfig(**base)
 
@@ -123,12 +125,15 @@ def test_decline_aborts_discards_acknowledged_state_and_fails_the_job_past_the_t
     c.handle(Tick(1000))
     c.handle(AcknowledgeCheckpoint(1, "src-0", state("src-0", 1)))
     actions = c.handle(DeclineCheckpoint(1, "win-0", "disk full"))
-    assert actions[0] == NotifyCheckpointAborted(1, ALL, "CHECKPOINT_DECLINED: task win-0 declined checkpoint 1: disk full")
+    assert actions[0] == NotifyCheckpointAborted(
+        1, ALL, "CHECKPOINT_DECLINED: task win-0 declined checkpoint 1: disk full"
+    )
     assert actions[1] == DiscardState(1, tuple(state("src-0", 1).stream_handles()))
     assert len(actions) == 2 and c.consecutive_failures == 1
     # a late ack of the aborted checkpoint: its state is discarded
     assert c.handle(AcknowledgeCheckpoint(1, "src-1", state("src-1", 1))) == [
-        DiscardState(1, tuple(state("src-1", 1).stream_handles()))]
+        DiscardState(1, tuple(state("src-1", 1).stream_handles()))
+    ]
     c.handle(Tick(2000))
     actions = c.handle(DeclineCheckpoint(2, "src-1", "broken"))
     assert isinstance(actions[-1], FailJob)
@@ -198,7 +203,8 @@ def test_acks_from_an_old_attempt_and_duplicates_are_discarded() -> None:
     c.handle(TaskRunning("src-0", attempt=1))
     c.handle(Tick(1000))
     assert c.handle(AcknowledgeCheckpoint(1, "src-0", state("src-0", 1), attempt=0)) == [
-        DiscardState(1, tuple(state("src-0", 1).stream_handles()))]
+        DiscardState(1, tuple(state("src-0", 1).stream_handles()))
+    ]
     assert c.handle(AcknowledgeCheckpoint(1, "src-0", state("src-0", 1), attempt=1)) == []
     assert isinstance(c.handle(AcknowledgeCheckpoint(1, "src-0", state("src-0", 1), attempt=1))[0], DiscardState)
 
@@ -248,14 +254,17 @@ def test_savepoints_ignore_the_interval_are_not_retained_and_do_not_count() -> N
     assert not any(isinstance(a, FailJob) for a in c.handle(DeclineCheckpoint(2, "src-0", "no")))
 
 
-@pytest.mark.parametrize("retention,status,discarded", [
-    ("NO_EXTERNALIZED_CHECKPOINTS", "CANCELED", True),
-    ("NO_EXTERNALIZED_CHECKPOINTS", "FAILED", True),
-    ("DELETE_ON_CANCELLATION", "CANCELED", True),
-    ("DELETE_ON_CANCELLATION", "FAILED", False),
-    ("RETAIN_ON_CANCELLATION", "CANCELED", False),
-    ("RETAIN_ON_CANCELLATION", "FINISHED", True),
-])
+@pytest.mark.parametrize(
+    "retention,status,discarded",
+    [
+        ("NO_EXTERNALIZED_CHECKPOINTS", "CANCELED", True),
+        ("NO_EXTERNALIZED_CHECKPOINTS", "FAILED", True),
+        ("DELETE_ON_CANCELLATION", "CANCELED", True),
+        ("DELETE_ON_CANCELLATION", "FAILED", False),
+        ("RETAIN_ON_CANCELLATION", "CANCELED", False),
+        ("RETAIN_ON_CANCELLATION", "FINISHED", True),
+    ],
+)
 def test_retention_when_the_job_ends(retention: str, status: str, discarded: bool) -> None:
     c = running(externalized_retention=retention, max_concurrent=2)
     c.handle(Tick(1000))
@@ -278,16 +287,22 @@ def test_restarted_coordinator_continues_the_id_sequence() -> None:
 
 
 def test_config_from_flink_keys() -> None:
-    cfg = CheckpointConfig.from_configuration({
-        "execution.checkpointing.interval": "10 s", "execution.checkpointing.timeout": "1 min",
-        "execution.checkpointing.min-pause": "500 ms", "execution.checkpointing.max-concurrent-checkpoints": "2",
-        "execution.checkpointing.mode": "at_least_once", "execution.checkpointing.tolerable-failed-checkpoints": "3",
-        "execution.checkpointing.num-retained": "4",
-        "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
-        "execution.checkpointing.dir": "s3://bucket/chk",
-    })
-    assert cfg == CheckpointConfig(10_000, 60_000, 500, 2, "AT_LEAST_ONCE", 3, 4, "RETAIN_ON_CANCELLATION",
-                                   "s3://bucket/chk", 20 * 1024)
+    cfg = CheckpointConfig.from_configuration(
+        {
+            "execution.checkpointing.interval": "10 s",
+            "execution.checkpointing.timeout": "1 min",
+            "execution.checkpointing.min-pause": "500 ms",
+            "execution.checkpointing.max-concurrent-checkpoints": "2",
+            "execution.checkpointing.mode": "at_least_once",
+            "execution.checkpointing.tolerable-failed-checkpoints": "3",
+            "execution.checkpointing.num-retained": "4",
+            "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
+            "execution.checkpointing.dir": "s3://bucket/chk",
+        }
+    )
+    assert cfg == CheckpointConfig(
+        10_000, 60_000, 500, 2, "AT_LEAST_ONCE", 3, 4, "RETAIN_ON_CANCELLATION", "s3://bucket/chk", 20 * 1024
+    )
     assert not CheckpointConfig.from_configuration(None).periodic
 
 

@@ -29,31 +29,45 @@ def checkpoint(parallelism: int = 2, max_parallelism: int = 128) -> CompletedChe
     subtasks = {}
     for i in range(parallelism):
         rng = KeyGroupRange.of(key_group_range(max_parallelism, parallelism, i))
-        keyed = KeyGroupsStateHandle(rng, FileStateHandle(f"s3://b/job/chk-3/keyed-{i}.arrow", 4096),
-                                     (StateMetaInfo("count", "value", True),))
-        op = OperatorStateHandle(ByteStreamStateHandle(f"op-{i}", b"\x00\x01binary"), {"offsets": ("SPLIT_DISTRIBUTE", (0, 1))})
+        keyed = KeyGroupsStateHandle(
+            rng, FileStateHandle(f"s3://b/job/chk-3/keyed-{i}.arrow", 4096), (StateMetaInfo("count", "value", True),)
+        )
+        op = OperatorStateHandle(
+            ByteStreamStateHandle(f"op-{i}", b"\x00\x01binary"), {"offsets": ("SPLIT_DISTRIBUTE", (0, 1))}
+        )
         subtasks[i] = OperatorSubtaskState([keyed], [op])
-    return CompletedCheckpoint("job", 3, 1234, {
-        "window-op": OperatorState("window-op", parallelism, max_parallelism, subtasks),
-        "sink-op": OperatorState("sink-op", parallelism, max_parallelism, {}),
-    }, external_pointer="s3://b/job/chk-3")
+    return CompletedCheckpoint(
+        "job",
+        3,
+        1234,
+        {
+            "window-op": OperatorState("window-op", parallelism, max_parallelism, subtasks),
+            "sink-op": OperatorState("sink-op", parallelism, max_parallelism, {}),
+        },
+        external_pointer="s3://b/job/chk-3",
+    )
 
 
 def test_metadata_round_trip() -> None:
     cp = checkpoint()
     back = deserialize_metadata(serialize_metadata(cp), "s3://b/job/chk-3/_metadata")
     assert back.to_json() == cp.to_json()
-    assert back.operator_states["window-op"].subtask_states[1].managed_operator_state[0].delegate.data == b"\x00\x01binary"
+    assert (
+        back.operator_states["window-op"].subtask_states[1].managed_operator_state[0].delegate.data == b"\x00\x01binary"
+    )
 
 
-@pytest.mark.parametrize("damage,problem", [
-    (lambda d: b"", "the file is empty"),
-    (lambda d: d[:10], "truncated"),
-    (lambda d: d[:-3], "truncated"),
-    (lambda d: b"PK\x03\x04" + d[4:], "not a yarnflink checkpoint metadata file"),
-    (lambda d: d[:20] + bytes([d[20] ^ 1]) + d[21:], "checksum mismatch"),
-    (lambda d: d[:4] + b"\x00\x09" + d[6:], "unsupported metadata format version 9"),
-])
+@pytest.mark.parametrize(
+    "damage,problem",
+    [
+        (lambda d: b"", "the file is empty"),
+        (lambda d: d[:10], "truncated"),
+        (lambda d: d[:-3], "truncated"),
+        (lambda d: b"PK\x03\x04" + d[4:], "not a yarnflink checkpoint metadata file"),
+        (lambda d: d[:20] + bytes([d[20] ^ 1]) + d[21:], "checksum mismatch"),
+        (lambda d: d[:4] + b"\x00\x09" + d[6:], "unsupported metadata format version 9"),
+    ],
+)
 def test_damaged_metadata_is_reported_with_its_path(damage, problem) -> None:  # type: ignore[no-untyped-def]
     data = damage(serialize_metadata(checkpoint()))
     with pytest.raises(CheckpointMetadataError) as e:
@@ -77,8 +91,10 @@ def test_incompatible_checkpoints_are_refused_with_the_path_and_the_problem() ->
     cp = checkpoint()
     with pytest.raises(CheckpointMetadataError) as e:
         assign_state(cp, [RestoreVertex("v", 2, 256, ("window-op",))])
-    assert str(e.value).startswith("checkpoint metadata s3://b/job/chk-3: operator window-op was checkpointed "
-                                   "with max parallelism 128 but the job has max parallelism 256")
+    assert str(e.value).startswith(
+        "checkpoint metadata s3://b/job/chk-3: operator window-op was checkpointed "
+        "with max parallelism 128 but the job has max parallelism 256"
+    )
     problem = check_compatible(cp, [RestoreVertex("v", 2, 128, ("other-op",))])
     assert problem is not None and "state of operator(s) window-op that the job does not contain" in problem
     assert "execution.savepoint.ignore-unclaimed-state" in problem

@@ -109,8 +109,13 @@ def test_restore_path_validation_names_the_path_and_the_problem(tmp_path) -> Non
 
 def test_metadata_structure_and_relative_paths_are_checked() -> None:
     def one(handle: KeyGroupsStateHandle, parallelism: int = 2) -> CompletedCheckpoint:
-        return CompletedCheckpoint("j", 1, 0, {"op": OperatorState("op", parallelism, 128, {0: OperatorSubtaskState([handle])})},
-                                   is_savepoint=True)
+        return CompletedCheckpoint(
+            "j",
+            1,
+            0,
+            {"op": OperatorState("op", parallelism, 128, {0: OperatorSubtaskState([handle])})},
+            is_savepoint=True,
+        )
 
     good = KeyGroupsStateHandle(KeyGroupRange(0, 63), FileStateHandle("file:///sp/a.arrow", 10))
     data = serialize_metadata(one(good), relative_to="file:///sp")

@@ -95,8 +95,9 @@ def test_latch_an_abort_that_overtook_its_trigger_suspends_nothing() -> None:
 def test_synchronous_savepoint_triggers_with_its_type_and_suspends_periodic_checkpoints() -> None:
     c = running(interval_ms=1000, timeout_ms=5000)
     t, timeout = c.handle(TriggerSavepoint(500, "file:///sp", synchronous=True, drain=True))
-    assert t == TriggerCheckpoint(1, 500, ("src-0", "src-1"), "EXACTLY_ONCE", is_savepoint=True,
-                                  synchronous=True, drain=True)
+    assert t == TriggerCheckpoint(
+        1, 500, ("src-0", "src-1"), "EXACTLY_ONCE", is_savepoint=True, synchronous=True, drain=True
+    )
     assert timeout == ScheduleTimeout(1, 5500)
     assert c.stop_checkpoint_id == 1 and c.periodic_suspended
     assert c.handle(Tick(2000)) == []  # due, but nothing after the stop's savepoint
@@ -177,7 +178,10 @@ def test_a_late_acknowledgement_of_the_stopped_savepoint_is_discarded() -> None:
 # ----------------------------------------------------------------------------- the operation's result
 def test_savepoint_type_names() -> None:
     assert (savepoint_type(False, False), savepoint_type(True, False), savepoint_type(True, True)) == (
-        SAVEPOINT, SUSPEND, TERMINATE)
+        SAVEPOINT,
+        SUSPEND,
+        TERMINATE,
+    )
     with pytest.raises(ValueError, match="drain applies to stop-with-savepoint only"):
         savepoint_type(False, True)
 
@@ -199,8 +203,10 @@ def test_result_of_a_failed_savepoint_says_the_job_keeps_running() -> None:
     h.savepoint_failed("FINALIZE_CHECKPOINT_FAILURE: writing the metadata of checkpoint 3 failed")
     cause = h.operation()["operation"]["failure-cause"]
     assert cause["class"] == "CheckpointException"
-    assert cause["stack-trace"] == ("stop-with-savepoint of job job-1 failed, the job keeps running: "
-                                    "FINALIZE_CHECKPOINT_FAILURE: writing the metadata of checkpoint 3 failed")
+    assert cause["stack-trace"] == (
+        "stop-with-savepoint of job job-1 failed, the job keeps running: "
+        "FINALIZE_CHECKPOINT_FAILURE: writing the metadata of checkpoint 3 failed"
+    )
     h.savepoint_completed("file:///late")
     h.job_terminated("FINISHED")
     assert "location" not in h.operation()["operation"]
@@ -216,7 +222,8 @@ def test_result_when_a_task_does_not_finish_after_the_savepoint() -> None:
     h.task_ended("windows (2/2)", "FAILED")
     assert h.operation()["operation"]["failure-cause"]["stack-trace"] == (
         "stop-with-savepoint of job job-1: the savepoint file:///sp/s completed, but task windows (2/2) ended "
-        "FAILED instead of FINISHED, so the job did not stop with it")
+        "FAILED instead of FINISHED, so the job did not stop with it"
+    )
     h.job_terminated("FINISHED")
     assert "location" not in h.operation()["operation"]
 
@@ -231,9 +238,16 @@ def test_a_task_failure_after_the_savepoint_completed_fails_the_job_without_rest
     assert isinstance(decision, FailWithoutRestart)
     assert decision.exception_class == STOPPING_EXCEPTION == "StopWithSavepointStoppingException"
     message = decision.message
-    for part in ("file:///sp/savepoint-1", "task sink (1/1) failed", "RuntimeError: commit failed",
-                 "complete and consistent", "may not have been committed", "FileSink",
-                 "is not restarted", "yarnflink run -s file:///sp/savepoint-1"):
+    for part in (
+        "file:///sp/savepoint-1",
+        "task sink (1/1) failed",
+        "RuntimeError: commit failed",
+        "complete and consistent",
+        "may not have been committed",
+        "FileSink",
+        "is not restarted",
+        "yarnflink run -s file:///sp/savepoint-1",
+    ):
         assert part in message, (part, message)
     op = h.operation()
     assert op["status"] == {"id": "COMPLETED"} and "location" not in op["operation"]
@@ -255,11 +269,14 @@ def test_a_task_failure_before_the_savepoint_completed_is_left_to_the_failover()
     assert h.task_failed("sink (1/1)", "RuntimeError: x") is None
 
 
-@pytest.mark.parametrize("completed,status,expected", [
-    (True, "CANCELED", "the savepoint file:///sp/s completed, but the job ended CANCELED instead of FINISHED"),
-    (True, "FAILED", "the savepoint file:///sp/s completed, but the job ended FAILED instead of FINISHED"),
-    (False, "CANCELED", "failed: the job ended CANCELED before the savepoint completed"),
-])
+@pytest.mark.parametrize(
+    "completed,status,expected",
+    [
+        (True, "CANCELED", "the savepoint file:///sp/s completed, but the job ended CANCELED instead of FINISHED"),
+        (True, "FAILED", "the savepoint file:///sp/s completed, but the job ended FAILED instead of FINISHED"),
+        (False, "CANCELED", "failed: the job ended CANCELED before the savepoint completed"),
+    ],
+)
 def test_result_when_the_job_ends_otherwise(completed: bool, status: str, expected: str) -> None:
     h = StopWithSavepointTerminationHandler("job-1")
     if completed:

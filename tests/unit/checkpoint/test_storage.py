@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from yarnflink.checkpoint.config import CheckpointConfig
 from yarnflink.checkpoint.coordinator import (
     AcknowledgeCheckpoint,
     CheckpointCoordinator,
@@ -19,7 +20,6 @@ from yarnflink.checkpoint.coordinator import (
     Tick,
     WriteMetadata,
 )
-from yarnflink.checkpoint.config import CheckpointConfig
 from yarnflink.checkpoint.metadata import CheckpointMetadataError
 from yarnflink.checkpoint.storage import (
     CheckpointStorageError,
@@ -45,8 +45,7 @@ def fill(backend: HeapKeyedStateBackend, n: int, value: str) -> None:
         st.update(f"{value}-{k}")
 
 
-def run_checkpoint(storage: FsCheckpointStorage, coordinator: CheckpointCoordinator, backends: list,
-                   now: int) -> list:
+def run_checkpoint(storage: FsCheckpointStorage, coordinator: CheckpointCoordinator, backends: list, now: int) -> list:
     """One periodic checkpoint through the coordinator, with the real snapshots written to storage."""
     trigger = coordinator.handle(Tick(now))[0]
     cid = trigger.checkpoint_id
@@ -105,7 +104,9 @@ def test_layout_state_files_inline_threshold_and_restore(checkpoint_dir: tuple) 
     # restore at another parallelism from what storage holds
     latest = storage.find_latest_valid()
     assert latest.checkpoint.checkpoint_id == 2 and latest.skipped == []
-    handles = [h for s in latest.checkpoint.operator_states["op"].subtask_states.values() for h in s.managed_keyed_state]
+    handles = [
+        h for s in latest.checkpoint.operator_states["op"].subtask_states.values() for h in s.managed_keyed_state
+    ]
     restored = HeapKeyedStateBackend(128, range(0, 128))
     assert restored.restore(handles, make_reader(checkpoint_dir[1])) == 500
     restored.set_current_key(123)
@@ -133,8 +134,9 @@ def test_fallback_to_the_newest_intact_checkpoint(checkpoint_dir: tuple) -> None
     fs = storage.fs
     meta = lambda n: posixpath.join(storage.checkpoint_path(n), "_metadata")  # noqa: E731
     # chk-4: a state file is gone; chk-3: _metadata is corrupted; chk-2: _metadata is truncated
-    victim = next(h for h in storage.read_metadata(storage.checkpoint_url(4)).stream_handles()
-                  if isinstance(h, FileStateHandle))
+    victim = next(
+        h for h in storage.read_metadata(storage.checkpoint_url(4)).stream_handles() if isinstance(h, FileStateHandle)
+    )
     fs.rm_file(filesystem_for(victim.path, checkpoint_dir[1])[1])
     data = bytearray(fs.cat_file(meta(3)))
     data[-5] ^= 0xFF
@@ -163,7 +165,9 @@ def test_metadata_is_written_atomically_on_a_local_file_system(tmp_path) -> None
     real_mv = storage.fs.mv
 
     def spy_mv(src, dst, **kw):  # type: ignore[no-untyped-def]
-        calls.append((posixpath.basename(src), posixpath.basename(dst), (tmp_path / "job-1" / "chk-1" / "_metadata").exists()))
+        calls.append(
+            (posixpath.basename(src), posixpath.basename(dst), (tmp_path / "job-1" / "chk-1" / "_metadata").exists())
+        )
         return real_mv(src, dst, **kw)
 
     storage.fs.mv = spy_mv  # type: ignore[method-assign]
@@ -184,10 +188,14 @@ def _closed_port() -> int:
 
 def test_unreachable_s3_endpoint_is_a_clear_error() -> None:
     pytest.importorskip("s3fs")
-    options = {"endpoint_url": f"http://127.0.0.1:{_closed_port()}", "key": "k", "secret": "s",
-               "client_kwargs": {"region_name": "us-east-1"},
-               "config_kwargs": {"connect_timeout": 1, "read_timeout": 1, "retries": {"max_attempts": 1}},
-               "retries": 1}
+    options = {
+        "endpoint_url": f"http://127.0.0.1:{_closed_port()}",
+        "key": "k",
+        "secret": "s",
+        "client_kwargs": {"region_name": "us-east-1"},
+        "config_kwargs": {"connect_timeout": 1, "read_timeout": 1, "retries": {"max_attempts": 1}},
+        "retries": 1,
+    }
     start = time.monotonic()
     storage = FsCheckpointStorage("s3://nowhere/checkpoints", "job-1", storage_options=options)
     with pytest.raises(CheckpointStorageError) as e:
@@ -208,8 +216,19 @@ def test_hdfs_without_a_reachable_namenode_is_a_clear_error() -> None:
 def test_unset_directory_and_s3_options_from_flink_keys() -> None:
     with pytest.raises(CheckpointStorageError, match="execution.checkpointing.dir is not set"):
         FsCheckpointStorage("", "job")
-    opts = storage_options_from_config({"s3.endpoint": "http://127.0.0.1:9000", "s3.access-key": "a",
-                                        "s3.secret-key": "b", "s3.path.style.access": "true"}, "s3://b/c")
-    assert opts == {"endpoint_url": "http://127.0.0.1:9000", "key": "a", "secret": "b",
-                    "config_kwargs": {"s3": {"addressing_style": "path"}}}
+    opts = storage_options_from_config(
+        {
+            "s3.endpoint": "http://127.0.0.1:9000",
+            "s3.access-key": "a",
+            "s3.secret-key": "b",
+            "s3.path.style.access": "true",
+        },
+        "s3://b/c",
+    )
+    assert opts == {
+        "endpoint_url": "http://127.0.0.1:9000",
+        "key": "a",
+        "secret": "b",
+        "config_kwargs": {"s3": {"addressing_style": "path"}},
+    }
     assert storage_options_from_config({"s3.endpoint": "x"}, "file:///tmp") == {}

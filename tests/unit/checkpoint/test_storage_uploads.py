@@ -22,8 +22,13 @@ BUCKET = "yarnflink-checkpoints"
 
 
 def _client(options: dict[str, Any]) -> Any:
-    return boto3.client("s3", endpoint_url=options["endpoint_url"], aws_access_key_id="testing",
-                        aws_secret_access_key="testing", region_name="us-east-1")
+    return boto3.client(
+        "s3",
+        endpoint_url=options["endpoint_url"],
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
 
 
 def _s3_storage(options: dict[str, Any]) -> FsCheckpointStorage:
@@ -36,7 +41,7 @@ def _payload(size: int) -> tuple[bytes, BufferPieces]:
     data = os.urandom(size)
     pieces = BufferPieces()
     for start in range(0, size, 3 << 20):
-        pieces.write(pa.py_buffer(data[start:start + (3 << 20)]))
+        pieces.write(pa.py_buffer(data[start : start + (3 << 20)]))
         pieces.write(b"")  # (nothing: not kept)
     return data, pieces
 
@@ -102,8 +107,9 @@ def test_the_buffer_file_reads_a_range_across_buffers() -> None:
 def test_connect_creates_the_s3_client_before_the_first_checkpoint(s3_server: dict[str, Any], tmp_path: Any) -> None:
     """A task connects its checkpoint storage when it starts, so the first checkpoint does not
     build botocore's client (~0.2 s holding the GIL) on its snapshot thread."""
-    target = FsCheckpointStorage(f"s3://{BUCKET}/{uuid.uuid4().hex}", "job",
-                                 storage_options={**s3_server, "skip_instance_cache": True})
+    target = FsCheckpointStorage(
+        f"s3://{BUCKET}/{uuid.uuid4().hex}", "job", storage_options={**s3_server, "skip_instance_cache": True}
+    )
     assert getattr(target.fs, "_s3", None) is None
     target.connect()
     assert target.fs._s3 is not None

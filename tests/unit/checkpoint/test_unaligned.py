@@ -160,18 +160,24 @@ def test_relocating_a_checkpoint_keeps_its_channel_state() -> None:
     cp = _checkpoint(2).map_stream_handles(lambda h: ByteStreamStateHandle("moved", h.data))
     h = cp.operator_states["op"].subtask_states[0].input_channel_state[0]
     assert (h.channel, h.num_channels, h.delegate.name) == (1, 2, "moved")
-    assert CompletedCheckpoint.from_json(cp.to_json()).operator_states["op"].subtask_states[1] == \
-        cp.operator_states["op"].subtask_states[1]
+    assert (
+        CompletedCheckpoint.from_json(cp.to_json()).operator_states["op"].subtask_states[1]
+        == cp.operator_states["op"].subtask_states[1]
+    )
 
 
 def test_rest_details_report_unaligned_and_persisted_data() -> None:
     from yarnflink.metrics.checkpoint_stats import checkpoint_details, subtask_record, task_checkpoint_details
 
-    recs = {"0": subtask_record(0, {"state_size": 10, "persisted_data": 300, "unaligned": 1}, 1_100),
-            "1": subtask_record(1, {"state_size": 10, "persisted_data": 0, "unaligned": 1}, 1_200)}
-    stats = {"history": [{"id": 3, "status": "COMPLETED", "trigger_timestamp": 1_000}],
-             "subtask_details": {"3": {"agg": recs, "src": {"0": subtask_record(0, {}, 1_050)}}},
-             "parallelism": {"agg": 2, "src": 1}}
+    recs = {
+        "0": subtask_record(0, {"state_size": 10, "persisted_data": 300, "unaligned": 1}, 1_100),
+        "1": subtask_record(1, {"state_size": 10, "persisted_data": 0, "unaligned": 1}, 1_200),
+    }
+    stats = {
+        "history": [{"id": 3, "status": "COMPLETED", "trigger_timestamp": 1_000}],
+        "subtask_details": {"3": {"agg": recs, "src": {"0": subtask_record(0, {}, 1_050)}}},
+        "parallelism": {"agg": 2, "src": 1},
+    }
     d = checkpoint_details(stats, 3)
     assert d is not None and d["unaligned_checkpoint"] is True and d["persisted_data"] == 300
     assert d["tasks"]["agg"]["persisted_data"] == 300 and d["tasks"]["src"]["unaligned_checkpoint"] is False
@@ -196,8 +202,11 @@ def test_a_savepoint_barrier_is_aligned_records_nothing_and_the_next_checkpoint_
     assert h.on_buffer(1, "c1-after") == [] and h.held_items == 2
     assert h.on_buffer(2, "c2-x") == [ProcessBuffer(2, "c2-x")]
     # the last channel's barrier: trigger, then the held items in arrival order; no channel state
-    assert h.on_barrier(2, SP(1)) == [TriggerCheckpointOnBarrier(SP(1)), ProcessBuffer(0, "c0-after"),
-                                      ProcessBuffer(1, "c1-after")]
+    assert h.on_barrier(2, SP(1)) == [
+        TriggerCheckpointOnBarrier(SP(1)),
+        ProcessBuffer(0, "c0-after"),
+        ProcessBuffer(1, "c1-after"),
+    ]
     assert not h.is_aligning and h.blocked == set() and h.held_items == 0 and h.recorded == {}
     assert h.on_barrier(0, SP(1)) == []  # a late duplicate is ignored
     # the next normal checkpoint is unaligned again: first barrier triggers, nothing blocked

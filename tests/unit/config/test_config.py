@@ -256,7 +256,9 @@ def test_errors_name_their_source(tmp_path):
     assert str(e.value) == (
         f"unknown configuration key 'paralelism.default' (from --conf {f}); did you mean 'parallelism.default'?"
     )
-    with pytest.raises(ConfigError, match=r"invalid value 'abc' for 'parallelism.default': expected an integer \(from -D\)"):
+    with pytest.raises(
+        ConfigError, match=r"invalid value 'abc' for 'parallelism.default': expected an integer \(from -D\)"
+    ):
         load_configuration(dynamic=["parallelism.default=abc"], conf_dir=str(tmp_path))
     with pytest.raises(ConfigError, match="expected key=value"):
         load_configuration(dynamic=["parallelism.default"], conf_dir=str(tmp_path))

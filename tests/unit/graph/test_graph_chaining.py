@@ -206,7 +206,9 @@ def test_default_partitioning_forward_when_equal_else_rebalance():
 
 def test_forward_between_different_parallelisms_names_both_operators():
     e = env()
-    e.from_sequence(1, 10).map(inc).name("up").set_parallelism(2).forward().filter(positive).name("down").set_parallelism(3)
+    e.from_sequence(1, 10).map(inc).name("up").set_parallelism(2).forward().filter(positive).name(
+        "down"
+    ).set_parallelism(3)
     with pytest.raises(StreamGraphError) as err:
         e.get_job_graph()
     msg = str(err.value)

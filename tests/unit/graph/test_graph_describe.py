@@ -33,7 +33,9 @@ def test_summary_json_has_flinks_plan_shape():
     nodes = plan["nodes"]
     assert [n["id"] for n in nodes] == [v.id for v in jg.vertices]
     assert nodes[0]["inputs"] == []
-    assert nodes[2]["inputs"] == [{"num": 0, "id": nodes[1]["id"], "ship_strategy": "HASH", "exchange": "pipelined_bounded"}]
+    assert nodes[2]["inputs"] == [
+        {"num": 0, "id": nodes[1]["id"], "ship_strategy": "HASH", "exchange": "pipelined_bounded"}
+    ]
     assert nodes[1]["inputs"][0]["ship_strategy"] == "FORWARD"
     assert nodes[2]["parallelism"] == 2 and nodes[2]["max_parallelism"] == 64
     assert nodes[2]["operator"] == nodes[2]["description"] == "Keyed Aggregation -> Sink: Print to Std. Out"

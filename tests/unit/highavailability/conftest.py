@@ -35,17 +35,19 @@ def zk_root(zookeeper: ZooKeeperServer) -> Iterator[str]:
 
 @pytest.fixture
 def ha_config(zookeeper: ZooKeeperServer, zk_root: str, tmp_path: Path) -> Configuration:
-    return Configuration({
-        "high-availability.type": "zookeeper",
-        "high-availability.zookeeper.quorum": zookeeper.address,
-        "high-availability.zookeeper.path.root": zk_root,
-        "high-availability.cluster-id": "/test-cluster",
-        "high-availability.storageDir": str(tmp_path / "ha"),
-        "high-availability.zookeeper.client.session-timeout": "10 s",
-        "high-availability.zookeeper.client.connection-timeout": "10 s",
-        "high-availability.zookeeper.client.retry-wait": "100 ms",
-        "high-availability.zookeeper.client.max-retry-attempts": "3",
-    })
+    return Configuration(
+        {
+            "high-availability.type": "zookeeper",
+            "high-availability.zookeeper.quorum": zookeeper.address,
+            "high-availability.zookeeper.path.root": zk_root,
+            "high-availability.cluster-id": "/test-cluster",
+            "high-availability.storageDir": str(tmp_path / "ha"),
+            "high-availability.zookeeper.client.session-timeout": "10 s",
+            "high-availability.zookeeper.client.connection-timeout": "10 s",
+            "high-availability.zookeeper.client.retry-wait": "100 ms",
+            "high-availability.zookeeper.client.max-retry-attempts": "3",
+        }
+    )
 
 
 @pytest.fixture

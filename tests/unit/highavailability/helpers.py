@@ -43,8 +43,9 @@ class Timeline:
                         return e
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise AssertionError(f"timed out after {timeout}s waiting for {who} {what}; "
-                                         f"timeline: {self.entries}")
+                    raise AssertionError(
+                        f"timed out after {timeout}s waiting for {who} {what}; timeline: {self.entries}"
+                    )
                 self._cond.wait(left)
 
     def of(self, who: str) -> list[Entry]:
@@ -92,7 +93,13 @@ def join(service, component_id: str, contender: RecordingContender) -> LeaderEle
 def graph(job_id: str, name: str = "wordcount") -> JobGraph:
     """A two-vertex JobGraph (source -> keyed sum) with id ``job_id``."""
     src, dst, ds = "1" * 32, "2" * 32, "3" * 32
-    return JobGraph(job_id, name, [
-        JobVertex(src, "src", 2, 128, [OperatorDescriptor(0, "src", "source", b"spec", output_datasets=[ds])]),
-        JobVertex(dst, "sum", 2, 128, [OperatorDescriptor(1, "sum", "reduce", b"spec")]),
-    ], [IntermediateDataSet(ds, src)], [JobEdge(ds, dst, "hash", b"key")])
+    return JobGraph(
+        job_id,
+        name,
+        [
+            JobVertex(src, "src", 2, 128, [OperatorDescriptor(0, "src", "source", b"spec", output_datasets=[ds])]),
+            JobVertex(dst, "sum", 2, 128, [OperatorDescriptor(1, "sum", "reduce", b"spec")]),
+        ],
+        [IntermediateDataSet(ds, src)],
+        [JobEdge(ds, dst, "hash", b"key")],
+    )

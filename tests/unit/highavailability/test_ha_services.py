@@ -37,8 +37,9 @@ def embedded() -> Iterator[EmbeddedHaServices]:
     ha.close()
 
 
-def test_embedded_grant_and_revoke_on_demand_reach_every_component(embedded: EmbeddedHaServices,
-                                                                   timeline: Timeline) -> None:
+def test_embedded_grant_and_revoke_on_demand_reach_every_component(
+    embedded: EmbeddedHaServices, timeline: Timeline
+) -> None:
     service = embedded.leader_election_service()
     rm, disp = RecordingContender("rm", timeline), RecordingContender("disp", timeline)
     join(service, RESOURCE_MANAGER, rm)
@@ -46,7 +47,9 @@ def test_embedded_grant_and_revoke_on_demand_reach_every_component(embedded: Emb
     assert timeline.entries == []
     fence = embedded.grant_leadership()
     assert [(e.who, e.what, e.session_id) for e in timeline.entries] == [
-        ("rm", "grant", fence.session_id), ("disp", "grant", fence.session_id)]
+        ("rm", "grant", fence.session_id),
+        ("disp", "grant", fence.session_id),
+    ]
     service.drain()
     assert embedded.published(RESOURCE_MANAGER) == LeaderInformation(fence.session_id, "rm:1234")
     embedded.revoke_leadership()

@@ -75,7 +75,8 @@ def test_only_the_current_session_is_published_with_its_fence() -> None:
     assert e.handle(LeadershipConfirmed("rm", "s0", "old:1")) == []  # stale session: ignored
     assert e.handle(LeadershipConfirmed("nobody", "s1", "x:1")) == []  # not a contender
     assert e.handle(LeadershipConfirmed("rm", "s1", "rm:1")) == [
-        PublishLeaderInformation("rm", LeaderInformation("s1", "rm:1"), fence)]
+        PublishLeaderInformation("rm", LeaderInformation("s1", "rm:1"), fence)
+    ]
 
 
 def test_leader_information_changed_behind_the_leaders_back_is_published_again() -> None:
@@ -84,9 +85,11 @@ def test_leader_information_changed_behind_the_leaders_back_is_published_again()
     mine = LeaderInformation("s1", "rm:1")
     assert e.handle(LeaderInformationChanged("rm", mine)) == []
     assert e.handle(LeaderInformationChanged("rm", None)) == [
-        PublishLeaderInformation("rm", mine, LeaderFence("s1", "/l/a-1"))]
+        PublishLeaderInformation("rm", mine, LeaderFence("s1", "/l/a-1"))
+    ]
     assert e.handle(LeaderInformationChanged("rm", LeaderInformation("zz", "evil:1"))) == [
-        PublishLeaderInformation("rm", mine, LeaderFence("s1", "/l/a-1"))]
+        PublishLeaderInformation("rm", mine, LeaderFence("s1", "/l/a-1"))
+    ]
     assert e.handle(LeaderInformationChanged("dispatcher", None)) == []  # never confirmed
 
 
@@ -139,8 +142,11 @@ def test_an_expired_lease_revokes_even_while_the_client_believes_it_is_connected
     assert e.handle(LeaseExpired()) == [RevokeLeadership("rm", "s1"), RevokeLeadership("dispatcher", "s1")]
     assert e.handle(LatchAcquired("/l/a-1")) == []  # the spent latch is not led again
     assert e.handle(LatchAcquired("/l/a-2")) == []  # nor any latch while the lease is out
-    assert e.handle(LeaseRenewed()) == [ResetLatch("/l/a-1"), GrantLeadership("rm", "s2"),
-                                        GrantLeadership("dispatcher", "s2")]
+    assert e.handle(LeaseRenewed()) == [
+        ResetLatch("/l/a-1"),
+        GrantLeadership("rm", "s2"),
+        GrantLeadership("dispatcher", "s2"),
+    ]
     assert e.leader == LeaderFence("s2", "/l/a-2")
 
 
@@ -161,8 +167,11 @@ def test_close_revokes_first_then_withdraws_published_addresses_and_never_grants
     e = leading()
     e.handle(LeadershipConfirmed("rm", "s1", "rm:1"))
     fence = LeaderFence("s1", "/l/a-1")
-    assert e.handle(Close()) == [RevokeLeadership("rm", "s1"), RevokeLeadership("dispatcher", "s1"),
-                                 DeleteLeaderInformation("rm", fence)]
+    assert e.handle(Close()) == [
+        RevokeLeadership("rm", "s1"),
+        RevokeLeadership("dispatcher", "s1"),
+        DeleteLeaderInformation("rm", fence),
+    ]
     assert e.handle(LatchAcquired("/l/a-2"), CONNECTED) == []
 
 
@@ -171,7 +180,9 @@ def test_a_removed_contender_withdraws_its_address_and_is_not_granted_again() ->
     e.handle(LeadershipConfirmed("rm", "s1", "rm:1"))
     assert e.handle(ContenderRemoved("rm")) == [DeleteLeaderInformation("rm", LeaderFence("s1", "/l/a-1"))]
     assert e.handle(LatchReleased("/l/a-1"), LatchAcquired("/l/a-2")) == [
-        RevokeLeadership("dispatcher", "s1"), GrantLeadership("dispatcher", "s2")]
+        RevokeLeadership("dispatcher", "s1"),
+        GrantLeadership("dispatcher", "s2"),
+    ]
 
 
 def test_a_release_of_another_latch_changes_nothing() -> None:

@@ -78,7 +78,8 @@ def test_of_two_contenders_exactly_one_leads_and_its_address_is_retrieved(make_h
 
 
 def test_closing_the_leader_revokes_it_before_the_standby_leads_with_a_new_session(
-        make_ha: Any, timeline: Timeline) -> None:
+    make_ha: Any, timeline: Timeline
+) -> None:
     a = make_ha()
     ca = contend(a, "A", timeline)
     granted_a = timeline.wait("A", "grant", WAIT)
@@ -99,17 +100,25 @@ def test_closing_the_leader_revokes_it_before_the_standby_leads_with_a_new_sessi
     retriever.stop()
 
 
-@pytest.mark.parametrize("tolerate,chatty", [(False, False), (False, True), (True, True)],
-                         ids=["default", "default-busy-client", "tolerate-suspended-busy-client"])
+@pytest.mark.parametrize(
+    "tolerate,chatty",
+    [(False, False), (False, True), (True, True)],
+    ids=["default", "default-busy-client", "tolerate-suspended-busy-client"],
+)
 def test_a_partitioned_leader_steps_down_before_its_session_expires_and_then_cannot_write(
-        proxy: ZkProxy, make_ha: Any, timeline: Timeline, tolerate: bool, chatty: bool) -> None:
+    proxy: ZkProxy, make_ha: Any, timeline: Timeline, tolerate: bool, chatty: bool
+) -> None:
     """The leader's process lives but its network to ZooKeeper is cut: it must give up leadership
     on its own before ZooKeeper expires its session and lets the standby lead; its late writes
     fail. A busy client (requests all the time) is the hard case: kazoo then notices the dead
     connection only about a session timeout late, and only the lease revokes in time."""
-    a = make_ha({"high-availability.zookeeper.quorum": proxy.address,
-                 "high-availability.zookeeper.client.session-timeout": "3 s",
-                 "high-availability.zookeeper.client.tolerate-suspended-connections": str(tolerate).lower()})
+    a = make_ha(
+        {
+            "high-availability.zookeeper.quorum": proxy.address,
+            "high-availability.zookeeper.client.session-timeout": "3 s",
+            "high-availability.zookeeper.client.tolerate-suspended-connections": str(tolerate).lower(),
+        }
+    )
     contend(a, "A", timeline)
     granted_a = timeline.wait("A", "grant", WAIT)
     fence_a = a.leader_election_service().fence(granted_a.session_id or "")
@@ -127,6 +136,7 @@ def test_a_partitioned_leader_steps_down_before_its_session_expires_and_then_can
                 a.client.exists_async("/")
             except Exception:
                 pass
+
     if chatty:
         threading.Thread(target=chatter, daemon=True).start()
 
@@ -137,13 +147,15 @@ def test_a_partitioned_leader_steps_down_before_its_session_expires_and_then_can
     granted_b = timeline.wait("B", "grant", WAIT)
     assert revoked_a.seq < granted_b.seq
     assert granted_b.session_id != granted_a.session_id
-    wait_for(lambda: published(b) == LeaderInformation(granted_b.session_id or "", cb.address), WAIT,
-             "B's address")
+    wait_for(lambda: published(b) == LeaderInformation(granted_b.session_id or "", cb.address), WAIT, "B's address")
 
     stop_chatter.set()
     proxy.heal()  # A reconnects, learns its session is gone, and joins again as a standby
-    wait_for(lambda: KazooState.LOST in states and a.client.state == KazooState.CONNECTED, WAIT,
-             "A reconnected with a new session")
+    wait_for(
+        lambda: KazooState.LOST in states and a.client.state == KazooState.CONNECTED,
+        WAIT,
+        "A reconnected with a new session",
+    )
     wait_for(lambda: len(latch_nodes(b)) == 2, WAIT, "A back in the election")
     with pytest.raises(LeadershipLostError):
         a.checkpoint_id_counter("0" * 32, fence_a).start()
@@ -157,11 +169,16 @@ def test_a_partitioned_leader_steps_down_before_its_session_expires_and_then_can
 
 @pytest.mark.parametrize("cut", ["reset", "partition"])
 def test_a_suspended_leader_that_reconnects_leads_again_only_under_a_new_session_and_latch(
-        proxy: ZkProxy, make_ha: Any, timeline: Timeline, cut: str) -> None:
+    proxy: ZkProxy, make_ha: Any, timeline: Timeline, cut: str
+) -> None:
     """Without tolerance a suspension ends leadership even if the session survives: the grant's
     latch node is replaced, so writes fenced by the old grant fail."""
-    a = make_ha({"high-availability.zookeeper.quorum": proxy.address,
-                 "high-availability.zookeeper.client.session-timeout": "6 s"})
+    a = make_ha(
+        {
+            "high-availability.zookeeper.quorum": proxy.address,
+            "high-availability.zookeeper.client.session-timeout": "6 s",
+        }
+    )
     contend(a, "A", timeline)
     first = timeline.wait("A", "grant", WAIT)
     old_fence = a.leader_election_service().fence(first.session_id or "")
@@ -184,17 +201,23 @@ def test_a_suspended_leader_that_reconnects_leads_again_only_under_a_new_session
     with pytest.raises(LeadershipLostError):
         a.checkpoint_id_counter("0" * 32, old_fence).start()
     a.checkpoint_id_counter("0" * 32, new_fence).start()
-    wait_for(lambda: published(a) == LeaderInformation(second.session_id or "", "A:6123"), WAIT,
-             "the new session's address")
+    wait_for(
+        lambda: published(a) == LeaderInformation(second.session_id or "", "A:6123"), WAIT, "the new session's address"
+    )
 
 
 def test_a_tolerated_suspension_keeps_the_leader_and_its_session(
-        proxy: ZkProxy, make_ha: Any, timeline: Timeline) -> None:
+    proxy: ZkProxy, make_ha: Any, timeline: Timeline
+) -> None:
     """With tolerate-suspended-connections a dropped connection that is re-established before the
     lease runs out (a ZooKeeper server restarted, a connection reset) costs no leadership."""
-    a = make_ha({"high-availability.zookeeper.quorum": proxy.address,
-                 "high-availability.zookeeper.client.session-timeout": "6 s",
-                 "high-availability.zookeeper.client.tolerate-suspended-connections": "true"})
+    a = make_ha(
+        {
+            "high-availability.zookeeper.quorum": proxy.address,
+            "high-availability.zookeeper.client.session-timeout": "6 s",
+            "high-availability.zookeeper.client.tolerate-suspended-connections": "true",
+        }
+    )
     contend(a, "A", timeline)
     granted = timeline.wait("A", "grant", WAIT)
     states: list[str] = []
@@ -224,8 +247,11 @@ def test_retrieval_sees_every_change_of_leader_and_address(make_ha: Any, timelin
     gb = timeline.wait("B", "grant", WAIT)
     listener.wait_for(lambda i: i == LeaderInformation(gb.session_id or "", "B:6123"))
     seen = [i for i in listener.seen if i is not None]
-    assert seen == [LeaderInformation(ga.session_id or "", "A:6123"), LeaderInformation(ga.session_id or "", "A:7000"),
-                    LeaderInformation(gb.session_id or "", "B:6123")]
+    assert seen == [
+        LeaderInformation(ga.session_id or "", "A:6123"),
+        LeaderInformation(ga.session_id or "", "A:7000"),
+        LeaderInformation(gb.session_id or "", "B:6123"),
+    ]
     retriever.stop()
 
 

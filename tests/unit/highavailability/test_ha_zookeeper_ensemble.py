@@ -35,17 +35,20 @@ def connected_server(ha: ZooKeeperHaServices, ensemble: ZooKeeperEnsemble) -> Zo
     return next(s for s in ensemble.servers if s.client_port == port)
 
 
-def test_restarting_servers_of_the_ensemble_keeps_the_leader(ensemble: ZooKeeperEnsemble, tmp_path: Path,
-                                                             timeline: Timeline) -> None:
-    conf = Configuration({
-        "high-availability.type": "zookeeper",
-        "high-availability.zookeeper.quorum": ensemble.hosts,
-        "high-availability.zookeeper.path.root": unique_root("ensemble"),
-        "high-availability.storageDir": str(tmp_path / "ha"),
-        "high-availability.zookeeper.client.session-timeout": "30 s",
-        "high-availability.zookeeper.client.retry-wait": "100 ms",
-        "high-availability.zookeeper.client.tolerate-suspended-connections": "true",
-    })
+def test_restarting_servers_of_the_ensemble_keeps_the_leader(
+    ensemble: ZooKeeperEnsemble, tmp_path: Path, timeline: Timeline
+) -> None:
+    conf = Configuration(
+        {
+            "high-availability.type": "zookeeper",
+            "high-availability.zookeeper.quorum": ensemble.hosts,
+            "high-availability.zookeeper.path.root": unique_root("ensemble"),
+            "high-availability.storageDir": str(tmp_path / "ha"),
+            "high-availability.zookeeper.client.session-timeout": "30 s",
+            "high-availability.zookeeper.client.retry-wait": "100 ms",
+            "high-availability.zookeeper.client.tolerate-suspended-connections": "true",
+        }
+    )
     made: list[ZooKeeperHaServices] = []
     try:
         a = ZooKeeperHaServices.from_config(conf)
@@ -66,9 +69,14 @@ def test_restarting_servers_of_the_ensemble_keeps_the_leader(ensemble: ZooKeeper
             server = victim()
             before = len(states)
             server.restart()
-            wait_for(lambda before=before: KazooState.SUSPENDED in states[before:]  # type: ignore[misc]
-                     and a.client.state == KazooState.CONNECTED,
-                     WAIT, "A's client reconnected")
+            wait_for(
+                lambda before=before: (
+                    KazooState.SUSPENDED in states[before:]  # type: ignore[misc]
+                    and a.client.state == KazooState.CONNECTED
+                ),
+                WAIT,
+                "A's client reconnected",
+            )
             a.leader_election_service().drain()
             b.leader_election_service().drain()
             assert timeline.entries == [granted], f"restarting {server.address} changed leadership"

@@ -40,8 +40,7 @@ def blobs(ha_dir: Path) -> list[str]:
     return sorted(p.name for p in ha_dir.rglob("submittedJobGraph-*"))
 
 
-def test_job_graphs_survive_the_process_that_wrote_them(make_ha: Any, timeline: Timeline,
-                                                         tmp_path: Path) -> None:
+def test_job_graphs_survive_the_process_that_wrote_them(make_ha: Any, timeline: Timeline, tmp_path: Path) -> None:
     a = make_ha()
     fence = lead(a, timeline)
     store = a.job_graph_store(fence)
@@ -106,6 +105,7 @@ def test_concurrent_increments_never_hand_out_an_id_twice(make_ha: Any) -> None:
             v = c.get_and_increment()
             with lock:
                 got.append(v)
+
     threads = [threading.Thread(target=take, args=(h,)) for h in (a, b)]
     for t in threads:
         t.start()
@@ -141,8 +141,9 @@ def test_a_deposed_leader_cannot_write_any_store(make_ha: Any, timeline: Timelin
         write(new)  # the new leader, through the same client: fine
 
 
-def test_a_job_with_a_result_is_never_run_again_and_its_ha_data_goes(make_ha: Any, timeline: Timeline,
-                                                                     tmp_path: Path) -> None:
+def test_a_job_with_a_result_is_never_run_again_and_its_ha_data_goes(
+    make_ha: Any, timeline: Timeline, tmp_path: Path
+) -> None:
     a = make_ha()
     fence = lead(a, timeline)
     for job in (JOB_A, JOB_B, JOB_C):
@@ -215,8 +216,12 @@ def test_an_unreachable_quorum_fails_within_the_connection_timeout(ha_config: Co
     from tests.zk import free_ports
 
     (port,) = free_ports(1)
-    conf = ha_config.merged({"high-availability.zookeeper.quorum": f"127.0.0.1:{port}",
-                             "high-availability.zookeeper.client.connection-timeout": "1 s"})
+    conf = ha_config.merged(
+        {
+            "high-availability.zookeeper.quorum": f"127.0.0.1:{port}",
+            "high-availability.zookeeper.client.connection-timeout": "1 s",
+        }
+    )
     with pytest.raises(HighAvailabilityError, match="connection-timeout"):
         create_ha_services(conf)
 
@@ -224,7 +229,9 @@ def test_an_unreachable_quorum_fails_within_the_connection_timeout(ha_config: Co
 def test_the_paths_follow_root_and_cluster_id(make_ha: Any, zk_root: str) -> None:
     a = make_ha()
     assert a.paths.root == f"{zk_root}/test-cluster"
-    assert a.paths.connection_info("resource_manager") == f"{zk_root}/test-cluster/leader/resource_manager/connection_info"
+    assert (
+        a.paths.connection_info("resource_manager") == f"{zk_root}/test-cluster/leader/resource_manager/connection_info"
+    )
     with pytest.raises(ValueError):
         a.paths.job("../x")
     assert os.path.basename(a.storage.base) == "test-cluster"

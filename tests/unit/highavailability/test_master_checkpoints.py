@@ -12,8 +12,10 @@ JOB = "d" * 32
 
 
 def _recovery(ha: EmbeddedHaServices, fence: object = None) -> JobCheckpointRecovery:
-    return JobCheckpointRecovery(ha.checkpoint_id_counter(JOB, fence),  # type: ignore[arg-type]
-                                 ha.completed_checkpoint_pointer_store(JOB, 2, fence))  # type: ignore[arg-type]
+    return JobCheckpointRecovery(
+        ha.checkpoint_id_counter(JOB, fence),  # type: ignore[arg-type]
+        ha.completed_checkpoint_pointer_store(JOB, 2, fence),
+    )  # type: ignore[arg-type]
 
 
 def test_ids_come_from_the_shared_counter_and_a_new_leader_continues_them() -> None:

@@ -62,8 +62,7 @@ def test_a_job_that_ends_for_good_is_recorded_and_cleaned_up_once() -> None:
     m = MasterLeadership()
     m.handle(Granted("s1"))
     m.handle(RecoveryRead("s1", RecoveryPlan((), ())))
-    assert m.handle(JobEnded(A, "FAILED", 1200, "boom")) == [
-        CleanupJob(A, "s1", JobResult(A, "FAILED", 1200, "boom"))]
+    assert m.handle(JobEnded(A, "FAILED", 1200, "boom")) == [CleanupJob(A, "s1", JobResult(A, "FAILED", 1200, "boom"))]
     assert m.handle(JobEnded(A, "FAILED")) == []
 
 
@@ -83,7 +82,10 @@ def test_losing_leadership_fences_suspends_and_steps_down_once() -> None:
     m.handle(Granted("s1"))
     m.handle(RecoveryRead("s1", RecoveryPlan((), ())))
     assert m.handle(Revoked("ZooKeeper session LOST")) == [
-        FenceResourceManager(""), SuspendJobs(), StepDown("ZooKeeper session LOST")]
+        FenceResourceManager(""),
+        SuspendJobs(),
+        StepDown("ZooKeeper session LOST"),
+    ]
     assert not m.leading and not m.accepting and m.stepped_down
     assert m.handle(Revoked("again")) == []
     # a process leads at most once: a later grant is left to the fresh process replacing it

@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -44,8 +45,15 @@ def _until(cond: Callable[[], Any], timeout: float = 30.0, what: str = "conditio
 
 
 def _config() -> Configuration:
-    return Configuration({"rest.port": "0", "jobmanager.rpc.port": "0", "security.rest.authentication": "none",
-                          "security.ssl.internal.enabled": "false", "heartbeat.interval": "1 s"})
+    return Configuration(
+        {
+            "rest.port": "0",
+            "jobmanager.rpc.port": "0",
+            "security.rest.authentication": "none",
+            "security.ssl.internal.enabled": "false",
+            "heartbeat.interval": "1 s",
+        }
+    )
 
 
 @pytest.fixture
@@ -71,6 +79,7 @@ def _get(m: MasterProcess, path: str) -> httpx.Response:
 def _jobs(m: MasterProcess) -> set[str]:
     async def ids() -> set[str]:
         return set(m.dispatcher.jobs)
+
     return m.dispatcher.call(ids)
 
 
@@ -130,7 +139,8 @@ def test_submission_stores_the_job_graph_and_a_job_that_ends_leaves_no_ha_data(m
 
 
 def test_losing_leadership_fences_suspends_and_steps_down_keeping_ha_data(
-        make_master: Any, caplog: pytest.LogCaptureFixture) -> None:
+    make_master: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     m, ha = make_master()
     ha.job_graph_store().put_job_graph(graph(A))
     fence = ha.grant_leadership()

@@ -87,7 +87,8 @@ def _client(url: str, config: Configuration, timeout_s: str = "30 s") -> RestCli
 
 
 def test_a_standby_answering_503_sends_the_client_to_the_leader_zookeeper_names(
-        zookeeper: Any, ha_config: Configuration, masters: list[_Master]) -> None:
+    zookeeper: Any, ha_config: Configuration, masters: list[_Master]
+) -> None:
     standby = _Master(503, {"errors": ["this master is not the leader"], "leader": None})
     leader = _Master(200, {"jobs": []})
     masters += [standby, leader]
@@ -101,7 +102,8 @@ def test_a_standby_answering_503_sends_the_client_to_the_leader_zookeeper_names(
 
 
 def test_a_gone_master_is_replaced_by_the_leader_once_it_is_published(
-        zookeeper: Any, ha_config: Configuration, masters: list[_Master]) -> None:
+    zookeeper: Any, ha_config: Configuration, masters: list[_Master]
+) -> None:
     (dead_port,) = free_ports(1)
     leader = _Master(200, {"taskmanagers": [{"id": "te"}]})
     masters.append(leader)
@@ -116,7 +118,8 @@ def test_a_gone_master_is_replaced_by_the_leader_once_it_is_published(
 
 
 def test_a_resubmission_after_a_failover_that_finds_the_job_stored_counts_as_submitted(
-        zookeeper: Any, ha_config: Configuration, masters: list[_Master]) -> None:
+    zookeeper: Any, ha_config: Configuration, masters: list[_Master]
+) -> None:
     (dead_port,) = free_ports(1)
     leader = _Master(409, {"errors": ["job j1 was already submitted"]})
     masters.append(leader)
@@ -129,7 +132,8 @@ def test_a_resubmission_after_a_failover_that_finds_the_job_stored_counts_as_sub
 
 
 def test_without_a_leader_the_client_gives_up_after_the_await_leader_timeout(
-        zookeeper: Any, ha_config: Configuration, masters: list[_Master]) -> None:
+    zookeeper: Any, ha_config: Configuration, masters: list[_Master]
+) -> None:
     standby = _Master(503, {"errors": ["this master is not the leader"], "leader": None})
     masters.append(standby)
     with _client(standby.url, ha_config, timeout_s="1 s") as rest:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import grpc
 import pytest
@@ -108,11 +109,20 @@ def _stale_calls(te_address: str, token: str) -> list[grpc.StatusCode]:
         pool = GatewayPool()
         gw = pool.task_executor(te_address)
         codes = []
-        for rpc, req in (("RequestSlot", taskexecutor_pb2.RequestSlotRequest(
-                resource_manager_token=token, slot_index=0, job_id="j", allocation_id="stale-alloc",
-                jobmaster_address="127.0.0.1:1", jobmaster_id="jm")),
-                ("HeartbeatFromResourceManager", taskexecutor_pb2.ResourceManagerHeartbeat(
-                    resource_manager_token=token))):
+        for rpc, req in (
+            (
+                "RequestSlot",
+                taskexecutor_pb2.RequestSlotRequest(
+                    resource_manager_token=token,
+                    slot_index=0,
+                    job_id="j",
+                    allocation_id="stale-alloc",
+                    jobmaster_address="127.0.0.1:1",
+                    jobmaster_id="jm",
+                ),
+            ),
+            ("HeartbeatFromResourceManager", taskexecutor_pb2.ResourceManagerHeartbeat(resource_manager_token=token)),
+        ):
             try:
                 await getattr(gw, rpc)(req, timeout=10)
                 codes.append(grpc.StatusCode.OK)
@@ -125,8 +135,8 @@ def _stale_calls(te_address: str, token: str) -> list[grpc.StatusCode]:
 
 
 def test_taskexecutor_follows_the_resource_manager_leader_and_fences_the_old_one(
-        zookeeper: Any, ha_config: Configuration, make_ha: Callable[..., Any],
-        caplog: pytest.LogCaptureFixture) -> None:
+    zookeeper: Any, ha_config: Configuration, make_ha: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
     from yarnflink.resourcemanager.resourcemanager import ResourceManager
     from yarnflink.taskexecutor.taskexecutor import TaskExecutor
 
@@ -135,8 +145,13 @@ def test_taskexecutor_follows_the_resource_manager_leader_and_fences_the_old_one
     rm2 = ResourceManager("127.0.0.1", 0, config=config, high_availability=True)
     rm1.start()
     rm2.start()
-    te = TaskExecutor(None, num_slots=2, rm_leader_retriever=make_ha().resource_manager_leader_retriever(),
-                      heartbeat_interval_s=0.2, heartbeat_timeout_s=30)
+    te = TaskExecutor(
+        None,
+        num_slots=2,
+        rm_leader_retriever=make_ha().resource_manager_leader_retriever(),
+        heartbeat_interval_s=0.2,
+        heartbeat_timeout_s=30,
+    )
     te.start()
     try:
         rm1.grant_leadership("session-one")
@@ -167,8 +182,7 @@ def test_taskexecutor_follows_the_resource_manager_leader_and_fences_the_old_one
         assert te.stale_rpcs_rejected == 2
         messages = [r.getMessage() for r in caplog.records]
         assert any(m.startswith("rejected RequestSlot from stale ResourceManager") for m in messages)
-        assert any(m.startswith("rejected HeartbeatFromResourceManager from stale ResourceManager")
-                   for m in messages)
+        assert any(m.startswith("rejected HeartbeatFromResourceManager from stale ResourceManager") for m in messages)
         assert te.slot_table.by_allocation("stale-alloc") is None
     finally:
         te.stop()

@@ -14,8 +14,7 @@ from yarnflink.jobmaster.jobmaster import JobMaster
 
 def test_an_aborted_checkpoints_directory_is_deleted(tmp_path: Path) -> None:
     jg = graph([("src", 1), ("sink", 1)], [("src", "sink", "forward", "P")])
-    jg.config = {"execution.checkpointing.interval": "1 h",
-                 "execution.checkpointing.dir": f"file://{tmp_path}"}
+    jg.config = {"execution.checkpointing.interval": "1 h", "execution.checkpointing.dir": f"file://{tmp_path}"}
 
     async def run() -> None:
         jm = JobMaster(jg, "127.0.0.1", "127.0.0.1:1", on_terminated=lambda jm: None)

@@ -6,7 +6,7 @@ scheduler's actions are recorded instead of carried out."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 
@@ -32,8 +32,12 @@ class Job:
 
     def __init__(self) -> None:
         jg = graph([("src", 2), ("sink", 2)], [("src", "sink", "rebalance", "P")])
-        jg.config = {"execution.checkpointing.interval": "1 s", "restart-strategy.type": "fixed-delay",
-                     "restart-strategy.fixed-delay.attempts": "5", "restart-strategy.fixed-delay.delay": "0 s"}
+        jg.config = {
+            "execution.checkpointing.interval": "1 s",
+            "restart-strategy.type": "fixed-delay",
+            "restart-strategy.fixed-delay.attempts": "5",
+            "restart-strategy.fixed-delay.delay": "0 s",
+        }
         self.jm = JobMaster(jg, "127.0.0.1", "127.0.0.1:1", on_terminated=lambda jm: None)
         self.actions: list[Any] = []
         self.jm._apply = self.actions.extend  # type: ignore[method-assign]
@@ -51,13 +55,19 @@ class Job:
     def savepoint_completed(self) -> None:
         self.checkpoints._savepoint_completed(TRIGGER, SAVEPOINT)  # type: ignore[union-attr]
 
-    def report(self, v: Any, state: ExecutionState, error: Optional[common_pb2.SerializedThrowable] = None) -> None:
+    def report(self, v: Any, state: ExecutionState, error: common_pb2.SerializedThrowable | None = None) -> None:
         self.jm.update_task_state(v.current.attempt_id, state, error)
 
     def fail(self, v: Any) -> None:
-        self.report(v, ExecutionState.FAILED, common_pb2.SerializedThrowable(
-            exception_class="RuntimeError", message="commit failed",
-            traceback="Traceback (most recent call last):\n  ...\nRuntimeError: commit failed\n"))
+        self.report(
+            v,
+            ExecutionState.FAILED,
+            common_pb2.SerializedThrowable(
+                exception_class="RuntimeError",
+                message="commit failed",
+                traceback="Traceback (most recent call last):\n  ...\nRuntimeError: commit failed\n",
+            ),
+        )
 
     def confirm_cancels(self) -> None:
         for v in self.jm.eg.all_vertices():
@@ -89,8 +99,14 @@ def test_a_task_failing_after_the_stops_savepoint_completed_fails_the_job_withou
     # the stop's result and the job's failure cause name the savepoint and what to do
     cause = job.status()["operation"]["failure-cause"]
     assert cause["class"] == STOPPING_EXCEPTION
-    for part in (SAVEPOINT, "sink (1/2)", "RuntimeError: commit failed", "complete and consistent",
-                 "may not have been committed", f"yarnflink run -s {SAVEPOINT}"):
+    for part in (
+        SAVEPOINT,
+        "sink (1/2)",
+        "RuntimeError: commit failed",
+        "complete and consistent",
+        "may not have been committed",
+        f"yarnflink run -s {SAVEPOINT}",
+    ):
         assert part in cause["stack-trace"], (part, cause)
     root = exceptions_json(eg)["root-exception"]
     assert root.startswith(f"{STOPPING_EXCEPTION}: {cause['stack-trace']}")
@@ -108,8 +124,10 @@ def test_a_lost_taskexecutor_after_the_stops_savepoint_completed_fails_the_job_w
     assert job.jm.scheduler.restarts == [] and job.jm.eg.num_restarts == 0
     job.confirm_cancels()
     assert job.jm.eg.status == JobStatus.FAILED
-    assert "TaskManagerLostException: heartbeat of TaskManager te0 timed out" in (
-        job.status()["operation"]["failure-cause"]["stack-trace"])
+    assert (
+        "TaskManagerLostException: heartbeat of TaskManager te0 timed out"
+        in (job.status()["operation"]["failure-cause"]["stack-trace"])
+    )
 
 
 @pytest.mark.parametrize("aborted", [False, True])

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import pytest
 
@@ -94,9 +94,7 @@ def test_subpartitions_are_separate_and_broadcast_reaches_all(make_env: EnvFacto
     partition.broadcast(make_batch(0))
     partition.emit_event("all")
     partition.finish()
-    gates = [
-        cons.create_input_gate([InputChannelSpec("p", i, prod.address)]) for i in range(3)
-    ]
+    gates = [cons.create_input_gate([InputChannelSpec("p", i, prod.address)]) for i in range(3)]
     results = [drain(g) for g in gates]
     for i, items in enumerate(results):
         batches = [b.batch for b in items if b.batch is not None]

@@ -10,7 +10,7 @@ import sys
 import textwrap
 import threading
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -97,9 +97,7 @@ PRODUCER_SCRIPT = textwrap.dedent(
 
 @pytest.fixture
 def producer_process() -> Iterator[tuple[subprocess.Popen, str]]:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", PRODUCER_SCRIPT, ROOT], stdout=subprocess.PIPE, text=True
-    )
+    proc = subprocess.Popen([sys.executable, "-c", PRODUCER_SCRIPT, ROOT], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         address = proc.stdout.readline().strip()

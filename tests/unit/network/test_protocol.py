@@ -53,9 +53,7 @@ def test_roundtrip_schema_changes_slices_dictionaries_nested() -> None:
     base = make_batch(0, 1000)
     dict_a = pa.record_batch({"d": pa.array(["x", "y", None, "x"]).dictionary_encode()})
     dict_b = pa.record_batch({"d": pa.array(["p", "q", "r", "p"]).dictionary_encode()})
-    nested = pa.record_batch(
-        {"l": pa.array([[1, 2], None, [3]]), "s": pa.array([{"a": 1, "b": "z"}] * 3)}
-    )
+    nested = pa.record_batch({"l": pa.array([[1, 2], None, [3]]), "s": pa.array([{"a": 1, "b": "z"}] * 3)})
     batches = [
         base,
         base.slice(17, 100),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 import struct
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 
@@ -57,7 +57,7 @@ MALFORMED = [
     (request_frame(b"XXXX" + struct.pack("!I", 0) + b"p"), "bad request magic"),
     (request_frame(REQUEST_MAGIC + b"\x00"), "too short"),
     (request_frame(REQUEST_MAGIC + struct.pack("!I", 0) + b"\xff\xfe"), "utf-8"),
-    (request_frame(encode_request("p", 99)[: -1] + b"\x07"), "non-printable"),
+    (request_frame(encode_request("p", 99)[:-1] + b"\x07"), "non-printable"),
     (request_frame(encode_request("p", 99)), "out of range"),
 ]
 

@@ -70,16 +70,22 @@ class PipeWriter:
 
 
 def ctx_factory(name):
-    return OperatorContext(task_name="bench", operator_name=name, subtask_index=0, parallelism=1,
-                           max_parallelism=128)
+    return OperatorContext(task_name="bench", operator_name=name, subtask_index=0, parallelism=1, max_parallelism=128)
 
 
 def chain_of(specs, sink=None):
     descs = []
     for i, sp in enumerate(specs):
-        descs.append(Desc(i, type(sp).__name__, sp.kind, cloudpickle.dumps(sp),
-                          [i + 1] if i + 1 < len(specs) else [],
-                          ["out"] if i + 1 == len(specs) else []))
+        descs.append(
+            Desc(
+                i,
+                type(sp).__name__,
+                sp.kind,
+                cloudpickle.dumps(sp),
+                [i + 1] if i + 1 < len(specs) else [],
+                ["out"] if i + 1 == len(specs) else [],
+            )
+        )
     sink = sink or Counter()
     ch = OperatorChain(descs, {"out": sink}, ctx_factory)
     return ch, sink
@@ -136,8 +142,9 @@ def main():
     results.append(("sequence -> map_batches -> hash(4 ch) -> key_by(0).sum(1)", dt))
 
     m = min(n, 2_000_000)
-    ch, sink = chain_of([S.SequenceSourceSpec(1, m), S.MapSpec(lambda x: (x % keys, x)),
-                         S.AggregateSpec("sum", 1, ks, "STREAMING")])
+    ch, sink = chain_of(
+        [S.SequenceSourceSpec(1, m), S.MapSpec(lambda x: (x % keys, x)), S.AggregateSpec("sum", 1, ks, "STREAMING")]
+    )
     dt = run_source_chain(ch)
     results.append((f"sequence -> map(tuple) -> key_by(0).sum(1) per-record ({m} rows)", dt))
 

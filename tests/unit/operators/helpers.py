@@ -38,8 +38,12 @@ class ListOutput:
 
 def make_ctx(name: str = "op", subtask: int = 0, parallelism: int = 1, **kw: Any) -> OperatorContext:
     return OperatorContext(
-        task_name="task", operator_name=name, subtask_index=subtask, parallelism=parallelism,
-        max_parallelism=kw.pop("max_parallelism", 128), **kw,
+        task_name="task",
+        operator_name=name,
+        subtask_index=subtask,
+        parallelism=parallelism,
+        max_parallelism=kw.pop("max_parallelism", 128),
+        **kw,
     )
 
 
@@ -77,8 +81,14 @@ class Desc:
 
 
 def desc(node_id: int, spec, chained=(), datasets=(), name: str | None = None) -> Desc:
-    return Desc(node_id, name or f"{type(spec).__name__}-{node_id}", spec.kind,
-                cloudpickle.dumps(spec), list(chained), list(datasets))
+    return Desc(
+        node_id,
+        name or f"{type(spec).__name__}-{node_id}",
+        spec.kind,
+        cloudpickle.dumps(spec),
+        list(chained),
+        list(datasets),
+    )
 
 
 class RecordingWriter:

@@ -13,6 +13,7 @@ def ctx_factory(names):
     def f(name):
         names.append(name)
         return make_ctx(name)
+
     return f
 
 
@@ -80,6 +81,7 @@ def test_each_operator_ends_once_in_topological_order():
         def wrapped(nid=nid, orig=orig):
             log.append(nid)
             orig()
+
         op.end_input = wrapped
     chain.open()
     chain.push(Batch.from_rows([1]))
@@ -94,8 +96,10 @@ def user_function_that_fails(x):
 
 
 def test_user_exception_propagates_with_traceback():
-    descs = [desc(1, S.SequenceSourceSpec(1, 5), chained=[2]),
-             desc(2, S.MapSpec(user_function_that_fails), datasets=["d"])]
+    descs = [
+        desc(1, S.SequenceSourceSpec(1, 5), chained=[2]),
+        desc(2, S.MapSpec(user_function_that_fails), datasets=["d"]),
+    ]
     chain = OperatorChain(descs, {"d": ListOutput()}, ctx_factory([]))
     chain.open()
     with pytest.raises(ValueError, match="boom at 3") as info:
@@ -127,8 +131,7 @@ class ClosingFn:
 
 def test_close_closes_all_and_reraises_first_error():
     CLOSED.clear()
-    descs = [desc(1, S.MapSpec(ClosingFn("a", True)), chained=[2]),
-             desc(2, S.MapSpec(ClosingFn("b", True)))]
+    descs = [desc(1, S.MapSpec(ClosingFn("a", True)), chained=[2]), desc(2, S.MapSpec(ClosingFn("b", True)))]
     chain = OperatorChain(descs, {}, ctx_factory([]))
     chain.open()
     with pytest.raises(RuntimeError, match="^a$"):

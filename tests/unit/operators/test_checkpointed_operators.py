@@ -19,8 +19,14 @@ from yarnflink.state.task_state import TaskStateManager, snapshot_operators
 
 
 def ctx(restored: Any = None, subtask: int = 0, parallelism: int = 1) -> OperatorContext:
-    c = OperatorContext(task_name="t", operator_name="op", subtask_index=subtask, parallelism=parallelism,
-                        max_parallelism=128, operator_id="op-1")
+    c = OperatorContext(
+        task_name="t",
+        operator_name="op",
+        subtask_index=subtask,
+        parallelism=parallelism,
+        max_parallelism=128,
+        operator_id="op-1",
+    )
     c.state = TaskStateManager(restored=restored, reader=make_reader())
     return c
 

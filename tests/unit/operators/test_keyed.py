@@ -31,11 +31,14 @@ def test_reduce_with_callable_key():
     assert out.rows == [1, 2, 4, 6]
 
 
-@pytest.mark.parametrize("agg,expected", [
-    ("sum", [("a", 1, "x"), ("b", 5, "y"), ("a", 4, "z"), ("a", 2, "w")]),
-    ("min", [("a", 1, "x"), ("b", 5, "y"), ("a", 1, "z"), ("a", -2, "w")]),
-    ("max", [("a", 1, "x"), ("b", 5, "y"), ("a", 3, "z"), ("a", 3, "w")]),
-])
+@pytest.mark.parametrize(
+    "agg,expected",
+    [
+        ("sum", [("a", 1, "x"), ("b", 5, "y"), ("a", 4, "z"), ("a", 2, "w")]),
+        ("min", [("a", 1, "x"), ("b", 5, "y"), ("a", 1, "z"), ("a", -2, "w")]),
+        ("max", [("a", 1, "x"), ("b", 5, "y"), ("a", 3, "z"), ("a", 3, "w")]),
+    ],
+)
 def test_aggregate_streaming_replaces_field_of_incoming_record(agg, expected):
     rows = [("a", 1, "x"), ("b", 5, "y"), ("a", 3, "z"), ("a", -2, "w")]
     _, out = run_operator(S.AggregateSpec(agg, 1, K0, "STREAMING"), [rows])
@@ -83,7 +86,7 @@ def _random_batches(rng, key_kind, value_kind, nbatches=6):
         else:
             keys = [f"k{rng.randint(0, 80)}" for _ in range(n)]
         if value_kind == "int":
-            vals = [rng.randint(-10**6, 10**6) for _ in range(n)]
+            vals = [rng.randint(-(10**6), 10**6) for _ in range(n)]
         else:
             vals = [rng.uniform(-1000, 1000) for _ in range(n)]
         batches.append([(k, v, i) for i, (k, v) in enumerate(zip(keys, vals))])
@@ -179,8 +182,10 @@ def test_many_keys_index_rebuilds():
     assert op.mode == "vec" and out.rows == expected.rows
 
 
-@pytest.mark.parametrize("ktype,keys", [(pa.bool_(), [True, False, True, True]), (pa.int8(), [1, -1, 1, 1]),
-                                        (pa.binary(), [b"a", b"b", b"a", b"a"])])
+@pytest.mark.parametrize(
+    "ktype,keys",
+    [(pa.bool_(), [True, False, True, True]), (pa.int8(), [1, -1, 1, 1]), (pa.binary(), [b"a", b"b", b"a", b"a"])],
+)
 def test_vectorized_other_key_types(ktype, keys):
     vals = [1, 2, 3, 4]
     rb = pa.record_batch([pa.array(keys, type=ktype), pa.array(vals, type=pa.int16())], names=["f0", "f1"])

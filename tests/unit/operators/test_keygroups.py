@@ -16,8 +16,7 @@ from yarnflink.common.keygroups import (
     operator_indices_for_keys,
 )
 
-KEYS = [0, 1, -1, 42, 2**40, "a", "word", "", "é", b"raw", 1.5, -0.25, None, (1, "a"), ("x", (2, 3)),
-        True, 2**70, 3.0]
+KEYS = [0, 1, -1, 42, 2**40, "a", "word", "", "é", b"raw", 1.5, -0.25, None, (1, "a"), ("x", (2, 3)), True, 2**70, 3.0]
 
 
 def test_default_max_parallelism_is_flinks_rule():
@@ -102,8 +101,9 @@ def test_key_groups_are_stable_across_processes(seed):
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(yarnflink.__file__)))
     env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=root)
-    out = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True,
-                         check=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, check=True, timeout=120
+    )
     child_keys, child_strs, child_hash = json.loads(out.stdout)
     strs = [f"key-{i}" for i in range(200)]
     assert child_keys == key_group_ids(KEYS, 32768).tolist()

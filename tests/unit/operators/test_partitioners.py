@@ -25,15 +25,18 @@ def net(partitioning, channels=4, key=None, subtask=0, **kw):
 
 
 @pytest.mark.parametrize("form", ["rows", "arrow"])
-@pytest.mark.parametrize("records,key", [
-    ([(f"k{i % 37}", i) for i in range(5000)], S.KeySelectorSpec(field=0)),
-    ([{"user": i % 53, "v": i} for i in range(5000)], S.KeySelectorSpec(field="user")),
-    ([(i % 41, i) for i in range(5000)], S.KeySelectorSpec(fn=lambda r: r[0] % 41)),
-])
+@pytest.mark.parametrize(
+    "records,key",
+    [
+        ([(f"k{i % 37}", i) for i in range(5000)], S.KeySelectorSpec(field=0)),
+        ([{"user": i % 53, "v": i} for i in range(5000)], S.KeySelectorSpec(field="user")),
+        ([(i % 41, i) for i in range(5000)], S.KeySelectorSpec(fn=lambda r: r[0] % 41)),
+    ],
+)
 def test_hash_sends_every_key_to_exactly_one_channel(form, records, key):
     w, out = net("hash", 3, key, batch_rows=700)
     for i in range(0, len(records), 900):
-        chunk = records[i:i + 900]
+        chunk = records[i : i + 900]
         out.emit(Batch.from_rows(chunk) if form == "rows" else Batch.from_arrow(records_to_arrow(chunk)))
     out.end_input()
     assert w.finished == 1
@@ -41,8 +44,11 @@ def test_hash_sends_every_key_to_exactly_one_channel(form, records, key):
     got = [r for rows in by_channel.values() for r in rows]
     assert len(got) == len(records)
     assert sorted(map(repr, got)) == sorted(map(repr, records))
-    keyf = (lambda r: r[0]) if key.fn is None and key.field == 0 else (
-        (lambda r: r["user"]) if key.field == "user" else key.fn)
+    keyf = (
+        (lambda r: r[0])
+        if key.fn is None and key.field == 0
+        else ((lambda r: r["user"]) if key.field == "user" else key.fn)
+    )
     owner = {}
     for ch, rows in by_channel.items():
         for r in rows:
@@ -97,7 +103,14 @@ def test_rebalance_small_batches_round_robin():
     w, out = net("rebalance", 3, subtask=0, buffer_timeout_s=0)
     for i in range(6):
         out.emit(Batch.from_rows([i]))
-    assert [(c, arrow_to_records(rb)) for c, rb in w.emitted] == [(0, [0]), (1, [1]), (2, [2]), (0, [3]), (1, [4]), (2, [5])]
+    assert [(c, arrow_to_records(rb)) for c, rb in w.emitted] == [
+        (0, [0]),
+        (1, [1]),
+        (2, [2]),
+        (0, [3]),
+        (1, [4]),
+        (2, [5]),
+    ]
 
 
 def test_shuffle_delivers_everything_randomly():

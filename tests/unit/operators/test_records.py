@@ -165,8 +165,13 @@ def test_field_getter_fast_and_generic_paths_agree():
 
 
 def test_replace_fields_matches_replace_field():
-    cases = [([(1, "a"), (2, "b")], 0), ([(1, "a"), (2, "b")], 1), ([{"a": 1}, {"a": 2}], "a"),
-             ([1, 2], 0), ([(1, 2), [3, 4]], 1)]
+    cases = [
+        ([(1, "a"), (2, "b")], 0),
+        ([(1, "a"), (2, "b")], 1),
+        ([{"a": 1}, {"a": 2}], "a"),
+        ([1, 2], 0),
+        ([(1, 2), [3, 4]], 1),
+    ]
     for rows, f in cases:
         vals = [10, 20]
         assert replace_fields(rows, f, vals) == [replace_field(r, f, v) for r, v in zip(rows, vals)]

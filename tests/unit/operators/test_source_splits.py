@@ -33,8 +33,14 @@ OP = "src-1"
 
 
 def _ctx(subtask: int, parallelism: int, restored: Any = None, max_parallelism: int = 128) -> OperatorContext:
-    c = OperatorContext(task_name="t", operator_name="src", subtask_index=subtask, parallelism=parallelism,
-                        max_parallelism=max_parallelism, operator_id=OP)
+    c = OperatorContext(
+        task_name="t",
+        operator_name="src",
+        subtask_index=subtask,
+        parallelism=parallelism,
+        max_parallelism=max_parallelism,
+        operator_id=OP,
+    )
     c.state = TaskStateManager(restored=restored, reader=make_reader())
     return c
 
@@ -48,8 +54,15 @@ def _rows(batch: Any) -> list:
     return list(batch.rows())
 
 
-def _run_phase(make: Any, parallelism: int, restored: dict, storage: FsCheckpointStorage, cid: int,
-               batches_each: int, max_parallelism: int = 128) -> tuple[list, dict]:
+def _run_phase(
+    make: Any,
+    parallelism: int,
+    restored: dict,
+    storage: FsCheckpointStorage,
+    cid: int,
+    batches_each: int,
+    max_parallelism: int = 128,
+) -> tuple[list, dict]:
     """Every subtask reads ``batches_each`` batches (None: to the end), then all snapshot; the
     checkpoint is redistributed for the next phase's parallelism by the caller."""
     emitted: list = []
@@ -96,8 +109,7 @@ def test_sequence_source_rescales_2_3_1_exactly_once(tmp_path: Path) -> None:
 
 def test_collection_source_rescales_2_3_1_exactly_once(tmp_path: Path) -> None:
     items = [f"item-{i}" for i in range(500)]
-    got = _rescale_run(lambda: CollectionSource(CollectionSourceSpec(items)), tmp_path,
-                       [(2, 4), (3, 9), (1, None)])
+    got = _rescale_run(lambda: CollectionSource(CollectionSourceSpec(items)), tmp_path, [(2, 4), (3, 9), (1, None)])
     assert sorted(got) == sorted(items)
 
 
@@ -109,16 +121,16 @@ def test_file_source_rescales_2_3_1_exactly_once(tmp_path: Path) -> None:
         rows = [{"f": f, "n": j} for j in range(17)]
         pq.write_table(pa.Table.from_pylist(rows), data / f"part-{f}.parquet")
         want += rows
-    got = _rescale_run(lambda: FileSource(FileSourceSpec(str(data), "parquet")), tmp_path,
-                       [(2, 4), (3, 3), (1, None)])
+    got = _rescale_run(lambda: FileSource(FileSourceSpec(str(data), "parquet")), tmp_path, [(2, 4), (3, 3), (1, None)])
     key = lambda r: (r["f"], r["n"])  # noqa: E731
     assert sorted(got, key=key) == sorted(want, key=key)
 
 
 def test_a_subtask_without_splits_after_a_scale_up_emits_nothing(tmp_path: Path) -> None:
     """Max parallelism 2 -> 2 splits; at parallelism 4 two subtasks own none (not a fresh start)."""
-    got = _rescale_run(lambda: SequenceSource(SequenceSourceSpec(1, 60)), tmp_path, [(2, 2), (4, None)],
-                       max_parallelism=2)
+    got = _rescale_run(
+        lambda: SequenceSource(SequenceSourceSpec(1, 60)), tmp_path, [(2, 2), (4, None)], max_parallelism=2
+    )
     assert sorted(got) == list(range(1, 61))
 
 
@@ -186,8 +198,9 @@ def test_splits_of_a_finished_subtask_are_not_read_again(tmp_path: Path) -> None
 
 
 def test_a_snapshot_before_the_first_batch_holds_every_split(tmp_path: Path) -> None:
-    got = _rescale_run(lambda: CollectionSource(CollectionSourceSpec(list(range(40)))), tmp_path,
-                       [(2, 0), (3, 1), (1, None)])
+    got = _rescale_run(
+        lambda: CollectionSource(CollectionSourceSpec(list(range(40)))), tmp_path, [(2, 0), (3, 1), (1, None)]
+    )
     assert sorted(got) == list(range(40))
 
 

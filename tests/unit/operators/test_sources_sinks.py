@@ -181,7 +181,10 @@ def test_file_source_and_sink_through_fsspec_memory_filesystem():
     fs = fsspec.filesystem("memory")
     run_operator(S.FileSinkSpec("memory://yf-test/out", "parquet"), [[{"a": 1}, {"a": 2}]], subtask=0, parallelism=2)
     run_operator(S.FileSinkSpec("memory://yf-test/out", "parquet"), [[{"a": 3}]], subtask=1, parallelism=2)
-    assert sorted(fs.ls("/yf-test/out", detail=False)) == ["/yf-test/out/part-0-0.parquet", "/yf-test/out/part-1-0.parquet"]
+    assert sorted(fs.ls("/yf-test/out", detail=False)) == [
+        "/yf-test/out/part-0-0.parquet",
+        "/yf-test/out/part-1-0.parquet",
+    ]
     rows = source_rows(S.FileSourceSpec("memory://yf-test/out", "parquet"))
     assert rows == [{"a": 1}, {"a": 2}, {"a": 3}]
     fs.rm("/yf-test", recursive=True)

@@ -145,7 +145,12 @@ def test_keyed_process_current_key():
 
 
 def test_empty_batches_produce_nothing():
-    for spec in [S.MapSpec(lambda x: x), S.FilterSpec(bool), S.FlatMapSpec(lambda x: [x]),
-                 S.MapBatchesSpec(lambda rb: rb), S.ProcessSpec(lambda x: [x])]:
+    for spec in [
+        S.MapSpec(lambda x: x),
+        S.FilterSpec(bool),
+        S.FlatMapSpec(lambda x: [x]),
+        S.MapBatchesSpec(lambda rb: rb),
+        S.ProcessSpec(lambda x: [x]),
+    ]:
         _, out = run_operator(spec, [[]])
         assert out.batches == [] and out.ended == 1

@@ -39,9 +39,17 @@ def test_worker_resources_follow_flinks_memory_model_unless_given() -> None:
     spec = worker_spec_from_config(Configuration({"taskmanager.numberOfTaskSlots": "4"}))
     assert spec.total == ResourceProfile(4.0, 384, 0, 512)  # 1728m: Flink's defaults
     assert spec.default_slot == ResourceProfile(1.0, 96, 0, 128)
-    spec = worker_spec_from_config(Configuration({
-        "taskmanager.numberOfTaskSlots": "2", "taskmanager.cpu.cores": "3", "taskmanager.memory.task.heap.size": "1 gb",
-        "taskmanager.memory.managed.size": "0", "taskmanager.memory.task.off-heap.size": "64 mb"}))
+    spec = worker_spec_from_config(
+        Configuration(
+            {
+                "taskmanager.numberOfTaskSlots": "2",
+                "taskmanager.cpu.cores": "3",
+                "taskmanager.memory.task.heap.size": "1 gb",
+                "taskmanager.memory.managed.size": "0",
+                "taskmanager.memory.task.off-heap.size": "64 mb",
+            }
+        )
+    )
     assert spec.total == ResourceProfile(3.0, 1024, 64, 0)
 
 
@@ -49,7 +57,8 @@ def test_profiles_fit_add_and_come_from_slot_sharing_groups() -> None:
     a = ResourceProfile(1.0, 100, 0, 50)
     assert a.fits_into(ResourceProfile(1.0, 100, 0, 50)) and not a.fits_into(ResourceProfile(0.5, 1000, 0, 1000))
     assert (a + a) - a == a and UNKNOWN.is_unknown and not a.is_unknown
-    assert ResourceProfile.of_slot_sharing_group({"cpuCores": 2.0, "taskHeapMemoryMB": 10.0}) == \
-        ResourceProfile(2.0, 10, 0, 0)
+    assert ResourceProfile.of_slot_sharing_group({"cpuCores": 2.0, "taskHeapMemoryMB": 10.0}) == ResourceProfile(
+        2.0, 10, 0, 0
+    )
     assert ResourceProfile.of_slot_sharing_group(None) == UNKNOWN
     assert a.to_json()["taskHeapMemory"] == 100 << 20

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -54,8 +54,14 @@ def check_invariants(sm: SlotManager) -> None:
     assert counts == Counter({(j, p): n for j, c in sm._job_allocations.items() for p, n in c.items()})
 
 
-def register(sm: SlotManager, rid: str, slots: int = 2, now: float = 0.0, report: SlotReport = SlotReport(),
-             total: ResourceProfile = UNKNOWN) -> list:
+def register(
+    sm: SlotManager,
+    rid: str,
+    slots: int = 2,
+    now: float = 0.0,
+    report: SlotReport = SlotReport(),
+    total: ResourceProfile = UNKNOWN,
+) -> list:
     return sm.register_task_executor(rid, f"{rid}:1", f"{rid}:2", slots, report, now, total=total)
 
 
@@ -127,8 +133,12 @@ def test_evenly_spread_out_slots_alternates_task_executors(sms: list) -> None:
     sms.append(fine)
     register(fine, "te1", 4, total=TE_TOTAL)
     register(fine, "te2", 4, total=TE_TOTAL, now=1.0)
-    assert sorted(a.resource_id for a in fine.declare_requirements("job", "jm", "id", {CPU1: 4}, 0.0)) == \
-        ["te1", "te1", "te2", "te2"]
+    assert sorted(a.resource_id for a in fine.declare_requirements("job", "jm", "id", {CPU1: 4}, 0.0)) == [
+        "te1",
+        "te1",
+        "te2",
+        "te2",
+    ]
 
 
 # ---------------------------------------------------------------------- reconciliation
@@ -267,8 +277,9 @@ def test_demand_beyond_registered_slots_starts_workers_up_to_the_maximum(sms: li
 def test_fine_grained_demand_is_packed_into_new_workers(sms: list) -> None:
     sm = make(fine_grained=True, worker_spec=SPEC)
     sms.append(sm)
-    actions = sm.declare_requirements("job", "jm", "id", {ResourceProfile(2.0, 100, 0, 0): 3,
-                                                          ResourceProfile(9.0, 1, 0, 0): 1}, 0.0)
+    actions = sm.declare_requirements(
+        "job", "jm", "id", {ResourceProfile(2.0, 100, 0, 0): 3, ResourceProfile(9.0, 1, 0, 0): 1}, 0.0
+    )
     assert len([a for a in actions if isinstance(a, StartWorker)]) == 2  # 3 x 2 cpu in 4-cpu workers
     assert ("job", ResourceProfile(9.0, 1, 0, 0)) in sm.unfulfillable  # larger than any worker
 

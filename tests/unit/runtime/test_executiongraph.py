@@ -29,9 +29,12 @@ def test_execution_transitions_reject_late_or_backward_states() -> None:
 
 
 def test_slot_sharing_needs_max_parallelism_per_group_and_never_pairs_a_vertex_with_itself() -> None:
-    eg = ExecutionGraph(job_graph(
-        [("a", 2, "default"), ("b", 3, "default"), ("c", 2, "iso")],
-        [("a", "b", "rebalance"), ("b", "c", "rebalance")]))
+    eg = ExecutionGraph(
+        job_graph(
+            [("a", 2, "default"), ("b", 3, "default"), ("c", 2, "iso")],
+            [("a", "b", "rebalance"), ("b", "c", "rebalance")],
+        )
+    )
     shared = compute_slot_sharing(eg)
     assert len(shared) == 3 + 2
     for s in shared:
@@ -49,9 +52,12 @@ def _assign_slots(eg: ExecutionGraph) -> None:
 
 
 def test_deployment_descriptor_wires_all_to_all_and_pointwise_channels() -> None:
-    eg = ExecutionGraph(job_graph(
-        [("src", 2, "default"), ("map", 2, "default"), ("agg", 3, "default")],
-        [("src", "map", "forward"), ("map", "agg", "hash")]))
+    eg = ExecutionGraph(
+        job_graph(
+            [("src", 2, "default"), ("map", 2, "default"), ("agg", 3, "default")],
+            [("src", "map", "forward"), ("map", "agg", "hash")],
+        )
+    )
     _assign_slots(eg)
     m1 = eg.vertex(vid("map")).task_vertices[1]
     tdd = build_tdd(eg, m1)
@@ -63,8 +69,8 @@ def test_deployment_descriptor_wires_all_to_all_and_pointwise_channels() -> None
     agg2 = build_tdd(eg, eg.vertex(vid("agg")).task_vertices[2])
     assert [c.subpartition for c in agg2.input_gates[0].channels] == [2, 2]
     assert {c.partition_id for c in agg2.input_gates[0].channels} == {
-        ev.produced[gate_id].partition_id for ev in eg.vertex(vid("map")).task_vertices
-        for gate_id in ev.produced}
+        ev.produced[gate_id].partition_id for ev in eg.vertex(vid("map")).task_vertices for gate_id in ev.produced
+    }
 
 
 def test_job_graph_json_round_trip_and_validation() -> None:

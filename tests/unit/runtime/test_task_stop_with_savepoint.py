@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import cloudpickle
 import pytest
@@ -29,7 +30,7 @@ from yarnflink.rpc.pb import taskexecutor_pb2 as te_pb
 from yarnflink.taskexecutor.task import Task
 
 CONFIG = {"execution.checkpointing.interval": "1 h"}  # checkpointing on; the test triggers itself
-_COUNTERS: dict[str, "Counter"] = {}
+_COUNTERS: dict[str, Counter] = {}
 
 
 @dataclass
@@ -96,21 +97,46 @@ def pipeline(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[int], tuple[
 
     def make(n: int) -> tuple[Task, Task, Acks]:
         acks = Acks()
-        src = te_pb.TaskDeploymentDescriptor(job_id="job", task_name="source", execution_id="exec-source",
-                                             subtask_index=0, parallelism=1, max_parallelism=128,
-                                             runtime_mode="STREAMING", job_config=CONFIG)
-        src.operators.append(te_pb.ChainedOperator(node_id=1, name="source", kind="source",
-                                                   spec=cloudpickle.dumps(SequenceSourceSpec(0, n - 1)),
-                                                   output_datasets=["ds"]))
-        src.produced_partitions.add(dataset_id="ds", partition_id="p-source", num_subpartitions=1,
-                                    partitioning="forward")
-        sink = te_pb.TaskDeploymentDescriptor(job_id="job", task_name="consumer", execution_id="exec-consumer",
-                                              subtask_index=0, parallelism=1, max_parallelism=128,
-                                              runtime_mode="STREAMING", job_config=CONFIG)
-        sink.operators.append(te_pb.ChainedOperator(node_id=2, name="counter", kind="counter",
-                                                    spec=cloudpickle.dumps(CounterSpec("consumer"))))
+        src = te_pb.TaskDeploymentDescriptor(
+            job_id="job",
+            task_name="source",
+            execution_id="exec-source",
+            subtask_index=0,
+            parallelism=1,
+            max_parallelism=128,
+            runtime_mode="STREAMING",
+            job_config=CONFIG,
+        )
+        src.operators.append(
+            te_pb.ChainedOperator(
+                node_id=1,
+                name="source",
+                kind="source",
+                spec=cloudpickle.dumps(SequenceSourceSpec(0, n - 1)),
+                output_datasets=["ds"],
+            )
+        )
+        src.produced_partitions.add(
+            dataset_id="ds", partition_id="p-source", num_subpartitions=1, partitioning="forward"
+        )
+        sink = te_pb.TaskDeploymentDescriptor(
+            job_id="job",
+            task_name="consumer",
+            execution_id="exec-consumer",
+            subtask_index=0,
+            parallelism=1,
+            max_parallelism=128,
+            runtime_mode="STREAMING",
+            job_config=CONFIG,
+        )
+        sink.operators.append(
+            te_pb.ChainedOperator(
+                node_id=2, name="counter", kind="counter", spec=cloudpickle.dumps(CounterSpec("consumer"))
+            )
+        )
         sink.input_gates.add(dataset_id="ds", partitioning="forward").channels.add(
-            partition_id="p-source", subpartition=0, producer_data_address=env.address)
+            partition_id="p-source", subpartition=0, producer_data_address=env.address
+        )
         source = Task(src, env, lambda t, s, e: None, acks.sender("source"))
         consumer = Task(sink, env, lambda t, s, e: None, acks.sender("consumer"))
         tasks.extend([source, consumer])

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from yarnflink.executiongraph.executiongraph import ExecutionGraph, ExecutionState, ExecutionVertex, Failure
 from yarnflink.jobgraph.jobgraph import IntermediateDataSet, JobEdge, JobGraph, JobVertex, OperatorDescriptor
 from yarnflink.scheduler.scheduler import Action, CancelTask, DeclareResources, DefaultScheduler, DeployTask
@@ -13,8 +11,12 @@ def vid(name: str) -> str:
     return (name.encode().hex() + "0" * 32)[:32]
 
 
-def graph(vertices: list[tuple[str, int]], edges: list[tuple[str, str, str, str]],
-          mode: str = "STREAMING", groups: Optional[dict[str, str]] = None) -> JobGraph:
+def graph(
+    vertices: list[tuple[str, int]],
+    edges: list[tuple[str, str, str, str]],
+    mode: str = "STREAMING",
+    groups: dict[str, str] | None = None,
+) -> JobGraph:
     """vertices: (name, parallelism); edges: (source, target, partitioning, "P" pipelined | "B" blocking)."""
     datasets, jedges, outs = [], [], {}
     for i, (src, dst, part, kind) in enumerate(edges):
@@ -22,9 +24,17 @@ def graph(vertices: list[tuple[str, int]], edges: list[tuple[str, str, str, str]
         datasets.append(IntermediateDataSet(ds, vid(src), "BLOCKING" if kind == "B" else "PIPELINED_BOUNDED"))
         jedges.append(JobEdge(ds, vid(dst), part, b"ks" if part == "hash" else None))
         outs.setdefault(src, []).append(ds)
-    jvs = [JobVertex(vid(name), name, p, 128, [OperatorDescriptor(n, name, "map", b"spec", output_datasets=outs.get(name, []))],
-                     (groups or {}).get(name, "default"))
-           for n, (name, p) in enumerate(vertices)]
+    jvs = [
+        JobVertex(
+            vid(name),
+            name,
+            p,
+            128,
+            [OperatorDescriptor(n, name, "map", b"spec", output_datasets=outs.get(name, []))],
+            (groups or {}).get(name, "default"),
+        )
+        for n, (name, p) in enumerate(vertices)
+    ]
     return JobGraph("f" * 32, "test", jvs, datasets, jedges, runtime_mode=mode)
 
 
@@ -76,7 +86,7 @@ class Driver:
                 return
             self.run(actions)
 
-    def report(self, v: ExecutionVertex, state: ExecutionState, failure: Optional[Failure] = None) -> None:
+    def report(self, v: ExecutionVertex, state: ExecutionState, failure: Failure | None = None) -> None:
         self.run(self.s.task_state_changed(v.current.attempt_id, state, failure, self.now))
         self.offer()
 

@@ -73,8 +73,9 @@ class Cluster:
 
 def job() -> AdaptiveScheduler:
     eg = ExecutionGraph(graph([("src", 4), ("map", 4)], [("src", "map", "rebalance", "P")]))
-    return AdaptiveScheduler(eg, adaptive=OPTS,
-                             restart_strategy=FixedDelayRestartBackoffTimeStrategy(attempts=5, delay_s=1.0))
+    return AdaptiveScheduler(
+        eg, adaptive=OPTS, restart_strategy=FixedDelayRestartBackoffTimeStrategy(attempts=5, delay_s=1.0)
+    )
 
 
 def test_the_job_declares_all_it_wants_and_starts_with_what_it_got_once_stable() -> None:
@@ -89,7 +90,11 @@ def test_the_job_declares_all_it_wants_and_starts_with_what_it_got_once_stable()
     c.advance(2.0)
     assert s.state == EXECUTING and s.parallelism == {vid("src"): 2, vid("map"): 2}
     assert sorted(a.execution.vertex.task_name_with_subtask for a in c.actions if isinstance(a, DeployTask)) == [
-        "map (1/2)", "map (2/2)", "src (1/2)", "src (2/2)"]
+        "map (1/2)",
+        "map (2/2)",
+        "src (1/2)",
+        "src (2/2)",
+    ]
     assert s.pool.required == 4  # it still asks for the 2 slots it lacks
 
 
@@ -122,7 +127,9 @@ def test_more_slots_scale_the_job_up_after_the_stabilization_timeout() -> None:
     assert len(deployed) == 8 and {e.slot.resource_id for e in deployed} == {"te1", "te2"}  # type: ignore[union-attr]
     assert all(e.attempt_number == 1 for e in deployed)  # attempts keep counting across rescales
     assert s.eg.num_restarts == 0 and [p for _, p in s.rescales] == [
-        {vid("src"): 2, vid("map"): 2}, {vid("src"): 4, vid("map"): 4}]
+        {vid("src"): 2, vid("map"): 2},
+        {vid("src"): 4, vid("map"): 4},
+    ]
 
 
 def test_a_lost_taskexecutor_restarts_the_job_at_a_lower_parallelism() -> None:
@@ -167,21 +174,37 @@ def test_the_jobmaster_picks_the_scheduler_by_mode_and_refuses_misfits() -> None
     assert jobmaster("BATCH").scheduler_type == "AdaptiveBatch"  # Flink's defaults
     assert jobmaster("STREAMING").scheduler_type == "Default"
     assert isinstance(jobmaster("STREAMING", **{"jobmanager.scheduler": "Adaptive"}).scheduler, AdaptiveScheduler)
-    assert isinstance(jobmaster("BATCH", **{"execution.batch.speculative.enabled": "true"}).scheduler,
-                      SpeculativeScheduler)
+    assert isinstance(
+        jobmaster("BATCH", **{"execution.batch.speculative.enabled": "true"}).scheduler, SpeculativeScheduler
+    )
     with pytest.raises(JobSubmissionException, match="Adaptive schedules STREAMING jobs only"):
         jobmaster("BATCH", **{"jobmanager.scheduler": "Adaptive"})
     with pytest.raises(JobSubmissionException, match="AdaptiveBatch schedules BATCH jobs only"):
         jobmaster("STREAMING", **{"jobmanager.scheduler": "AdaptiveBatch"})
     with pytest.raises(JobSubmissionException, match="smaller than execution.batch.adaptive"):
-        jobmaster("BATCH", **{"execution.batch.adaptive.auto-parallelism.min-parallelism": "5",
-                              "execution.batch.adaptive.auto-parallelism.max-parallelism": "2"})
+        jobmaster(
+            "BATCH",
+            **{
+                "execution.batch.adaptive.auto-parallelism.min-parallelism": "5",
+                "execution.batch.adaptive.auto-parallelism.max-parallelism": "2",
+            },
+        )
     with pytest.raises(JobSubmissionException, match="unaligned checkpoints"):
-        jobmaster("STREAMING", **{"jobmanager.scheduler": "Adaptive", "execution.checkpointing.interval": "1 s",
-                                  "execution.checkpointing.unaligned.enabled": "true"})
+        jobmaster(
+            "STREAMING",
+            **{
+                "jobmanager.scheduler": "Adaptive",
+                "execution.checkpointing.interval": "1 s",
+                "execution.checkpointing.unaligned.enabled": "true",
+            },
+        )
     # with checkpointing: a rescale restores the latest completed checkpoint at the new parallelism
-    assert jobmaster("STREAMING", **{"jobmanager.scheduler": "Adaptive",
-                                     "execution.checkpointing.interval": "1 s"}).checkpoints is not None
+    assert (
+        jobmaster(
+            "STREAMING", **{"jobmanager.scheduler": "Adaptive", "execution.checkpointing.interval": "1 s"}
+        ).checkpoints
+        is not None
+    )
     with pytest.raises(JobSubmissionException, match="jobmanager.scheduler"):
         jobmaster("STREAMING", **{"jobmanager.scheduler": "Fastest"})
 

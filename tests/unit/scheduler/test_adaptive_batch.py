@@ -22,8 +22,11 @@ OPTS = AdaptiveBatchOptions(min_parallelism=1, max_parallelism=4, avg_data_volum
 
 
 def batch_job(partitioning: str = "hash", unset: tuple[str, ...] = ("agg",)) -> JobGraph:
-    jg = graph([("src", 2), ("agg", 1), ("sink", 1)],
-               [("src", "agg", partitioning, "B"), ("agg", "sink", "rebalance", "B")], mode="BATCH")
+    jg = graph(
+        [("src", 2), ("agg", 1), ("sink", 1)],
+        [("src", "agg", partitioning, "B"), ("agg", "sink", "rebalance", "B")],
+        mode="BATCH",
+    )
     for v in jg.vertices:
         v.parallelism_configured = v.name not in unset
     return jg
@@ -34,8 +37,8 @@ def test_the_decision_follows_input_bytes_within_the_bounds() -> None:
     assert decide_parallelism(999, 0, OPTS, 4) == 1
     assert decide_parallelism(1001, 0, OPTS, 4) == 2
     assert decide_parallelism(2500, 0, OPTS, 4) == 3
-    assert decide_parallelism(10**9, 0, OPTS, 4) == 4          # the configured maximum
-    assert decide_parallelism(10**9, 0, OPTS, 2) == 2          # the vertex's own bound
+    assert decide_parallelism(10**9, 0, OPTS, 4) == 4  # the configured maximum
+    assert decide_parallelism(10**9, 0, OPTS, 2) == 2  # the vertex's own bound
     assert decide_parallelism(0, 0, AdaptiveBatchOptions(3, 8, 1000), 8) == 3  # the minimum
     # broadcast input is read by every subtask: it shrinks what each can take (capped at half)
     assert decide_parallelism(1500, 400, OPTS, 4) == 3
@@ -85,8 +88,7 @@ def run(partitioning: str, produced: int) -> tuple[DefaultScheduler, Driver]:
     for i in range(2):
         v = ev(eg, "src", i)
         d.report(v, ExecutionState.RUNNING)
-        d.run(s.task_state_changed(v.current.attempt_id, ExecutionState.FINISHED, None, d.now,
-                                   produced_bytes=produced))
+        d.run(s.task_state_changed(v.current.attempt_id, ExecutionState.FINISHED, None, d.now, produced_bytes=produced))
         d.offer()
     return s, d
 
@@ -98,12 +100,18 @@ def test_a_consumer_gets_its_parallelism_when_its_producers_finish() -> None:
     assert agg.job_vertex.parallelism == 3 and len(agg.task_vertices) == 3
     assert s.parallelism_decisions == {vid("agg"): (3, 2400)}
     assert sorted(v.task_name_with_subtask for v in d.deployed if v.job_vertex is agg) == [
-        "agg (1/3)", "agg (2/3)", "agg (3/3)"]
+        "agg (1/3)",
+        "agg (2/3)",
+        "agg (3/3)",
+    ]
     # producers wrote one subpartition per key group; subtask i reads its key-group range
     edge = eg.job_graph.inputs_of(vid("agg"))[0]
     assert eg.num_subpartitions(edge) == 128
     assert [eg.consumed_subpartitions(edge, v) for v in agg.task_vertices] == [
-        range(0, 43), range(43, 86), range(86, 128)]
+        range(0, 43),
+        range(43, 86),
+        range(86, 128),
+    ]
     # the next vertex (fixed parallelism) reads the decided one's 3 subtasks; the job finishes
     for v in list(agg.task_vertices):
         d.finish(v)
@@ -151,8 +159,16 @@ def test_the_jobgraph_records_which_parallelisms_the_user_left_unset() -> None:
     def job(**config: str) -> dict[str, bool]:
         env = StreamExecutionEnvironment.get_execution_environment(config)
         env.set_runtime_mode(RuntimeExecutionMode.BATCH)
-        (env.from_sequence(0, 9).set_parallelism(2).map(lambda x: (x, 1)).name("Pair")
-         .key_by(lambda t: t[0]).sum(1).name("Sum").print())
+        (
+            env.from_sequence(0, 9)
+            .set_parallelism(2)
+            .map(lambda x: (x, 1))
+            .name("Pair")
+            .key_by(lambda t: t[0])
+            .sum(1)
+            .name("Sum")
+            .print()
+        )
         return {v.name.split(" ->")[0]: v.parallelism_configured for v in env.get_job_graph().vertices}
 
     got = job()

@@ -4,7 +4,7 @@ producer finished, re-readable (local and remote) until released."""
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -15,8 +15,7 @@ from yarnflink.network import BlockingResultPartition, InputChannelSpec, Partiti
 
 @pytest.fixture
 def envs(tmp_path) -> Iterator[list[ShuffleEnvironment]]:  # type: ignore[no-untyped-def]
-    out = [ShuffleEnvironment("127.0.0.1", 0, spill_dir=str(tmp_path), partition_request_timeout=1.0)
-           for _ in range(2)]
+    out = [ShuffleEnvironment("127.0.0.1", 0, spill_dir=str(tmp_path), partition_request_timeout=1.0) for _ in range(2)]
     for e in out:
         e.start()
     yield out

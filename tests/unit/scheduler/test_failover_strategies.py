@@ -18,10 +18,12 @@ from .helpers import ev, graph, names
 FINISHED, RUNNING = ExecutionState.FINISHED, ExecutionState.RUNNING
 
 
-def region_strategy(eg: ExecutionGraph, lost: tuple[IntermediateResultPartition, ...] = ()
-                    ) -> RestartPipelinedRegionFailoverStrategy:
+def region_strategy(
+    eg: ExecutionGraph, lost: tuple[IntermediateResultPartition, ...] = ()
+) -> RestartPipelinedRegionFailoverStrategy:
     return RestartPipelinedRegionFailoverStrategy(
-        RegionTopology(eg), lambda p: p.producer.current.state == FINISHED and p not in lost)
+        RegionTopology(eg), lambda p: p.producer.current.state == FINISHED and p not in lost
+    )
 
 
 def set_states(eg: ExecutionGraph, **states: ExecutionState) -> None:
@@ -33,23 +35,33 @@ def set_states(eg: ExecutionGraph, **states: ExecutionState) -> None:
 def test_pipelined_exchanges_join_regions_and_blocking_ones_separate_them() -> None:
     forward = ExecutionGraph(graph([("A", 2), ("B", 2)], [("A", "B", "forward", "P")]))
     assert [names(r.vertices) for r in RegionTopology(forward).regions] == [
-        ["A (1/2)", "B (1/2)"], ["A (2/2)", "B (2/2)"]]
+        ["A (1/2)", "B (1/2)"],
+        ["A (2/2)", "B (2/2)"],
+    ]
     hashed = ExecutionGraph(graph([("A", 2), ("B", 3)], [("A", "B", "hash", "P")]))
     assert len(RegionTopology(hashed).regions) == 1
-    blocking = ExecutionGraph(graph([("A", 2), ("B", 2), ("C", 2)],
-                                    [("A", "B", "hash", "B"), ("B", "C", "forward", "P")]))
+    blocking = ExecutionGraph(
+        graph([("A", 2), ("B", 2), ("C", 2)], [("A", "B", "hash", "B"), ("B", "C", "forward", "P")])
+    )
     topo = RegionTopology(blocking)
     assert [names(r.vertices) for r in topo.regions] == [
-        ["A (1/2)"], ["A (2/2)"], ["B (1/2)", "C (1/2)"], ["B (2/2)", "C (2/2)"]]
+        ["A (1/2)"],
+        ["A (2/2)"],
+        ["B (1/2)", "C (1/2)"],
+        ["B (2/2)", "C (2/2)"],
+    ]
     assert [len(r.consumed) for r in topo.regions] == [0, 0, 2, 2]
-    assert logical_regions(blocking.job_graph) == {
-        v.id: i for v, i in zip(blocking.job_graph.vertices, [0, 1, 1])}
+    assert logical_regions(blocking.job_graph) == {v.id: i for v, i in zip(blocking.job_graph.vertices, [0, 1, 1])}
 
 
 def test_full_restarts_everything_and_individual_only_the_failed_task() -> None:
     eg = ExecutionGraph(graph([("A", 2), ("B", 2)], []))
     assert names(RestartAllFailoverStrategy(eg).tasks_to_restart(ev(eg, "A", 1))) == [
-        "A (1/2)", "A (2/2)", "B (1/2)", "B (2/2)"]
+        "A (1/2)",
+        "A (2/2)",
+        "B (1/2)",
+        "B (2/2)",
+    ]
     assert names(RestartIndividualFailoverStrategy().tasks_to_restart(ev(eg, "A", 1))) == ["A (2/2)"]
 
 
@@ -65,7 +77,11 @@ def test_streaming_task_error_restarts_its_connected_region_only() -> None:
     eg = ExecutionGraph(graph([("X1", 2), ("X2", 2), ("Y", 2)], [("X1", "X2", "rebalance", "P")]))
     set_states(eg, X10=RUNNING, X11=RUNNING, X20=RUNNING, X21=RUNNING, Y0=RUNNING, Y1=RUNNING)
     assert names(region_strategy(eg).tasks_to_restart(ev(eg, "X2", 0))) == [
-        "X1 (1/2)", "X1 (2/2)", "X2 (1/2)", "X2 (2/2)"]
+        "X1 (1/2)",
+        "X1 (2/2)",
+        "X2 (1/2)",
+        "X2 (2/2)",
+    ]
     assert names(region_strategy(eg).tasks_to_restart(ev(eg, "Y", 1))) == ["Y (2/2)"]
 
 
@@ -75,12 +91,15 @@ def test_batch_task_error_downstream_of_a_blocking_exchange_restarts_only_its_re
     assert names(region_strategy(eg).tasks_to_restart(ev(eg, "B", 1))) == ["B (2/2)"]
 
 
-@pytest.mark.parametrize("partitioning, expected", [
-    ("hash", ["A (2/2)", "B (2/2)"]),  # deterministic: the finished B0 keeps its result
-    ("broadcast", ["A (2/2)", "B (2/2)"]),
-    ("rebalance", ["A (2/2)", "B (1/2)", "B (2/2)"]),  # every consumer region restarts
-    ("shuffle", ["A (2/2)", "B (1/2)", "B (2/2)"]),
-])
+@pytest.mark.parametrize(
+    "partitioning, expected",
+    [
+        ("hash", ["A (2/2)", "B (2/2)"]),  # deterministic: the finished B0 keeps its result
+        ("broadcast", ["A (2/2)", "B (2/2)"]),
+        ("rebalance", ["A (2/2)", "B (1/2)", "B (2/2)"]),  # every consumer region restarts
+        ("shuffle", ["A (2/2)", "B (1/2)", "B (2/2)"]),
+    ],
+)
 def test_lost_upstream_partition_restarts_the_producer_region(partitioning: str, expected: list[str]) -> None:
     eg = ExecutionGraph(graph([("A", 2), ("B", 2)], [("A", "B", partitioning, "B")], mode="BATCH"))
     set_states(eg, A0=FINISHED, A1=FINISHED, B0=FINISHED, B1=RUNNING)
@@ -89,13 +108,19 @@ def test_lost_upstream_partition_restarts_the_producer_region(partitioning: str,
 
 
 def test_regions_restarted_for_a_nondeterministic_input_restart_their_consumers_too() -> None:
-    eg = ExecutionGraph(graph([("A", 2), ("B", 2), ("C", 2)],
-                              [("A", "B", "rebalance", "B"), ("B", "C", "hash", "B")], mode="BATCH"))
+    eg = ExecutionGraph(
+        graph([("A", 2), ("B", 2), ("C", 2)], [("A", "B", "rebalance", "B"), ("B", "C", "hash", "B")], mode="BATCH")
+    )
     set_states(eg, A0=FINISHED, A1=FINISHED, B0=FINISHED, B1=FINISHED, C0=FINISHED, C1=RUNNING)
     lost = next(iter(ev(eg, "A", 1).produced.values()))
     # C0 finished from B's old output, which changes with A1's new distribution
     assert names(region_strategy(eg, (lost,)).tasks_to_restart(ev(eg, "A", 1))) == [
-        "A (2/2)", "B (1/2)", "B (2/2)", "C (1/2)", "C (2/2)"]
+        "A (2/2)",
+        "B (1/2)",
+        "B (2/2)",
+        "C (1/2)",
+        "C (2/2)",
+    ]
 
 
 def test_a_restarted_region_also_restarts_producers_of_results_no_longer_available() -> None:

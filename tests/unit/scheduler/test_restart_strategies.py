@@ -22,14 +22,21 @@ def test_none_is_the_default_without_checkpointing() -> None:
     s.notify_failure(0.0)
     assert not s.can_restart()
     for alias in ("off", "disable", "NONE"):
-        assert isinstance(restart.from_configuration(Configuration({"restart-strategy.type": alias})),
-                          NoRestartBackoffTimeStrategy)
+        assert isinstance(
+            restart.from_configuration(Configuration({"restart-strategy.type": alias})), NoRestartBackoffTimeStrategy
+        )
 
 
 def test_fixed_delay_gives_up_after_its_attempts() -> None:
-    s = restart.from_configuration(Configuration({"restart-strategy.type": "fixeddelay",
-                                                  "restart-strategy.fixed-delay.attempts": "2",
-                                                  "restart-strategy.fixed-delay.delay": "250 ms"}))
+    s = restart.from_configuration(
+        Configuration(
+            {
+                "restart-strategy.type": "fixeddelay",
+                "restart-strategy.fixed-delay.attempts": "2",
+                "restart-strategy.fixed-delay.delay": "250 ms",
+            }
+        )
+    )
     assert isinstance(s, FixedDelayRestartBackoffTimeStrategy)
     for t in (0.0, 1.0):
         assert s.notify_failure(t) and s.can_restart() and s.backoff_time(t) == 0.25
@@ -55,8 +62,9 @@ def test_failure_rate_counts_failures_within_the_interval() -> None:
 
 
 def test_exponential_delay_grows_caps_merges_resets_and_gives_up() -> None:
-    s = ExponentialDelayRestartBackoffTimeStrategy(initial_s=1.0, max_s=5.0, multiplier=2.0,
-                                                    reset_threshold_s=60.0, jitter=0.0, attempts_before_reset=4)
+    s = ExponentialDelayRestartBackoffTimeStrategy(
+        initial_s=1.0, max_s=5.0, multiplier=2.0, reset_threshold_s=60.0, jitter=0.0, attempts_before_reset=4
+    )
     now, backoffs = 0.0, []
     for _ in range(4):
         assert s.notify_failure(now) and s.can_restart()
@@ -82,16 +90,27 @@ def test_exponential_delay_jitter_stays_within_its_factor_and_the_bounds() -> No
     for n in range(6):
         s.notify_failure(now)
         b = s.backoff_time(now)
-        assert 0.9 * 2 ** n <= b <= 1.1 * 2 ** n
+        assert 0.9 * 2**n <= b <= 1.1 * 2**n
         now += b + 1
     defaults = restart.from_configuration(Configuration({"restart-strategy.type": "exponential-delay"}))
-    assert (defaults.initial_s, defaults.max_s, defaults.multiplier, defaults.jitter,  # type: ignore[attr-defined]
-            defaults.reset_threshold_s) == (1.0, 60.0, 1.5, 0.1, 3600.0)  # type: ignore[attr-defined]
+    assert (
+        defaults.initial_s,
+        defaults.max_s,
+        defaults.multiplier,
+        defaults.jitter,  # type: ignore[attr-defined]
+        defaults.reset_threshold_s,
+    ) == (1.0, 60.0, 1.5, 0.1, 3600.0)  # type: ignore[attr-defined]
 
 
 def test_invalid_settings_are_configuration_errors() -> None:
     with pytest.raises(ConfigError, match="backoff-multiplier > 1"):
-        restart.from_configuration(Configuration({"restart-strategy.type": "exponential-delay",
-                                                  "restart-strategy.exponential-delay.backoff-multiplier": "1"}))
+        restart.from_configuration(
+            Configuration(
+                {
+                    "restart-strategy.type": "exponential-delay",
+                    "restart-strategy.exponential-delay.backoff-multiplier": "1",
+                }
+            )
+        )
     with pytest.raises(ConfigError, match="restart-strategy.type"):
         Configuration({"restart-strategy.type": "sometimes"})

@@ -37,13 +37,18 @@ def test_eager_scheduling_deploys_everything_once_all_slots_are_there() -> None:
     accepted, actions = s.slots_offered("te", [("a1", 1), ("a2", 2)], 0.0)
     assert accepted == ["a1"]  # nobody waits for a2
     assert [a.execution.vertex.task_name_with_subtask for a in actions if isinstance(a, DeployTask)] == [
-        "A (1/2)", "A (2/2)", "B (1/2)", "B (2/2)"]
+        "A (1/2)",
+        "A (2/2)",
+        "B (1/2)",
+        "B (2/2)",
+    ]
     assert ev(s.eg, "A", 0).current.slot is ev(s.eg, "B", 0).current.slot  # slot sharing
 
 
 def test_batch_regions_run_one_after_another_in_the_same_slots() -> None:
-    s = scheduler(graph([("A", 2), ("B", 2), ("C", 2)],
-                        [("A", "B", "hash", "B"), ("B", "C", "rebalance", "B")], mode="BATCH"))
+    s = scheduler(
+        graph([("A", 2), ("B", 2), ("C", 2)], [("A", "B", "hash", "B"), ("B", "C", "rebalance", "B")], mode="BATCH")
+    )
     d = Driver(s, task_managers=1, slots_each=2)
     assert s.lazy
     d.start()
@@ -60,7 +65,8 @@ def test_batch_regions_run_one_after_another_in_the_same_slots() -> None:
     d.finish(ev(s.eg, "B", 1))
     released = [a for a in d.take() if isinstance(a, ReleasePartitions)]
     assert sorted(p for a in released for p in a.partition_ids) == sorted(
-        p.partition_id for i in (0, 1) for p in ev(s.eg, "A", i).produced.values())
+        p.partition_id for i in (0, 1) for p in ev(s.eg, "A", i).produced.values()
+    )
     d.finish(ev(s.eg, "C", 0))
     d.finish(ev(s.eg, "C", 1))
     assert s.eg.status == JobStatus.FINISHED and d.max_declared == 2  # never more than one region's slots
@@ -69,8 +75,10 @@ def test_batch_regions_run_one_after_another_in_the_same_slots() -> None:
 
 
 def test_region_failover_cancels_the_region_waits_for_the_backoff_and_redeploys_sticky() -> None:
-    s = scheduler(graph([("X1", 2), ("X2", 2), ("Y", 2)], [("X1", "X2", "rebalance", "P")]),
-                  restart_strategy=FixedDelayRestartBackoffTimeStrategy(1, 2.0))
+    s = scheduler(
+        graph([("X1", 2), ("X2", 2), ("Y", 2)], [("X1", "X2", "rebalance", "P")]),
+        restart_strategy=FixedDelayRestartBackoffTimeStrategy(1, 2.0),
+    )
     d = Driver(s)
     d.start()
     d.run_all()
@@ -84,8 +92,10 @@ def test_region_failover_cancels_the_region_waits_for_the_backoff_and_redeploys_
     d.advance(0.2)
     deployed = [a.execution for a in d.actions if isinstance(a, DeployTask)]
     assert names(e.vertex for e in deployed) == ["X1 (1/2)", "X1 (2/2)", "X2 (1/2)", "X2 (2/2)"]
-    assert all(e.attempt_number == 1 and e.slot.allocation_id == before[e.vertex.task_name_with_subtask]  # type: ignore[union-attr]
-               for e in deployed)
+    assert all(
+        e.attempt_number == 1 and e.slot.allocation_id == before[e.vertex.task_name_with_subtask]  # type: ignore[union-attr]
+        for e in deployed
+    )
     assert [ev(s.eg, "Y", i).current.attempt_number for i in (0, 1)] == [0, 0]
     assert s.eg.num_restarts == 1
     (entry,) = s.eg.failures
@@ -101,8 +111,10 @@ def test_region_failover_cancels_the_region_waits_for_the_backoff_and_redeploys_
 
 
 def test_a_failure_of_a_task_being_cancelled_joins_the_pending_restart() -> None:
-    s = scheduler(graph([("A", 1), ("B", 1)], [("A", "B", "forward", "P")]),
-                  restart_strategy=FixedDelayRestartBackoffTimeStrategy(1, 0.0))
+    s = scheduler(
+        graph([("A", 1), ("B", 1)], [("A", "B", "forward", "P")]),
+        restart_strategy=FixedDelayRestartBackoffTimeStrategy(1, 0.0),
+    )
     d = Driver(s)
     d.start()
     d.run_all()
@@ -113,8 +125,10 @@ def test_a_failure_of_a_task_being_cancelled_joins_the_pending_restart() -> None
 
 
 def test_lost_task_executor_restarts_its_tasks_and_producers_whose_results_are_still_needed() -> None:
-    s = scheduler(graph([("A", 2), ("B", 2)], [("A", "B", "hash", "B")], mode="BATCH"),
-                  restart_strategy=FixedDelayRestartBackoffTimeStrategy(1, 0.0))
+    s = scheduler(
+        graph([("A", 2), ("B", 2)], [("A", "B", "hash", "B")], mode="BATCH"),
+        restart_strategy=FixedDelayRestartBackoffTimeStrategy(1, 0.0),
+    )
     d = Driver(s, task_managers=2, slots_each=1)
     d.start()
     te_of = {i: ev(s.eg, "A", i).current.slot.resource_id for i in (0, 1)}  # type: ignore[union-attr]
@@ -140,8 +154,10 @@ def test_lost_task_executor_restarts_its_tasks_and_producers_whose_results_are_s
 
 
 def test_a_consumer_that_cannot_read_a_partition_makes_the_scheduler_probe_its_producer() -> None:
-    s = scheduler(graph([("A", 2), ("B", 2)], [("A", "B", "hash", "B")], mode="BATCH"),
-                  restart_strategy=FixedDelayRestartBackoffTimeStrategy(1, 0.0))
+    s = scheduler(
+        graph([("A", 2), ("B", 2)], [("A", "B", "hash", "B")], mode="BATCH"),
+        restart_strategy=FixedDelayRestartBackoffTimeStrategy(1, 0.0),
+    )
     d = Driver(s, task_managers=2, slots_each=1)
     d.start()
     d.finish(ev(s.eg, "A", 0))
@@ -164,8 +180,10 @@ def test_a_consumer_that_cannot_read_a_partition_makes_the_scheduler_probe_its_p
 
 
 def test_idle_slots_are_kept_for_the_idle_timeout_then_freed() -> None:
-    s = scheduler(graph([("A", 2), ("B", 1)], [("A", "B", "rebalance", "B")], mode="BATCH"),
-                  slot_pool=SlotPool(idle_timeout_s=50.0))
+    s = scheduler(
+        graph([("A", 2), ("B", 1)], [("A", "B", "rebalance", "B")], mode="BATCH"),
+        slot_pool=SlotPool(idle_timeout_s=50.0),
+    )
     d = Driver(s, task_managers=1, slots_each=2)
     d.start()
     d.finish(ev(s.eg, "A", 0))
@@ -206,8 +224,10 @@ def test_a_probe_finding_more_lost_results_extends_the_consumers_restart_as_one_
     """A consumer fails reading A1's result: its restart is counted and waits for the probe of
     A1's TaskExecutor. The probe finds it dead, and A0 ran there too: A0's result is lost as well.
     A0 joins the pending restart -- one failure, so fixed-delay(attempts=1) still recovers."""
-    s = scheduler(graph([("A", 2), ("B", 3)], [("A", "B", "rebalance", "B")], mode="BATCH"),
-                  restart_strategy=FixedDelayRestartBackoffTimeStrategy(1, 0.0))
+    s = scheduler(
+        graph([("A", 2), ("B", 3)], [("A", "B", "rebalance", "B")], mode="BATCH"),
+        restart_strategy=FixedDelayRestartBackoffTimeStrategy(1, 0.0),
+    )
     d = Driver(s, task_managers=2, slots_each=2)
     d.start()
     a0, a1 = ev(s.eg, "A", 0), ev(s.eg, "A", 1)
@@ -224,7 +244,11 @@ def test_a_probe_finding_more_lost_results_extends_the_consumers_restart_as_one_
             d.finish(v)
     d.take()
     b = elsewhere[0]
-    d.report(b, ExecutionState.FAILED, fail(b, "connection refused", partition_id=next(iter(a1.produced.values())).partition_id))
+    d.report(
+        b,
+        ExecutionState.FAILED,
+        fail(b, "connection refused", partition_id=next(iter(a1.produced.values())).partition_id),
+    )
     (probe,) = [a for a in d.actions if isinstance(a, CheckTaskManager)]
     d.confirm_cancels()
     d.run(s.task_manager_lost(probe.resource_id, Failure("TaskManagerLostException", "probe: refused", "", 5), d.now))

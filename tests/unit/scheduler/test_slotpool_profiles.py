@@ -89,8 +89,10 @@ def test_the_scheduler_asks_for_each_slot_sharing_groups_declared_profile() -> N
     from .helpers import graph
 
     jg = graph([("a", 1), ("b", 1)], [("a", "b", "rebalance", "P")], groups={"a": "big", "b": "small"})
-    jg.slot_sharing_groups = {"big": {"cpuCores": 2.0, "taskHeapMemoryMB": 800, "managedMemoryMB": 400},
-                              "small": {"cpuCores": 0.5, "taskHeapMemoryMB": 100, "managedMemoryMB": 100}}
+    jg.slot_sharing_groups = {
+        "big": {"cpuCores": 2.0, "taskHeapMemoryMB": 800, "managedMemoryMB": 400},
+        "small": {"cpuCores": 0.5, "taskHeapMemoryMB": 100, "managedMemoryMB": 100},
+    }
     s = DefaultScheduler(ExecutionGraph(jg), slot_pool=SlotPool())
     s.start(0.0)
     assert {k: r.profile for k, r in s.pool.pending.items()} == {"big/0/0": LARGE, "small/0/0": SMALL}

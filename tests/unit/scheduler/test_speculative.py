@@ -14,13 +14,23 @@ from yarnflink.scheduler.speculative import (
 
 from .helpers import Driver, ev, fail, graph, vid
 
-OPTS = SpeculativeOptions(max_concurrent_executions=2, check_interval_s=0.5, baseline_ratio=0.5,
-                          baseline_multiplier=1.5, baseline_lower_bound_s=1.0)
+OPTS = SpeculativeOptions(
+    max_concurrent_executions=2,
+    check_interval_s=0.5,
+    baseline_ratio=0.5,
+    baseline_multiplier=1.5,
+    baseline_lower_bound_s=1.0,
+)
 
 
 def job() -> ExecutionGraph:
-    return ExecutionGraph(graph([("src", 2), ("map", 2), ("sink", 1)],
-                                [("src", "map", "rebalance", "B"), ("map", "sink", "rebalance", "B")], mode="BATCH"))
+    return ExecutionGraph(
+        graph(
+            [("src", 2), ("map", 2), ("sink", 1)],
+            [("src", "map", "rebalance", "B"), ("map", "sink", "rebalance", "B")],
+            mode="BATCH",
+        )
+    )
 
 
 def started() -> tuple[SpeculativeScheduler, Driver]:

@@ -16,7 +16,6 @@ from yarnflink.network.protocol import FrameType, encode_request, send_frame
 from yarnflink.security import internal
 
 
-
 def make_batch(start: int, rows: int = 100) -> pa.RecordBatch:
     return pa.record_batch({"c0": pa.array(np.arange(start, start + rows, dtype=np.int64))})
 
@@ -52,7 +51,8 @@ def test_partitions_flow_between_members_of_the_cluster(installed: internal.Inte
 
 
 def test_a_member_of_another_cluster_cannot_fetch_partitions(
-        installed: internal.InternalTls, foreign_conf: Configuration) -> None:
+    installed: internal.InternalTls, foreign_conf: Configuration
+) -> None:
     producer = _env()
     try:
         part = producer.create_result_partition("secret", 1)
@@ -101,7 +101,8 @@ def test_plaintext_peers_get_nothing(installed: internal.InternalTls) -> None:
 
 
 def test_a_consumer_of_another_cluster_reports_a_clear_failure(
-        tmp_path, installed: internal.InternalTls, foreign_conf: Configuration) -> None:  # type: ignore[no-untyped-def]
+    tmp_path, installed: internal.InternalTls, foreign_conf: Configuration
+) -> None:  # type: ignore[no-untyped-def]
     producer = _env()
     address = producer.address
     internal.install(foreign_conf)  # this process now belongs to the other cluster

@@ -13,10 +13,21 @@ from yarnflink.security.limits import JobGraphTooLarge, check_job_graph_size, de
 
 
 def graph(spec_bytes: int, upstream_parallelism: int = 1) -> JobGraph:
-    src = JobVertex("a" * 32, "src", upstream_parallelism, 128, [OperatorDescriptor(0, "src", "source", b"s", output_datasets=["d" * 32])])
+    src = JobVertex(
+        "a" * 32,
+        "src",
+        upstream_parallelism,
+        128,
+        [OperatorDescriptor(0, "src", "source", b"s", output_datasets=["d" * 32])],
+    )
     big = JobVertex("b" * 32, "big", 1, 128, [OperatorDescriptor(1, "big", "map", b"x" * spec_bytes)])
-    return JobGraph("f" * 32, "j", [src, big], [IntermediateDataSet("d" * 32, "a" * 32)],
-                    [JobEdge("d" * 32, "b" * 32, "hash", b"k")])
+    return JobGraph(
+        "f" * 32,
+        "j",
+        [src, big],
+        [IntermediateDataSet("d" * 32, "a" * 32)],
+        [JobEdge("d" * 32, "b" * 32, "hash", b"k")],
+    )
 
 
 def test_a_vertex_that_could_never_be_deployed_is_refused_at_submission() -> None:

@@ -31,8 +31,12 @@ def test_material_is_private_even_with_a_permissive_umask(tmp_path: Path) -> Non
     files = sorted((tmp_path / "security").iterdir())
     assert [f.name for f in files] == ["ca.pem", "cluster-key.pem", "cluster.pem", "rest-token"]
     assert all(_mode(f) == 0o600 for f in files)
-    for key in ("security.ssl.internal.ca", "security.ssl.internal.cert", "security.ssl.internal.key",
-                "security.rest.token-file"):
+    for key in (
+        "security.ssl.internal.ca",
+        "security.ssl.internal.cert",
+        "security.ssl.internal.key",
+        "security.rest.token-file",
+    ):
         assert Path(conf.get(key)).parent == tmp_path / "security"
     token = Path(conf.get("security.rest.token-file")).read_text().strip()
     assert len(token) >= 40  # 256 random bits
@@ -81,8 +85,11 @@ def test_member_certificates_name_loopback_and_the_given_hosts() -> None:
     from cryptography import x509
 
     issued = ClusterCA.generate().issue("m", ["node-7.example.org", "10.1.2.3"])
-    san = x509.load_pem_x509_certificate(issued.cert_pem).extensions.get_extension_for_class(
-        x509.SubjectAlternativeName).value
+    san = (
+        x509.load_pem_x509_certificate(issued.cert_pem)
+        .extensions.get_extension_for_class(x509.SubjectAlternativeName)
+        .value
+    )
     assert {"localhost", "node-7.example.org"} <= set(san.get_values_for_type(x509.DNSName))
     assert {"127.0.0.1", "::1", "10.1.2.3"} <= {str(ip) for ip in san.get_values_for_type(x509.IPAddress)}
 

@@ -5,7 +5,8 @@ in its own ``newSession()``."""
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -52,16 +53,30 @@ def spark(_spark_process: None) -> Any:
     return holder.get(CONFIG)
 
 
-def open_step(spec: SparkSpec, mode: str = "BATCH", is_running: Callable[[], bool] = lambda: True,
-              name: str = "spark", **config: str) -> tuple[SparkOperator, ListOutput]:
+def open_step(
+    spec: SparkSpec,
+    mode: str = "BATCH",
+    is_running: Callable[[], bool] = lambda: True,
+    name: str = "spark",
+    **config: str,
+) -> tuple[SparkOperator, ListOutput]:
     spec.runtime_mode = mode  # type: ignore[assignment]
     op = create_operator(spec)
     assert isinstance(op, SparkOperator)
     out = ListOutput()
     op.output = out
-    op.open(OperatorContext(task_name="task (1/1)", operator_name=name, subtask_index=0, parallelism=1,
-                            max_parallelism=128, runtime_mode=mode, config={**CONFIG, **config},
-                            is_running=is_running))
+    op.open(
+        OperatorContext(
+            task_name="task (1/1)",
+            operator_name=name,
+            subtask_index=0,
+            parallelism=1,
+            max_parallelism=128,
+            runtime_mode=mode,
+            config={**CONFIG, **config},
+            is_running=is_running,
+        )
+    )
     return op, out
 
 
@@ -83,7 +98,7 @@ def as_batch(b: Any) -> Batch:
     return Batch.from_rows(b)
 
 
-def plain(spark: Any, data: Any, query: Optional[str] = None, fn: Optional[Callable[[Any], Any]] = None) -> pa.Table:
+def plain(spark: Any, data: Any, query: str | None = None, fn: Callable[[Any], Any] | None = None) -> pa.Table:
     """The same step in plain PySpark: ``createDataFrame(arrow table)``, the query (view ``input``)
     or ``fn``, ``toArrow()``."""
     s = spark.newSession()

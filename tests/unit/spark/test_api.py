@@ -24,12 +24,19 @@ def test_spark_steps_record_a_spark_spec_with_the_runtime_mode() -> None:
     def fn(df):
         return df
 
-    s = env.from_collection([(1, "a")]).transform_spark(fn, schema="n BIGINT, s STRING").spark_sql(
-        "SELECT n FROM input")
+    s = (
+        env.from_collection([(1, "a")])
+        .transform_spark(fn, schema="n BIGINT, s STRING")
+        .spark_sql("SELECT n FROM input")
+    )
     s.print()
     first, second = spark_nodes(env)
-    assert (first.name, first.spec.fn, first.spec.query, first.spec.schema) == ("Spark Transform", fn, None,
-                                                                                "n BIGINT, s STRING")
+    assert (first.name, first.spec.fn, first.spec.query, first.spec.schema) == (
+        "Spark Transform",
+        fn,
+        None,
+        "n BIGINT, s STRING",
+    )
     assert (second.name, second.spec.fn, second.spec.query) == ("Spark SQL", None, "SELECT n FROM input")
     assert {first.spec.runtime_mode, second.spec.runtime_mode} == {"BATCH"}
     assert first.spec.kind == "spark"
@@ -38,14 +45,17 @@ def test_spark_steps_record_a_spark_spec_with_the_runtime_mode() -> None:
     assert [o.kind for o in vertex.operators] == ["source", "spark", "spark", "sink"]
 
 
-@pytest.mark.parametrize(("call", "message"), [
-    (lambda s: s.transform_spark("SELECT 1"), "transform_spark\\(\\) needs a function"),
-    (lambda s: s.transform_spark(dict), "transform_spark\\(\\) needs a function"),
-    (lambda s: s.spark_sql(""), "spark_sql\\(\\) needs a non-empty SQL query"),
-    (lambda s: s.spark_sql(None), "spark_sql\\(\\) needs a non-empty SQL query"),
-    (lambda s: s.spark_sql("SELECT 1", schema=42), "schema must be a pyspark StructType or a DDL string"),
-    (lambda s: s.transform_spark(lambda df: df, schema=" "), "schema must be a pyspark StructType"),
-])
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda s: s.transform_spark("SELECT 1"), "transform_spark\\(\\) needs a function"),
+        (lambda s: s.transform_spark(dict), "transform_spark\\(\\) needs a function"),
+        (lambda s: s.spark_sql(""), "spark_sql\\(\\) needs a non-empty SQL query"),
+        (lambda s: s.spark_sql(None), "spark_sql\\(\\) needs a non-empty SQL query"),
+        (lambda s: s.spark_sql("SELECT 1", schema=42), "schema must be a pyspark StructType or a DDL string"),
+        (lambda s: s.transform_spark(lambda df: df, schema=" "), "schema must be a pyspark StructType"),
+    ],
+)
 def test_spark_steps_are_validated_eagerly(call, message) -> None:
     env = StreamExecutionEnvironment()
     with pytest.raises(TypeError, match=message):

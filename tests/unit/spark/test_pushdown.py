@@ -28,17 +28,27 @@ class _Desc:
         self.spec, self.chained_outputs, self.output_datasets, self.uid = cloudpickle.dumps(spec), chained, [], ""
 
 
-def run_chain(path: Path, spec: SparkSpec, mode: str = "BATCH", parallelism: int = 1,
-              **config: str) -> tuple[list, int, Any]:
+def run_chain(
+    path: Path, spec: SparkSpec, mode: str = "BATCH", parallelism: int = 1, **config: str
+) -> tuple[list, int, Any]:
     """FileSource(path) -> Spark step, every subtask; (result rows, batches the sources emitted,
     the last Spark operator)."""
     spec.runtime_mode = mode  # type: ignore[assignment]
     rows, emitted, op = [], 0, None
     for i in range(parallelism):
-        chain = OperatorChain([_Desc(1, FileSourceSpec(str(path), "parquet"), [2]), _Desc(2, spec, [])], {},
-                              lambda name: OperatorContext(task_name="t", operator_name=name, subtask_index=i,
-                                                           parallelism=parallelism, max_parallelism=128,
-                                                           runtime_mode=mode, config={**CONFIG, **config}))
+        chain = OperatorChain(
+            [_Desc(1, FileSourceSpec(str(path), "parquet"), [2]), _Desc(2, spec, [])],
+            {},
+            lambda name: OperatorContext(
+                task_name="t",
+                operator_name=name,
+                subtask_index=i,
+                parallelism=parallelism,
+                max_parallelism=128,
+                runtime_mode=mode,
+                config={**CONFIG, **config},
+            ),
+        )
         op = chain.operators[2]
         out = ListOutput()
         op.output = out
@@ -57,8 +67,13 @@ def write(path: Path, files: int = 2, rows: int = 3000, **extra: Any) -> pa.Tabl
     tables = []
     for i in range(files):
         ids = list(range(i * rows, (i + 1) * rows))
-        t = pa.table({"key": [x % 7 for x in ids], "value": [(x * 13) % 101 for x in ids],
-                      **{k: v[i * rows:(i + 1) * rows] for k, v in extra.items()}})
+        t = pa.table(
+            {
+                "key": [x % 7 for x in ids],
+                "value": [(x * 13) % 101 for x in ids],
+                **{k: v[i * rows : (i + 1) * rows] for k, v in extra.items()},
+            }
+        )
         pq.write_table(t, path / f"part-{i}.parquet")
         tables.append(t)
     return pa.concat_tables(tables)
@@ -74,8 +89,9 @@ def test_a_batch_step_after_a_parquet_file_source_reads_the_files_itself(spark, 
     got2, emitted2, _ = run_chain(tmp_path / "in", SparkSpec(query="SELECT key, value FROM input"), parallelism=2)
     assert emitted2 == 0 and len(got2) == 6000
     # a given schema renames the columns by position, as on the Arrow path
-    got3, emitted3, _ = run_chain(tmp_path / "in", SparkSpec(query="SELECT k, sum(v) AS s FROM input GROUP BY k",
-                                                             schema="k BIGINT, v BIGINT"))
+    got3, emitted3, _ = run_chain(
+        tmp_path / "in", SparkSpec(query="SELECT k, sum(v) AS s FROM input GROUP BY k", schema="k BIGINT, v BIGINT")
+    )
     assert emitted3 == 0 and len(got3) == 7
 
 

@@ -72,6 +72,7 @@ def test_the_session_is_local_with_a_thread_per_slot_on_loopback_without_ui(spar
 def test_python_workers_run_this_interpreter(spark) -> None:
     """Local mode starts Python workers with $PYSPARK_PYTHON, not spark.pyspark.python: the holder
     sets it, so UDFs in a Spark step can import yarnflink and pyarrow."""
+
     def probe(_: object) -> str:
         import sys
 
@@ -83,9 +84,17 @@ def test_python_workers_run_this_interpreter(spark) -> None:
 
 
 def test_spark_keys_of_the_configuration_reach_spark() -> None:
-    conf = session_conf({"spark.executor.memory": "3g", "spark.ui.enabled": "true", "parallelism.default": "4",
-                         "spark.micro-batch.max-rows": "10", "spark.sql.shuffle.partitions": "9"},
-                        threads=3, local_dir="/tmp/x")
+    conf = session_conf(
+        {
+            "spark.executor.memory": "3g",
+            "spark.ui.enabled": "true",
+            "parallelism.default": "4",
+            "spark.micro-batch.max-rows": "10",
+            "spark.sql.shuffle.partitions": "9",
+        },
+        threads=3,
+        local_dir="/tmp/x",
+    )
     assert conf["spark.master"] == "local[3]"
     assert conf["spark.executor.memory"] == "3g"
     assert conf["spark.ui.enabled"] == "true"  # an explicit key wins over the default
@@ -93,9 +102,17 @@ def test_spark_keys_of_the_configuration_reach_spark() -> None:
     assert conf["spark.pyspark.python"] == sys.executable
     assert "spark.micro-batch.max-rows" not in conf and "parallelism.default" not in conf
     # the TaskExecutor's own configuration comes in under the job's
-    conf = session_conf({"spark.executor.memory": "3g"}, threads=1, local_dir="/tmp/x",
-                        process_config={"spark.executor.memory": "1g", "spark.driver.memory": "2g",
-                                        "spark.source.pushdown": "false", "rest.port": "0"})
+    conf = session_conf(
+        {"spark.executor.memory": "3g"},
+        threads=1,
+        local_dir="/tmp/x",
+        process_config={
+            "spark.executor.memory": "1g",
+            "spark.driver.memory": "2g",
+            "spark.source.pushdown": "false",
+            "rest.port": "0",
+        },
+    )
     assert conf["spark.executor.memory"] == "3g" and conf["spark.driver.memory"] == "2g"
     assert "spark.source.pushdown" not in conf and "rest.port" not in conf
 
@@ -115,8 +132,11 @@ def test_a_jobs_sql_keys_apply_to_its_steps_only(spark) -> None:
 def test_a_cancelled_task_cancels_its_spark_job(spark) -> None:
     running = threading.Event()
     running.set()
-    op, _ = open_step(SparkSpec(fn=lambda df: df.sparkSession.range(0, 10**13, numPartitions=2)
-                                .selectExpr("sum(id % 7) AS s")), "BATCH", is_running=running.is_set)
+    op, _ = open_step(
+        SparkSpec(fn=lambda df: df.sparkSession.range(0, 10**13, numPartitions=2).selectExpr("sum(id % 7) AS s")),
+        "BATCH",
+        is_running=running.is_set,
+    )
     op.process_batch(Batch.from_rows([1]))
     failure: list[BaseException] = []
 

@@ -25,12 +25,20 @@ T0 = datetime.datetime(2026, 1, 1, 12, 0, 0)
 
 
 def records(n: int, start: int = 0) -> list[dict]:
-    return [{"id": i, "name": f"n{i % 37}", "score": None if i % 11 == 0 else (i % 100) / 4,
-             "ok": i % 3 != 0, "at": T0 + datetime.timedelta(seconds=i)} for i in range(start, start + n)]
+    return [
+        {
+            "id": i,
+            "name": f"n{i % 37}",
+            "score": None if i % 11 == 0 else (i % 100) / 4,
+            "ok": i % 3 != 0,
+            "at": T0 + datetime.timedelta(seconds=i),
+        }
+        for i in range(start, start + n)
+    ]
 
 
 def chunks(rows: list, size: int) -> list[list]:
-    return [rows[i:i + size] for i in range(0, len(rows), size)]
+    return [rows[i : i + size] for i in range(0, len(rows), size)]
 
 
 def arrow_of(batches: list[list]) -> pa.Table:
@@ -85,17 +93,26 @@ def test_batch_spill_waits_for_the_type_of_an_all_null_column(spark, monkeypatch
     op.process_batch(Batch.from_rows(typed))
     assert op._spill is not None
     op.end_input()
-    assert sorted(out.rows, key=lambda r: r["k"]) == [{"k": k, "v": None if k < 20 else k * 1.5}
-                                                      for k in range(0, 40, 2)]
+    assert sorted(out.rows, key=lambda r: r["k"]) == [
+        {"k": k, "v": None if k < 20 else k * 1.5} for k in range(0, 40, 2)
+    ]
 
 
 def test_streaming_micro_batches_are_bounded_by_max_rows_and_keep_order(spark) -> None:
     batches = chunks(records(3500), 700)
-    op, out = run_step(SparkSpec(query="SELECT count(*) AS n, min(id) AS lo, max(id) AS hi FROM input"),
-                       batches, "STREAMING", **{"spark.micro-batch.max-rows": "1000"})
+    op, out = run_step(
+        SparkSpec(query="SELECT count(*) AS n, min(id) AS lo, max(id) AS hi FROM input"),
+        batches,
+        "STREAMING",
+        **{"spark.micro-batch.max-rows": "1000"},
+    )
     assert [rows for rows, _ in op.runs] == [1000, 1000, 1000, 500]
-    assert out.rows == [{"n": 1000, "lo": 0, "hi": 999}, {"n": 1000, "lo": 1000, "hi": 1999},
-                        {"n": 1000, "lo": 2000, "hi": 2999}, {"n": 500, "lo": 3000, "hi": 3499}]
+    assert out.rows == [
+        {"n": 1000, "lo": 0, "hi": 999},
+        {"n": 1000, "lo": 1000, "hi": 1999},
+        {"n": 1000, "lo": 2000, "hi": 2999},
+        {"n": 500, "lo": 3000, "hi": 3499},
+    ]
 
 
 def test_transform_spark_in_streaming_mode_equals_plain_pyspark(spark) -> None:
@@ -127,8 +144,15 @@ def chain_with_step(max_delay: str) -> tuple[OperatorChain, ListOutput]:
     chain = OperatorChain(
         [Desc(1, "Spark SQL", "spark", SparkSpec(query="SELECT f0 * 10 AS f0 FROM input"), [], ["ds"])],
         {"ds": net},
-        lambda name: OperatorContext(task_name="t", operator_name=name, subtask_index=0, parallelism=1,
-                                     max_parallelism=128, runtime_mode="STREAMING", config=config),
+        lambda name: OperatorContext(
+            task_name="t",
+            operator_name=name,
+            subtask_index=0,
+            parallelism=1,
+            max_parallelism=128,
+            runtime_mode="STREAMING",
+            config=config,
+        ),
     )
     chain.open()
     return chain, net
@@ -169,11 +193,14 @@ def test_a_given_schema_names_and_types_the_fields_by_position(spark) -> None:
     from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
     data = [("a", 1), ("b", 2), ("c", 3)]
-    for schema in ("word STRING, n INT",
-                   StructType([StructField("word", StringType()), StructField("n", IntegerType())])):
+    for schema in (
+        "word STRING, n INT",
+        StructType([StructField("word", StringType()), StructField("n", IntegerType())]),
+    ):
         for mode in ("BATCH", "STREAMING"):
-            _, out = run_step(SparkSpec(query="SELECT word, n * 10 AS m FROM input WHERE n > 1", schema=schema),
-                              [data], mode)
+            _, out = run_step(
+                SparkSpec(query="SELECT word, n * 10 AS m FROM input WHERE n > 1", schema=schema), [data], mode
+            )
             assert out.rows == [{"word": "b", "m": 20}, {"word": "c", "m": 30}]
             assert out.table().schema.field("m").type == pa.int32()
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import copy
 import random
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -43,9 +44,11 @@ class LaggingExecutor:
 
 
 def _states(b: HeapKeyedStateBackend) -> tuple[Any, Any, Any]:
-    return (b.get_partitioned_state(ValueStateDescriptor("v")),
-            b.get_partitioned_state(ListStateDescriptor("l")),
-            b.get_partitioned_state(MapStateDescriptor("m")))
+    return (
+        b.get_partitioned_state(ValueStateDescriptor("v")),
+        b.get_partitioned_state(ListStateDescriptor("l")),
+        b.get_partitioned_state(MapStateDescriptor("m")),
+    )
 
 
 def _read(b: HeapKeyedStateBackend) -> dict:

@@ -239,9 +239,15 @@ def test_snapshot_sees_the_state_at_its_synchronous_part() -> None:
     ex.run_all()
     restored = backend()
     assert restored.restore([future.result().keyed]) == 80
-    v2, l2, m2, a2 = (restored.get_partitioned_state(d) for d in (
-        ValueStateDescriptor("v"), ListStateDescriptor("l"), MapStateDescriptor("m"),
-        AggregatingStateDescriptor("a", Avg())))
+    v2, l2, m2, a2 = (
+        restored.get_partitioned_state(d)
+        for d in (
+            ValueStateDescriptor("v"),
+            ListStateDescriptor("l"),
+            MapStateDescriptor("m"),
+            AggregatingStateDescriptor("a", Avg()),
+        )
+    )
     for k in range(20):
         restored.set_current_key(k)
         assert (v2.value(), l2.get(), m2.get("n"), a2.get()) == ([k], [k], k, float(k))

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -35,10 +35,16 @@ def spark() -> Iterator[object]:
     existing = SparkSession.getActiveSession()
     old = os.environ.get("PYSPARK_PYTHON")
     os.environ["PYSPARK_PYTHON"] = sys.executable  # Python workers need this interpreter (yarnflink, pyarrow)
-    session = existing or (SparkSession.builder.master("local[2]").appName("state-processor-test")
-                           .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-                           .config("spark.ui.enabled", "false").config("spark.pyspark.python", sys.executable).config("spark.sql.shuffle.partitions", "4")
-                           .getOrCreate())
+    session = existing or (
+        SparkSession.builder.master("local[2]")
+        .appName("state-processor-test")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
     yield session
     if existing is None:
         session.stop()
@@ -83,8 +89,11 @@ def test_list_state_and_relocation(spark, tmp_path: Path) -> None:  # type: igno
     rows = sorted((r["key"], list(r["value"])) for r in read_savepoint(spark, str(moved), "op", "items").collect())
     assert rows == [(1, [1, 2]), (2, [3])]
     backend = HeapKeyedStateBackend(128, KeyGroupRange(0, 127))
-    handles = [h for s in resolve_restore_location(str(moved)).checkpoint.operator_states["op"].subtask_states.values()
-               for h in s.managed_keyed_state]
+    handles = [
+        h
+        for s in resolve_restore_location(str(moved)).checkpoint.operator_states["op"].subtask_states.values()
+        for h in s.managed_keyed_state
+    ]
     backend.restore(handles, make_reader())
     backend.set_current_key(1)
     assert list(backend.get_partitioned_state(ListStateDescriptor("items")).get()) == [1, 2]

@@ -123,8 +123,8 @@ def test_a_failing_snapshot_child_fails_the_snapshot(monkeypatch) -> None:  # ty
 def test_the_snapshot_mode_is_validated() -> None:
     import pytest
 
-    from yarnflink.state.task_state import create_keyed_state_backend
     from yarnflink.state.handles import KeyGroupRange
+    from yarnflink.state.task_state import create_keyed_state_backend
 
     kgs = KeyGroupRange.of(range(0, 128))
     assert create_keyed_state_backend({"state.backend.hashmap.snapshot-mode": "fork"}, 128, kgs).snapshot_mode == "fork"
@@ -161,8 +161,9 @@ def test_encoding_lets_go_of_each_key_group_once_written() -> None:
     payload = heap._encode_pieces(parts, 0)
     assert parts == []
     r = HeapKeyedStateBackend(128, range(0, 128), name="t")
-    handle = KeyGroupsStateHandle(r.key_group_range, ByteStreamStateHandle("x", bytes(payload)),
-                                  tuple(t.meta for t in tables.values()))
+    handle = KeyGroupsStateHandle(
+        r.key_group_range, ByteStreamStateHandle("x", bytes(payload)), tuple(t.meta for t in tables.values())
+    )
     assert r.restore([handle]) == 600
 
 

@@ -131,7 +131,9 @@ def test_a_rescaled_backend_reads_only_the_files_of_its_key_groups(monkeypatch: 
     assert total == 3 * KEYS
 
 
-def test_batches_stay_of_one_state_and_full_although_rows_come_in_key_group_order(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_batches_stay_of_one_state_and_full_although_rows_come_in_key_group_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(heap, "ENCODE_CHUNK_ROWS", 500)
     handles, _ = _snapshot(monkeypatch, 64 << 20)
     with pa.ipc.open_stream(pa.BufferReader(read_inline(handles[0].delegate))) as reader:

@@ -40,19 +40,24 @@ def loaded(column: pa.Array) -> list[Any]:
 
 def same(a: list[Any], b: list[Any]) -> bool:
     """Equal element by element, of the same types (NaN equal to NaN)."""
+
     def one(x: Any, y: Any) -> bool:
         if isinstance(x, float) and math.isnan(x):
             return isinstance(y, float) and math.isnan(y)
         return type(x) is type(y) and x == y
+
     return len(a) == len(b) and all(map(one, a, b))
 
 
-@pytest.mark.parametrize("values", [
-    [b"", b"a", bytes(range(256)) * 5, os.urandom(70_000)],
-    ["", "a", "grüße ✓ 𝄞", "x" * 100_000],
-    [0, 1, -1, 2**63 - 1, -(2**63), 255, 256, -129],
-    [0.0, -0.0, 1.5, -2.25e300, math.inf, -math.inf, math.nan, 5e-324],
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        [b"", b"a", bytes(range(256)) * 5, os.urandom(70_000)],
+        ["", "a", "grüße ✓ 𝄞", "x" * 100_000],
+        [0, 1, -1, 2**63 - 1, -(2**63), 255, 256, -129],
+        [0.0, -0.0, 1.5, -2.25e300, math.inf, -math.inf, math.nan, 5e-324],
+    ],
+)
 def test_plain_scalars_of_one_type_are_pickled_in_bulk(values: list[Any]) -> None:
     column = pickled_column(values)
     assert same(loaded(column), values)
@@ -60,14 +65,17 @@ def test_plain_scalars_of_one_type_are_pickled_in_bulk(values: list[Any]) -> Non
     assert all(b[:1] == opcode for b in column.to_pylist())
 
 
-@pytest.mark.parametrize("values", [
-    [2**63, 1],                      # beyond 64 bits
-    [True, False],                   # bool is not int here
-    [1, "a", b"b", 2.0, None],       # mixed types
-    ["ok", "lone \ud800 surrogate"],  # not UTF-8
-    [[1, 2], {"a": (1, 2)}, frozenset({3})],
-    [(1, 2), (3,)],
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        [2**63, 1],  # beyond 64 bits
+        [True, False],  # bool is not int here
+        [1, "a", b"b", 2.0, None],  # mixed types
+        ["ok", "lone \ud800 surrogate"],  # not UTF-8
+        [[1, 2], {"a": (1, 2)}, frozenset({3})],
+        [(1, 2), (3,)],
+    ],
+)
 def test_anything_else_is_pickled_one_object_at_a_time(values: list[Any]) -> None:
     column = pickled_column(values)
     assert same(loaded(column), values)

@@ -3,7 +3,7 @@ watermarks, a settable clock, and an operator harness."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -54,13 +54,27 @@ class Recorder:
         self.log = []
 
 
-def ctx(name: str = "op", subtask: int = 0, parallelism: int = 1, max_parallelism: int = 128,
-        state: Optional[Any] = None, **config: str) -> OperatorContext:
-    return OperatorContext(task_name="task", operator_name=name, subtask_index=subtask, parallelism=parallelism,
-                           max_parallelism=max_parallelism, config=dict(config), state=state, operator_id=name)
+def ctx(
+    name: str = "op",
+    subtask: int = 0,
+    parallelism: int = 1,
+    max_parallelism: int = 128,
+    state: Any | None = None,
+    **config: str,
+) -> OperatorContext:
+    return OperatorContext(
+        task_name="task",
+        operator_name=name,
+        subtask_index=subtask,
+        parallelism=parallelism,
+        max_parallelism=max_parallelism,
+        config=dict(config),
+        state=state,
+        operator_id=name,
+    )
 
 
-def open_operator(spec: Any, clock: Optional[Clock] = None, **kw: Any) -> tuple[Any, Recorder]:
+def open_operator(spec: Any, clock: Clock | None = None, **kw: Any) -> tuple[Any, Recorder]:
     op = create_operator(spec)
     if clock is not None:
         op.clock = clock
@@ -70,7 +84,7 @@ def open_operator(spec: Any, clock: Optional[Clock] = None, **kw: Any) -> tuple[
     return op, out
 
 
-def batch(rows: list, timestamps: Optional[list] = None) -> Batch:
+def batch(rows: list, timestamps: list | None = None) -> Batch:
     return Batch(list(rows), None, None if timestamps is None else np.array(timestamps, dtype=np.int64))
 
 

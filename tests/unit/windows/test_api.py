@@ -19,10 +19,17 @@ from yarnflink.operators.windows import SideOutputSelectSpec, WindowSpec
 
 
 def windowed(env: StreamExecutionEnvironment):  # type: ignore[no-untyped-def]
-    strategy = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(2))
-                .with_timestamp_assigner(lambda e, _: e[1]).with_idleness(Duration.of_minutes(1)))
-    return (env.from_collection([("a", 1, 1)]).assign_timestamps_and_watermarks(strategy)
-            .key_by(lambda e: e[0]).window(TumblingEventTimeWindows.of(Time.seconds(5))))
+    strategy = (
+        WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(2))
+        .with_timestamp_assigner(lambda e, _: e[1])
+        .with_idleness(Duration.of_minutes(1))
+    )
+    return (
+        env.from_collection([("a", 1, 1)])
+        .assign_timestamps_and_watermarks(strategy)
+        .key_by(lambda e: e[0])
+        .window(TumblingEventTimeWindows.of(Time.seconds(5)))
+    )
 
 
 def vertices(env: StreamExecutionEnvironment) -> list:
@@ -34,8 +41,15 @@ def test_window_with_late_data_side_output_builds_chained_selectors() -> None:
     env = StreamExecutionEnvironment()
     env.set_parallelism(2)
     late = OutputTag("late")
-    result = windowed(env).allowed_lateness(Time.seconds(1)).side_output_late_data(late).reduce(
-        lambda a, b: a).set_parallelism(3).name("five-second sums").uid("sums")
+    result = (
+        windowed(env)
+        .allowed_lateness(Time.seconds(1))
+        .side_output_late_data(late)
+        .reduce(lambda a, b: a)
+        .set_parallelism(3)
+        .name("five-second sums")
+        .uid("sums")
+    )
     result.map(lambda x: x).print()
     result.get_side_output(late).print()
     vs = vertices(env)
@@ -45,7 +59,9 @@ def test_window_with_late_data_side_output_builds_chained_selectors() -> None:
     spec = next(t.spec for t in env._transformations if isinstance(t.spec, WindowSpec))
     assert (spec.allowed_lateness_ms, spec.late_data_tag, spec.function_kind) == (1000, "late", "reduce")
     assert [t.uid for t in env._transformations if isinstance(t.spec, (WindowSpec, SideOutputSelectSpec))][:2] == [
-        "sums", "sums-main-output"]
+        "sums",
+        "sums-main-output",
+    ]
 
 
 def test_window_without_side_output_has_no_selector() -> None:
@@ -69,10 +85,17 @@ def test_api_errors_name_the_problem() -> None:
     with pytest.raises(TypeError, match="AggregateFunction"):
         ks.window(TumblingEventTimeWindows.of(Time.seconds(1))).aggregate(lambda a, b: a)
     with pytest.raises(TypeError, match="merge"):
+
         class NoMerge:
-            def create_accumulator(self): return 0  # noqa: E704
-            def add(self, v, a): return a  # noqa: E704
-            def get_result(self, a): return a  # noqa: E704
+            def create_accumulator(self):
+                return 0  # noqa: E704
+
+            def add(self, v, a):
+                return a  # noqa: E704
+
+            def get_result(self, a):
+                return a  # noqa: E704
+
         ks.window(EventTimeSessionWindows.with_gap(Time.seconds(1))).aggregate(NoMerge())
     with pytest.raises(ValueError, match="only applies to event-time windows"):
         ks.window(TumblingProcessingTimeWindows.of(Time.seconds(1))).allowed_lateness(Time.seconds(1))

@@ -72,7 +72,8 @@ def test_processing_time_timers_and_state_ttl() -> None:
     clock.t = 10_600  # element 1 is 600 ms old: expired
     op.on_processing_time(10_600)
     assert out.timestamped == [
-        (("a", "in", None), None), (("a", "in", None), None),
+        (("a", "in", None), None),
+        (("a", "in", None), None),
         (("a", 10_300, TimeDomain.PROCESSING_TIME, [1, 2]), None),
         (("a", 10_500, TimeDomain.PROCESSING_TIME, [2]), None),
     ]

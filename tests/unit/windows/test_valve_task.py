@@ -5,8 +5,9 @@ the ``StatusWatermarkValve`` and hands the result to its chain, in order with th
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import cloudpickle
 import numpy as np
@@ -80,13 +81,22 @@ def _wait(predicate: Callable[[], object], what: str, timeout: float = 30.0) -> 
         time.sleep(0.01)
 
 
-def _consumer(env: ShuffleEnvironment, channels: list[tuple[str, str]], log: str, mode: str = "STREAMING",
-              **config: str) -> Task:
+def _consumer(
+    env: ShuffleEnvironment, channels: list[tuple[str, str]], log: str, mode: str = "STREAMING", **config: str
+) -> Task:
     tdd = te_pb.TaskDeploymentDescriptor(
-        job_id="job", task_name="consumer", execution_id=f"exec-{log}", subtask_index=0, parallelism=1,
-        max_parallelism=128, runtime_mode=mode, job_config=config)
-    tdd.operators.append(te_pb.ChainedOperator(node_id=1, name="recorder", kind="recorder",
-                                               spec=cloudpickle.dumps(RecorderSpec(log))))
+        job_id="job",
+        task_name="consumer",
+        execution_id=f"exec-{log}",
+        subtask_index=0,
+        parallelism=1,
+        max_parallelism=128,
+        runtime_mode=mode,
+        job_config=config,
+    )
+    tdd.operators.append(
+        te_pb.ChainedOperator(node_id=1, name="recorder", kind="recorder", spec=cloudpickle.dumps(RecorderSpec(log)))
+    )
     gate = tdd.input_gates.add(dataset_id="ds", partitioning="forward")
     for pid, address in channels:
         gate.channels.add(partition_id=pid, subpartition=0, producer_data_address=address)
@@ -98,13 +108,16 @@ def _elements(log: str) -> list:
 
 
 def test_a_task_takes_the_minimum_over_its_local_and_remote_channels_and_skips_idle_ones(
-        envs: Callable[[], ShuffleEnvironment], monkeypatch: pytest.MonkeyPatch) -> None:
+    envs: Callable[[], ShuffleEnvironment], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(factory.OPERATORS, RecorderSpec, RecorderOperator)
     local, remote = envs(), envs()
     p_local = local.create_result_partition("p-local", 1)
     p_remote = remote.create_result_partition("p-remote", 1)
-    outs = [NetworkOutput(p, "forward", 1, None, 128, 0, buffer_timeout_s=-1, end_watermark=True)
-            for p in (p_local, p_remote)]
+    outs = [
+        NetworkOutput(p, "forward", 1, None, 128, 0, buffer_timeout_s=-1, end_watermark=True)
+        for p in (p_local, p_remote)
+    ]
     task = _consumer(local, [("p-local", local.address), ("p-remote", remote.address)], "minimum")
     task.start()
     try:
@@ -147,7 +160,8 @@ def test_a_task_takes_the_minimum_over_its_local_and_remote_channels_and_skips_i
 
 
 def test_an_idle_input_partition_is_detected_by_the_task_timer(
-        envs: Callable[[], ShuffleEnvironment], monkeypatch: pytest.MonkeyPatch) -> None:
+    envs: Callable[[], ShuffleEnvironment], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The downstream assigner of a channel that never gets a record marks itself idle on the
     Task's processing-time timer (no input at all), so its consumers stop waiting for it."""
     monkeypatch.setitem(factory.OPERATORS, RecorderSpec, RecorderOperator)
@@ -155,16 +169,28 @@ def test_an_idle_input_partition_is_detected_by_the_task_timer(
     upstream = env.create_result_partition("p-up", 1)
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_idleness(Duration.of_millis(300))
     tdd = te_pb.TaskDeploymentDescriptor(
-        job_id="job", task_name="assigner", execution_id="exec-assigner", subtask_index=0, parallelism=1,
-        max_parallelism=128, runtime_mode="STREAMING",
-        job_config={"pipeline.auto-watermark-interval": "50 ms"})
-    tdd.operators.append(te_pb.ChainedOperator(
-        node_id=1, name="assigner", kind="timestamps_watermarks",
-        spec=cloudpickle.dumps(TimestampsAndWatermarksSpec(strategy)), output_datasets=["out"]))
+        job_id="job",
+        task_name="assigner",
+        execution_id="exec-assigner",
+        subtask_index=0,
+        parallelism=1,
+        max_parallelism=128,
+        runtime_mode="STREAMING",
+        job_config={"pipeline.auto-watermark-interval": "50 ms"},
+    )
+    tdd.operators.append(
+        te_pb.ChainedOperator(
+            node_id=1,
+            name="assigner",
+            kind="timestamps_watermarks",
+            spec=cloudpickle.dumps(TimestampsAndWatermarksSpec(strategy)),
+            output_datasets=["out"],
+        )
+    )
     tdd.input_gates.add(dataset_id="in", partitioning="forward").channels.add(
-        partition_id="p-up", subpartition=0, producer_data_address=env.address)
-    tdd.produced_partitions.add(dataset_id="out", partition_id="p-down", num_subpartitions=1,
-                                partitioning="forward")
+        partition_id="p-up", subpartition=0, producer_data_address=env.address
+    )
+    tdd.produced_partitions.add(dataset_id="out", partition_id="p-down", num_subpartitions=1, partitioning="forward")
     task = Task(tdd, env, lambda t, s, e: None, lambda k, p: None)
     consumer = _consumer(env, [("p-down", env.address)], "idle")
     task.start()
@@ -232,13 +258,19 @@ def test_the_chain_runs_processing_time_only_when_an_operator_asks_for_it() -> N
 
     rec = Recorder()
     plain = WatermarkStrategy.for_monotonous_timestamps()
-    chain = OperatorChain([D(1, TimestampsAndWatermarksSpec(plain), ["o"])], {"o": rec},
-                          lambda name: ctx(name, **{"pipeline.auto-watermark-interval": "100 ms"}))
+    chain = OperatorChain(
+        [D(1, TimestampsAndWatermarksSpec(plain), ["o"])],
+        {"o": rec},
+        lambda name: ctx(name, **{"pipeline.auto-watermark-interval": "100 ms"}),
+    )
     chain.open()
     assert chain.next_processing_time() is None  # no idleness: nothing to do without input
     idle = plain.with_idleness(Duration.of_millis(250))
-    chain = OperatorChain([D(1, TimestampsAndWatermarksSpec(idle), ["o"])], {"o": rec},
-                          lambda name: ctx(name, **{"pipeline.auto-watermark-interval": "100 ms"}))
+    chain = OperatorChain(
+        [D(1, TimestampsAndWatermarksSpec(idle), ["o"])],
+        {"o": rec},
+        lambda name: ctx(name, **{"pipeline.auto-watermark-interval": "100 ms"}),
+    )
     chain.open()
     op = chain.head
     assert isinstance(op, TimestampsAndWatermarksOperator)
@@ -254,7 +286,8 @@ def test_the_chain_runs_processing_time_only_when_an_operator_asks_for_it() -> N
 
 
 def test_a_batch_task_ignores_watermarks_from_its_input(
-        envs: Callable[[], ShuffleEnvironment], monkeypatch: pytest.MonkeyPatch) -> None:
+    envs: Callable[[], ShuffleEnvironment], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Flink's BATCH mode has no late data: event time ends with the input."""
     monkeypatch.setitem(factory.OPERATORS, RecorderSpec, RecorderOperator)
     env = envs()

@@ -36,13 +36,16 @@ def test_bounded_out_of_orderness_is_max_timestamp_minus_bound_minus_one() -> No
 
 def strategy(bound_ms: int = 100, idle_ms: int = 0) -> WatermarkStrategy:
     s = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(bound_ms)).with_timestamp_assigner(
-        lambda e, _: e[1])
+        lambda e, _: e[1]
+    )
     return s.with_idleness(Duration.of_millis(idle_ms)) if idle_ms else s
 
 
 def test_assigner_attaches_timestamps_and_emits_periodic_watermarks() -> None:
     clock = Clock(0)
-    op, out = open_operator(TimestampsAndWatermarksSpec(strategy()), clock, **{"pipeline.auto-watermark-interval": "50 ms"})
+    op, out = open_operator(
+        TimestampsAndWatermarksSpec(strategy()), clock, **{"pipeline.auto-watermark-interval": "50 ms"}
+    )
     op.process_batch(batch([("a", 1000), ("b", 900)]))
     assert out.log[0] == ("rows", [("a", 1000), ("b", 900)], [1000, 900])
     assert out.watermarks == [wm(899)]  # first batch: emitted at once
@@ -58,13 +61,18 @@ def test_assigner_attaches_timestamps_and_emits_periodic_watermarks() -> None:
 
 
 def test_assigner_emits_its_watermark_at_end_of_input_and_checks_results() -> None:
-    op, out = open_operator(TimestampsAndWatermarksSpec(strategy()), Clock(0), **{"pipeline.auto-watermark-interval": "0"})
+    op, out = open_operator(
+        TimestampsAndWatermarksSpec(strategy()), Clock(0), **{"pipeline.auto-watermark-interval": "0"}
+    )
     op.process_batch(batch([("a", 1000)]))
     assert out.watermarks == []  # interval 0: no periodic watermarks (Flink)
     op.end_input()
     assert out.watermarks == [wm(899)] and out.ended == 1
-    bad, _ = open_operator(TimestampsAndWatermarksSpec(WatermarkStrategy.for_monotonous_timestamps()
-                                                        .with_timestamp_assigner(lambda e, _: str(e))))
+    bad, _ = open_operator(
+        TimestampsAndWatermarksSpec(
+            WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda e, _: str(e))
+        )
+    )
     with pytest.raises(TypeError, match="must return an int"):
         bad.process_batch(batch([1]))
     none, _ = open_operator(TimestampsAndWatermarksSpec(WatermarkStrategy.for_monotonous_timestamps()))
@@ -74,8 +82,9 @@ def test_assigner_emits_its_watermark_at_end_of_input_and_checks_results() -> No
 
 def test_idleness_marks_the_stream_idle_and_active_again() -> None:
     clock = Clock(0)
-    op, out = open_operator(TimestampsAndWatermarksSpec(strategy(idle_ms=1000)), clock,
-                            **{"pipeline.auto-watermark-interval": "100 ms"})
+    op, out = open_operator(
+        TimestampsAndWatermarksSpec(strategy(idle_ms=1000)), clock, **{"pipeline.auto-watermark-interval": "100 ms"}
+    )
     op.process_batch(batch([("a", 5000)]))
     clock.t = 999
     op.on_processing_time(clock.t)

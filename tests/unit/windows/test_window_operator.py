@@ -8,7 +8,13 @@ import pytest
 from yarnflink.common.records import Batch
 from yarnflink.operators import specs as S
 from yarnflink.operators.chain import OperatorChain
-from yarnflink.operators.watermarks import MAX_TIMESTAMP, Duration, TimestampsAndWatermarksSpec, Watermark, WatermarkStrategy
+from yarnflink.operators.watermarks import (
+    MAX_TIMESTAMP,
+    Duration,
+    TimestampsAndWatermarksSpec,
+    Watermark,
+    WatermarkStrategy,
+)
 from yarnflink.operators.windows import (
     EventTimeSessionWindows,
     ProcessWindowFunction,
@@ -137,9 +143,16 @@ def test_processing_time_windows_fire_on_the_clock() -> None:
 def test_window_state_and_timers_survive_a_checkpoint_and_restore() -> None:
     def run(stop_after: int, restored=None):  # type: ignore[no-untyped-def]
         mgr = TaskStateManager(restored=restored)
-        op, out = open_operator(spec(EventTimeSessionWindows.with_gap(Time.seconds(3)), "process", None, Describe()),
-                                state=mgr, name="window")
-        inputs = [events(("a", 1, 1_000), ("b", 2, 1_500)), events(("a", 3, 3_000)), events(("b", 4, 9_000), ("a", 5, 20_000))]
+        op, out = open_operator(
+            spec(EventTimeSessionWindows.with_gap(Time.seconds(3)), "process", None, Describe()),
+            state=mgr,
+            name="window",
+        )
+        inputs = [
+            events(("a", 1, 1_000), ("b", 2, 1_500)),
+            events(("a", 3, 3_000)),
+            events(("b", 4, 9_000), ("a", 5, 20_000)),
+        ]
         for b in inputs[stop_after:] if restored is not None else inputs[:stop_after]:
             op.process_batch(b)
         return op, out
@@ -150,15 +163,20 @@ def test_window_state_and_timers_survive_a_checkpoint_and_restore() -> None:
     assert out.rows == []
     restored, out2 = run(2, snapshot)
     restored.end_input()
-    assert out2.rows == [("b", 1_500, 4_500, [2], MAX_TIMESTAMP), ("a", 1_000, 6_000, [1, 3], MAX_TIMESTAMP),
-                         ("b", 9_000, 12_000, [4], MAX_TIMESTAMP), ("a", 20_000, 23_000, [5], MAX_TIMESTAMP)]
+    assert out2.rows == [
+        ("b", 1_500, 4_500, [2], MAX_TIMESTAMP),
+        ("a", 1_000, 6_000, [1, 3], MAX_TIMESTAMP),
+        ("b", 9_000, 12_000, [4], MAX_TIMESTAMP),
+        ("a", 20_000, 23_000, [5], MAX_TIMESTAMP),
+    ]
 
 
 def test_assigner_window_and_side_output_selectors_in_one_chain() -> None:
     from tests.unit.operators.helpers import ListOutput, desc, make_ctx
 
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0)).with_timestamp_assigner(
-        lambda e, _: e[2])
+        lambda e, _: e[2]
+    )
     descs = [
         desc(1, TimestampsAndWatermarksSpec(strategy), chained=[2]),
         desc(2, spec(TumblingEventTimeWindows.of(Time.seconds(10)), tag="late"), chained=[3, 4]),
@@ -166,8 +184,9 @@ def test_assigner_window_and_side_output_selectors_in_one_chain() -> None:
         desc(4, SideOutputSelectSpec("late"), datasets=["late"]),
     ]
     main, late = ListOutput(), ListOutput()
-    chain = OperatorChain(descs, {"main": main, "late": late},
-                          lambda n: make_ctx(n, config={"pipeline.auto-watermark-interval": "1 ms"}))
+    chain = OperatorChain(
+        descs, {"main": main, "late": late}, lambda n: make_ctx(n, config={"pipeline.auto-watermark-interval": "1 ms"})
+    )
     chain.open()
     clock = Clock(0)
     chain.operators[1].clock = clock
@@ -183,9 +202,14 @@ def test_assigner_window_and_side_output_selectors_in_one_chain() -> None:
 
 def test_time_window_arithmetic() -> None:
     assert TumblingEventTimeWindows.of(Time.seconds(5)).assign_windows(-1) == [TimeWindow(-5_000, 0)]
-    assert TumblingEventTimeWindows.of(Time.seconds(5), Time.seconds(1)).assign_windows(0) == [TimeWindow(-4_000, 1_000)]
+    assert TumblingEventTimeWindows.of(Time.seconds(5), Time.seconds(1)).assign_windows(0) == [
+        TimeWindow(-4_000, 1_000)
+    ]
     assert SlidingEventTimeWindows.of(Time.seconds(3), Time.seconds(1)).assign_windows(2_500) == [
-        TimeWindow(2_000, 5_000), TimeWindow(1_000, 4_000), TimeWindow(0, 3_000)]
+        TimeWindow(2_000, 5_000),
+        TimeWindow(1_000, 4_000),
+        TimeWindow(0, 3_000),
+    ]
     with pytest.raises(ValueError, match="must be positive"):
         TumblingEventTimeWindows.of(Time.seconds(0))
     assert Watermark(5).get_timestamp() == 5

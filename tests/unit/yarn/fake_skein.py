@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any
 
 
 @dataclass
@@ -28,12 +29,12 @@ class FakeApplicationClient:
         self.containers: dict[str, FakeContainer] = {}
         self.requests: list[tuple[str, Any]] = []
         self.kv: dict[str, bytes] = {}
-        self.refuse: Optional[Exception] = None
+        self.refuse: Exception | None = None
         self.shutdowns: list[str] = []
         self._instances = itertools.count()
         self._lock = threading.Lock()
 
-    def add_container(self, service: str, env: Optional[dict[str, str]] = None) -> FakeContainer:
+    def add_container(self, service: str, env: dict[str, str] | None = None) -> FakeContainer:
         with self._lock:
             self.requests.append(("add_container", service))
             if self.refuse is not None:
@@ -50,13 +51,17 @@ class FakeApplicationClient:
             if c.state not in ("SUCCEEDED", "FAILED", "KILLED"):
                 c.state, c.exit_message = "KILLED", "Killed by user request"
 
-    def get_containers(self, services: Optional[Sequence[str]] = None,
-                       states: Optional[Sequence[str]] = None) -> list[FakeContainer]:
+    def get_containers(
+        self, services: Sequence[str] | None = None, states: Sequence[str] | None = None
+    ) -> list[FakeContainer]:
         with self._lock:
-            return [c for c in self.containers.values()
-                    if (services is None or c.service_name in services) and (states is None or c.state in states)]
+            return [
+                c
+                for c in self.containers.values()
+                if (services is None or c.service_name in services) and (states is None or c.state in states)
+            ]
 
-    def shutdown(self, status: str = "SUCCEEDED", diagnostics: Optional[str] = None) -> None:
+    def shutdown(self, status: str = "SUCCEEDED", diagnostics: str | None = None) -> None:
         self.shutdowns.append(status)
 
     # what YARN does to containers
@@ -82,7 +87,7 @@ class FakeSkeinClient:
     """``skein.Client``: submit records the spec; the application's master "publishes" its REST
     address when ``publish`` is set."""
 
-    def __init__(self, publish: Optional[str] = "http://node1:8081") -> None:
+    def __init__(self, publish: str | None = "http://node1:8081") -> None:
         self.specs: list[Any] = []
         self.apps: dict[str, FakeReport] = {}
         self.app_clients: dict[str, FakeApplicationClient] = {}
@@ -91,7 +96,7 @@ class FakeSkeinClient:
         self.nodes = ["node1.example.com", "node2.example.com"]
         self._ids = itertools.count(1)
 
-    def __call__(self, config: Any) -> "FakeSkeinClient":  # usable as a client factory
+    def __call__(self, config: Any) -> FakeSkeinClient:  # usable as a client factory
         return self
 
     def submit(self, spec: Any) -> str:
@@ -111,10 +116,10 @@ class FakeSkeinClient:
     def connect(self, app_id: str, wait: bool = True, security: Any = None) -> FakeApplicationClient:
         return self.app_clients[app_id]
 
-    def get_applications(self, states: Optional[Sequence[str]] = None, **_: Any) -> list[FakeReport]:
+    def get_applications(self, states: Sequence[str] | None = None, **_: Any) -> list[FakeReport]:
         return [a for a in self.apps.values() if states is None or a.state in states]
 
-    def get_nodes(self, states: Optional[Sequence[str]] = None) -> list[Any]:
+    def get_nodes(self, states: Sequence[str] | None = None) -> list[Any]:
         return [type("Node", (), {"id": f"{h}:45454"})() for h in self.nodes]
 
     def kill_application(self, app_id: str, user: str = "") -> None:

@@ -4,16 +4,20 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.yarn.fake_skein import FakeApplicationClient, FakeSkeinClient
 from yarnflink.cli.main import main
 from yarnflink.common.config import Configuration
-from yarnflink.deployment.yarn import YarnDeploymentError, client as yarn_client
+from yarnflink.deployment.yarn import YarnDeploymentError
+from yarnflink.deployment.yarn import client as yarn_client
 from yarnflink.deployment.yarn.client import (
-    last_session, list_clusters, rest_url_of, stop_cluster, submit_cluster,
+    last_session,
+    list_clusters,
+    rest_url_of,
+    stop_cluster,
+    submit_cluster,
 )
 from yarnflink.deployment.yarn.master import prepare, yarn_master_config
 from yarnflink.deployment.yarn.spec import REST_URL_KEY, ClusterRequest
-
-from tests.unit.yarn.fake_skein import FakeApplicationClient, FakeSkeinClient
 
 
 @pytest.fixture(autouse=True)
@@ -24,8 +28,9 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_session_submit_waits_for_the_rest_address_and_is_remembered(tmp_path: Path) -> None:
     fake = FakeSkeinClient(publish="http://node7:40123")
-    cluster = submit_cluster(Configuration(), ClusterRequest(taskexecutors=2), client_factory=fake,
-                             staging=tmp_path / "staging")
+    cluster = submit_cluster(
+        Configuration(), ClusterRequest(taskexecutors=2), client_factory=fake, staging=tmp_path / "staging"
+    )
     assert cluster.app_id == "application_1700000000000_0001" and cluster.rest_url == "http://node7:40123"
     assert "--local-taskexecutors 2" in fake.specs[0].master.script
     last = last_session()
@@ -80,8 +85,14 @@ def test_kerberos_needs_principal_and_keytab(tmp_path: Path) -> None:
     with pytest.raises(YarnDeploymentError, match="both"):
         yarn_client.skein_client(Configuration({"security.kerberos.login.principal": "flink@REALM"}))
     with pytest.raises(YarnDeploymentError, match="does not exist"):
-        yarn_client.skein_client(Configuration({"security.kerberos.login.principal": "flink@REALM",
-                                                "security.kerberos.login.keytab": str(tmp_path / "no.keytab")}))
+        yarn_client.skein_client(
+            Configuration(
+                {
+                    "security.kerberos.login.principal": "flink@REALM",
+                    "security.kerberos.login.keytab": str(tmp_path / "no.keytab"),
+                }
+            )
+        )
 
 
 def test_master_config_inside_the_application_master() -> None:
@@ -108,8 +119,29 @@ def test_master_publishes_its_rest_address_unless_standby() -> None:
 def test_cli_session_start_list_stop(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     fake = FakeSkeinClient(publish="http://node7:40123")
     monkeypatch.setattr(yarn_client, "skein_client", fake)
-    assert main(["session", "start", "--target", "yarn", "-n", "3", "-s", "2", "--tm-memory", "2048",
-                 "--jm-memory", "1024", "--queue", "etl", "--name", "nightly"]) == 0
+    assert (
+        main(
+            [
+                "session",
+                "start",
+                "--target",
+                "yarn",
+                "-n",
+                "3",
+                "-s",
+                "2",
+                "--tm-memory",
+                "2048",
+                "--jm-memory",
+                "1024",
+                "--queue",
+                "etl",
+                "--name",
+                "nightly",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "application_1700000000000_0001" in out and "REST address: http://node7:40123" in out
     spec = fake.specs[0]
@@ -121,8 +153,9 @@ def test_cli_session_start_list_stop(monkeypatch: pytest.MonkeyPatch, capsys: py
     assert fake.app_clients["application_1700000000000_0001"].shutdowns == ["SUCCEEDED"]
 
 
-def test_cli_errors_are_user_errors(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                                    tmp_path: Path) -> None:
+def test_cli_errors_are_user_errors(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     monkeypatch.setattr(yarn_client, "skein_client", FakeSkeinClient())
     job = tmp_path / "job.py"
     job.write_text("")
@@ -163,7 +196,8 @@ def test_internal_tls_certificate_names_every_node(tmp_path: Path) -> None:
 
 
 def test_cli_per_job_starts_an_application_and_stops_it_when_no_job_came(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     fake = FakeSkeinClient(publish="http://node7:40123")
     monkeypatch.setattr(yarn_client, "skein_client", fake)
     job = tmp_path / "job.py"

@@ -2,10 +2,9 @@ from __future__ import annotations
 
 import threading
 
+from tests.unit.yarn.fake_skein import FakeApplicationClient
 from yarnflink.deployment.yarn.driver import YarnResourceManagerDriver, wait_idle
 from yarnflink.resourcemanager.resources import ResourceProfile, WorkerSpec
-
-from tests.unit.yarn.fake_skein import FakeApplicationClient
 
 
 class RecordingHandler:

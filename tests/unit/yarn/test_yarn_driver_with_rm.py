@@ -5,13 +5,12 @@ failed start and is replaced, and replacements pause past resourcemanager.start-
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
+from tests.unit.yarn.fake_skein import FakeApplicationClient
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.yarn.driver import YarnResourceManagerDriver
 from yarnflink.resourcemanager.resourcemanager import ResourceManager
-
-from tests.unit.yarn.fake_skein import FakeApplicationClient
 
 
 def _until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -27,10 +26,12 @@ def _adds(app: FakeApplicationClient) -> int:
 
 def test_failed_containers_are_replaced_until_the_failure_rate_is_exceeded() -> None:
     app = FakeApplicationClient()
-    config = Configuration({"resourcemanager.start-worker.max-failure-rate": "1",
-                            "resourcemanager.start-worker.retry-interval": "1 h"})
-    rm = ResourceManager("127.0.0.1", 0, config=config, driver=YarnResourceManagerDriver(app, poll_interval=0.02),
-                         min_slots=2)
+    config = Configuration(
+        {"resourcemanager.start-worker.max-failure-rate": "1", "resourcemanager.start-worker.retry-interval": "1 h"}
+    )
+    rm = ResourceManager(
+        "127.0.0.1", 0, config=config, driver=YarnResourceManagerDriver(app, poll_interval=0.02), min_slots=2
+    )
     rm.start()
     try:
         _until(lambda: _adds(app) == 2)  # two 1-slot TaskExecutors for the minimum

@@ -8,8 +8,15 @@ import skein
 from yarnflink.common.config import Configuration, load_configuration
 from yarnflink.deployment.yarn import YarnDeploymentError
 from yarnflink.deployment.yarn.spec import (
-    CONF_FILE, STANDBY_SERVICE, TASKEXECUTOR_SERVICE, ClusterRequest, build_application_spec,
-    check_staging_filesystem, default_filesystem, job_files, ship_configuration,
+    CONF_FILE,
+    STANDBY_SERVICE,
+    TASKEXECUTOR_SERVICE,
+    ClusterRequest,
+    build_application_spec,
+    check_staging_filesystem,
+    default_filesystem,
+    job_files,
+    ship_configuration,
 )
 
 
@@ -23,8 +30,14 @@ def _spec(config: Configuration, request: ClusterRequest, tmp_path: Path) -> ske
 
 
 def test_session_spec_master_script_and_taskexecutor_service(tmp_path: Path) -> None:
-    config = Configuration({"taskmanager.numberOfTaskSlots": "4", "jobmanager.memory.process.size": "2g",
-                            "yarn.application.queue": "etl", "yarn.application-attempts": "3"})
+    config = Configuration(
+        {
+            "taskmanager.numberOfTaskSlots": "4",
+            "jobmanager.memory.process.size": "2g",
+            "yarn.application.queue": "etl",
+            "yarn.application-attempts": "3",
+        }
+    )
     spec = _spec(config, ClusterRequest(mode="session", taskexecutors=3), tmp_path)
     assert spec.name == "yarnflink session" and spec.queue == "etl" and spec.max_attempts == 3
     assert "yarnflink" in spec.tags
@@ -40,9 +53,14 @@ def test_session_spec_master_script_and_taskexecutor_service(tmp_path: Path) -> 
 
 
 def test_vcores_name_and_python_from_archive(tmp_path: Path) -> None:
-    config = Configuration({"yarn.containers.vcores": "2", "yarn.application.name": "etl",
-                            "taskmanager.memory.process.size": "4g",
-                            "yarn.ship-archives": "hdfs:///envs/py311.tar.gz"})
+    config = Configuration(
+        {
+            "yarn.containers.vcores": "2",
+            "yarn.application.name": "etl",
+            "taskmanager.memory.process.size": "4g",
+            "yarn.ship-archives": "hdfs:///envs/py311.tar.gz",
+        }
+    )
     spec = _spec(config, ClusterRequest(mode="per-job"), tmp_path)
     te = spec.services[TASKEXECUTOR_SERVICE]
     assert (te.resources.memory, te.resources.vcores) == (4096, 2) and spec.name == "etl"
@@ -81,8 +99,7 @@ def test_application_mode_ships_job_and_local_modules(tmp_path: Path) -> None:
 def test_standby_masters_need_zookeeper_ha(tmp_path: Path) -> None:
     with pytest.raises(YarnDeploymentError, match="ZooKeeper"):
         _spec(Configuration(), ClusterRequest(standby=2), tmp_path)
-    config = Configuration({"high-availability.type": "zookeeper",
-                            "high-availability.zookeeper.quorum": "zk:2181"})
+    config = Configuration({"high-availability.type": "zookeeper", "high-availability.zookeeper.quorum": "zk:2181"})
     spec = _spec(config, ClusterRequest(standby=2), tmp_path)
     standby = spec.services[STANDBY_SERVICE]
     assert standby.instances == 2 and "--yarn-standby" in standby.script
@@ -116,8 +133,11 @@ def test_container_scripts_parse_with_the_yarnflink_command_line() -> None:
     from yarnflink.cli.main import build_parser
     from yarnflink.deployment.yarn.spec import master_script, taskexecutor_script
 
-    script = master_script(Configuration(), ClusterRequest(mode="application", taskexecutors=2, job_file="j.py",
-                                                           job_args=["a"]), standby=True)
+    script = master_script(
+        Configuration(),
+        ClusterRequest(mode="application", taskexecutors=2, job_file="j.py", job_args=["a"]),
+        standby=True,
+    )
     args = build_parser().parse_args(shlex.split(script)[3:])
     assert (args.yarn, args.yarn_standby, args.conf, args.local_taskexecutors) == (True, True, CONF_FILE, 2)
     assert (args.application, args.application_arg) == ("j.py", ["a"])

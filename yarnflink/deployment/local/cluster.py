@@ -24,9 +24,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
 
 from yarnflink.client.rest_client import RestClient, RestClientError
 from yarnflink.common.config import Configuration
@@ -69,7 +69,7 @@ class LocalSession:
         return any(url_key(u) == key for u in (self.rest_urls or [self.rest_url]))
 
 
-def session_credentials(url: str) -> Optional[RestCredentials]:
+def session_credentials(url: str) -> RestCredentials | None:
     """The token and CA of the local session serving ``url``, if any."""
     for s in reversed(list_sessions()):
         if s.serves(url):
@@ -77,7 +77,7 @@ def session_credentials(url: str) -> Optional[RestCredentials]:
     return None
 
 
-def session_ha_config(url: str) -> Optional[Configuration]:
+def session_ha_config(url: str) -> Configuration | None:
     """The HA configuration of the local HA session one of whose masters serves ``url``, if any."""
     for s in reversed(list_sessions()):
         if s.ha_config and s.serves(url):
@@ -106,10 +106,17 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
-def start_local_cluster(config: Configuration, *, taskexecutors: int, workdir: Path,
-                        detached: bool, inherit_stdout: bool = False,
-                        timeout: float = 90.0, master_args: Sequence[str] = (),
-                        wait_for_taskexecutors: bool = True) -> tuple[subprocess.Popen[bytes], dict[str, object]]:
+def start_local_cluster(
+    config: Configuration,
+    *,
+    taskexecutors: int,
+    workdir: Path,
+    detached: bool,
+    inherit_stdout: bool = False,
+    timeout: float = 90.0,
+    master_args: Sequence[str] = (),
+    wait_for_taskexecutors: bool = True,
+) -> tuple[subprocess.Popen[bytes], dict[str, object]]:
     """Starts the master (which starts the TaskExecutors) and waits until all have registered.
     The returned info has ``rest_url``, ``rpc_address``, ``token_file`` and ``rest_ca`` ("" when
     off), and this process's RestClients find the credentials by the URL."""
@@ -120,17 +127,30 @@ def start_local_cluster(config: Configuration, *, taskexecutors: int, workdir: P
             config.set(key, "0")  # a local cluster takes free ports unless told otherwise
     info_file = workdir / "master.json"
     info_file.unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "yarnflink.cli.main", "master", "start",
-           "--local-taskexecutors", str(taskexecutors), "--info-file", str(info_file),
-           "--workdir", str(workdir), "--log-file", str(workdir / "master.log")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "yarnflink.cli.main",
+        "master",
+        "start",
+        "--local-taskexecutors",
+        str(taskexecutors),
+        "--info-file",
+        str(info_file),
+        "--workdir",
+        str(workdir),
+        "--log-file",
+        str(workdir / "master.log"),
+    ]
     if inherit_stdout:
         cmd.append("--inherit-stdout")
     cmd += list(master_args)  # --per-job, --application (yarnflink.entrypoint.master)
     for k, v in config.to_dict().items():
         cmd += ["-D", f"{k}={v}"]
     out = open(workdir / "master.out", "ab")
-    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=detached)
+    proc = subprocess.Popen(
+        cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=detached
+    )
     out.close()
     deadline = time.monotonic() + timeout
     while not info_file.exists():
@@ -155,7 +175,8 @@ def start_local_cluster(config: Configuration, *, taskexecutors: int, workdir: P
             if proc.poll() is not None or time.monotonic() > deadline:
                 stop_process(proc.pid)
                 raise ClusterStartError(
-                    f"{taskexecutors} TaskExecutors did not register within {timeout:.0f}s:\n{_tail(workdir)}")
+                    f"{taskexecutors} TaskExecutors did not register within {timeout:.0f}s:\n{_tail(workdir)}"
+                )
             time.sleep(0.05)
     return proc, info
 
@@ -204,18 +225,42 @@ def start_session(config: Configuration, taskexecutors: int, slots: int, standby
             config = prepare_ha_config(config, session_id, 1 + standby)
         except ValueError as e:
             raise ClusterStartError(str(e)) from None
-        info = start_ha_cluster(config, masters=1 + standby, taskexecutors=taskexecutors, workdir=workdir,
-                                name=session_id)
-        session = LocalSession(session_id, "local", info["master_pids"][0], info["rest_url"], "", str(workdir),
-                               taskexecutors, slots, time.time(), token_file=info["token_file"],
-                               rest_ca=info["rest_ca"], ha_config=client_ha_config(info["config"]),
-                               master_pids=info["master_pids"], rest_urls=info["rest_urls"],
-                               taskexecutor_pids=info["taskexecutor_pids"], standby=standby)
+        info = start_ha_cluster(
+            config, masters=1 + standby, taskexecutors=taskexecutors, workdir=workdir, name=session_id
+        )
+        session = LocalSession(
+            session_id,
+            "local",
+            info["master_pids"][0],
+            info["rest_url"],
+            "",
+            str(workdir),
+            taskexecutors,
+            slots,
+            time.time(),
+            token_file=info["token_file"],
+            rest_ca=info["rest_ca"],
+            ha_config=client_ha_config(info["config"]),
+            master_pids=info["master_pids"],
+            rest_urls=info["rest_urls"],
+            taskexecutor_pids=info["taskexecutor_pids"],
+            standby=standby,
+        )
     else:
         proc, info = start_local_cluster(config, taskexecutors=taskexecutors, workdir=workdir, detached=True)
-        session = LocalSession(session_id, "local", proc.pid, str(info["rest_url"]), str(info["rpc_address"]),
-                               str(workdir), taskexecutors, slots, time.time(),
-                               token_file=str(info["token_file"]), rest_ca=str(info["rest_ca"]))
+        session = LocalSession(
+            session_id,
+            "local",
+            proc.pid,
+            str(info["rest_url"]),
+            str(info["rpc_address"]),
+            str(workdir),
+            taskexecutors,
+            slots,
+            time.time(),
+            token_file=str(info["token_file"]),
+            rest_ca=str(info["rest_ca"]),
+        )
     path = workdir / "session.json"
     path.write_text(json.dumps(asdict(session), indent=2))
     os.chmod(path, 0o600)
@@ -232,7 +277,7 @@ def list_sessions() -> list[LocalSession]:
     return sorted(out, key=lambda s: s.created)
 
 
-def find_session(session_id: Optional[str] = None) -> Optional[LocalSession]:
+def find_session(session_id: str | None = None) -> LocalSession | None:
     """The named session, or the most recently started one that is still alive."""
     sessions = list_sessions()
     if session_id is not None:

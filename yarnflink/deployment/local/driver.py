@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import IO, Optional
+from typing import IO
 
 from yarnflink.common.config import Configuration
 from yarnflink.resourcemanager.driver import ResourceEventHandler
@@ -27,8 +27,9 @@ log = logging.getLogger(__name__)
 
 
 class LocalProcessDriver:
-    def __init__(self, config: Configuration, workdir: Path, *, inherit_stdout: bool = False,
-                 poll_interval: float = 0.1) -> None:
+    def __init__(
+        self, config: Configuration, workdir: Path, *, inherit_stdout: bool = False, poll_interval: float = 0.1
+    ) -> None:
         self.config = config
         self.workdir = workdir
         self.inherit_stdout = inherit_stdout
@@ -36,11 +37,11 @@ class LocalProcessDriver:
         self.workers: dict[str, subprocess.Popen[bytes]] = {}
         self._files: dict[str, IO[bytes]] = {}
         self._lock = threading.Lock()
-        self._handler: Optional[ResourceEventHandler] = None
+        self._handler: ResourceEventHandler | None = None
         self._rm_address = ""
         self._counter = itertools.count()
         self._stop = threading.Event()
-        self._watcher: Optional[threading.Thread] = None
+        self._watcher: threading.Thread | None = None
 
     # ------------------------------------------------------------------ ResourceManagerDriver
     def initialize(self, handler: ResourceEventHandler, resource_manager_address: str) -> None:
@@ -52,24 +53,39 @@ class LocalProcessDriver:
     def start_worker(self, spec: WorkerSpec) -> str:
         worker_id = f"taskexecutor-{next(self._counter)}-{uuid.uuid4().hex[:6]}"
         conf = self.config.to_dict()
-        conf.update({
-            "taskmanager.numberOfTaskSlots": str(spec.num_slots),
-            "taskmanager.cpu.cores": str(spec.total.cpu_cores),
-            "taskmanager.memory.task.heap.size": f"{spec.total.task_heap_mb} mb",
-            "taskmanager.memory.task.off-heap.size": f"{spec.total.task_off_heap_mb} mb",
-            "taskmanager.memory.managed.size": f"{spec.total.managed_memory_mb} mb",
-        })
-        cmd = [sys.executable, "-m", "yarnflink.cli.main", "taskexecutor", "start",
-               "--master", self._rm_address, "--parent-pid", str(os.getpid()), "--resource-id", worker_id,
-               "--log-file", str(self.workdir / f"{worker_id}.log")]
+        conf.update(
+            {
+                "taskmanager.numberOfTaskSlots": str(spec.num_slots),
+                "taskmanager.cpu.cores": str(spec.total.cpu_cores),
+                "taskmanager.memory.task.heap.size": f"{spec.total.task_heap_mb} mb",
+                "taskmanager.memory.task.off-heap.size": f"{spec.total.task_off_heap_mb} mb",
+                "taskmanager.memory.managed.size": f"{spec.total.managed_memory_mb} mb",
+            }
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "yarnflink.cli.main",
+            "taskexecutor",
+            "start",
+            "--master",
+            self._rm_address,
+            "--parent-pid",
+            str(os.getpid()),
+            "--resource-id",
+            worker_id,
+            "--log-file",
+            str(self.workdir / f"{worker_id}.log"),
+        ]
         for k, v in conf.items():
             cmd += ["-D", f"{k}={v}"]
-        stdout: Optional[IO[bytes]] = None
+        stdout: IO[bytes] | None = None
         if not self.inherit_stdout:
             stdout = open(self.workdir / f"{worker_id}.out", "ab")
         try:
-            proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.STDOUT if stdout else None,
-                                    stdin=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                cmd, stdout=stdout, stderr=subprocess.STDOUT if stdout else None, stdin=subprocess.DEVNULL
+            )
         except BaseException:
             if stdout is not None:
                 stdout.close()

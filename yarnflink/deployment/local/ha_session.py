@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from yarnflink.common.config import Configuration
 from yarnflink.highavailability import ha_enabled
@@ -32,29 +32,38 @@ def prepare_ha_config(config: Configuration, cluster_id: str, masters: int) -> C
     config = config.copy()
     if not ha_enabled(config):
         if config.contains("high-availability.type"):
-            raise ValueError("standby masters need high-availability.type: zookeeper, "
-                             f"not {config.get('high-availability.type')}")
+            raise ValueError(
+                f"standby masters need high-availability.type: zookeeper, not {config.get('high-availability.type')}"
+            )
         config.set("high-availability.type", "ZOOKEEPER")
     missing = [k for k in _REQUIRED if not config.get(k)]
     if missing:
-        raise ValueError("a local session with ZooKeeper HA needs " + " and ".join(missing) +
-                         " (e.g. -D high-availability.zookeeper.quorum=127.0.0.1:2181 "
-                         "-D high-availability.storageDir=file:///tmp/yarnflink-ha)")
+        raise ValueError(
+            "a local session with ZooKeeper HA needs "
+            + " and ".join(missing)
+            + " (e.g. -D high-availability.zookeeper.quorum=127.0.0.1:2181 "
+            "-D high-availability.storageDir=file:///tmp/yarnflink-ha)"
+        )
     if not config.contains("high-availability.cluster-id"):
         config.set("high-availability.cluster-id", cluster_id)
     for key in ("rest.port", "jobmanager.rpc.port"):
         if not config.contains(key):
             config.set(key, "0")
         elif masters > 1 and str(config.get(key)) != "0":
-            raise ValueError(f"{key} is {config.get(key)}: {masters} masters on one machine cannot share "
-                             f"a port (leave it unset or 0)")
+            raise ValueError(
+                f"{key} is {config.get(key)}: {masters} masters on one machine cannot share "
+                f"a port (leave it unset or 0)"
+            )
     return config
 
 
 def client_ha_config(config: Configuration) -> dict[str, str]:
     """The keys a client needs to find the leader of this cluster (kept in the session file)."""
-    return {k: str(v) for k, v in config.to_dict().items()
-            if k.startswith(("high-availability.", "job-result-store.")) or k == "rest.await-leader-timeout"}
+    return {
+        k: str(v)
+        for k, v in config.to_dict().items()
+        if k.startswith(("high-availability.", "job-result-store.")) or k == "rest.await-leader-timeout"
+    }
 
 
 def _command(args: list[str], config: Configuration) -> list[str]:
@@ -66,26 +75,41 @@ def _command(args: list[str], config: Configuration) -> list[str]:
 
 def _popen(cmd: list[str], out_file: Path) -> subprocess.Popen[bytes]:
     with open(out_file, "ab") as out:
-        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        return subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
 
 
 def start_master(config: Configuration, workdir: Path, index: int) -> subprocess.Popen[bytes]:
     """A standalone master (no ResourceManager driver) that writes ``master-<index>.json`` once up."""
     (workdir / f"master-{index}.json").unlink(missing_ok=True)
-    cmd = _command(["master", "start", "--info-file", str(workdir / f"master-{index}.json"),
-                    "--workdir", str(workdir), "--log-file", str(workdir / f"master-{index}.log")], config)
+    cmd = _command(
+        [
+            "master",
+            "start",
+            "--info-file",
+            str(workdir / f"master-{index}.json"),
+            "--workdir",
+            str(workdir),
+            "--log-file",
+            str(workdir / f"master-{index}.log"),
+        ],
+        config,
+    )
     return _popen(cmd, workdir / f"master-{index}.out")
 
 
 def start_taskexecutor(config: Configuration, workdir: Path, resource_id: str) -> subprocess.Popen[bytes]:
-    cmd = _command(["taskexecutor", "start", "--resource-id", resource_id,
-                    "--log-file", str(workdir / f"{resource_id}.log")], config)
+    cmd = _command(
+        ["taskexecutor", "start", "--resource-id", resource_id, "--log-file", str(workdir / f"{resource_id}.log")],
+        config,
+    )
     return _popen(cmd, workdir / f"{resource_id}.out")
 
 
-def start_ha_cluster(config: Configuration, *, masters: int, taskexecutors: int, workdir: Path,
-                     name: str, timeout: float = 90.0) -> dict[str, Any]:
+def start_ha_cluster(
+    config: Configuration, *, masters: int, taskexecutors: int, workdir: Path, name: str, timeout: float = 90.0
+) -> dict[str, Any]:
     """Starts the masters and TaskExecutors and waits until a leader serves REST with all
     TaskExecutors registered. ``config`` comes from ``prepare_ha_config``. Returns ``master_pids``,
     ``rest_urls``, ``taskexecutor_pids``, ``rest_url`` (the leader's), ``token_file``, ``rest_ca``,
@@ -106,15 +130,16 @@ def start_ha_cluster(config: Configuration, *, masters: int, taskexecutors: int,
         tes = [start_taskexecutor(config, workdir, f"taskexecutor-{i}-{name}") for i in range(taskexecutors)]
         procs += tes
         deadline = time.monotonic() + timeout
-        infos: list[Optional[dict[str, Any]]] = [None] * masters
+        infos: list[dict[str, Any] | None] = [None] * masters
         while not all(infos):
             for i, p in enumerate(masters_):
                 f = workdir / f"master-{i}.json"
                 if infos[i] is None and f.exists():
                     infos[i] = json.loads(f.read_text())
                 elif infos[i] is None and p.poll() is not None:
-                    raise ClusterStartError(f"master {i} exited with {p.returncode}:\n"
-                                            f"{_tail_of(workdir, f'master-{i}')}")
+                    raise ClusterStartError(
+                        f"master {i} exited with {p.returncode}:\n{_tail_of(workdir, f'master-{i}')}"
+                    )
             if time.monotonic() > deadline:
                 raise ClusterStartError(f"the masters did not start within {timeout:.0f}s:\n{_tail(workdir)}")
             time.sleep(0.05)
@@ -138,14 +163,20 @@ def start_ha_cluster(config: Configuration, *, masters: int, taskexecutors: int,
                 except RestClientError:
                     pass
                 if time.monotonic() > deadline:
-                    raise ClusterStartError(f"{taskexecutors} TaskExecutors did not register within "
-                                            f"{timeout:.0f}s:\n{_tail(workdir)}")
+                    raise ClusterStartError(
+                        f"{taskexecutors} TaskExecutors did not register within {timeout:.0f}s:\n{_tail(workdir)}"
+                    )
                 time.sleep(0.05)
             leader = rest.base_url
-        return {"master_pids": [p.pid for p in masters_], "rest_urls": rest_urls,
-                "taskexecutor_pids": [p.pid for p in tes], "rest_url": leader,
-                "token_file": credentials.token_file or "", "rest_ca": credentials.ca_file or "",
-                "config": config}
+        return {
+            "master_pids": [p.pid for p in masters_],
+            "rest_urls": rest_urls,
+            "taskexecutor_pids": [p.pid for p in tes],
+            "rest_url": leader,
+            "token_file": credentials.token_file or "",
+            "rest_ca": credentials.ca_file or "",
+            "config": config,
+        }
     except BaseException:
         for p in procs:
             stop_process(p.pid, timeout=5)
@@ -166,8 +197,16 @@ class LocalHaCluster:
     restarting masters. Masters are numbered; a master that steps down replaces itself in the
     same process (same pid), and writes its ``master-<i>.json`` again."""
 
-    def __init__(self, config: Configuration, workdir: Path, *, masters: int = 2, taskexecutors: int = 2,
-                 name: str = "ha", timeout: float = 120.0) -> None:
+    def __init__(
+        self,
+        config: Configuration,
+        workdir: Path,
+        *,
+        masters: int = 2,
+        taskexecutors: int = 2,
+        name: str = "ha",
+        timeout: float = 120.0,
+    ) -> None:
         self.workdir = workdir
         self.config = prepare_ha_config(config, name, masters)
         self.name = name
@@ -181,11 +220,17 @@ class LocalHaCluster:
         self.master_pids: dict[int, int] = {}
         self.te_pids: list[int] = []
 
-    def start(self) -> "LocalHaCluster":
+    def start(self) -> LocalHaCluster:
         from yarnflink.client.leader import RestLeaderResolver
 
-        info = start_ha_cluster(self.config, masters=self.masters, taskexecutors=self.taskexecutors,
-                                workdir=self.workdir, name=self.name, timeout=self.timeout)
+        info = start_ha_cluster(
+            self.config,
+            masters=self.masters,
+            taskexecutors=self.taskexecutors,
+            workdir=self.workdir,
+            name=self.name,
+            timeout=self.timeout,
+        )
         self.config = info["config"]
         self.rest_url = info["rest_url"]
         self.resolver = RestLeaderResolver(Configuration(client_ha_config(self.config)))
@@ -194,14 +239,14 @@ class LocalHaCluster:
         self.te_pids = list(info["taskexecutor_pids"])
         return self
 
-    def master_info(self, index: int) -> Optional[dict[str, Any]]:
+    def master_info(self, index: int) -> dict[str, Any] | None:
         f = self.workdir / f"master-{index}.json"
         try:
             return dict(json.loads(f.read_text()))
         except (OSError, ValueError):
             return None
 
-    def leader_url(self, timeout: Optional[float] = None) -> str:
+    def leader_url(self, timeout: float | None = None) -> str:
         url = str(self.resolver.wait(timeout))
         self._remember(url)
         return url
@@ -215,7 +260,7 @@ class LocalHaCluster:
         register(url, RestCredentials.from_config(self.config))
         register_ha([url], Configuration(client_ha_config(self.config)))
 
-    def rest(self, url: Optional[str] = None, timeout: float = 30.0) -> Any:
+    def rest(self, url: str | None = None, timeout: float = 30.0) -> Any:
         """A REST client of this cluster that follows the leader (closed by the caller)."""
         from yarnflink.client.rest_client import RestClient
 
@@ -223,7 +268,7 @@ class LocalHaCluster:
         self._remember(url)
         return RestClient(url, timeout=timeout)
 
-    def leader_index(self, url: Optional[str] = None) -> Optional[int]:
+    def leader_index(self, url: str | None = None) -> int | None:
         """The number of the master serving ``url`` (default: the leader ZooKeeper names)."""
         from yarnflink.security.client import url_key
 
@@ -256,8 +301,9 @@ class LocalHaCluster:
         deadline = time.monotonic() + self.timeout
         while self.master_info(index) is None:
             if proc is not None and proc.poll() is not None:
-                raise RuntimeError(f"master {index} exited with {proc.returncode}:\n"
-                                   f"{_tail_of(self.workdir, f'master-{index}')}")
+                raise RuntimeError(
+                    f"master {index} exited with {proc.returncode}:\n{_tail_of(self.workdir, f'master-{index}')}"
+                )
             if time.monotonic() > deadline:
                 raise RuntimeError(f"master {index} did not start within {self.timeout:.0f}s")
             time.sleep(0.05)

@@ -17,6 +17,8 @@ def import_skein() -> Any:
     try:
         import skein
     except ImportError:
-        raise YarnDeploymentError("the YARN target needs skein: pip install 'skein>=0.8' "
-                                  "(and a Hadoop client configuration in HADOOP_CONF_DIR)") from None
+        raise YarnDeploymentError(
+            "the YARN target needs skein: pip install 'skein>=0.8' "
+            "(and a Hadoop client configuration in HADOOP_CONF_DIR)"
+        ) from None
     return skein

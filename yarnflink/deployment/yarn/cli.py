@@ -6,17 +6,21 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any, Optional
+from typing import Any
 
 from yarnflink.common.config import Configuration, load_configuration
 from yarnflink.deployment.yarn import YarnDeploymentError
 from yarnflink.deployment.yarn.client import (
-    ClientFactory, _factory, list_clusters, stop_cluster, submit_cluster,
+    ClientFactory,
+    _factory,
+    list_clusters,
+    stop_cluster,
+    submit_cluster,
 )
 from yarnflink.deployment.yarn.spec import ClusterRequest
 
 
-def _positive(name: str, value: Optional[int]) -> None:
+def _positive(name: str, value: int | None) -> None:
     if value is not None and value < 1:
         raise YarnDeploymentError(f"{name} must be a positive integer, got {value}")
 
@@ -37,11 +41,15 @@ def session_config(args: argparse.Namespace, config: Configuration) -> Configura
     return config
 
 
-def cmd_yarn_session(args: argparse.Namespace, client_factory: Optional[ClientFactory] = None) -> int:
+def cmd_yarn_session(args: argparse.Namespace, client_factory: ClientFactory | None = None) -> int:
     config = load_configuration(args.conf, args.dynamic)
     if args.session_command == "start":
-        for name, value in (("-n/--taskexecutors", args.taskexecutors), ("-s/--slots", args.slots),
-                            ("--jm-memory", args.jm_memory), ("--tm-memory", args.tm_memory)):
+        for name, value in (
+            ("-n/--taskexecutors", args.taskexecutors),
+            ("-s/--slots", args.slots),
+            ("--jm-memory", args.jm_memory),
+            ("--tm-memory", args.tm_memory),
+        ):
             _positive(name, value)
         if args.standby < 0:
             raise YarnDeploymentError(f"--standby must be 0 or more, got {args.standby}")
@@ -49,8 +57,10 @@ def cmd_yarn_session(args: argparse.Namespace, client_factory: Optional[ClientFa
         n = args.taskexecutors or int(config.get("local.number-taskmanager"))
         request = ClusterRequest(mode="session", taskexecutors=n, standby=args.standby)
         cluster = submit_cluster(config, request, client_factory=client_factory, wait_rest=not args.detached)
-        print(f"YARN application {cluster.app_id} submitted: session with {n} TaskExecutors "
-              f"({config.get('taskmanager.numberOfTaskSlots')} slots each).")
+        print(
+            f"YARN application {cluster.app_id} submitted: session with {n} TaskExecutors "
+            f"({config.get('taskmanager.numberOfTaskSlots')} slots each)."
+        )
         if cluster.rest_url:
             print(f"REST address: {cluster.rest_url}")
         print(f"Run jobs with: yarnflink run -yid {cluster.app_id} job.py")
@@ -68,9 +78,9 @@ def cmd_yarn_session(args: argparse.Namespace, client_factory: Optional[ClientFa
     return 0
 
 
-def submit_job_cluster(args: argparse.Namespace, config: Configuration,
-                       client_factory: Optional[ClientFactory] = None
-                       ) -> tuple[Optional[int], Optional[str], Optional[str]]:
+def submit_job_cluster(
+    args: argparse.Namespace, config: Configuration, client_factory: ClientFactory | None = None
+) -> tuple[int | None, str | None, str | None]:
     """Per-job: starts the application and returns (None, its REST URL, its id): the caller runs the
     job file against it (and stops it if no job was submitted); the master ends when the job has
     ended. Application: the job file runs in the ApplicationMaster; returns (exit code, None, None)
@@ -83,13 +93,14 @@ def submit_job_cluster(args: argparse.Namespace, config: Configuration,
         if args.detached:
             return 0, None, None
         state, final, diagnostics = wait_for_application(_factory(client_factory)(config), cluster.app_id)
-        print(f"YARN application {cluster.app_id} {state} ({final}){': ' + diagnostics if diagnostics else ''}",
-              file=sys.stderr)
+        print(
+            f"YARN application {cluster.app_id} {state} ({final}){': ' + diagnostics if diagnostics else ''}",
+            file=sys.stderr,
+        )
         return (0 if final == "SUCCEEDED" else 1), None, None
     request = ClusterRequest(mode="per-job", taskexecutors=n)
     cluster = submit_cluster(config, request, client_factory=client_factory)
-    print(f"YARN application {cluster.app_id} started for this job; REST address {cluster.rest_url}",
-          file=sys.stderr)
+    print(f"YARN application {cluster.app_id} started for this job; REST address {cluster.rest_url}", file=sys.stderr)
     return None, cluster.rest_url, cluster.app_id
 
 

@@ -8,14 +8,19 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.yarn import YarnDeploymentError, import_skein
 from yarnflink.deployment.yarn.spec import (
-    REST_URL_KEY, ClusterRequest, build_application_spec, check_staging_filesystem, job_files,
+    REST_URL_KEY,
+    ClusterRequest,
+    build_application_spec,
+    check_staging_filesystem,
+    job_files,
     ship_configuration,
 )
 
@@ -36,7 +41,7 @@ def skein_client(config: Configuration) -> Any:
     return skein.Client(principal=principal, keytab=keytab) if principal else skein.Client()
 
 
-def _factory(client_factory: Optional[ClientFactory]) -> ClientFactory:
+def _factory(client_factory: ClientFactory | None) -> ClientFactory:
     return client_factory or skein_client  # looked up per call: tests replace the module's skein_client
 
 
@@ -62,7 +67,7 @@ def record_session(cluster: YarnCluster) -> None:
     os.chmod(path, 0o600)
 
 
-def last_session() -> Optional[YarnCluster]:
+def last_session() -> YarnCluster | None:
     from yarnflink.deployment.local.cluster import sessions_dir
 
     records = []
@@ -74,8 +79,15 @@ def last_session() -> Optional[YarnCluster]:
     return max(records, key=lambda r: r.created) if records else None
 
 
-def submit_cluster(config: Configuration, request: ClusterRequest, *, client_factory: Optional[ClientFactory] = None,
-                   timeout: float = 300.0, staging: Optional[Path] = None, wait_rest: bool = True) -> YarnCluster:
+def submit_cluster(
+    config: Configuration,
+    request: ClusterRequest,
+    *,
+    client_factory: ClientFactory | None = None,
+    timeout: float = 300.0,
+    staging: Path | None = None,
+    wait_rest: bool = True,
+) -> YarnCluster:
     """Submits the application and (``wait_rest``) waits until its master published the REST address."""
     from yarnflink.security.client import RestCredentials, register
     from yarnflink.security.material import ensure_cluster_security, private_directory
@@ -116,27 +128,30 @@ def wait_for_rest_url(client: Any, app_id: str, timeout: float) -> str:
         report = client.application_report(app_id)
         state = str(report.state)
         if state in ("FINISHED", "FAILED", "KILLED"):
-            raise YarnDeploymentError(f"YARN application {app_id} ended ({state}) before its master started: "
-                                      f"{report.diagnostics or 'see yarn logs -applicationId ' + app_id}")
+            raise YarnDeploymentError(
+                f"YARN application {app_id} ended ({state}) before its master started: "
+                f"{report.diagnostics or 'see yarn logs -applicationId ' + app_id}"
+            )
         if state == "RUNNING":
             app = client.connect(app_id, wait=False)
             value = app.kv.get(REST_URL_KEY)
             if value:
                 return value.decode() if isinstance(value, bytes) else str(value)
         if time.monotonic() > deadline:
-            raise YarnDeploymentError(f"YARN application {app_id} published no REST address within "
-                                      f"{timeout:.0f}s (state {state})")
+            raise YarnDeploymentError(
+                f"YARN application {app_id} published no REST address within {timeout:.0f}s (state {state})"
+            )
         time.sleep(0.5)
 
 
-def rest_url_of(config: Configuration, app_id: Optional[str], *,
-                client_factory: Optional[ClientFactory] = None) -> str:
+def rest_url_of(config: Configuration, app_id: str | None, *, client_factory: ClientFactory | None = None) -> str:
     """The REST address of application ``app_id``, or of the last YARN session started."""
     if app_id is None:
         last = last_session()
         if last is None:
-            raise YarnDeploymentError("no YARN session: start one with 'yarnflink session start --target yarn' "
-                                      "or pass -yid APPLICATION_ID")
+            raise YarnDeploymentError(
+                "no YARN session: start one with 'yarnflink session start --target yarn' or pass -yid APPLICATION_ID"
+            )
         app_id = last.app_id
     client = _factory(client_factory)(config)
     try:
@@ -163,14 +178,14 @@ def _register_session_credentials(app_id: str, url: str) -> None:
         register(url, RestCredentials(rec.token_file or None, rec.rest_ca or None))
 
 
-def list_clusters(config: Configuration, *, client_factory: Optional[ClientFactory] = None) -> list[Any]:
+def list_clusters(config: Configuration, *, client_factory: ClientFactory | None = None) -> list[Any]:
     """Live YARN applications started by yarnflink (tagged ``yarnflink``)."""
     client = _factory(client_factory)(config)
     apps = client.get_applications(states=list(LIVE_STATES))
     return [a for a in apps if "yarnflink" in set(a.tags or ())]
 
 
-def stop_cluster(config: Configuration, app_id: str, *, client_factory: Optional[ClientFactory] = None) -> None:
+def stop_cluster(config: Configuration, app_id: str, *, client_factory: ClientFactory | None = None) -> None:
     """Shuts the application down through its ApplicationMaster, else kills it through YARN."""
     client = _factory(client_factory)(config)
     try:

@@ -17,9 +17,10 @@ import itertools
 import logging
 import threading
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Optional, Protocol, Sequence
+from typing import Any, Protocol
 
 from yarnflink.deployment.yarn.spec import TASKEXECUTOR_SERVICE
 from yarnflink.resourcemanager.driver import ResourceEventHandler
@@ -35,12 +36,13 @@ ALL_STATES = ACTIVE_STATES + TERMINAL_STATES
 class SkeinApplicationClient(Protocol):
     """The part of ``skein.ApplicationClient`` the driver uses (tests pass a fake)."""
 
-    def add_container(self, service: str, env: Optional[dict[str, str]] = None) -> Any: ...
+    def add_container(self, service: str, env: dict[str, str] | None = None) -> Any: ...
 
     def kill_container(self, id: str) -> None: ...
 
-    def get_containers(self, services: Optional[Sequence[str]] = None,
-                       states: Optional[Sequence[str]] = None) -> list[Any]: ...
+    def get_containers(
+        self, services: Sequence[str] | None = None, states: Sequence[str] | None = None
+    ) -> list[Any]: ...
 
 
 @dataclass(frozen=True)
@@ -86,27 +88,27 @@ class ContainerTracker:
             elif state in TERMINAL_STATES:
                 msg = getattr(c, "exit_message", "") or ""
                 yid = getattr(c, "yarn_container_id", "") or c.id
-                events.append(ContainerEnded(worker_id, f"YARN container {yid} {state}"
-                                                        + (f": {msg}" if msg else "")))
+                events.append(ContainerEnded(worker_id, f"YARN container {yid} {state}" + (f": {msg}" if msg else "")))
                 self.forget(worker_id)
         return events
 
 
 class YarnResourceManagerDriver:
-    def __init__(self, app_client: SkeinApplicationClient, *, service: str = TASKEXECUTOR_SERVICE,
-                 poll_interval: float = 1.0) -> None:
+    def __init__(
+        self, app_client: SkeinApplicationClient, *, service: str = TASKEXECUTOR_SERVICE, poll_interval: float = 1.0
+    ) -> None:
         self.app_client = app_client
         self.service = service
         self.poll_interval = poll_interval
         self.tracker = ContainerTracker()
         self._lock = threading.Lock()
         self._pending_stop: set[str] = set()  # stopped before skein answered the add_container
-        self._handler: Optional[ResourceEventHandler] = None
+        self._handler: ResourceEventHandler | None = None
         self._rm_address = ""
         self._counter = itertools.count()
         self._stop = threading.Event()
         self._calls = ThreadPoolExecutor(1, thread_name_prefix="yarn-driver-skein")
-        self._watcher: Optional[threading.Thread] = None
+        self._watcher: threading.Thread | None = None
 
     # ------------------------------------------------------------------ ResourceManagerDriver
     def initialize(self, handler: ResourceEventHandler, resource_manager_address: str) -> None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from typing import Any, Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.yarn import import_skein
@@ -40,9 +41,9 @@ def yarn_master_config(config: Configuration, env: Mapping[str, str], host: str)
     return config
 
 
-def prepare(config: Configuration, *, standby: bool = False, app_client: Any = None,
-            env: Optional[Mapping[str, str]] = None) -> tuple[Configuration, YarnResourceManagerDriver,
-                                                              Callable[[dict[str, object]], None]]:
+def prepare(
+    config: Configuration, *, standby: bool = False, app_client: Any = None, env: Mapping[str, str] | None = None
+) -> tuple[Configuration, YarnResourceManagerDriver, Callable[[dict[str, object]], None]]:
     """The master's configuration, its YARN driver, and the hook that publishes the started
     master's info (a standby master publishes nothing until the HA wiring makes it leader)."""
     env = os.environ if env is None else env
@@ -55,7 +56,8 @@ def prepare(config: Configuration, *, standby: bool = False, app_client: Any = N
         if standby:
             return
         app_client.kv[REST_URL_KEY] = str(info["rest_url"]).encode()
-        log.info("published the REST address %s for YARN application %s", info["rest_url"],
-                 env.get("SKEIN_APPLICATION_ID"))
+        log.info(
+            "published the REST address %s for YARN application %s", info["rest_url"], env.get("SKEIN_APPLICATION_ID")
+        )
 
     return config, driver, publish

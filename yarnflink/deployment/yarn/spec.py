@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 import shlex
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import yaml
 
@@ -27,8 +28,14 @@ STANDBY_SERVICE = "standby-master"
 CONF_FILE = "yarnflink-conf.yaml"
 REST_URL_KEY = "yarnflink.rest_url"  # skein key-value entry where the master publishes its REST address
 MODES = ("session", "per-job", "application")
-_SECURITY_KEYS = ("security.rest.token-file", "security.ssl.internal.ca", "security.ssl.internal.cert",
-                  "security.ssl.internal.key", "security.ssl.rest.cert", "security.ssl.rest.key")
+_SECURITY_KEYS = (
+    "security.rest.token-file",
+    "security.ssl.internal.ca",
+    "security.ssl.internal.cert",
+    "security.ssl.internal.key",
+    "security.ssl.rest.cert",
+    "security.ssl.rest.key",
+)
 _MB = 1 << 20
 
 
@@ -37,7 +44,7 @@ class ClusterRequest:
     mode: str = "session"
     taskexecutors: int = 1
     standby: int = 0
-    job_file: Optional[str] = None  # application mode: run in the ApplicationMaster
+    job_file: str | None = None  # application mode: run in the ApplicationMaster
     job_args: Sequence[str] = ()
     extra_files: dict[str, str] = field(default_factory=dict)  # name in the container -> local path
 
@@ -67,7 +74,7 @@ def archive_names(config: Configuration) -> list[str]:
     return names
 
 
-def _split(value: Optional[str]) -> list[str]:
+def _split(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
@@ -101,8 +108,18 @@ def ship_configuration(config: Configuration, staging: Path) -> tuple[Configurat
 
 
 def master_script(config: Configuration, request: ClusterRequest, *, standby: bool = False) -> str:
-    cmd = [python_command(config), "-m", "yarnflink.cli.main", "master", "start", "--yarn",
-           "--conf", CONF_FILE, "--local-taskexecutors", str(request.taskexecutors)]
+    cmd = [
+        python_command(config),
+        "-m",
+        "yarnflink.cli.main",
+        "master",
+        "start",
+        "--yarn",
+        "--conf",
+        CONF_FILE,
+        "--local-taskexecutors",
+        str(request.taskexecutors),
+    ]
     if standby:
         cmd.append("--yarn-standby")
     if request.mode == "per-job":
@@ -119,8 +136,10 @@ def master_script(config: Configuration, request: ClusterRequest, *, standby: bo
 
 def taskexecutor_script(config: Configuration) -> str:
     py = shlex.quote(python_command(config))
-    return (f"{py} -m yarnflink.cli.main taskexecutor start --conf {CONF_FILE} "
-            f'--master "$YARNFLINK_RM_ADDRESS" --resource-id "$YARNFLINK_RESOURCE_ID"')
+    return (
+        f"{py} -m yarnflink.cli.main taskexecutor start --conf {CONF_FILE} "
+        f'--master "$YARNFLINK_RM_ADDRESS" --resource-id "$YARNFLINK_RESOURCE_ID"'
+    )
 
 
 def taskexecutor_resources(config: Configuration) -> tuple[int, int]:
@@ -139,26 +158,48 @@ def build_application_spec(config: Configuration, request: ClusterRequest, files
     shipped.update({name: skein.File(source=path) for name, path in request.extra_files.items()})
     env = {"PYTHONUNBUFFERED": "1"}
     jm_vcores = max(1, int(config.get("yarn.containers.vcores") or 1))
-    master = skein.Master(resources=skein.Resources(memory=memory_mb(config, "jobmanager.memory.process.size"),
-                                                    vcores=jm_vcores),
-                          script=master_script(config, request), files=shipped, env=env)
+    master = skein.Master(
+        resources=skein.Resources(memory=memory_mb(config, "jobmanager.memory.process.size"), vcores=jm_vcores),
+        script=master_script(config, request),
+        files=shipped,
+        env=env,
+    )
     tm_mb, tm_vcores = taskexecutor_resources(config)
-    services = {TASKEXECUTOR_SERVICE: skein.Service(
-        resources=skein.Resources(memory=tm_mb, vcores=tm_vcores), script=taskexecutor_script(config),
-        instances=0, files=shipped, env=env, max_restarts=-1, allow_failures=True)}
+    services = {
+        TASKEXECUTOR_SERVICE: skein.Service(
+            resources=skein.Resources(memory=tm_mb, vcores=tm_vcores),
+            script=taskexecutor_script(config),
+            instances=0,
+            files=shipped,
+            env=env,
+            max_restarts=-1,
+            allow_failures=True,
+        )
+    }
     if request.standby > 0:
         if str(config.get("high-availability.type")).lower() != "zookeeper":
             raise YarnDeploymentError("--standby needs ZooKeeper HA: -D high-availability.type=zookeeper")
         services[STANDBY_SERVICE] = skein.Service(
-            resources=master.resources, script=master_script(config, request, standby=True),
-            instances=request.standby, files=shipped, env=env, max_restarts=-1, allow_failures=True)
+            resources=master.resources,
+            script=master_script(config, request, standby=True),
+            instances=request.standby,
+            files=shipped,
+            env=env,
+            max_restarts=-1,
+            allow_failures=True,
+        )
     name = config.get("yarn.application.name") or f"yarnflink {request.mode}"
     return skein.ApplicationSpec(
-        name=name, queue=config.get("yarn.application.queue") or "default", master=master, services=services,
-        tags={"yarnflink", f"yarnflink-{request.mode}"}, max_attempts=int(config.get("yarn.application-attempts")))
+        name=name,
+        queue=config.get("yarn.application.queue") or "default",
+        master=master,
+        services=services,
+        tags={"yarnflink", f"yarnflink-{request.mode}"},
+        max_attempts=int(config.get("yarn.application-attempts")),
+    )
 
 
-def default_filesystem(hadoop_conf_dir: Optional[str]) -> Optional[str]:
+def default_filesystem(hadoop_conf_dir: str | None) -> str | None:
     """``fs.defaultFS`` of the Hadoop client configuration (None when unknown)."""
     if not hadoop_conf_dir:
         return None
@@ -175,10 +216,11 @@ def default_filesystem(hadoop_conf_dir: Optional[str]) -> Optional[str]:
     return "file:///"  # Hadoop's default
 
 
-def check_staging_filesystem(hadoop_conf_dir: Optional[str]) -> None:
+def check_staging_filesystem(hadoop_conf_dir: str | None) -> None:
     """skein 0.8.2 stages files to the default filesystem and fails on ``file:///``: say so early."""
     fs = default_filesystem(hadoop_conf_dir)
     if fs is not None and fs.startswith("file:"):
         raise YarnDeploymentError(
             f"fs.defaultFS is {fs} in {hadoop_conf_dir}/core-site.xml: skein stages the application's "
-            f"files there and needs a distributed filesystem (hdfs://...)")
+            f"files there and needs a distributed filesystem (hdfs://...)"
+        )

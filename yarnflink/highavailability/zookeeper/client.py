@@ -97,8 +97,10 @@ class ZooKeeperClientSettings:
     def from_config(config: Configuration) -> ZooKeeperClientSettings:
         quorum = config.get("high-availability.zookeeper.quorum")
         if not quorum:
-            raise ConfigError("high-availability.type is ZOOKEEPER but high-availability.zookeeper.quorum "
-                              "is not set (e.g. 'zk1:2181,zk2:2181,zk3:2181')")
+            raise ConfigError(
+                "high-availability.type is ZOOKEEPER but high-availability.zookeeper.quorum "
+                "is not set (e.g. 'zk1:2181,zk2:2181,zk3:2181')"
+            )
         return ZooKeeperClientSettings(
             quorum=str(quorum).replace(";", ","),
             session_timeout_s=config.get_seconds("high-availability.zookeeper.client.session-timeout") or 60.0,
@@ -116,8 +118,9 @@ class ZooKeeperClientSettings:
             hosts=self.quorum,
             timeout=self.session_timeout_s,
             connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0, max_jitter=0.2),
-            command_retry=KazooRetry(max_tries=self.max_retry_attempts, delay=self.retry_wait_s, backoff=2,
-                                     max_delay=self.retry_wait_s * 8),
+            command_retry=KazooRetry(
+                max_tries=self.max_retry_attempts, delay=self.retry_wait_s, backoff=2, max_delay=self.retry_wait_s * 8
+            ),
         )
         kwargs.update(overrides)
         return HaKazooClient(**kwargs)
@@ -135,6 +138,7 @@ class HaKazooClient(KazooClient):
         self._negotiated_ms: float | None = None
         handshake = getattr(self._connection, "_connect", None)
         if handshake is not None:
+
             def connect(*a: Any, **kw: Any) -> Any:
                 result = handshake(*a, **kw)
                 try:
@@ -142,6 +146,7 @@ class HaKazooClient(KazooClient):
                 except (TypeError, ValueError, IndexError):
                     pass
                 return result
+
             self._connection._connect = connect
 
     @property
@@ -166,5 +171,6 @@ def start_client(client: KazooClient, connection_timeout_s: float) -> KazooClien
         client.close()
         raise HighAvailabilityError(
             f"could not connect to ZooKeeper at {','.join(f'{h}:{p}' for h, p in client.hosts)} within "
-            f"{connection_timeout_s:g}s (high-availability.zookeeper.client.connection-timeout)") from None
+            f"{connection_timeout_s:g}s (high-availability.zookeeper.client.connection-timeout)"
+        ) from None
     return client

@@ -28,8 +28,9 @@ class TransactionConflict(Exception):
         self.error = error
 
 
-def fenced_commit(client: KazooClient, fence: LeaderFence | None,
-                  build: Callable[[TransactionRequest], None]) -> list[object]:
+def fenced_commit(
+    client: KazooClient, fence: LeaderFence | None, build: Callable[[TransactionRequest], None]
+) -> list[object]:
     """Commits ``build``'s operations, preceded by a check of ``fence``'s latch node (unless
     ``fence`` is None). Raises ``LeadershipLostError`` if the check failed, ``TransactionConflict``
     if another operation did; ZooKeeper connection errors propagate."""
@@ -39,8 +40,9 @@ def fenced_commit(client: KazooClient, fence: LeaderFence | None,
     build(tx)
     results = list(tx.commit())
     if fence is not None and isinstance(results[0], (NoNodeError, BadVersionError)):
-        raise LeadershipLostError(f"leader session {fence.session_id} is over: its latch node "
-                                  f"{fence.latch_path} is gone")
+        raise LeadershipLostError(
+            f"leader session {fence.session_id} is over: its latch node {fence.latch_path} is gone"
+        )
     for r in results:
         if isinstance(r, Exception) and not isinstance(r, RolledBackError):
             raise TransactionConflict(r)

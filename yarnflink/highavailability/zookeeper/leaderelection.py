@@ -56,8 +56,11 @@ log = logging.getLogger(__name__)
 
 __all__ = ["ZooKeeperLeaderElectionDriver"]
 
-_STATES = {KazooState.CONNECTED: ConnectionState.CONNECTED, KazooState.SUSPENDED: ConnectionState.SUSPENDED,
-           KazooState.LOST: ConnectionState.LOST}
+_STATES = {
+    KazooState.CONNECTED: ConnectionState.CONNECTED,
+    KazooState.SUSPENDED: ConnectionState.SUSPENDED,
+    KazooState.LOST: ConnectionState.LOST,
+}
 
 
 def _sequence(name: str) -> int:
@@ -68,8 +71,9 @@ def _sequence(name: str) -> int:
 
 
 class ZooKeeperLeaderElectionDriver:
-    def __init__(self, client: KazooClient, paths: ZooKeeperPaths, *, owns_client: bool = False,
-                 close_timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, client: KazooClient, paths: ZooKeeperPaths, *, owns_client: bool = False, close_timeout_s: float = 10.0
+    ) -> None:
         self.client = client
         self.paths = paths
         self.owns_client = owns_client
@@ -115,6 +119,7 @@ class ZooKeeperLeaderElectionDriver:
         def check() -> bool:
             self.client.sync(self.paths.latch)
             return self.client.exists(fence.latch_path) is not None
+
         return self._io.submit(check)
 
     def close(self) -> None:
@@ -153,8 +158,7 @@ class ZooKeeperLeaderElectionDriver:
     # ------------------------------------------------------------------ the lease
     def _lease_loop(self) -> None:
         while not self._stop_lease.wait(max(0.02, self.lease_s / 16)):
-            if self.client.state == KazooState.CONNECTED \
-                    and time.monotonic() - self._last_probe >= self.lease_s / 2:
+            if self.client.state == KazooState.CONNECTED and time.monotonic() - self._last_probe >= self.lease_s / 2:
                 self._probe()
             self._check_lease()
 
@@ -298,6 +302,7 @@ class ZooKeeperLeaderElectionDriver:
                 if stat is not None:
                     tx.delete(path, stat.version)
                 tx.create(path, info.to_bytes(), ephemeral=True)
+
             try:
                 self.client.retry(fenced_commit, self.client, fence, ops)
             except LeadershipLostError as e:
@@ -338,4 +343,3 @@ class ZooKeeperLeaderElectionDriver:
         except ValueError:
             info = None
         self._emit_in(epoch, LeaderInformationChanged(component_id, info))
-

@@ -100,6 +100,7 @@ class ZooKeeperLeaderRetrievalDriver:
 
     def _report(self) -> None:
         usable = self._state == KazooState.CONNECTED or (
-            self._state == KazooState.SUSPENDED and self.tolerate_suspended)
+            self._state == KazooState.SUSPENDED and self.tolerate_suspended
+        )
         if self._notify is not None:
             self._notify(self._node if usable else None)

@@ -40,10 +40,18 @@ __all__ = ["ZooKeeperHaServices"]
 
 
 class ZooKeeperHaServices(HighAvailabilityServices):
-    def __init__(self, client: KazooClient, paths: ZooKeeperPaths, storage_dir: str, *,
-                 tolerate_suspended: bool = False, job_result_store_path: str | None = None,
-                 delete_job_results_on_commit: bool = True, cluster_id: str = "default",
-                 owns_client: bool = True) -> None:
+    def __init__(
+        self,
+        client: KazooClient,
+        paths: ZooKeeperPaths,
+        storage_dir: str,
+        *,
+        tolerate_suspended: bool = False,
+        job_result_store_path: str | None = None,
+        delete_job_results_on_commit: bool = True,
+        cluster_id: str = "default",
+        owns_client: bool = True,
+    ) -> None:
         self.client = client
         self.paths = paths
         self.tolerate_suspended = tolerate_suspended
@@ -53,7 +61,8 @@ class ZooKeeperHaServices(HighAvailabilityServices):
         self.storage = FileSystemStateStorage(posixpath.join(base, cluster))
         self._job_results = FileSystemJobResultStore(
             job_result_store_path or posixpath.join(base, "job-result-store", cluster),
-            delete_on_commit=delete_job_results_on_commit)
+            delete_on_commit=delete_job_results_on_commit,
+        )
         self._lock = threading.Lock()
         self._election: LeaderElectionService | None = None
         self._closed = False
@@ -63,16 +72,22 @@ class ZooKeeperHaServices(HighAvailabilityServices):
         settings = ZooKeeperClientSettings.from_config(config)
         storage_dir = config.get("high-availability.storageDir")
         if not storage_dir:
-            raise ConfigError("high-availability.type is ZOOKEEPER but high-availability.storageDir is not set "
-                              "(a file system URL for JobGraphs and job results, e.g. hdfs:///flink/ha or "
-                              "s3://bucket/ha)")
+            raise ConfigError(
+                "high-availability.type is ZOOKEEPER but high-availability.storageDir is not set "
+                "(a file system URL for JobGraphs and job results, e.g. hdfs:///flink/ha or "
+                "s3://bucket/ha)"
+            )
         paths = ZooKeeperPaths.from_config(config)
         client = start_client(settings.make_client(), settings.connection_timeout_s)
         return ZooKeeperHaServices(
-            client, paths, str(storage_dir), tolerate_suspended=settings.tolerate_suspended,
+            client,
+            paths,
+            str(storage_dir),
+            tolerate_suspended=settings.tolerate_suspended,
             job_result_store_path=config.get("job-result-store.storage-path"),
             delete_job_results_on_commit=bool(config.get("job-result-store.delete-on-commit")),
-            cluster_id=str(config.get("high-availability.cluster-id")))
+            cluster_id=str(config.get("high-availability.cluster-id")),
+        )
 
     # ------------------------------------------------------------------ leadership
     def leader_election_service(self) -> LeaderElectionService:
@@ -85,8 +100,9 @@ class ZooKeeperHaServices(HighAvailabilityServices):
             return self._election
 
     def leader_retriever(self, component_id: str) -> LeaderRetrievalService:
-        driver = ZooKeeperLeaderRetrievalDriver(self.client, self.paths.connection_info(component_id),
-                                                tolerate_suspended=self.tolerate_suspended)
+        driver = ZooKeeperLeaderRetrievalDriver(
+            self.client, self.paths.connection_info(component_id), tolerate_suspended=self.tolerate_suspended
+        )
         return LeaderRetrievalService(driver, component_id)
 
     # ------------------------------------------------------------------ stores
@@ -99,8 +115,9 @@ class ZooKeeperHaServices(HighAvailabilityServices):
     def checkpoint_id_counter(self, job_id: str, fence: LeaderFence | None = None) -> CheckpointIDCounter:
         return ZooKeeperCheckpointIDCounter(self.client, self.paths, job_id, fence)
 
-    def completed_checkpoint_pointer_store(self, job_id: str, max_retained: int = 1,
-                                           fence: LeaderFence | None = None) -> CompletedCheckpointPointerStore:
+    def completed_checkpoint_pointer_store(
+        self, job_id: str, max_retained: int = 1, fence: LeaderFence | None = None
+    ) -> CompletedCheckpointPointerStore:
         return ZooKeeperCompletedCheckpointPointerStore(self.client, self.paths, job_id, max_retained, fence)
 
     def global_cleanup(self, job_id: str, fence: LeaderFence | None = None) -> None:

@@ -56,6 +56,7 @@ def _until_no_conflict(client: KazooClient, attempt: Callable[[], T]) -> T:
 
 def delete_tree(client: KazooClient, path: str, fence: LeaderFence | None) -> None:
     """Deletes ``path`` and everything below it in one fenced transaction (no-op if absent)."""
+
     def attempt() -> None:
         nodes: list[str] = []
 
@@ -67,12 +68,16 @@ def delete_tree(client: KazooClient, path: str, fence: LeaderFence | None) -> No
             for c in children:
                 walk(posixpath.join(p, c))
             nodes.append(p)  # children first
+
         walk(path)
+
         def ops(tx: Any) -> None:
             for n in nodes:
                 tx.delete(n)
+
         if nodes:
             fenced_commit(client, fence, ops)
+
     _until_no_conflict(client, attempt)
 
 
@@ -80,8 +85,13 @@ class ZooKeeperJobGraphStore(JobGraphStore):
     """``jobgraphs/<job id>`` holds ``{"path": <pointer>}``; the pointer names the JobGraph's JSON
     (``JobGraph.to_json()``) in ``<storageDir>/<cluster-id>/``."""
 
-    def __init__(self, client: KazooClient, paths: ZooKeeperPaths, storage: FileSystemStateStorage,
-                 fence: LeaderFence | None = None) -> None:
+    def __init__(
+        self,
+        client: KazooClient,
+        paths: ZooKeeperPaths,
+        storage: FileSystemStateStorage,
+        fence: LeaderFence | None = None,
+    ) -> None:
         self.client = client
         self.paths = paths
         self.storage = storage
@@ -103,6 +113,7 @@ class ZooKeeperJobGraphStore(JobGraphStore):
                 return
             fenced_commit(self.client, self.fence, lambda tx: tx.set_data(node, payload, stat.version))
             replaced[0] = _pointer(old)
+
         try:
             _until_no_conflict(self.client, attempt)
         except Exception:
@@ -143,6 +154,7 @@ class ZooKeeperJobGraphStore(JobGraphStore):
                 return
             fenced_commit(self.client, self.fence, lambda tx: tx.delete(node, stat.version))
             removed[0] = _pointer(data)
+
         _until_no_conflict(self.client, attempt)
         if removed[0] is not None:
             self.storage.discard(removed[0])  # after the pointer: never a pointer to nothing
@@ -160,8 +172,9 @@ class ZooKeeperCheckpointIDCounter(CheckpointIDCounter):
     """``jobs/<job id>/checkpoint_id_counter`` holds the next id in decimal; increments are a
     compare-and-set on the node's version (Flink uses Curator's SharedCount the same way)."""
 
-    def __init__(self, client: KazooClient, paths: ZooKeeperPaths, job_id: str,
-                 fence: LeaderFence | None = None) -> None:
+    def __init__(
+        self, client: KazooClient, paths: ZooKeeperPaths, job_id: str, fence: LeaderFence | None = None
+    ) -> None:
         self.client = client
         self.path = paths.checkpoint_id_counter(job_id)
         self.fence = fence
@@ -171,8 +184,10 @@ class ZooKeeperCheckpointIDCounter(CheckpointIDCounter):
 
         def attempt() -> None:
             if self.client.exists(self.path) is None:
-                fenced_commit(self.client, self.fence,
-                              lambda tx: tx.create(self.path, str(INITIAL_CHECKPOINT_ID).encode()))
+                fenced_commit(
+                    self.client, self.fence, lambda tx: tx.create(self.path, str(INITIAL_CHECKPOINT_ID).encode())
+                )
+
         _until_no_conflict(self.client, attempt)
 
     def _read(self) -> tuple[int, int]:
@@ -188,9 +203,9 @@ class ZooKeeperCheckpointIDCounter(CheckpointIDCounter):
     def get_and_increment(self) -> int:
         def attempt() -> int:
             value, version = self._read()
-            fenced_commit(self.client, self.fence,
-                          lambda tx: tx.set_data(self.path, str(value + 1).encode(), version))
+            fenced_commit(self.client, self.fence, lambda tx: tx.set_data(self.path, str(value + 1).encode(), version))
             return value
+
         return _until_no_conflict(self.client, attempt)
 
     def get(self) -> int:
@@ -200,6 +215,7 @@ class ZooKeeperCheckpointIDCounter(CheckpointIDCounter):
         def attempt() -> None:
             _, version = self._read()
             fenced_commit(self.client, self.fence, lambda tx: tx.set_data(self.path, str(count).encode(), version))
+
         _until_no_conflict(self.client, attempt)
 
     def shutdown(self, job_status: str) -> None:
@@ -210,8 +226,14 @@ class ZooKeeperCheckpointIDCounter(CheckpointIDCounter):
 class ZooKeeperCompletedCheckpointPointerStore(CompletedCheckpointPointerStore):
     """``jobs/<job id>/checkpoints/<id as 19 digits>`` holds the pointer (so names sort by id)."""
 
-    def __init__(self, client: KazooClient, paths: ZooKeeperPaths, job_id: str, max_retained: int = 1,
-                 fence: LeaderFence | None = None) -> None:
+    def __init__(
+        self,
+        client: KazooClient,
+        paths: ZooKeeperPaths,
+        job_id: str,
+        max_retained: int = 1,
+        fence: LeaderFence | None = None,
+    ) -> None:
         if max_retained < 1:
             raise ValueError("max_retained must be at least 1")
         self.client = client
@@ -241,7 +263,7 @@ class ZooKeeperCompletedCheckpointPointerStore(CompletedCheckpointPointerStore):
                     return []  # our own write, retried after a connection loss
                 raise HaStoreError(f"checkpoint {checkpoint_id} is already in the store")
             all_ids = sorted(ids + [checkpoint_id])
-            drop = all_ids[:max(0, len(all_ids) - self.max_retained)]
+            drop = all_ids[: max(0, len(all_ids) - self.max_retained)]
             dropped = []
             for cid in drop:
                 if cid != checkpoint_id:
@@ -252,10 +274,12 @@ class ZooKeeperCompletedCheckpointPointerStore(CompletedCheckpointPointerStore):
                     tx.create(node, pointer.encode())
                 for cid, _ in dropped:
                     tx.delete(self._node(cid))
+
             fenced_commit(self.client, self.fence, ops)
             if checkpoint_id in drop:  # older than everything retained: subsumed at once
                 dropped.append((checkpoint_id, pointer))
             return dropped
+
         return _until_no_conflict(self.client, attempt)
 
     def get_all(self) -> list[tuple[int, str]]:
@@ -267,6 +291,7 @@ class ZooKeeperCompletedCheckpointPointerStore(CompletedCheckpointPointerStore):
                 except NoNodeError:
                     continue
             return out
+
         return self.client.retry(read)  # type: ignore[no-any-return]
 
     def remove(self, checkpoint_id: int) -> None:
@@ -278,4 +303,3 @@ class ZooKeeperCompletedCheckpointPointerStore(CompletedCheckpointPointerStore):
         entries = self.get_all()
         delete_tree(self.client, self.dir, self.fence)
         return entries
-

@@ -17,8 +17,9 @@ T = TypeVar("T")
 
 class SerialWorker:
     def __init__(self, name: str) -> None:
-        self._queue: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Callable[..., Any], tuple[Any, ...]] | None] = \
-            queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[
+            tuple[concurrent.futures.Future[Any], Callable[..., Any], tuple[Any, ...]] | None
+        ] = queue.SimpleQueue()
         self._shutdown = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
