@@ -66,3 +66,10 @@ class CheckpointConfig:
             inline_threshold=conf.get(CHECKPOINTING_INLINE_THRESHOLD),
             unaligned=bool(conf.get(CHECKPOINTING_UNALIGNED)),
         )
+
+
+def checkpointing_enabled(config: Mapping[str, Any], runtime_mode: str) -> bool:
+    """Periodic checkpoints run in STREAMING jobs with ``execution.checkpointing.interval`` set
+    (the JobMaster and every Task decide alike)."""
+    interval = (config.get("execution.checkpointing.interval") or "").strip()
+    return bool(interval) and interval not in ("0", "0 ms", "0ms") and (runtime_mode or "STREAMING") == "STREAMING"

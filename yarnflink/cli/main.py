@@ -27,7 +27,29 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from yarnflink.api.common import ProgramAbortException
+from yarnflink.api.environment import PlanCaptureExecutor, set_default_executor
+from yarnflink.client.executor import JobExecutionException, RestClusterExecutor
+from yarnflink.client.leader import RestLeaderResolver, register_ha
+from yarnflink.client.logs import LogsError, run_logs
+from yarnflink.client.rest_client import RestClient, RestClientError
+from yarnflink.client.sessions import find_session, list_sessions
 from yarnflink.common.config import ConfigError, Configuration, load_configuration
+from yarnflink.deployment.local.cluster import (
+    ClusterStartError,
+    start_local_cluster,
+    start_session,
+    stop_process,
+    stop_session,
+)
+from yarnflink.deployment.yarn import YarnDeploymentError
+from yarnflink.deployment.yarn.cli import cmd_yarn_session, submit_job_cluster
+from yarnflink.deployment.yarn.client import rest_url_of, stop_cluster
+from yarnflink.entrypoint.application import run_application_cluster
+from yarnflink.entrypoint.master import run_master
+from yarnflink.entrypoint.taskexecutor import run_taskexecutor
+from yarnflink.highavailability import HighAvailabilityError, ha_enabled
+from yarnflink.streaming.describe import describe_job_graph, job_graph_summary_json
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -278,8 +300,6 @@ def _validate_positive(name: str, value: int | None) -> None:
 
 # ---------------------------------------------------------------------- commands
 def _cluster_url(args: argparse.Namespace, config: Configuration) -> str | None:
-    from yarnflink.deployment.local.cluster import find_session
-
     if getattr(args, "jobmanager", None):
         url = args.jobmanager
         url = url if url.startswith("http") else f"http://{url}"
@@ -292,8 +312,6 @@ def _cluster_url(args: argparse.Namespace, config: Configuration) -> str | None:
     ):
         return _follow_ha_leader(config, None)  # the cluster of the configuration, found in ZooKeeper
     if getattr(args, "application_id", None) or getattr(args, "target", "local") == "yarn":
-        from yarnflink.deployment.yarn.client import rest_url_of
-
         return rest_url_of(config, getattr(args, "application_id", None))
     session = find_session(getattr(args, "session", None))
     if getattr(args, "session", None) and session is None:
@@ -306,12 +324,8 @@ def _cluster_url(args: argparse.Namespace, config: Configuration) -> str | None:
 def _follow_ha_leader(config: Configuration, url: str | None) -> str | None:
     """With ZooKeeper HA in ``config``: the REST clients of this process follow the cluster's
     leader (from ``url`` on, or from the leader ZooKeeper names now)."""
-    from yarnflink.highavailability import ha_enabled
-
     if not ha_enabled(config):
         return url
-    from yarnflink.client.leader import RestLeaderResolver, register_ha
-    from yarnflink.highavailability import HighAvailabilityError
 
     if url is None:
         resolver = RestLeaderResolver(config)
@@ -343,11 +357,6 @@ def _run_job_file(job: str, job_args: Sequence[str]) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from yarnflink.api.environment import set_default_executor
-    from yarnflink.client.executor import JobExecutionException, RestClusterExecutor
-    from yarnflink.client.rest_client import RestClientError
-    from yarnflink.deployment.local.cluster import start_local_cluster, stop_process
-
     _validate_positive("-p/--parallelism", args.parallelism)
     _validate_positive("-n/--taskexecutors", args.taskexecutors)
     config = _config(args)
@@ -362,8 +371,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         config.set("execution.savepoint.ignore-unclaimed-state", "true")
     yarn_app_id = None  # a per-job YARN application, stopped if this client submits no job to it
     if args.target == "yarn" and (args.application or args.per_job):
-        from yarnflink.deployment.yarn.cli import submit_job_cluster
-
         code, url, yarn_app_id = submit_job_cluster(args, config)
         if code is not None:
             return code
@@ -428,14 +435,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if cluster_proc is not None:
             stop_process(cluster_proc.pid)
         if yarn_app_id is not None and not executor.submitted:
-            from yarnflink.deployment.yarn.client import stop_cluster
-
             stop_cluster(config, yarn_app_id)
 
 
 def _run_application(args: argparse.Namespace, config: Configuration) -> int:
-    from yarnflink.entrypoint.application import run_application_cluster
-
     if not Path(args.job).is_file():
         raise CliError(f"job file {args.job} does not exist")
     n = args.taskexecutors or int(config.get("local.number-taskmanager"))
@@ -446,10 +449,6 @@ def _run_application(args: argparse.Namespace, config: Configuration) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from yarnflink.api.common import ProgramAbortException
-    from yarnflink.api.environment import PlanCaptureExecutor, set_default_executor
-    from yarnflink.streaming.describe import describe_job_graph, job_graph_summary_json
-
     config = _config(args)
     if args.parallelism is not None:
         _validate_positive("-p/--parallelism", args.parallelism)
@@ -475,8 +474,6 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def _rest(args: argparse.Namespace) -> Any:
-    from yarnflink.client.rest_client import RestClient
-
     url = _cluster_url(args, _config(args))
     if url is None:
         raise CliError("no cluster: start one with 'yarnflink session start' or pass -m URL")
@@ -498,8 +495,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from yarnflink.client.rest_client import RestClientError
-
     with _rest(args) as rest:
         try:
             rest.cancel(args.job_id)
@@ -510,8 +505,6 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def _savepoint(args: argparse.Namespace, target: str | None, stop: bool) -> int:
-    from yarnflink.client.rest_client import RestClientError
-
     if args.timeout <= 0:
         raise CliError(f"--timeout must be positive, got {args.timeout}")
     if target is not None and "://" not in target:
@@ -543,8 +536,6 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    from yarnflink.client.logs import LogsError, run_logs
-
     url = args.jobmanager if args.jobmanager else None
     if url and not url.startswith("http"):
         url = f"http://{url}"
@@ -556,8 +547,6 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def cmd_session(args: argparse.Namespace) -> int:
-    from yarnflink.deployment.local.cluster import find_session, list_sessions, start_session, stop_session
-
     if (
         args.session_command == "start"
         and args.target == "yarn"
@@ -566,8 +555,6 @@ def cmd_session(args: argparse.Namespace) -> int:
         or args.session_command == "stop"
         and args.session_id.startswith("application_")
     ):
-        from yarnflink.deployment.yarn.cli import cmd_yarn_session
-
         return cmd_yarn_session(args)
     if args.session_command == "start":
         _validate_positive("-n/--taskexecutors", args.taskexecutors)
@@ -611,8 +598,6 @@ def cmd_session(args: argparse.Namespace) -> int:
 
 
 def cmd_master(args: argparse.Namespace) -> int:
-    from yarnflink.entrypoint.master import run_master
-
     _setup_logging(args.log_file)
     config = _config(args)
     if args.ha is not None:
@@ -632,8 +617,6 @@ def cmd_master(args: argparse.Namespace) -> int:
 
 
 def cmd_taskexecutor(args: argparse.Namespace) -> int:
-    from yarnflink.entrypoint.taskexecutor import run_taskexecutor
-
     _setup_logging(args.log_file)
     return run_taskexecutor(_config(args), args.master, resource_id=args.resource_id, parent_pid=args.parent_pid)
 
@@ -653,10 +636,6 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from yarnflink.client.rest_client import RestClientError
-    from yarnflink.deployment.local.cluster import ClusterStartError
-    from yarnflink.deployment.yarn import YarnDeploymentError
-
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)

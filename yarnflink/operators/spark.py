@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from yarnflink.common.config import option
 from yarnflink.common.records import KIND_PICKLE, Batch, record_kind
 from yarnflink.operators.base import OperatorContext, StreamOperator
 from yarnflink.operators.specs import SparkSpec
@@ -76,8 +77,6 @@ MAX_DELAY_KEY = "spark.micro-batch.max-delay"
 
 def micro_batch_bounds(config: Mapping[str, str]) -> tuple[int, float]:
     """(max rows, max delay in seconds) of a STREAMING micro-batch from a job configuration."""
-    from yarnflink.common.config import option
-
     rows_opt, delay_opt = option(MAX_ROWS_KEY), option(MAX_DELAY_KEY)
     rows = rows_opt.parse(config[MAX_ROWS_KEY], "job configuration") if MAX_ROWS_KEY in config else rows_opt.default
     delay = (
@@ -184,8 +183,6 @@ class SparkOperator(StreamOperator):
         """Source pushdown: read the chained FileSource's ``files`` in Spark instead of receiving
         them. True only in BATCH mode, for local Parquet files, before any input arrived, and
         when Spark's reader gives the columns the types the Arrow batches would have had."""
-        from yarnflink.common.config import option
-
         key = "spark.source.pushdown"
         enabled = (
             option(key).parse(self.ctx.config[key], "job configuration")
@@ -220,7 +217,7 @@ class SparkOperator(StreamOperator):
         # the session first: the thread starting it imports pyspark, and importing pyspark from two
         # threads at once can end in an import deadlock
         spark = self._session()
-        from pyspark.sql.pandas.types import from_arrow_schema
+        from pyspark.sql.pandas.types import from_arrow_schema  # deferred: pyspark, in Spark steps only
 
         struct = self._resolve_struct()
         if struct is None:
@@ -307,7 +304,7 @@ class SparkOperator(StreamOperator):
 
     def _resolve_struct(self) -> Any:
         if self._struct is None and self.spec.schema is not None:
-            from pyspark.sql.types import DataType, StructType
+            from pyspark.sql.types import DataType, StructType  # deferred: pyspark, in Spark steps only
 
             s = self.spec.schema
             struct = DataType.fromDDL(s) if isinstance(s, str) else s
@@ -320,6 +317,7 @@ class SparkOperator(StreamOperator):
 
     def _spark_schema(self, spark: SparkSession, arrow_schema: pa.Schema) -> tuple[pa.Schema, Any]:
         """(Arrow schema the data takes in Spark, Spark StructType) for input of ``arrow_schema``."""
+        # deferred: pyspark, in Spark steps only
         from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
         struct = self._resolve_struct()
@@ -340,6 +338,7 @@ class SparkOperator(StreamOperator):
 
     def _to_spark_arrow(self, spark: SparkSession, table: pa.Table, struct: Any, target: pa.Schema) -> pa.Table:
         """What ``createDataFrame(table, struct)`` makes of ``table`` before it enters the JVM."""
+        # deferred: pyspark, in Spark steps only
         from pyspark.sql.pandas.types import _check_arrow_table_timestamps_localize
 
         table = table.rename_columns(target.names)
@@ -376,7 +375,7 @@ class SparkOperator(StreamOperator):
         if self.spec.query is not None:
             df.createOrReplaceTempView(INPUT_VIEW)
             return spark.sql(self.spec.query)
-        from pyspark.sql import DataFrame
+        from pyspark.sql import DataFrame  # deferred: pyspark, in Spark steps only
 
         out = self.spec.fn(df)  # type: ignore[misc]
         if not isinstance(out, DataFrame):

@@ -23,8 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from yarnflink.common.config import parse_duration
 from yarnflink.common.records import Batch
 from yarnflink.operators.base import OperatorContext, StreamOperator
+from yarnflink.operators.functions import RuntimeContext
 from yarnflink.state.descriptors import to_millis
 
 MIN_TIMESTAMP = -(2**63)  # Long.MIN_VALUE: "no watermark yet"
@@ -250,15 +252,11 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         super().open(ctx)
         raw = ctx.config.get("pipeline.auto-watermark-interval")
         if raw is not None:
-            from yarnflink.common.config import parse_duration
-
             self.interval_ms = int(parse_duration(raw).total_seconds() * 1000)
         if self.strategy.idle_timeout_ms is not None:
             self.idleness = IdlenessTimer(self.strategy.idle_timeout_ms, lambda: self.clock())
         rich = self.extract.__self__ if hasattr(self.extract, "__self__") else None
         if rich is not None and callable(getattr(rich, "open", None)):
-            from yarnflink.operators.functions import RuntimeContext
-
             rich.open(RuntimeContext(ctx))
 
     def process_batch(self, batch: Batch) -> None:
