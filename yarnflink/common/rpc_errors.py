@@ -35,7 +35,12 @@ RPC_TIMEOUT_S = 10.0
 
 
 class RpcException(Exception):
-    """A call to a gateway did not succeed; ``str(e)`` says why (the peer's words if it answered)."""
+    """A call to a gateway did not succeed; ``str(e)`` says why (the peer's words if it answered),
+    ``status`` names the transport's status (e.g. ``StatusCode.UNAVAILABLE``; empty if none)."""
+
+    def __init__(self, message: str = "", status: str = "") -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class RpcUnreachable(RpcException, ConnectionError):

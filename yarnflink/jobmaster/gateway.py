@@ -207,8 +207,8 @@ class JobMasterControlGateway(Protocol):
 
     async def trigger_savepoint(
         self, target_directory: str | None, *, stop: bool = False, drain: bool = False, cancel_job: bool = False
-    ) -> str:
-        """The savepoint's trigger id (the job must have checkpointing)."""
+    ) -> str | None:
+        """The savepoint's trigger id; None if the job has no checkpointing."""
         ...
 
     async def request_savepoint_status(self, trigger_id: str) -> dict[str, Any] | None: ...

@@ -75,8 +75,8 @@ class ChainedOperator:
     node_id: int
     name: str
     kind: str
-    uid: str
     spec: bytes
+    uid: str = ""
     chained_outputs: tuple[int, ...] = ()
     output_datasets: tuple[str, ...] = ()
 
@@ -86,15 +86,15 @@ class TaskDeploymentDescriptor:
     """Flink's TaskDeploymentDescriptor: everything a TaskExecutor needs to run one attempt."""
 
     job_id: str
-    job_name: str
-    vertex_id: str
     task_name: str
     execution_id: str  # ExecutionAttemptID
     subtask_index: int
     parallelism: int
     max_parallelism: int
-    attempt_number: int
-    allocation_id: str
+    job_name: str = ""
+    vertex_id: str = ""
+    attempt_number: int = 0
+    allocation_id: str = ""
     operators: tuple[ChainedOperator, ...] = ()
     produced_partitions: tuple[ResultPartitionDescriptor, ...] = ()
     input_gates: tuple[InputGateDescriptor, ...] = ()
