@@ -386,6 +386,33 @@ def test_a_task_manager_without_heartbeats_is_lost_after_the_heartbeat_timeout(s
     assert "heartbeat of TaskManager te-1 timed out" in _failures(h)
 
 
+def test_a_batch_job_runs_region_by_region_and_releases_the_blocking_results_at_its_end(start_jobmaster: Any) -> None:
+    h = start_jobmaster(graph([("a", 1), ("b", 1)], [("a", "b", "forward", "B")], mode="BATCH"))
+    wait_until(lambda: h.rm.count("declare_required_resources") >= 1, what="requirements declared")
+    te = h.add_task_executor("te-1")
+    h.register(te)
+    h.offer(te, "alloc-1")
+    wait_until(lambda: len(h.deployed(te)) == 1, what="the producer deployed")
+    (producer,) = h.run_all(te)
+    assert h.deployed(te)[0].tdd.task_name == "a"
+    partition = h.deployed(te)[0].tdd.produced_partitions[0].partition_id
+
+    h.update(producer, ExecutionState.FINISHED)  # its result is complete: the consumer's region goes
+    wait_until(lambda: len(h.deployed(te)) == 2, what="the consumer deployed")
+    assert te.count("release_partitions") == 0  # the consumer still reads it
+    consumer = h.deployed(te)[1].tdd
+    assert consumer.task_name == "b" and consumer.input_gates[0].channels[0].partition_id == partition
+    h.update(consumer.execution_id, ExecutionState.INITIALIZING)
+    h.update(consumer.execution_id, ExecutionState.RUNNING)
+    h.update(consumer.execution_id, ExecutionState.FINISHED)
+
+    assert h.terminated.wait(10) and h.jm.eg.status == JobStatus.FINISHED
+    wait_until(lambda: te.count("release_partitions") >= 1, what="the blocking result released")
+    released = te.requests("release_partitions")
+    assert {r.job_id for r in released} == {h.jm.job_id}
+    assert any(partition in r.partition_ids or not r.partition_ids for r in released)
+
+
 @pytest.mark.parametrize("probe_answers", [True, False], ids=["alive", "unreachable"])
 def test_a_consumer_that_lost_its_producers_data_connection_has_the_producers_task_executor_probed(
     start_jobmaster: Any, probe_answers: bool

@@ -494,3 +494,33 @@ def test_a_state_update_the_jobmaster_could_not_take_is_sent_again(start_task_ex
         ExecutionState.RUNNING,
         ExecutionState.FINISHED,
     ]
+
+
+def test_a_checkpoint_the_task_cannot_write_is_declined_to_the_jobmaster(
+    start_task_executor: Any, tmp_path: Path
+) -> None:
+    h = start_task_executor()
+    h.active_slot("alloc-1")
+    not_a_directory = tmp_path / "a-file"
+    not_a_directory.write_text("")
+    config = {"execution.checkpointing.interval": "1 h", "execution.checkpointing.dir": f"file://{not_a_directory}"}
+    h.submit("exec-1", **config)
+    h.wait_state("exec-1", ExecutionState.RUNNING)
+
+    h.call(lambda: h.te.trigger_checkpoint(TriggerCheckpoint(JM_TOKEN, "exec-1", 1, 1_700_000_000_000)))
+
+    wait_until(lambda: h.jm.count("decline_checkpoint") == 1, timeout=30, what="the decline")
+    decline = h.jm.requests("decline_checkpoint")[0]
+    assert (decline.jobmaster_id, decline.execution_id, decline.checkpoint_id) == (JM_TOKEN, "exec-1", 1)
+    assert decline.reason
+    assert h.jm.count("acknowledge_checkpoint") == 0
+    assert h.te.tasks["exec-1"].state == ExecutionState.RUNNING  # the job goes on
+
+
+def test_a_stopping_task_executor_says_goodbye_to_the_resource_manager(start_task_executor: Any) -> None:
+    h = start_task_executor()
+
+    h.te.stop()
+
+    (goodbye,) = h.rm.requests("disconnect_task_executor")
+    assert (goodbye.fencing_token, goodbye.resource_id) == (RM_TOKEN, "te-1")
