@@ -31,7 +31,7 @@ from yarnflink.common.rpc_errors import (
     UnknownTarget,
 )
 from yarnflink.executiongraph.executiongraph import ExecutionState
-from yarnflink.operators.specs import SequenceSourceSpec
+from yarnflink.operators.specs import CollectSinkSpec, SequenceSourceSpec
 from yarnflink.resourcemanager.gateway import NotifySlotAvailable, RegisterTaskExecutor
 from yarnflink.resourcemanager.resources import UNKNOWN
 from yarnflink.taskexecutor.gateway import (
@@ -103,7 +103,15 @@ class Harness:
         return [u.state for u in self.jm.requests("update_task_execution_state") if u.execution_id == execution_id]
 
     def wait_state(self, execution_id: str, state: ExecutionState) -> None:
-        wait_until(lambda: state in self.states(execution_id), timeout=30, what=f"{execution_id} {state.value}")
+        def reached() -> bool:
+            updates = [u for u in self.jm.requests("update_task_execution_state") if u.execution_id == execution_id]
+            if any(u.state == state for u in updates):
+                return True
+            ended = [u for u in updates if u.state.terminal]
+            assert not ended, f"{execution_id} ended {ended[0].state.value}, not {state.value}: {ended[0].error}"
+            return False
+
+        wait_until(reached, timeout=30, what=f"{execution_id} {state.value}")
 
     def freed(self) -> list[NotifySlotAvailable]:
         return self.rm.requests("notify_slot_available")
@@ -524,3 +532,22 @@ def test_a_stopping_task_executor_says_goodbye_to_the_resource_manager(start_tas
 
     (goodbye,) = h.rm.requests("disconnect_task_executor")
     assert (goodbye.fencing_token, goodbye.resource_id) == (RM_TOKEN, "te-1")
+
+
+def test_a_collect_sinks_results_go_to_the_jobmaster(start_task_executor: Any) -> None:
+    h = start_task_executor()
+    h.active_slot("alloc-1")
+    source = ChainedOperator(
+        node_id=1, name="source", kind="source", spec=cloudpickle.dumps(SequenceSourceSpec(0, 99)), chained_outputs=(2,)
+    )
+    sink = ChainedOperator(node_id=2, name="collect", kind="sink", spec=cloudpickle.dumps(CollectSinkSpec()))
+    tdd = dataclasses.replace(_source("exec-1", "alloc-1", 99, {}), operators=(source, sink))
+
+    h.call(lambda: h.te.submit_task(SubmitTask(JM_TOKEN, tdd)))
+
+    h.wait_state("exec-1", ExecutionState.FINISHED)
+    batches = h.jm.requests("send_coordination_data")
+    assert batches and {(b.jobmaster_id, b.execution_id, b.kind) for b in batches} == {(JM_TOKEN, "exec-1", "collect")}
+    # every batch arrived before the task's end was reported
+    methods = [c.method for c in h.jm.calls if c.method in ("send_coordination_data", "update_task_execution_state")]
+    assert methods[-1] == "update_task_execution_state"
