@@ -7,8 +7,9 @@ lost TaskExecutors, and leadership (fencing tokens)."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from collections.abc import Callable, Coroutine, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import pytest
@@ -66,6 +67,8 @@ def _static_check(rm: ResourceManagerUnderTest) -> ResourceManagerGateway:
 class Harness:
     rm: ResourceManagerUnderTest
     resolver: TestingGatewayResolver
+    #: what the test runs on the ResourceManager's loop in its peers' place (cancelled at the end)
+    background: list[concurrent.futures.Future[None]] = field(default_factory=list)
 
     def call(self, fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
         """Calls the ResourceManager on its own loop, as its servicer does."""
@@ -108,7 +111,7 @@ class Harness:
                 await self.rm.heartbeat_from_job_master(JobMasterHeartbeat(self.token, job_id, jm.jobmaster_id))
                 await asyncio.sleep(self.rm.heartbeat_interval_s)
 
-        self.rm.call_soon(lambda: self.rm._spawn(heartbeats()))  # (cancelled with its other tasks on stop)
+        self.background.append(asyncio.run_coroutine_threadsafe(heartbeats(), self.rm.loop))
 
     def allocations(self, resource_id: str) -> dict[str, AllocationState]:
         te = self.rm.slot_manager.task_executors.get(resource_id)
@@ -117,18 +120,21 @@ class Harness:
 
 @pytest.fixture
 def start_resource_manager() -> Iterator[Callable[..., Harness]]:
-    started: list[ResourceManagerUnderTest] = []
+    started: list[Harness] = []
 
     def start(config: dict[str, str] | None = None, **kwargs: Any) -> Harness:
         resolver = TestingGatewayResolver()
         rm = ResourceManagerUnderTest("127.0.0.1", config=Configuration(config or {}), gateways=resolver, **kwargs)
-        started.append(rm)
+        h = Harness(rm, resolver)
+        started.append(h)
         rm.start()
-        return Harness(rm, resolver)
+        return h
 
     yield start
-    for rm in started:
-        rm.stop()
+    for h in started:
+        for f in h.background:
+            f.cancel()
+        h.rm.stop()
 
 
 # ---------------------------------------------------------------------------- TaskExecutors
