@@ -13,7 +13,7 @@ from __future__ import annotations
 from yarnflink.api.options import DeploymentOptions
 from yarnflink.checkpoint.options import CheckpointingOptions, S3Options, SavepointConfigOptions
 from yarnflink.client.options import ClientOptions
-from yarnflink.common.config import OPTIONS, ConfigOption, OptionRegistry
+from yarnflink.common.config import OPTIONS
 from yarnflink.deployment.local.options import LocalClusterOptions
 from yarnflink.deployment.yarn.options import YarnConfigOptions
 from yarnflink.dispatcher.options import RestOptions, WebOptions
@@ -34,7 +34,7 @@ from yarnflink.spark.options import SparkOptions
 from yarnflink.state.options import StateBackendOptions
 from yarnflink.taskexecutor.options import TaskManagerOptions
 
-__all__ = ["OPTIONS", "OPTION_GROUPS", "ConfigOption", "OptionRegistry"]
+__all__ = ["OPTIONS", "OPTION_GROUPS"]
 
 #: Every options class, in the order the REST API and the docs list them.
 OPTION_GROUPS: tuple[type, ...] = (

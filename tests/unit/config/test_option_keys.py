@@ -8,12 +8,16 @@ registered by ``yarnflink.options``; code reads it as ``config.get(Checkpointing
 from __future__ import annotations
 
 import ast
+import datetime
 import importlib
 import inspect
 from pathlib import Path
 
+import pytest
+
 import yarnflink
-from yarnflink.common.config import OPTIONS, ConfigOption
+from yarnflink.checkpoint.options import CheckpointingOptions
+from yarnflink.common.config import OPTIONS, ConfigError, ConfigOption, Configuration, OptionRegistry
 from yarnflink.options import OPTION_GROUPS
 
 PACKAGE = Path(yarnflink.__file__).parent
@@ -114,3 +118,37 @@ def test_every_declared_option_is_registered() -> None:
         for value in vars(group).values():
             if isinstance(value, ConfigOption):
                 assert OPTIONS[value.key] is value
+
+
+def test_an_option_reads_a_plain_dict_configuration() -> None:
+    # task and job configurations travel as key -> str dicts
+    interval = CheckpointingOptions.INTERVAL
+    assert interval.read({"execution.checkpointing.interval": "10 s"}) == datetime.timedelta(seconds=10)
+    assert interval.read({}) is None
+    assert CheckpointingOptions.MAX_CONCURRENT_CHECKPOINTS.read({}) == 1
+    assert CheckpointingOptions.INTERVAL.read(Configuration({"execution.checkpointing.interval": "1 min"})) == (
+        datetime.timedelta(minutes=1)
+    )
+    with pytest.raises(ConfigError) as e:
+        interval.read({"execution.checkpointing.interval": "soon"}, "job configuration")
+    assert str(e.value).startswith("invalid value 'soon' for 'execution.checkpointing.interval': expected a duration")
+    assert str(e.value).endswith("(from job configuration)")
+
+
+def test_a_registry_refuses_two_options_with_one_key() -> None:
+    class One:
+        A = ConfigOption("x.a", "int", 1, "first")
+
+    class Other:
+        A = ConfigOption("x.a", "int", 2, "second")
+
+    registry = OptionRegistry()
+    registry.register(One, One)  # the same constant twice is harmless
+    assert list(registry) == ["x.a"] and registry["x.a"] is One.A
+    with pytest.raises(RuntimeError, match="duplicate option x.a"):
+        registry.register(Other)
+    assert registry.is_known_key("spark.executor.memory") and not registry.is_known_key("x.b")
+    assert (
+        str(registry.unknown_key_error("x.aa", "-D"))
+        == "unknown configuration key 'x.aa' (from -D); did you mean 'x.a'?"
+    )
