@@ -18,13 +18,9 @@ import ssl
 import tempfile
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from yarnflink.common.config import ConfigError, Configuration
 from yarnflink.security.options import SecurityOptions
-
-if TYPE_CHECKING:
-    import grpc
 
 
 class SecurityConfigError(ConfigError):
@@ -75,21 +71,6 @@ class InternalTls:
             )
         ca, cert, key = (read_pem(str(config.get(o)), o.key) for o in material)
         return cls(ca, cert, key, str(config.get(material[1])), str(config.get(material[2])))
-
-    # ------------------------------------------------------------------ gRPC
-    def grpc_server_credentials(self) -> grpc.ServerCredentials:
-        import grpc
-
-        return grpc.ssl_server_credentials(
-            [(self.key_pem, self.cert_pem)], root_certificates=self.ca_pem, require_client_auth=True
-        )
-
-    def grpc_channel_credentials(self) -> grpc.ChannelCredentials:
-        import grpc
-
-        return grpc.ssl_channel_credentials(
-            root_certificates=self.ca_pem, private_key=self.key_pem, certificate_chain=self.cert_pem
-        )
 
     # ------------------------------------------------------------------ data transport
     def ssl_context(self, server_side: bool) -> ssl.SSLContext:
