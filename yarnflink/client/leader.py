@@ -19,6 +19,7 @@ from typing import Any
 
 from yarnflink.client.sessions import session_ha_config
 from yarnflink.common.config import Configuration
+from yarnflink.dispatcher.options import RestOptions
 from yarnflink.highavailability import create_ha_services
 from yarnflink.security.client import url_key
 
@@ -57,7 +58,7 @@ class RestLeaderResolver:
 
     def __init__(self, config: Configuration) -> None:
         self.config = config
-        self.await_leader_timeout_s = config.get_seconds("rest.await-leader-timeout") or 30.0
+        self.await_leader_timeout_s = config.get_seconds(RestOptions.AWAIT_LEADER_TIMEOUT) or 30.0
         self._lock = threading.Lock()
         self._ha: Any = None
         self._retriever: Any = None

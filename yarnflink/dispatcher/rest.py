@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from yarnflink.dispatcher import rest_models as m
 from yarnflink.dispatcher.leadership import NotLeader
 from yarnflink.dispatcher.limits import JobGraphTooLarge, check_job_graph_size
+from yarnflink.dispatcher.options import RestOptions, WebOptions
 from yarnflink.dispatcher.rest_errors import NotFound, RestError, parse_job_id
 from yarnflink.dispatcher.rest_monitoring import monitoring_router
 from yarnflink.dispatcher.rest_openapi import doc, install_openapi_fixups
@@ -52,7 +53,7 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
         version=__version__,
         description="Flink's REST API paths and shapes, served by the yarnflink Dispatcher.",
     )
-    max_body = int(dispatcher.config.get("rest.server.max-content-length"))
+    max_body = int(dispatcher.config.get(RestOptions.SERVER_MAX_CONTENT_LENGTH))
 
     @app.middleware("http")
     async def _leader_only(request: Request, call_next: Any) -> Any:
@@ -94,7 +95,7 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
     # ------------------------------------------------------------------ cluster
     @app.get("/config", summary="Dashboard configuration", response_model=None, responses=doc(m.DashboardConfiguration))
     async def config() -> dict[str, Any]:
-        refresh = dispatcher.config.get_seconds("web.refresh-interval") or 3.0
+        refresh = dispatcher.config.get_seconds(WebOptions.REFRESH_INTERVAL) or 3.0
         prom = active_reporter_address()
         return {
             "refresh-interval": int(refresh * 1000),
@@ -104,7 +105,7 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
             "flink-revision": "yarnflink",
             "features": {
                 "web-submit": False,
-                "web-cancel": bool(dispatcher.config.get("web.cancel.enable")),
+                "web-cancel": bool(dispatcher.config.get(WebOptions.CANCEL_ENABLE)),
                 "web-history": False,
             },
             "metric-reporters": {"prom": prom} if prom else {},

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from yarnflink.common.config import parse_duration
 from yarnflink.common.records import Batch
+from yarnflink.jobgraph.options import PipelineOptions
 from yarnflink.operators.base import OperatorContext, StreamOperator
 from yarnflink.operators.functions import RuntimeContext
 from yarnflink.state.descriptors import to_millis
@@ -250,9 +250,9 @@ class TimestampsAndWatermarksOperator(StreamOperator):
 
     def open(self, ctx: OperatorContext) -> None:
         super().open(ctx)
-        raw = ctx.config.get("pipeline.auto-watermark-interval")
-        if raw is not None:
-            self.interval_ms = int(parse_duration(raw).total_seconds() * 1000)
+        if PipelineOptions.AUTO_WATERMARK_INTERVAL.key in ctx.config:
+            interval = PipelineOptions.AUTO_WATERMARK_INTERVAL.read(ctx.config)
+            self.interval_ms = int(interval.total_seconds() * 1000)
         if self.strategy.idle_timeout_ms is not None:
             self.idleness = IdlenessTimer(self.strategy.idle_timeout_ms, lambda: self.clock())
         rich = self.extract.__self__ if hasattr(self.extract, "__self__") else None

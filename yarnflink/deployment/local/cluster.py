@@ -33,9 +33,12 @@ from yarnflink.client.sessions import LocalSession, sessions_dir
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.local.ha_session import client_ha_config, prepare_ha_config, start_ha_cluster
 from yarnflink.deployment.local.processes import ClusterStartError, stop_process
+from yarnflink.dispatcher.options import RestOptions
 from yarnflink.highavailability import create_ha_services, ha_enabled
+from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.security.client import RestCredentials, register
 from yarnflink.security.material import ensure_cluster_security, private_directory
+from yarnflink.taskexecutor.options import TaskManagerOptions
 
 
 def start_local_cluster(
@@ -54,9 +57,9 @@ def start_local_cluster(
     off), and this process's RestClients find the credentials by the URL."""
     private_directory(workdir)
     config = ensure_cluster_security(config, workdir / "security")
-    for key in ("rest.port", "jobmanager.rpc.port"):
-        if not config.contains(key):
-            config.set(key, "0")  # a local cluster takes free ports unless told otherwise
+    for port in (RestOptions.PORT, JobManagerOptions.PORT):
+        if not config.contains(port):
+            config.set(port, "0")  # a local cluster takes free ports unless told otherwise
     info_file = workdir / "master.json"
     info_file.unlink(missing_ok=True)
     cmd = [
@@ -129,7 +132,7 @@ def start_session(config: Configuration, taskexecutors: int, slots: int, standby
     session_id = f"local-{uuid.uuid4().hex[:8]}"
     workdir = sessions_dir() / session_id
     config = config.copy()
-    config.set("taskmanager.numberOfTaskSlots", str(slots))
+    config.set(TaskManagerOptions.NUM_TASK_SLOTS, str(slots))
     if standby > 0 or ha_enabled(config):
         try:
             config = prepare_ha_config(config, session_id, 1 + standby)
