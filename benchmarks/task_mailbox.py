@@ -18,6 +18,7 @@ loopback in this one process (no cluster: the figures are the task's own).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -37,7 +38,6 @@ from yarnflink.operators import factory
 from yarnflink.operators.base import StreamOperator
 from yarnflink.operators.sources import SequenceSource
 from yarnflink.operators.specs import SequenceSourceSpec
-from yarnflink.rpc.pb import taskexecutor_pb2 as te_pb
 from yarnflink.taskexecutor.task import Task
 
 CHECKPOINTING = {"execution.checkpointing.interval": "1 h"}  # on; the benchmark triggers itself
@@ -104,8 +104,41 @@ class ProbedShuffle(ShuffleEnvironment):
         return partition
 
 
-def _tdd(name: str, config: dict[str, str]) -> te_pb.TaskDeploymentDescriptor:
-    return te_pb.TaskDeploymentDescriptor(
+def _tdd(
+    name: str,
+    config: dict[str, str],
+    operator: dict[str, Any],
+    upstream: tuple[str, str] | None = None,
+    produces: tuple[str, str] | None = None,
+) -> Any:
+    """A one-operator task reading ``upstream`` (partition id, address) and producing ``produces``
+    (dataset, partition id). Built as the typed descriptor, or, on code from before it (the
+    "before" run of this benchmark), as the protobuf one."""
+    g: Any
+    try:
+        g = importlib.import_module("yarnflink.taskexecutor.gateway")
+    except ImportError:
+        g = None
+    if g is not None:
+        return g.TaskDeploymentDescriptor(
+            job_id="bench",
+            task_name=name,
+            execution_id=f"exec-{name}",
+            subtask_index=0,
+            parallelism=1,
+            max_parallelism=128,
+            runtime_mode="STREAMING",
+            job_config=config,
+            operators=(g.ChainedOperator(**operator),),
+            input_gates=(
+                (g.InputGateDescriptor("ds", "forward", (g.InputChannelDescriptor(upstream[0], 0, upstream[1]),)),)
+                if upstream
+                else ()
+            ),
+            produced_partitions=((g.ResultPartitionDescriptor(*produces, 1, "forward"),) if produces else ()),
+        )
+    pb = importlib.import_module("yarnflink.rpc.pb.taskexecutor_pb2")
+    tdd = pb.TaskDeploymentDescriptor(
         job_id="bench",
         task_name=name,
         execution_id=f"exec-{name}",
@@ -115,44 +148,42 @@ def _tdd(name: str, config: dict[str, str]) -> te_pb.TaskDeploymentDescriptor:
         runtime_mode="STREAMING",
         job_config=config,
     )
-
-
-def source_tdd(name: str, rows: int, batch_rows: int, config: dict[str, str]) -> te_pb.TaskDeploymentDescriptor:
-    tdd = _tdd(name, config)
-    spec = SizedSequenceSpec(0, rows - 1, batch_rows=batch_rows)
-    tdd.operators.append(
-        te_pb.ChainedOperator(
-            node_id=1, name="source", kind="source", spec=cloudpickle.dumps(spec), output_datasets=["ds"]
+    tdd.operators.append(pb.ChainedOperator(**{**operator, "output_datasets": list(operator["output_datasets"])}))
+    if upstream:
+        tdd.input_gates.add(dataset_id="ds", partitioning="forward").channels.add(
+            partition_id=upstream[0], subpartition=0, producer_data_address=upstream[1]
         )
-    )
-    tdd.produced_partitions.add(dataset_id="ds", partition_id=f"p-{name}", num_subpartitions=1, partitioning="forward")
-    return tdd
-
-
-def counter_tdd(
-    name: str, upstream: str, address: str, config: dict[str, str], produce: bool = False
-) -> te_pb.TaskDeploymentDescriptor:
-    tdd = _tdd(name, config)
-    tdd.operators.append(
-        te_pb.ChainedOperator(
-            node_id=2,
-            name="counter",
-            kind="counter",
-            spec=cloudpickle.dumps(CounterSpec(name)),
-            output_datasets=["out"] if produce else [],
-        )
-    )
-    tdd.input_gates.add(dataset_id="ds", partitioning="forward").channels.add(
-        partition_id=upstream, subpartition=0, producer_data_address=address
-    )
-    if produce:
+    if produces:
         tdd.produced_partitions.add(
-            dataset_id="out", partition_id=f"p-{name}", num_subpartitions=1, partitioning="forward"
+            dataset_id=produces[0], partition_id=produces[1], num_subpartitions=1, partitioning="forward"
         )
     return tdd
 
 
-def _task(tdd: te_pb.TaskDeploymentDescriptor, env: ShuffleEnvironment) -> Task:
+def source_tdd(name: str, rows: int, batch_rows: int, config: dict[str, str]) -> Any:
+    spec = SizedSequenceSpec(0, rows - 1, batch_rows=batch_rows)
+    source = {
+        "node_id": 1,
+        "name": "source",
+        "kind": "source",
+        "spec": cloudpickle.dumps(spec),
+        "output_datasets": ("ds",),
+    }
+    return _tdd(name, config, source, produces=("ds", f"p-{name}"))
+
+
+def counter_tdd(name: str, upstream: str, address: str, config: dict[str, str], produce: bool = False) -> Any:
+    counter = {
+        "node_id": 2,
+        "name": "counter",
+        "kind": "counter",
+        "spec": cloudpickle.dumps(CounterSpec(name)),
+        "output_datasets": ("out",) if produce else (),
+    }
+    return _tdd(name, config, counter, upstream=(upstream, address), produces=("out", f"p-{name}") if produce else None)
+
+
+def _task(tdd: Any, env: ShuffleEnvironment) -> Task:
     return Task(tdd, env, lambda task, state, error: None, lambda kind, payload: None)
 
 

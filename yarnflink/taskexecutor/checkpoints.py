@@ -4,7 +4,7 @@ thread from its mailbox (see ``docs/STATE_AND_EVENT_TIME.md``).
 ``checkpoint`` snapshots the chain, forwards the barrier and acknowledges to the JobMaster once
 the state is written (and, for an unaligned checkpoint, once the input channel state recorded
 until the last barrier is, ``channel_state.ChannelStateWriter``). Acknowledgements and declines
-leave the task thread: they go to the JobMaster from a small pool.
+leave the task thread: they go to the JobMaster (its ``CheckpointResponder``) from a small pool.
 """
 
 from __future__ import annotations
@@ -15,17 +15,17 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 from yarnflink.checkpoint.barriers import CancelCheckpointMarker, CheckpointBarrier
 from yarnflink.checkpoint.storage import FsCheckpointStorage, make_config_reader, storage_options_from_config
-from yarnflink.common.config import parse_memory
+from yarnflink.jobmaster.gateway import CheckpointMetrics
 from yarnflink.metrics.task import TaskIOMetrics
 from yarnflink.network import BlockingResultPartition, ResultPartition
 from yarnflink.operators.chain import OperatorChain
 from yarnflink.state.handles import OperatorSubtaskState, TaskStateSnapshot
 from yarnflink.state.task_state import LazyStreamFactory, TaskStateManager, snapshot_chain
 from yarnflink.taskexecutor.channel_state import ChannelStateWriter
+from yarnflink.taskexecutor.checkpoint_responder import CheckpointResponder
 
 log = logging.getLogger(__name__)
 
@@ -35,12 +35,6 @@ _ACKS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="checkpoint-ack")
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def checkpointing_enabled(config: dict, runtime_mode: str) -> bool:
-    """Periodic checkpoints run in STREAMING jobs with ``execution.checkpointing.interval`` set."""
-    interval = (config.get("execution.checkpointing.interval") or "").strip()
-    return bool(interval) and interval not in ("0", "0 ms", "0ms") and (runtime_mode or "STREAMING") == "STREAMING"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,15 +60,16 @@ class TaskStateRestore:
     manager: TaskStateManager
 
 
-def open_task_state(config: dict, job_id: str, task_state: bytes, restored_checkpoint_id: int) -> TaskStateRestore:
-    """The checkpoint storage (connected now, not on the first checkpoint's thread) and the state
-    manager of a task restored from ``task_state`` (a JSON ``TaskStateSnapshot``, empty: none)."""
-    directory = config.get("execution.checkpointing.dir") or ""
+def open_task_state(
+    config: dict, job_id: str, directory: str, inline_threshold: int, task_state: bytes, restored_checkpoint_id: int
+) -> TaskStateRestore:
+    """The checkpoint storage under ``directory`` (empty: none; connected now, not on the first
+    checkpoint's thread) and the state manager of a task restored from ``task_state`` (a JSON
+    ``TaskStateSnapshot``, empty: none)."""
     storage = None
     if directory:
         options = storage_options_from_config(config, directory)
-        threshold = parse_memory(config.get("execution.checkpointing.data-inline-threshold") or "20 kb")
-        storage = FsCheckpointStorage(directory, job_id, storage_options=options, inline_threshold=threshold)
+        storage = FsCheckpointStorage(directory, job_id, storage_options=options, inline_threshold=inline_threshold)
         storage.connect()
     restored = TaskStateSnapshot.from_json(json.loads(task_state.decode("utf-8"))) if task_state else None
     manager = TaskStateManager(
@@ -95,14 +90,14 @@ class SubtaskCheckpointCoordinator:
         attempt_number: int,
         partitions: list[ResultPartition | BlockingResultPartition],
         io_metrics: TaskIOMetrics,
-        send: Callable[[str, bytes], None],
+        responder: CheckpointResponder,
         channel_state: ChannelStateWriter,
     ) -> None:
         self.task_name = task_name
         self.attempt_number = attempt_number
         self.partitions = partitions
         self.io_metrics = io_metrics
-        self._send = send
+        self._responder = responder
         self.channel_state = channel_state
         self.storage: FsCheckpointStorage | None = None
         self.last_checkpoint = 0
@@ -179,29 +174,25 @@ class SubtaskCheckpointCoordinator:
                 return
             async_ms = (time.monotonic() - synced) * 1000.0
             size = snapshot.state_size
-            stats = {
-                "sync_ms": round(sync_ms, 3),
-                "async_ms": round(async_ms, 3),
-                "alignment_ms": round(alignment_ms, 3),
-                "start_delay_ms": start_delay_ms,
-                "state_size": size,
-                "checkpointed_size": size,
-            }
-            if unaligned:
-                stats["persisted_data"] = snapshot.persisted_data
-                stats["unaligned"] = 1
+            metrics = CheckpointMetrics(
+                sync_ms=round(sync_ms, 3),
+                async_ms=round(async_ms, 3),
+                alignment_ms=round(alignment_ms, 3),
+                start_delay_ms=start_delay_ms,
+                state_size=size,
+                checkpointed_size=size,
+                persisted_data=snapshot.persisted_data if unaligned else 0,
+                unaligned=unaligned,
+            )
             self.io_metrics.checkpoint_completed(
                 round(sync_ms + async_ms), size, round(alignment_ms), int(start_delay_ms * 1_000_000)
             )
-            payload = json.dumps(
-                {
-                    "checkpoint_id": checkpoint_id,
-                    "attempt": self.attempt_number,
-                    "state": snapshot.to_json(),
-                    "metrics": stats,
-                }
-            ).encode("utf-8")
-            _ACKS.submit(self._send_quietly, "checkpoint-ack", payload)
+            _ACKS.submit(
+                self._respond_quietly,
+                "acknowledging",
+                checkpoint_id,
+                lambda: self._responder.acknowledge_checkpoint(checkpoint_id, self.attempt_number, snapshot, metrics),
+            )
 
         future.add_done_callback(acknowledge)
         return True
@@ -226,22 +217,15 @@ class SubtaskCheckpointCoordinator:
             p.emit_event(CancelCheckpointMarker(checkpoint_id))
 
     def decline(self, checkpoint_id: int, reason: str) -> None:
-        payload = json.dumps({"checkpoint_id": checkpoint_id, "attempt": self.attempt_number, "reason": reason}).encode(
-            "utf-8"
+        _ACKS.submit(
+            self._respond_quietly,
+            "declining",
+            checkpoint_id,
+            lambda: self._responder.decline_checkpoint(checkpoint_id, self.attempt_number, reason),
         )
-        _ACKS.submit(self._send_quietly, "checkpoint-decline", payload)
 
-    def _send_quietly(self, kind: str, payload: bytes) -> None:
+    def _respond_quietly(self, what: str, checkpoint_id: int, respond: Callable[[], None]) -> None:
         try:
-            self._send(kind, payload)
+            respond()
         except Exception as e:  # noqa: BLE001 - the checkpoint times out instead
-            log.info("task %s: sending %s failed: %s", self.task_name, kind, e)
-
-
-def checkpoint_mode(config: dict[str, Any]) -> str:
-    return str(config.get("execution.checkpointing.mode") or "EXACTLY_ONCE").upper()
-
-
-def unaligned_enabled(config: dict[str, Any]) -> bool:
-    value = str(config.get("execution.checkpointing.unaligned.enabled") or "").strip().lower()
-    return value in ("true", "1", "yes")
+            log.info("task %s: %s checkpoint %d failed: %s", self.task_name, what, checkpoint_id, e)

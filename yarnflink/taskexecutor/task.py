@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -34,8 +33,10 @@ from typing import Any
 import cloudpickle
 
 from yarnflink.checkpoint.barriers import CheckpointBarrier, UnalignedBarrierHandler, create_barrier_handler
+from yarnflink.common.config import parse_memory
 from yarnflink.common.records import Batch
 from yarnflink.executiongraph.executiongraph import ExecutionState
+from yarnflink.jobmaster.gateway import SerializedThrowable
 from yarnflink.metrics.task import TaskIOMetrics
 from yarnflink.network import (
     BlockingResultPartition,
@@ -49,19 +50,12 @@ from yarnflink.operators.base import OperatorContext
 from yarnflink.operators.chain import OperatorChain
 from yarnflink.operators.partitioners import NetworkOutput
 from yarnflink.operators.watermarks import StatusWatermarkValve
-from yarnflink.rpc.pb import common_pb2
-from yarnflink.rpc.pb import taskexecutor_pb2 as te_pb
 from yarnflink.state.handles import TaskStateSnapshot
 from yarnflink.state.task_state import notify_chain
 from yarnflink.taskexecutor.channel_state import ChannelStateWriter, replay_channel_state
-from yarnflink.taskexecutor.checkpoints import (
-    CheckpointTrigger,
-    SubtaskCheckpointCoordinator,
-    checkpoint_mode,
-    checkpointing_enabled,
-    open_task_state,
-    unaligned_enabled,
-)
+from yarnflink.taskexecutor.checkpoint_responder import CheckpointResponder, NoCheckpointResponder
+from yarnflink.taskexecutor.checkpoints import CheckpointTrigger, SubtaskCheckpointCoordinator, open_task_state
+from yarnflink.taskexecutor.gateway import TaskDeploymentDescriptor
 from yarnflink.taskexecutor.input import CheckpointedInput, EndOfChannel, StreamTaskNetworkInput
 from yarnflink.taskexecutor.mailbox import Mail, MailboxController, MailboxProcessor, ScheduledMail, TaskMailbox
 from yarnflink.taskexecutor.stop import StopWithSavepoint, advance_to_end_of_event_time, end_outputs_without_draining
@@ -69,13 +63,19 @@ from yarnflink.taskexecutor.timers import ProcessingTimeTimer
 
 log = logging.getLogger(__name__)
 
-StateReporter = Callable[["Task", ExecutionState, common_pb2.SerializedThrowable | None], None]
+StateReporter = Callable[["Task", ExecutionState, SerializedThrowable | None], None]
 
 __all__ = ["EndOfChannel", "StateReporter", "Task", "TaskCancelled", "checkpointing_enabled"]
 
 
 class TaskCancelled(Exception):
     pass
+
+
+def checkpointing_enabled(config: dict, runtime_mode: str) -> bool:
+    """Periodic checkpoints run in STREAMING jobs with ``execution.checkpointing.interval`` set."""
+    interval = (config.get("execution.checkpointing.interval") or "").strip()
+    return bool(interval) and interval not in ("0", "0 ms", "0ms") and (runtime_mode or "STREAMING") == "STREAMING"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,11 +94,12 @@ class CheckpointNotification:
 class Task:
     def __init__(
         self,
-        tdd: te_pb.TaskDeploymentDescriptor,
+        tdd: TaskDeploymentDescriptor,
         shuffle: ShuffleEnvironment,
         report: StateReporter,
         send_to_coordinator: Callable[[str, bytes], None],
         buffer_timeout_s: float = 0.1,
+        checkpoint_responder: CheckpointResponder | None = None,
     ) -> None:
         self.tdd = tdd
         self.execution_id = tdd.execution_id
@@ -107,6 +108,7 @@ class Task:
         self.shuffle = shuffle
         self._report = report
         self._send = send_to_coordinator
+        self._responder: CheckpointResponder = checkpoint_responder or NoCheckpointResponder()
         self._buffer_timeout_s = buffer_timeout_s
         self.state = ExecutionState.DEPLOYING
         self._cancelled = threading.Event()
@@ -131,10 +133,14 @@ class Task:
         # checkpoints (see docs/STATE_AND_EVENT_TIME.md)
         config = dict(tdd.job_config)
         self.checkpointing = checkpointing_enabled(config, tdd.runtime_mode)
-        self._unaligned = unaligned_enabled(config)
+        self._unaligned = str(config.get("execution.checkpointing.unaligned.enabled") or "").strip().lower() in (
+            "true",
+            "1",
+            "yes",
+        )
         self._channel_state = ChannelStateWriter(f"{tdd.task_name}-{tdd.subtask_index}")
         self._checkpoints = SubtaskCheckpointCoordinator(
-            self.name, tdd.attempt_number, self.partitions, self.io_metrics, send_to_coordinator, self._channel_state
+            self.name, tdd.attempt_number, self.partitions, self.io_metrics, self._responder, self._channel_state
         )
         self._restored: TaskStateSnapshot | None = None
         #: stop-with-savepoint: suspended after a synchronous savepoint's snapshot, then finishing
@@ -182,7 +188,7 @@ class Task:
             p.release()
 
     # ------------------------------------------------------------------ the task thread
-    def _set_state(self, state: ExecutionState, error: common_pb2.SerializedThrowable | None = None) -> None:
+    def _set_state(self, state: ExecutionState, error: SerializedThrowable | None = None) -> None:
         self.state = state
         self._report(self, state, error)
 
@@ -214,14 +220,7 @@ class Task:
                     self.failed_partition_id = e.partition_id  # the JobMaster restarts its producer
                 # report before failing the partitions: consumers that fail because of it report
                 # after this task, so the JobMaster sees the root cause first
-                self._set_state(
-                    ExecutionState.FAILED,
-                    common_pb2.SerializedThrowable(
-                        exception_class=type(e).__name__,
-                        message=str(e),
-                        traceback="".join(traceback.format_exception(e)),
-                    ),
-                )
+                self._set_state(ExecutionState.FAILED, SerializedThrowable.of(e))
                 for p in self.partitions:
                     p.fail(e)
         finally:
@@ -285,7 +284,14 @@ class Task:
 
         state_manager = None
         if self.checkpointing or tdd.task_state:
-            restored = open_task_state(config, self.job_id, tdd.task_state, tdd.restored_checkpoint_id)
+            restored = open_task_state(
+                config,
+                self.job_id,
+                config.get("execution.checkpointing.dir") or "",
+                parse_memory(config.get("execution.checkpointing.data-inline-threshold") or "20 kb"),
+                tdd.task_state,
+                tdd.restored_checkpoint_id,
+            )
             self._checkpoints.storage = restored.storage
             self._restored = restored.restored
             state_manager = restored.manager
@@ -363,7 +369,7 @@ class Task:
         consume = network_input.process
         checkpointed: CheckpointedInput | None = None
         if self.checkpointing:
-            mode = checkpoint_mode(dict(self.tdd.job_config))
+            mode = str(self.tdd.job_config.get("execution.checkpointing.mode") or "EXACTLY_ONCE").upper()
             handler = create_barrier_handler(mode, gate.num_channels, unaligned=self._unaligned)
             if isinstance(handler, UnalignedBarrierHandler):
                 self._channel_state.handler = handler

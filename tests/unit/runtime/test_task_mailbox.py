@@ -21,7 +21,13 @@ from yarnflink.common.records import Batch
 from yarnflink.network import InputChannelSpec, InputGate, ShuffleEnvironment
 from yarnflink.operators import factory
 from yarnflink.operators.base import StreamOperator
-from yarnflink.rpc.pb import taskexecutor_pb2 as te_pb
+from yarnflink.taskexecutor.gateway import (
+    ChainedOperator,
+    InputChannelDescriptor,
+    InputGateDescriptor,
+    ResultPartitionDescriptor,
+    TaskDeploymentDescriptor,
+)
 from yarnflink.taskexecutor.task import Task
 
 pytestmark = pytest.mark.timeout(120)
@@ -56,9 +62,9 @@ class Notified(StreamOperator):
         Notified.events.setdefault(checkpoint_id, threading.Event()).set()
 
 
-def _idle_tdd(env: ShuffleEnvironment) -> te_pb.TaskDeploymentDescriptor:
-    """A checkpointing task reading the silent partition ``p-silent`` and producing ``p-out``."""
-    tdd = te_pb.TaskDeploymentDescriptor(
+def _idle_tdd(env: ShuffleEnvironment) -> TaskDeploymentDescriptor:
+    """A checkpointing task reading the partition ``p-silent`` and producing ``p-out``."""
+    return TaskDeploymentDescriptor(
         job_id="job",
         task_name="idle",
         execution_id="exec-idle",
@@ -67,21 +73,20 @@ def _idle_tdd(env: ShuffleEnvironment) -> te_pb.TaskDeploymentDescriptor:
         max_parallelism=128,
         runtime_mode="STREAMING",
         job_config={"execution.checkpointing.interval": "1 h"},  # on; the test triggers itself
+        operators=(
+            ChainedOperator(
+                node_id=1,
+                name="notified",
+                kind="notified",
+                spec=cloudpickle.dumps(NotifiedSpec("idle")),
+                output_datasets=("o",),
+            ),
+        ),
+        input_gates=(
+            InputGateDescriptor("in", "forward", channels=(InputChannelDescriptor("p-silent", 0, env.address),)),
+        ),
+        produced_partitions=(ResultPartitionDescriptor("o", "p-out", 1, "forward"),),
     )
-    tdd.operators.append(
-        te_pb.ChainedOperator(
-            node_id=1,
-            name="notified",
-            kind="notified",
-            spec=cloudpickle.dumps(NotifiedSpec("idle")),
-            output_datasets=["o"],
-        )
-    )
-    tdd.input_gates.add(dataset_id="in", partitioning="forward").channels.add(
-        partition_id="p-silent", subpartition=0, producer_data_address=env.address
-    )
-    tdd.produced_partitions.add(dataset_id="o", partition_id="p-out", num_subpartitions=1, partitioning="forward")
-    return tdd
 
 
 @pytest.fixture
