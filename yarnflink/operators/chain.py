@@ -194,8 +194,12 @@ class OperatorChain:
     def next_processing_time(self) -> int | None:
         """Earliest wall-clock time (ms) at which an operator wants ``on_processing_time``
         (processing-time timers, periodic watermarks and idleness checks), or None."""
-        times = [t for op in self._processing_time_operators() if (t := op.next_processing_time()) is not None]
-        return min(times) if times else None
+        earliest = None  # a loop, not min() over a list: the Task asks after every batch
+        for op in self._processing_time_operators():
+            t = op.next_processing_time()
+            if t is not None and (earliest is None or t < earliest):
+                earliest = t
+        return earliest
 
     def on_processing_time(self, now_ms: int) -> None:
         """The Task's timer: every operator whose processing time is due at ``now_ms`` runs it,
@@ -260,9 +264,13 @@ class OperatorChain:
 
     def next_flush_deadline(self) -> float | None:
         """Earliest ``time.monotonic()`` at which an operator or a network output has rows due, or None."""
-        deadlines = [
-            d
-            for net in [*self._timed_operators(), *self.network_outputs]
-            if (d := getattr(net, "next_flush_deadline", lambda: None)()) is not None
-        ]
-        return min(deadlines) if deadlines else None
+        fns = self.__dict__.get("_deadline_fns")
+        if fns is None:
+            nets = [*self._timed_operators(), *self.network_outputs]
+            fns = self._deadline_fns = [f for net in nets if (f := getattr(net, "next_flush_deadline", None))]
+        earliest = None  # a loop, not min() over a list: the Task asks after every batch
+        for f in fns:
+            d = f()
+            if d is not None and (earliest is None or d < earliest):
+                earliest = d
+        return earliest
