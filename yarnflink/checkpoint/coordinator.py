@@ -124,6 +124,15 @@ class TaskFailed:
 
 
 @dataclass(frozen=True)
+class TaskDeployed:
+    """A (re)deployed attempt: a task that ran before counts as failed, and pending checkpoints
+    cannot complete (the new attempt never saw their barriers)."""
+
+    task_id: str
+    now: int = 0
+
+
+@dataclass(frozen=True)
 class AcknowledgeCheckpoint:
     checkpoint_id: int
     task_id: str
@@ -235,6 +244,7 @@ Event = Union[
     TaskRunning,
     TaskFinished,
     TaskFailed,
+    TaskDeployed,
     AcknowledgeCheckpoint,
     DeclineCheckpoint,
     CheckpointTimeout,
@@ -552,6 +562,11 @@ class CheckpointCoordinator:
             if self.pending[cid].finalizing is None:
                 actions += self._abort(cid, TASK_FAILURE, e.now, f"task {e.task_id} failed")
         return actions
+
+    def _on_TaskDeployed(self, e: TaskDeployed) -> list[Action]:
+        if self.status.get(e.task_id) == CREATED and not self.pending:
+            return []
+        return self._on_TaskFailed(TaskFailed(e.task_id, e.now))
 
     def _on_AcknowledgeCheckpoint(self, e: AcknowledgeCheckpoint) -> list[Action]:
         self._check_task(e.task_id)

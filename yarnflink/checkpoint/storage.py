@@ -39,6 +39,7 @@ from yarnflink.checkpoint.metadata import (
     deserialize_metadata,
     serialize_metadata,
 )
+from yarnflink.common.config import Configuration
 from yarnflink.state.handles import ByteStreamStateHandle, FileStateHandle, StreamStateHandle
 from yarnflink.state.snapshot_serializer import BufferPieces
 from yarnflink.state.streams import EXCLUSIVE, SHARED, TASKOWNED
@@ -74,7 +75,7 @@ def _io(path: str, what: str, fn: Callable[[], T]) -> T:
         raise CheckpointStorageError(path, f"{what} failed: {_describe(e)}") from e
 
 
-def storage_options_from_config(conf: Mapping[str, Any] | None, url: str) -> dict[str, Any]:
+def storage_options_from_config(conf: Mapping[str, Any] | Configuration | None, url: str) -> dict[str, Any]:
     """fsspec storage options for ``url`` from Flink's keys (``s3.endpoint``, ``s3.access-key``,
     ``s3.secret-key``, ``s3.path.style.access``)."""
     conf = conf or {}

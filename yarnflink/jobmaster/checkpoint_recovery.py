@@ -46,7 +46,7 @@ async def read_initial_state(
     path = config.get_string("execution.savepoint.path")
     if not path:
         return None
-    found = await run_off_loop(resolve_restore_location, path, storage_options_from_config(config, path))  # type: ignore[arg-type]
+    found = await run_off_loop(resolve_restore_location, path, storage_options_from_config(config, path))
     for skipped in found.skipped:
         log.warning(
             "job %s: not restoring %s: %s (falling back to an older checkpoint)", job_id, skipped.path, skipped.problem

@@ -17,7 +17,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
@@ -25,10 +25,17 @@ from yarnflink.checkpoint import coordinator as cc
 from yarnflink.checkpoint import restore as rp
 from yarnflink.checkpoint.assignment import RestoreVertex
 from yarnflink.checkpoint.config import CheckpointConfig
-from yarnflink.checkpoint.metadata import CheckpointMetadataError, CompletedCheckpoint
 from yarnflink.checkpoint.stats import CheckpointStatsTracker
 from yarnflink.checkpoint.stop_with_savepoint import FailWithoutRestart
-from yarnflink.executiongraph.executiongraph import Execution, ExecutionState, ExecutionVertex
+from yarnflink.checkpoint.storage import (
+    METADATA_FILE_NAME,
+    FsCheckpointStorage,
+    storage_options_from_config,
+    validate_checkpoint,
+    write_savepoint,
+)
+from yarnflink.executiongraph.executiongraph import Execution, ExecutionState, ExecutionVertex, Failure, now_ms
+from yarnflink.jobmaster.checkpoint_recovery import read_initial_state, run_off_loop
 from yarnflink.metrics.checkpoint_stats import subtask_record
 from yarnflink.operators.chain import operator_id_of
 from yarnflink.rpc.gateways import RPC_TIMEOUT_S
@@ -39,7 +46,6 @@ if TYPE_CHECKING:
     from yarnflink.jobmaster.jobmaster import JobMaster
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 #: configuration keys of checkpoint storage that tasks need (see ``storage_config``)
 STORAGE_KEYS = ("s3.endpoint", "s3.access-key", "s3.secret-key", "s3.path.style.access")
@@ -76,8 +82,6 @@ def checkpoint_tasks(jm: JobMaster) -> tuple[list[cc.CheckpointTask], list[Resto
 
 class CheckpointDriver:
     def __init__(self, jm: JobMaster) -> None:
-        from yarnflink.checkpoint.storage import FsCheckpointStorage, storage_options_from_config
-
         self.jm = jm
         self.config = CheckpointConfig.from_configuration(jm.config)
         tasks, vertices = checkpoint_tasks(jm)
@@ -135,13 +139,7 @@ class CheckpointDriver:
         self.coordinator = cc.CheckpointCoordinator.continuing(old, tasks, _now_ms())
         self.restore.handle(rp.GraphRescaled(tuple(vertices)))
         self._apply(aborts)
-        latest = old.latest_completed()
-        log.info(
-            "job %s: checkpointing follows the rescale to %s (latest completed checkpoint: %s)",
-            self.jm.job_id,
-            now,
-            latest.checkpoint_id if latest else None,
-        )
+        log.info("job %s: checkpointing follows the rescale to %s", self.jm.job_id, now)
         return True
 
     def trigger_savepoint(
@@ -153,15 +151,7 @@ class CheckpointDriver:
         trigger_id = uuid.uuid4().hex
         target = target_directory or self.jm.config.get_string("execution.checkpointing.savepoint-dir") or None
         actions = self.coordinator.handle(cc.RequestSavepoint(trigger_id, target, _now_ms(), stop, drain, cancel_job))
-        log.info(
-            "job %s: savepoint (stop %s, drain %s, cancel %s) trigger %s: %s",
-            self.jm.job_id,
-            stop,
-            drain,
-            cancel_job,
-            trigger_id,
-            self.savepoint_status(trigger_id),
-        )
+        log.info("job %s: savepoint trigger %s: %s", self.jm.job_id, trigger_id, self.savepoint_status(trigger_id))
         self._apply(actions)
         return trigger_id
 
@@ -192,9 +182,7 @@ class CheckpointDriver:
     def deploying(self, execution: Execution) -> None:
         """A (re)deployed attempt: pending checkpoints cannot complete."""
         self.follow_rescale()
-        tid = task_id_of(execution.vertex)
-        if self.coordinator.status.get(tid) != cc.CREATED or self.coordinator.pending:
-            self._handle(cc.TaskFailed(tid, _now_ms()))
+        self._handle(cc.TaskDeployed(task_id_of(execution.vertex), _now_ms()))
 
     def restore_state(self, execution: Execution) -> tuple[bytes, int]:
         """(JSON TaskStateSnapshot, checkpoint id) for the TaskDeploymentDescriptor."""
@@ -215,6 +203,7 @@ class CheckpointDriver:
         return state, restore.checkpoint_id
 
     def acknowledged(self, execution: Execution, payload: bytes, declined: bool) -> None:
+        """An acknowledgement or decline as the task sends it (JSON)."""
         d = json.loads(payload.decode("utf-8"))
         cid, attempt = int(d["checkpoint_id"]), int(d.get("attempt", 0))
         if declined:
@@ -241,70 +230,12 @@ class CheckpointDriver:
 
     # ------------------------------------------------------------------ restore (storage and HA reads)
     async def load_initial(self) -> None:
-        """``execution.savepoint.path`` (``yarnflink run -s PATH``), or with HA the latest
-        checkpoint in ZooKeeper: what the job starts from. Raises (naming the path and the
-        problem) if that state cannot be read or does not fit the job; the job then fails."""
-        from yarnflink.checkpoint.storage import resolve_restore_location, storage_options_from_config
-
-        if self.ha is not None and await self._load_from_ha():
-            return
-        path = self.jm.config.get_string("execution.savepoint.path")
-        if not path:
-            return
-        found = await self._run(resolve_restore_location, path, storage_options_from_config(self.jm.config, path))
-        for skipped in found.skipped:
-            log.warning(
-                "job %s: not restoring %s: %s (falling back to an older checkpoint)",
-                self.jm.job_id,
-                skipped.path,
-                skipped.problem,
-            )
-        assert found.checkpoint is not None
-        skipped_all = tuple(str(s) for s in found.skipped)
-        self._apply(self.restore.handle(rp.StartedFromSavepoint(found.checkpoint, path, skipped_all, _now_ms())))
-
-    async def _load_from_ha(self) -> bool:
-        """The latest completed checkpoint whose pointer is in ZooKeeper, if any, with the older
-        retained ones (the job owns them, as Flink's new leader recovers its CompletedCheckpointStore);
-        a damaged one: the newest valid checkpoint of the job's directory."""
-        retained = await self._run(self.ha.retained)
-        if not retained or self.storage is None:
-            return False
-        cid, pointer = retained[-1]
-        older: list[CompletedCheckpoint] = []
-        skipped: tuple[str, ...] = ()
-        try:
-            checkpoint = await self._run(self.storage.read_metadata, pointer)
-            await self._run(self.storage.validate, checkpoint)
-            older = await self._run(self._read_retained, retained[:-1])
-        except CheckpointMetadataError as e:
-            found = await self._run(self.storage.find_latest_valid)
-            if found.checkpoint is None:
-                raise
-            skipped = (str(e), *(str(s) for s in found.skipped if s.path != e.path))
-            log.warning(
-                "job %s: checkpoint %d cannot be restored (%s); falling back to checkpoint %d",
-                self.jm.job_id,
-                cid,
-                e,
-                found.checkpoint.checkpoint_id,
-            )
-            checkpoint = found.checkpoint
-            pointer = checkpoint.external_pointer or pointer
-        self._apply(self.restore.handle(rp.ResumedFromHa(checkpoint, pointer, cid, tuple(older), skipped, _now_ms())))
-        log.info("job %s: resuming from checkpoint %d (%s)", self.jm.job_id, checkpoint.checkpoint_id, pointer)
-        return True
-
-    def _read_retained(self, entries: list[tuple[int, str]]) -> list[CompletedCheckpoint]:
-        """(Off the loop) the older retained checkpoints; one that cannot be read is left out."""
-        assert self.storage is not None
-        found = []
-        for cid, pointer in entries:
-            try:
-                found.append(self.storage.read_metadata(pointer))
-            except Exception as e:  # noqa: BLE001 - damaged or unreachable: only this one is left out
-                log.warning("job %s: retained checkpoint %d is not taken over: %s", self.jm.job_id, cid, e)
-        return found
+        """What the job starts from (``checkpoint_recovery``): with HA the latest checkpoint in
+        ZooKeeper, else ``execution.savepoint.path``. Raises, naming the path and the problem, if
+        that state cannot be read or does not fit the job; the job then fails."""
+        started = await read_initial_state(self.jm.config, self.storage, self.ha, self.jm.job_id)
+        if started is not None:
+            self._apply(self.restore.handle(started))
 
     async def prepare_restore(self, execution: Execution) -> None:
         """Before a restarted task is deployed: the files of the checkpoint it would restore are
@@ -319,14 +250,12 @@ class CheckpointDriver:
         await asyncio.shield(self._validating)
 
     async def _validate_latest(self) -> None:
-        from yarnflink.checkpoint.storage import validate_checkpoint
-
         assert self.storage is not None
         while (checkpoint := self.coordinator.latest_completed()) is not None:
             if not self.restore.needs_validation(checkpoint.checkpoint_id):
                 return
             try:
-                await self._run(validate_checkpoint, checkpoint, self.storage.storage_options)
+                await run_off_loop(validate_checkpoint, checkpoint, self.storage.storage_options)
             except Exception as e:  # noqa: BLE001 - damaged or unreadable: the coordinator may fall back
                 fallback = self.coordinator.handle(cc.CheckpointUnrestorable(checkpoint.checkpoint_id, str(e)))
                 self._apply(fallback)
@@ -363,7 +292,7 @@ class CheckpointDriver:
         if self._reserved_id == wanted:
             return True
         try:
-            cid = await self._run(self.ha.reserve_checkpoint_id, wanted)
+            cid = await run_off_loop(self.ha.reserve_checkpoint_id, wanted)
         except Exception as e:  # noqa: BLE001 - ZooKeeper away or leadership lost: no checkpoint now
             log.warning("job %s: no checkpoint id from ZooKeeper: %s", self.jm.job_id, e)
             return False
@@ -402,16 +331,10 @@ class CheckpointDriver:
             elif isinstance(a, cc.DiscardCheckpoint) and self.storage is not None:
                 self._discard(self.storage.discard_checkpoint, a.checkpoint)
             elif isinstance(a, cc.FailJob):
-                from yarnflink.executiongraph.executiongraph import Failure, now_ms
-
                 self.jm.fail_job(Failure("CheckpointException", a.reason, "", now_ms()))
             elif isinstance(a, cc.RestoreFallback):
                 log.warning(
-                    "job %s: checkpoint %d cannot be restored (%s); falling back to checkpoint %d",
-                    self.jm.job_id,
-                    a.checkpoint_id,
-                    a.reason,
-                    a.fallback_id,
+                    "job %s: restoring checkpoint %d instead of %d", self.jm.job_id, a.fallback_id, a.checkpoint_id
                 )
                 self.restore.handle(rp.CheckpointSkipped(f"checkpoint {a.checkpoint_id} skipped: {a.reason}"))
             elif isinstance(a, cc.CheckpointsRecovered):
@@ -423,17 +346,15 @@ class CheckpointDriver:
         """``_metadata`` last (a savepoint: self-contained under its directory, the staging
         copies under chk-<n> discarded); with HA, a checkpoint completes once its pointer is in
         ZooKeeper. Without storage, checkpoints are kept in memory only."""
-        from yarnflink.checkpoint.storage import storage_options_from_config, write_savepoint
-
         cid, error, pointer = a.checkpoint.checkpoint_id, None, ""
         try:
             if a.checkpoint.is_savepoint and a.target_directory:
                 options = storage_options_from_config(self.jm.config, a.target_directory)
-                pointer, _ = await self._run(write_savepoint, a.checkpoint, a.target_directory, options)
+                pointer, _ = await run_off_loop(write_savepoint, a.checkpoint, a.target_directory, options)
                 if self.storage is not None:
                     self._discard(self.storage.discard_incomplete, cid)
             elif self.storage is not None:
-                pointer = await self._run(self.storage.write_metadata, a.checkpoint, None)
+                pointer = await run_off_loop(self.storage.write_metadata, a.checkpoint, None)
         except Exception as e:  # noqa: BLE001
             pointer, error = "", f"{type(e).__name__}: {e}"
         if error is None and self.ha is not None and pointer and not a.checkpoint.is_savepoint:
@@ -446,23 +367,17 @@ class CheckpointDriver:
 
     async def _publish_pointer(self, cid: int, pointer: str) -> str | None:
         """A checkpoint's ``_metadata`` URL added to ZooKeeper; the error otherwise."""
-        from yarnflink.checkpoint.storage import METADATA_FILE_NAME
-
         metadata = pointer if pointer.endswith(METADATA_FILE_NAME) else f"{pointer.rstrip('/')}/{METADATA_FILE_NAME}"
         try:
-            await self._run(self.ha.add_pointer, cid, metadata)
+            await run_off_loop(self.ha.add_pointer, cid, metadata)
         except Exception as e:  # noqa: BLE001
             return f"adding checkpoint {cid} to the HA store failed: {type(e).__name__}: {e}"
         return None
 
-    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        """A blocking storage or ZooKeeper call, off the loop."""
-        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
-
     def _discard(self, fn: Callable[..., Any], *args: Any) -> None:
         async def discard() -> None:
             try:
-                await self._run(fn, *args)
+                await run_off_loop(fn, *args)
             except Exception as e:  # noqa: BLE001
                 log.info("checkpoint storage: %s", e)
 

@@ -21,6 +21,8 @@ from yarnflink.checkpoint.coordinator import (
     RequestSavepoint,
     Rescaled,
     RestoreFallback,
+    TaskDeployed,
+    TaskFailed,
     TaskRunning,
     Tick,
     TriggerCheckpoint,
@@ -107,6 +109,22 @@ def test_a_rescale_lifts_an_aborted_stops_suspension_and_keeps_a_completed_cance
     assert c.handle(Rescaled(700, "rescaled")) == []
     rescaled = CheckpointCoordinator.continuing(c, TASKS, 700)
     assert rescaled.periodic_suspended and rescaled.cancel_checkpoint_id == 1
+
+
+def test_a_redeployed_task_counts_as_failed_and_pending_checkpoints_cannot_complete() -> None:
+    c = CheckpointCoordinator("job", TASKS, config())
+    assert c.handle(TaskDeployed("src-0", 10)) == []  # the first deployment
+    for t in ALL:
+        c.handle(TaskRunning(t))
+    assert c.handle(TaskDeployed("src-1", 20)) == [] and c.status["src-1"] == "CREATED"  # redeployed
+    c.handle(TaskRunning("src-1", attempt=1))
+    assert c.handle(Tick(1000))[0].checkpoint_id == 1
+    c.handle(TaskFailed("win-1", 1100))  # (aborts 1; win-1 is CREATED again)
+    assert c.handle(Tick(2000)) == []  # not all tasks run
+    c.handle(TaskRunning("win-1", attempt=1))
+    assert c.handle(Tick(2000))[0].checkpoint_id == 2
+    (aborted,) = c.handle(TaskDeployed("win-1", 2100))  # a CREATED task, but a checkpoint is pending
+    assert isinstance(aborted, NotifyCheckpointAborted) and aborted.checkpoint_id == 2 and not c.pending
 
 
 # ----------------------------------------------------------------------------- planner
