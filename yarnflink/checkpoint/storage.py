@@ -598,4 +598,6 @@ def resolve_restore_location(location: str, storage_options: Mapping[str, Any] |
 def make_config_reader(conf: Mapping[str, Any] | None) -> Callable[[StreamStateHandle], bytes]:
     """A state reader that finds the storage options of each file's own URL (a savepoint on S3
     restored by a job whose checkpoints go elsewhere)."""
-    return lambda h: read_stream_handle(h, storage_options_from_config(conf, getattr(h, "path", "")))
+    return lambda h: read_stream_handle(
+        h, storage_options_from_config(conf, h.path if isinstance(h, FileStateHandle) else "")
+    )
