@@ -13,14 +13,16 @@ from typing import Any
 
 from yarnflink.common.config import Configuration
 from yarnflink.dispatcher.metric_fetcher import MetricFetcher
-from yarnflink.dispatcher.views import job_config_json, monitoring_snapshot, plan_json, with_metrics
+from yarnflink.dispatcher.views import job_config_json, plan_json, with_metrics
 from yarnflink.jobgraph.jobgraph import JobGraph
+from yarnflink.jobmaster.gateway import JobMasterControlGateway
 from yarnflink.jobmaster.jobmaster import JobMaster
-from yarnflink.jobmaster.views import exceptions_json, job_overview
+from yarnflink.jobmaster.local_gateway import LocalJobMasterGateway
+from yarnflink.jobmaster.views import exceptions_json, job_overview, monitoring_snapshot
 from yarnflink.metrics.store import MetricStore, TaskMetricsEntry, merge_entries
 from yarnflink.resourcemanager.resourcemanager import ResourceManager
 from yarnflink.rpc.endpoint import RpcEndpoint
-from yarnflink.rpc.gateways import GatewayPool
+from yarnflink.rpc.resolver import GatewayResolver
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,11 @@ class JobEntry:
     plan: dict[str, Any] = field(default_factory=dict)
     job_config: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def gateway(self) -> JobMasterControlGateway | None:
+        """How the Dispatcher reaches the job's JobMaster (None: not started, or ended)."""
+        return LocalJobMasterGateway(self.master) if self.master is not None else None
+
 
 class Dispatcher(RpcEndpoint):
     def __init__(
@@ -56,7 +63,9 @@ class Dispatcher(RpcEndpoint):
         rest_host: str,
         rest_port: int,
         on_shutdown_request: Callable[[], None] = lambda: None,
+        gateways: GatewayResolver | None = None,
     ) -> None:
+        """``gateways``: how it reaches TaskExecutors (metrics, logs; default: over gRPC)."""
         super().__init__("Dispatcher")
         self.config = config
         self.rm = resource_manager
@@ -72,7 +81,7 @@ class Dispatcher(RpcEndpoint):
         #: task and TaskExecutor metrics for the REST API and dashboard (yarnflink.metrics)
         self.metric_store = MetricStore()
         self.metric_fetcher: MetricFetcher | None = None
-        self._gateways: GatewayPool | None = None
+        self._gateways: GatewayResolver | None = gateways
         self._metric_reporter: Any = None
         #: HA (yarnflink.dispatcher.leadership.DispatcherLeadership): None without HA
         self.leadership: Any = None
@@ -91,7 +100,10 @@ class Dispatcher(RpcEndpoint):
         from yarnflink.dispatcher.monitoring import start_master_reporter
         from yarnflink.dispatcher.rest import start_rest_server
 
-        self._gateways = GatewayPool()
+        if self._gateways is None:
+            from yarnflink.rpc.clients import GrpcGatewayResolver
+
+            self._gateways = GrpcGatewayResolver()
         self.metric_fetcher = MetricFetcher(
             self.rm,
             self.metric_store,
@@ -178,15 +190,16 @@ class Dispatcher(RpcEndpoint):
     def suspend_jobs(self, cause: str, timeout: float = 2.0) -> None:
         """HA, from another thread: suspend every running JobMaster (tasks cancelled, slots freed,
         the jobs' HA data kept: not a terminal state) and stop it, within about ``timeout``."""
-        import concurrent.futures
-
         masters = [e.master for e in list(self.jobs.values()) if e.master is not None]
-        futures = [
-            asyncio.run_coroutine_threadsafe(jm.suspend(cause, timeout), jm.loop)
-            for jm in masters
-            if not jm.loop.is_closed()
-        ]
-        concurrent.futures.wait(futures, timeout=timeout + 0.5)
+
+        async def suspend_all() -> None:
+            calls = [LocalJobMasterGateway(jm).suspend(cause, timeout) for jm in masters if not jm.loop.is_closed()]
+            await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), timeout + 0.5)
+
+        try:
+            asyncio.run(suspend_all())
+        except Exception:  # noqa: BLE001 - the process is being replaced anyway
+            log.debug("suspending the JobMasters did not finish", exc_info=True)
         for jm in masters:
             try:
                 jm.stop(timeout=1.0)
@@ -276,7 +289,7 @@ class Dispatcher(RpcEndpoint):
         """Final task metrics that reached the JobMaster after the job ended (a task that finished
         while it was being cancelled) join the archive."""
         try:
-            late = await jm.call_async(_as_coro(lambda: monitoring_snapshot(jm)["finals"]))
+            late = (await LocalJobMasterGateway(jm).request_monitoring_snapshot())["finals"]
         except Exception:  # noqa: BLE001 - the archive keeps what it has
             log.debug("late metrics of job %s not read", entry.job_id, exc_info=True)
             return
@@ -293,18 +306,18 @@ class Dispatcher(RpcEndpoint):
         e = self.entry(job_id)
         if e.archive is not None:
             return dict(e.archive["details"])
-        jm = e.master
-        if jm is None:  # submitted, its JobGraph being stored / JobMaster starting: not visible yet
+        gateway = e.gateway
+        if gateway is None:  # submitted, its JobGraph being stored / JobMaster starting: not visible yet
             raise UnknownJob(job_id)
-        return await jm.call_async(_as_coro(jm.details))
+        return await gateway.request_job_details()
 
     async def job_exceptions(self, job_id: str) -> dict[str, Any]:
         e = self.entry(job_id)
         if e.archive is not None:
             return dict(e.archive["exceptions"])
-        jm = e.master
-        assert jm is not None
-        return await jm.call_async(_as_coro(lambda: exceptions_json(jm.eg)))
+        gateway = e.gateway
+        assert gateway is not None
+        return await gateway.request_job_exceptions()
 
     async def trigger_savepoint(
         self,
@@ -320,31 +333,31 @@ class Dispatcher(RpcEndpoint):
         job ends FINISHED; ``drain``: MAX_WATERMARK first); ``cancel_job``: cancel-with-savepoint
         (the job is cancelled once the savepoint completed)."""
         e = self.entry(job_id)
-        jm = e.master
-        if e.archive is not None or jm is None or getattr(jm, "checkpoints", None) is None:
+        jm, gateway = e.master, e.gateway
+        if e.archive is not None or jm is None or gateway is None:
             return None
         driver = jm.checkpoints
-        trigger_id: str = await jm.call_async(
-            _as_coro(lambda: driver.trigger_savepoint(target_directory, stop=stop, drain=drain, cancel_job=cancel_job))
-        )
+        trigger_id = await gateway.trigger_savepoint(target_directory, stop=stop, drain=drain, cancel_job=cancel_job)
+        if trigger_id is None:
+            return None
         # the result stays readable after the job ended (stop-with-savepoint ends it)
         self._savepoint_drivers[(job_id, trigger_id)] = driver
         return trigger_id
 
     async def savepoint_status(self, job_id: str, trigger_id: str) -> dict[str, Any] | None:
         e = self.entry(job_id)
-        jm = e.master
+        jm, gateway = e.master, e.gateway
         driver = self._savepoint_drivers.get((job_id, trigger_id))
-        if jm is None or getattr(jm, "checkpoints", None) is None:
+        if jm is None or gateway is None or jm.checkpoints is None:
             return dict(driver.savepoints[trigger_id]) if driver is not None else None
-        return await jm.call_async(_as_coro(lambda: jm.checkpoints.savepoint_status(trigger_id)))
+        return await gateway.request_savepoint_status(trigger_id)
 
     async def cancel_job(self, job_id: str) -> bool:
         e = self.entry(job_id)
-        if e.archive is not None or e.master is None:
+        gateway = e.gateway
+        if e.archive is not None or gateway is None:
             return False
-        jm = e.master
-        return await jm.call_async(_as_coro(jm.cancel))
+        return await gateway.cancel()
 
     async def overviews(self) -> list[dict[str, Any]]:
         out = []
@@ -369,11 +382,9 @@ class Dispatcher(RpcEndpoint):
                 "checkpoints": e.archive["checkpoints"],
                 "num_restarts": e.archive["num_restarts"],
             }
-        jm = e.master
-        assert jm is not None
-        snap: dict[str, Any] = await jm.call_async(
-            _as_coro(lambda: {"details": jm.details(), **monitoring_snapshot(jm)})
-        )
+        gateway = e.gateway
+        assert gateway is not None
+        snap = await gateway.request_monitoring_snapshot()
         live: list[TaskMetricsEntry] = self.metric_store.job_tasks(job_id)
         snap["metrics"] = merge_entries(live, snap.pop("finals"))
         return snap
@@ -381,10 +392,3 @@ class Dispatcher(RpcEndpoint):
     async def job_details_with_metrics(self, job_id: str) -> dict[str, Any]:
         snap = await self.job_monitoring(job_id)
         return with_metrics(snap["details"], snap["metrics"], self.entry(job_id).plan)
-
-
-def _as_coro(fn: Callable[[], Any]) -> Callable[[], Any]:
-    async def run() -> Any:
-        return fn()
-
-    return run

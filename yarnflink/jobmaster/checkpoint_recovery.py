@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from yarnflink.checkpoint import restore as rp
 from yarnflink.checkpoint.metadata import CheckpointMetadataError, CompletedCheckpoint
+from yarnflink.checkpoint.options import SavepointConfigOptions
 from yarnflink.checkpoint.storage import FsCheckpointStorage, resolve_restore_location, storage_options_from_config
 from yarnflink.common.config import Configuration
 
@@ -43,7 +44,7 @@ async def read_initial_state(
         resumed = await _read_from_ha(storage, ha, job_id)
         if resumed is not None:
             return resumed
-    path = config.get_string("execution.savepoint.path")
+    path = config.get_string(SavepointConfigOptions.SAVEPOINT_PATH)
     if not path:
         return None
     found = await run_off_loop(resolve_restore_location, path, storage_options_from_config(config, path))

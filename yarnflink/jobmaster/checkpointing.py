@@ -19,12 +19,11 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import grpc
-
 from yarnflink.checkpoint import coordinator as cc
 from yarnflink.checkpoint import restore as rp
 from yarnflink.checkpoint.assignment import RestoreVertex
 from yarnflink.checkpoint.config import CheckpointConfig
+from yarnflink.checkpoint.options import CheckpointingOptions, S3Options, SavepointConfigOptions
 from yarnflink.checkpoint.stats import CheckpointStatsTracker
 from yarnflink.checkpoint.stop_with_savepoint import FailWithoutRestart
 from yarnflink.checkpoint.storage import (
@@ -34,21 +33,21 @@ from yarnflink.checkpoint.storage import (
     validate_checkpoint,
     write_savepoint,
 )
+from yarnflink.common.rpc_errors import RpcException
 from yarnflink.executiongraph.executiongraph import Execution, ExecutionState, ExecutionVertex, Failure, now_ms
 from yarnflink.jobmaster.checkpoint_recovery import read_initial_state, run_off_loop
+from yarnflink.jobmaster.gateway import AcknowledgeCheckpoint, DeclineCheckpoint
 from yarnflink.metrics.checkpoint_stats import subtask_record
 from yarnflink.operators.chain import operator_id_of
-from yarnflink.rpc.gateways import RPC_TIMEOUT_S
-from yarnflink.rpc.pb import taskexecutor_pb2
-from yarnflink.state.handles import TaskStateSnapshot
+from yarnflink.taskexecutor.gateway import NotifyCheckpoint, TriggerCheckpoint
 
 if TYPE_CHECKING:
     from yarnflink.jobmaster.jobmaster import JobMaster
 
 log = logging.getLogger(__name__)
 
-#: configuration keys of checkpoint storage that tasks need (see ``storage_config``)
-STORAGE_KEYS = ("s3.endpoint", "s3.access-key", "s3.secret-key", "s3.path.style.access")
+#: options of checkpoint storage that tasks need (see ``storage_config``)
+STORAGE_OPTIONS = (S3Options.ENDPOINT, S3Options.ACCESS_KEY, S3Options.SECRET_KEY, S3Options.PATH_STYLE_ACCESS)
 
 
 def task_id_of(ev: ExecutionVertex) -> str:
@@ -86,7 +85,8 @@ class CheckpointDriver:
         self.config = CheckpointConfig.from_configuration(jm.config)
         tasks, vertices = checkpoint_tasks(jm)
         self.coordinator = cc.CheckpointCoordinator(jm.job_id, tasks, self.config, start_time=_now_ms())
-        self.restore = rp.RestorePlanner(vertices, bool(jm.config.get("execution.savepoint.ignore-unclaimed-state")))
+        allow_non_restored = bool(jm.config.get(SavepointConfigOptions.SAVEPOINT_IGNORE_UNCLAIMED_STATE))
+        self.restore = rp.RestorePlanner(vertices, allow_non_restored)
         self.stats_tracker = CheckpointStatsTracker()
         directory = self.config.directory or ""
         options = storage_options_from_config(jm.config, directory) if directory else {}
@@ -119,7 +119,7 @@ class CheckpointDriver:
     def storage_config(self) -> dict[str, str]:
         """The file system keys (``s3.*``) of the cluster's configuration that tasks need to read
         and write state where the job's checkpoints and savepoints are."""
-        return {key: value for key in STORAGE_KEYS if (value := self.jm.config.get_string(key))}
+        return {o.key: value for o in STORAGE_OPTIONS if (value := self.jm.config.get_string(o))}
 
     def stats(self) -> dict[str, Any]:
         return self.stats_tracker.to_json({v.vertex_id: v.parallelism for v in self.vertices})
@@ -149,7 +149,7 @@ class CheckpointDriver:
         /jobs/:id/stop`` (``stop``; ``drain``: MAX_WATERMARK first): the trigger id whose result
         ``savepoint_status`` tells (a refused one has a failed result naming why)."""
         trigger_id = uuid.uuid4().hex
-        target = target_directory or self.jm.config.get_string("execution.checkpointing.savepoint-dir") or None
+        target = target_directory or self.jm.config.get_string(CheckpointingOptions.SAVEPOINT_DIRECTORY) or None
         actions = self.coordinator.handle(cc.RequestSavepoint(trigger_id, target, _now_ms(), stop, drain, cancel_job))
         log.info("job %s: savepoint trigger %s: %s", self.jm.job_id, trigger_id, self.savepoint_status(trigger_id))
         self._apply(actions)
@@ -202,27 +202,21 @@ class CheckpointDriver:
         state = json.dumps(restore.state.to_json()).encode("utf-8") if restore.state is not None else b""
         return state, restore.checkpoint_id
 
-    def acknowledged(self, execution: Execution, payload: bytes, declined: bool) -> None:
-        """An acknowledgement or decline as the task sends it (JSON)."""
-        d = json.loads(payload.decode("utf-8"))
-        cid, attempt = int(d["checkpoint_id"]), int(d.get("attempt", 0))
-        if declined:
-            self.decline(execution, cid, attempt, str(d.get("reason", "")))
-        else:
-            self.acknowledge(
-                execution, cid, attempt, TaskStateSnapshot.from_json(d.get("state") or {}), d.get("metrics")
-            )
-
-    def acknowledge(
-        self, execution: Execution, cid: int, attempt: int, state: TaskStateSnapshot, metrics: Any = None
-    ) -> None:
+    def acknowledged(self, execution: Execution, ack: AcknowledgeCheckpoint) -> None:
         ev = execution.vertex
-        record = subtask_record(ev.subtask_index, metrics, _now_ms())
-        self.stats_tracker.subtask_acknowledged(cid, ev.job_vertex.job_vertex.id, record)
-        self._handle(cc.AcknowledgeCheckpoint(cid, task_id_of(ev), state, attempt, _now_ms()))
+        record = subtask_record(ev.subtask_index, ack.metrics.to_json(), _now_ms())
+        self.stats_tracker.subtask_acknowledged(ack.checkpoint_id, ev.job_vertex.job_vertex.id, record)
+        self._handle(
+            cc.AcknowledgeCheckpoint(
+                ack.checkpoint_id, task_id_of(ev), ack.subtask_state, ack.attempt_number, _now_ms()
+            )
+        )
 
-    def decline(self, execution: Execution, cid: int, attempt: int, reason: str) -> None:
-        self._handle(cc.DeclineCheckpoint(cid, task_id_of(execution.vertex), reason, attempt, _now_ms()))
+    def declined(self, execution: Execution, decline: DeclineCheckpoint) -> None:
+        tid = task_id_of(execution.vertex)
+        self._handle(
+            cc.DeclineCheckpoint(decline.checkpoint_id, tid, decline.reason, decline.attempt_number, _now_ms())
+        )
 
     def job_terminated(self, status: str) -> None:
         self.stop()
@@ -396,7 +390,7 @@ class CheckpointDriver:
         execution = self._execution(tid)
         if execution is None:
             return
-        req = taskexecutor_pb2.CheckpointRequest(
+        req = TriggerCheckpoint(
             jobmaster_id=self.jm.jobmaster_id,
             execution_id=execution.attempt_id,
             checkpoint_id=a.checkpoint_id,
@@ -405,23 +399,25 @@ class CheckpointDriver:
             synchronous=a.synchronous,
             drain=a.drain,
         )
-        self.jm._spawn(self._call(execution, "TriggerCheckpoint", req))
+        self.jm._spawn(self._call(execution, "trigger_checkpoint", req))
 
     def _rpc_notify(self, tid: str, cid: int, completed: bool) -> None:
         execution = self._execution(tid)
-        if execution is not None:
-            self.jm._spawn(self._call(execution, "NotifyCheckpoint", self._notification(execution, cid, completed)))
-
-    def _notification(self, execution: Execution, cid: int, completed: bool) -> Any:
-        return taskexecutor_pb2.CheckpointNotification(
-            jobmaster_id=self.jm.jobmaster_id, execution_id=execution.attempt_id, checkpoint_id=cid, completed=completed
-        )
+        if execution is None:
+            return
+        req = NotifyCheckpoint(self.jm.jobmaster_id, execution.attempt_id, cid)
+        method = "notify_checkpoint_complete" if completed else "notify_checkpoint_aborted"
+        self.jm._spawn(self._call(execution, method, req))
 
     async def _notify_then_cancel(self, a: cc.NotifyCheckpointComplete) -> None:
         """Cancel-with-savepoint's last step: every task has the savepoint's completion
         notification (its sinks commit what the savepoint covers), then the job is cancelled."""
         calls = [
-            self._call(execution, "NotifyCheckpoint", self._notification(execution, a.checkpoint_id, True))
+            self._call(
+                execution,
+                "notify_checkpoint_complete",
+                NotifyCheckpoint(self.jm.jobmaster_id, execution.attempt_id, a.checkpoint_id),
+            )
             for execution in map(self._execution, a.tasks)
             if execution is not None
         ]
@@ -429,10 +425,16 @@ class CheckpointDriver:
         log.info("job %s: cancel-with-savepoint: savepoint %d completed, cancelling", self.jm.job_id, a.checkpoint_id)
         self.jm.cancel()
 
-    async def _call(self, execution: Execution, method: str, req: Any) -> None:
+    async def _call(self, execution: Execution, method: str, req: TriggerCheckpoint | NotifyCheckpoint) -> None:
         slot = execution.slot
         assert slot is not None
+        gateway = self.jm.gateways.task_executor(slot.rpc_address)
         try:
-            await getattr(self.jm.gateways.task_executor(slot.rpc_address), method)(req, timeout=RPC_TIMEOUT_S)
-        except grpc.aio.AioRpcError as e:  # the task is gone: the checkpoint times out or is aborted
-            log.debug("%s to %s failed: %s", method, execution.attempt_id, e.details())
+            if isinstance(req, TriggerCheckpoint):
+                await gateway.trigger_checkpoint(req)
+            elif method == "notify_checkpoint_complete":
+                await gateway.notify_checkpoint_complete(req)
+            else:
+                await gateway.notify_checkpoint_aborted(req)
+        except RpcException as e:  # the task is gone: the checkpoint times out or is aborted
+            log.debug("%s to %s failed: %s", method, execution.attempt_id, e)
