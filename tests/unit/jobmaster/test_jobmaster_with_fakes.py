@@ -574,3 +574,50 @@ def test_acknowledgements_of_an_ended_attempt_are_dropped(start_jobmaster: Any, 
     h.call(lambda: h.jm.acknowledge_checkpoint(ack))  # no error: dropped
 
     assert te.count("notify_checkpoint_complete") == 0
+
+
+def _trigger_savepoint(h: Harness, target: str | None, **kind: bool) -> str:
+    async def trigger() -> str:
+        assert h.jm.checkpoints is not None
+        return h.jm.checkpoints.trigger_savepoint(target, **kind)
+
+    return h.call(trigger)
+
+
+def _savepoint_status(h: Harness, trigger_id: str) -> dict[str, Any] | None:
+    async def status() -> dict[str, Any] | None:
+        assert h.jm.checkpoints is not None
+        return h.jm.checkpoints.savepoint_status(trigger_id)
+
+    return h.call(status)
+
+
+def test_cancel_with_savepoint_notifies_every_task_then_cancels_the_job(start_jobmaster: Any, tmp_path: Path) -> None:
+    config = _checkpointing(tmp_path) | {"execution.checkpointing.interval": "1 h"}
+    h, te = _running_with_one_slot(start_jobmaster, config=config)
+    trigger_id = _trigger_savepoint(h, f"file://{tmp_path}/savepoints", cancel_job=True)
+    assert _savepoint_status(h, trigger_id) == {"status": {"id": "IN_PROGRESS"}}
+    wait_until(lambda: te.count("trigger_checkpoint") >= 1, what="the savepoint triggered")
+    trigger: TriggerCheckpoint = te.requests("trigger_checkpoint")[0]
+    assert trigger.is_savepoint and not trigger.synchronous
+    assert te.count("cancel_task") == 0
+
+    _acknowledge_all(h, te, trigger.checkpoint_id)
+
+    wait_until(lambda: te.count("cancel_task") >= 1, what="the job cancelled after the savepoint")
+    notified = {n.execution_id for n in te.requests("notify_checkpoint_complete")}
+    assert notified == {s.tdd.execution_id for s in h.deployed(te)}  # every task first
+    status = _savepoint_status(h, trigger_id)
+    assert status is not None and status["operation"]["location"].startswith(f"file://{tmp_path}/savepoints/")
+    wait_until(lambda: not h.jm._io, what="the staging files of the savepoint discarded")
+
+
+def test_a_savepoint_without_a_target_directory_fails_and_triggers_nothing(
+    start_jobmaster: Any, tmp_path: Path
+) -> None:
+    config = _checkpointing(tmp_path) | {"execution.checkpointing.interval": "1 h"}
+    h, te = _running_with_one_slot(start_jobmaster, config=config)
+    trigger_id = _trigger_savepoint(h, None, stop=True)
+    status = _savepoint_status(h, trigger_id)
+    assert status is not None and "no target directory" in status["operation"]["failure-cause"]["stack-trace"]
+    assert te.count("trigger_checkpoint") == 0 and h.jm.eg.status == JobStatus.RUNNING
