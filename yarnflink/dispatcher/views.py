@@ -10,8 +10,10 @@ import logging
 from typing import Any
 
 from yarnflink.jobgraph.jobgraph import JobGraph
+from yarnflink.jobgraph.options import CoreOptions
 from yarnflink.metrics import names as n
 from yarnflink.metrics.store import TaskMetricsEntry, backpressure_level, vertex_aggregate
+from yarnflink.scheduler.options import RestartStrategyOptions
 from yarnflink.taskexecutor.gateway import TaskExecutorInfo
 
 log = logging.getLogger(__name__)
@@ -61,8 +63,10 @@ def plan_json(g: JobGraph) -> dict[str, Any]:
 def job_config_json(g: JobGraph, cluster_config: dict[str, str]) -> dict[str, Any]:
     """Flink's ``/jobs/:jobid/config``."""
     conf = dict(g.config)
+    # the raw strings, read leniently: this view must not fail on an odd value in a job's configuration
+    parallelism_key, restart_key = CoreOptions.DEFAULT_PARALLELISM.key, RestartStrategyOptions.RESTART_STRATEGY.key
     try:
-        parallelism = int(conf.get("parallelism.default") or cluster_config.get("parallelism.default") or -1)
+        parallelism = int(conf.get(parallelism_key) or cluster_config.get(parallelism_key) or -1)
     except ValueError:
         parallelism = -1
     return {
@@ -70,9 +74,7 @@ def job_config_json(g: JobGraph, cluster_config: dict[str, str]) -> dict[str, An
         "name": g.job_name,
         "execution-config": {
             "execution-mode": "PIPELINED",
-            "restart-strategy": conf.get("restart-strategy.type")
-            or cluster_config.get("restart-strategy.type")
-            or "none",
+            "restart-strategy": conf.get(restart_key) or cluster_config.get(restart_key) or "none",
             "job-parallelism": parallelism,
             "object-reuse-mode": True,
             "user-config": {str(k): str(v) for k, v in conf.items()},
