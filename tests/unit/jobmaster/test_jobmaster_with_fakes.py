@@ -31,6 +31,7 @@ from yarnflink.common.rpc_errors import (
     RpcRejected,
     RpcTimeout,
     RpcUnreachable,
+    UnknownTarget,
 )
 from yarnflink.executiongraph.executiongraph import ExecutionState, JobStatus
 from yarnflink.jobgraph.jobgraph import JobGraph
@@ -203,15 +204,35 @@ def test_a_failed_registration_at_the_resource_manager_is_retried(start_jobmaste
     assert h.rm.requests("declare_required_resources")[0].fencing_token == "rm-token-1"
 
 
-def test_heartbeats_go_to_the_resource_manager_and_a_forgotten_job_registers_again(start_jobmaster: Any) -> None:
+@pytest.mark.parametrize(
+    "answer",
+    [lambda r: False, raises(RpcUnreachable("connection refused"))],
+    ids=["job-forgotten", "unreachable"],
+)
+def test_heartbeats_go_to_the_resource_manager_and_a_lost_connection_registers_again(
+    start_jobmaster: Any, answer: Callable[[Any], bool]
+) -> None:
     h = start_jobmaster()
     wait_until(lambda: h.rm.count("heartbeat_from_job_master") >= 1, what="a heartbeat")
     beat = h.rm.requests("heartbeat_from_job_master")[0]
     assert (beat.fencing_token, beat.job_id, beat.jobmaster_id) == ("rm-token-1", h.jm.job_id, h.token)
 
-    h.rm.heartbeat_from_job_master_function = lambda r: False  # "I do not know this job" (a restarted RM)
+    h.rm.heartbeat_from_job_master_function = answer  # False: "I do not know this job" (a restarted RM)
+
     wait_until(lambda: h.rm.count("register_job_master") >= 2, what="registered again")
     wait_until(lambda: h.rm.count("declare_required_resources") >= 2, what="declared again")
+
+
+def test_a_failed_declaration_is_made_again_with_a_new_registration(start_jobmaster: Any) -> None:
+    h = start_jobmaster(start=False)
+    h.rm.declare_required_resources_function = lambda r: (
+        raises(RpcTimeout("deadline exceeded"))(r) if h.rm.count("declare_required_resources") == 1 else None
+    )
+    h.jm.start()
+
+    wait_until(lambda: h.rm.count("declare_required_resources") == 2, what="declared again")
+    assert h.rm.count("register_job_master") == 2
+    wait_until(lambda: h.rm.count("heartbeat_from_job_master") >= 1, what="connected: heartbeats")
 
 
 def test_a_new_resource_manager_leader_is_registered_at_with_its_new_token(start_jobmaster: Any) -> None:
@@ -346,17 +367,21 @@ def test_a_refused_or_timed_out_deployment_fails_the_task_but_keeps_the_task_exe
     assert h.rm.count("disconnect_task_executor") == 0  # it answered: not lost
 
 
-def test_a_task_executor_unreachable_while_cancelling_is_lost_and_the_task_counts_as_canceled(
-    start_jobmaster: Any,
-) -> None:
+@pytest.mark.parametrize(
+    "refusal", [RpcUnreachable("connection refused"), UnknownTarget("no task here")], ids=["unreachable", "task-gone"]
+)
+def test_a_cancel_that_fails_counts_the_task_as_canceled(start_jobmaster: Any, refusal: Exception) -> None:
     h, te = _running_with_one_slot(start_jobmaster)
-    te.down = RpcUnreachable("connection refused")
+    te.cancel_task_function = raises(refusal)
 
     assert h.call(lambda: _cancel(h.jm))
 
-    assert h.terminated.wait(10)  # nobody reports CANCELED: the failed cancel does
+    assert h.terminated.wait(10)  # nobody reports CANCELED: the failed cancels do
     assert h.jm.eg.status == JobStatus.CANCELED
-    wait_until(lambda: h.rm.count("disconnect_task_executor") >= 1, what="the ResourceManager told")
+    if isinstance(refusal, RpcUnreachable):  # its process is gone: lost at once
+        wait_until(lambda: h.rm.count("disconnect_task_executor") >= 1, what="the ResourceManager told")
+    else:  # it answered: still there
+        assert h.rm.count("disconnect_task_executor") == 0 and "te-1" in h.jm.slot_pool.task_managers
 
 
 async def _cancel(jm: JobMaster) -> bool:
@@ -413,16 +438,20 @@ def test_a_batch_job_runs_region_by_region_and_releases_the_blocking_results_at_
     assert any(partition in r.partition_ids or not r.partition_ids for r in released)
 
 
-@pytest.mark.parametrize("probe_answers", [True, False], ids=["alive", "unreachable"])
+@pytest.mark.parametrize(
+    "probe",
+    [None, RpcTimeout("deadline exceeded"), RpcUnreachable("connection refused")],
+    ids=["alive", "slow", "unreachable"],
+)
 def test_a_consumer_that_lost_its_producers_data_connection_has_the_producers_task_executor_probed(
-    start_jobmaster: Any, probe_answers: bool
+    start_jobmaster: Any, probe: Exception | None
 ) -> None:
     h, te = _running_with_one_slot(
         start_jobmaster,
         config={"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": "1 h"},
     )
-    if not probe_answers:
-        te.request_task_executor_info_function = raises(RpcUnreachable("connection refused"))
+    if probe is not None:
+        te.request_task_executor_info_function = raises(probe)
     src = next(s.tdd for s in h.deployed(te) if s.tdd.task_name == "src")
     sink = next(s.tdd for s in h.deployed(te) if s.tdd.task_name == "sink")
     partition = src.produced_partitions[0].partition_id
@@ -440,9 +469,9 @@ def test_a_consumer_that_lost_its_producers_data_connection_has_the_producers_ta
     )
 
     wait_until(lambda: te.count("request_task_executor_info") == 1, what="the producer's TaskExecutor probed")
-    (probe,) = [c for c in te.calls if c.method == "request_task_executor_info"]
-    assert probe.timeout <= 5  # a probe is short
-    if probe_answers:
+    (probing,) = [c for c in te.calls if c.method == "request_task_executor_info"]
+    assert probing.timeout <= 5  # a probe is short
+    if not isinstance(probe, RpcUnreachable):  # answered, or slow: there
         assert h.rm.count("disconnect_task_executor") == 0
         assert "te-1" in h.jm.slot_pool.task_managers
     else:
