@@ -1,8 +1,9 @@
 """The real JobMaster, on its own thread as in production, driven through every call of its
-JobMasterGateway, with a TestingResourceManagerGateway and TestingTaskExecutorGateways as its peers
-(no other process, no gRPC): registration at the ResourceManager, slot offers, deployment, task
-state updates, checkpoint acknowledgements and declines, lost and unreachable TaskExecutors, and
-stale fencing tokens."""
+JobMasterGateway (and of the JobMasterControlGateway the Dispatcher holds), with a
+TestingResourceManagerGateway and TestingTaskExecutorGateways as its peers (no other process, no
+gRPC): registration at the ResourceManager, slot offers, deployment, task state updates, checkpoint
+acknowledgements and declines, savepoints, lost and unreachable TaskExecutors, and stale fencing
+tokens."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from yarnflink.jobmaster.gateway import (
     CoordinationData,
     DeclineCheckpoint,
     DisconnectTaskManager,
+    JobMasterControlGateway,
     JobMasterGateway,
     OfferSlots,
     RegisterTaskManager,
@@ -49,6 +51,7 @@ from yarnflink.jobmaster.gateway import (
     TaskManagerHeartbeat,
 )
 from yarnflink.jobmaster.jobmaster import JobMaster
+from yarnflink.jobmaster.local_gateway import LocalJobMasterGateway
 from yarnflink.state.handles import TaskStateSnapshot
 from yarnflink.taskexecutor.gateway import CancelTask, NotifyCheckpoint, SubmitTask, TriggerCheckpoint
 
@@ -603,3 +606,106 @@ def test_acknowledgements_of_an_ended_attempt_are_dropped(start_jobmaster: Any, 
     h.call(lambda: h.jm.acknowledge_checkpoint(ack))  # no error: dropped
 
     assert te.count("notify_checkpoint_complete") == 0
+
+
+# ---------------------------------------------------------------------------- the Dispatcher's calls
+
+
+def _control(h: Harness) -> JobMasterControlGateway:
+    """The JobMasterControlGateway the Dispatcher holds (it hops onto the JobMaster's loop)."""
+    return LocalJobMasterGateway(h.jm)
+
+
+def _savepoint(h: Harness, te: TestingTaskExecutorGateway, target: Path, **kind: bool) -> tuple[str, int]:
+    """Triggers a savepoint through the control gateway; the id of its trigger and of its checkpoint."""
+    before = te.count("trigger_checkpoint")
+    trigger_id = asyncio.run(_control(h).trigger_savepoint(str(target), **kind))
+    assert trigger_id is not None
+    wait_until(lambda: te.count("trigger_checkpoint") > before, what="the savepoint triggered at the source")
+    trigger: TriggerCheckpoint = te.requests("trigger_checkpoint")[-1]
+    assert trigger.is_savepoint and trigger.synchronous == kind.get("stop", False)
+    return trigger_id, trigger.checkpoint_id
+
+
+def _result(h: Harness, trigger_id: str) -> dict[str, Any]:
+    """The savepoint's result (Flink's operation: its ``location`` or ``failure-cause``); {} while in progress."""
+    status = asyncio.run(_control(h).request_savepoint_status(trigger_id))
+    assert status is not None
+    return dict(status["operation"]) if status["status"]["id"] == "COMPLETED" else {}
+
+
+def test_the_control_gateway_answers_the_dispatchers_views(start_jobmaster: Any) -> None:
+    h, te = _running_with_one_slot(start_jobmaster)
+
+    details = asyncio.run(_control(h).request_job_details())
+    snapshot = asyncio.run(_control(h).request_monitoring_snapshot())
+    exceptions = asyncio.run(_control(h).request_job_exceptions())
+
+    assert details["jid"] == h.jm.job_id and details["state"] == "RUNNING"
+    assert snapshot["details"]["state"] == "RUNNING"
+    assert exceptions["exceptionHistory"]["entries"] == []
+    assert asyncio.run(_control(h).trigger_savepoint(None)) is None  # no checkpointing: no savepoint
+
+
+def test_a_savepoint_triggered_through_the_control_gateway_completes_and_the_job_goes_on(
+    start_jobmaster: Any, tmp_path: Path
+) -> None:
+    config = _checkpointing(tmp_path) | {"execution.checkpointing.interval": "1 h"}
+    h, te = _running_with_one_slot(start_jobmaster, config=config)
+
+    trigger_id, cid = _savepoint(h, te, tmp_path / "savepoints")
+    assert _result(h, trigger_id) == {}
+    _acknowledge_all(h, te, cid)
+
+    wait_until(lambda: _result(h, trigger_id), what="the savepoint completed")
+    assert str(_result(h, trigger_id)["location"]).startswith(f"file://{tmp_path}/savepoints/")
+    assert h.jm.eg.status == JobStatus.RUNNING and te.count("cancel_task") == 0
+
+
+def test_a_stop_with_savepoint_through_the_control_gateway_finishes_the_job(
+    start_jobmaster: Any, tmp_path: Path
+) -> None:
+    config = _checkpointing(tmp_path) | {"execution.checkpointing.interval": "1 h"}
+    h, te = _running_with_one_slot(start_jobmaster, config=config)
+
+    trigger_id, cid = _savepoint(h, te, tmp_path / "savepoints", stop=True)
+    _acknowledge_all(h, te, cid)
+    wait_until(
+        lambda: (
+            {n.execution_id for n in te.requests("notify_checkpoint_complete")}
+            == {s.tdd.execution_id for s in h.deployed(te)}
+        ),
+        what="every task told: it finishes",
+    )
+    assert _result(h, trigger_id) == {}  # until the job has finished
+    for submit in h.deployed(te):
+        h.update(submit.tdd.execution_id, ExecutionState.FINISHED)
+
+    assert h.terminated.wait(10) and h.jm.eg.status == JobStatus.FINISHED
+    wait_until(lambda: _result(h, trigger_id), what="the stop completed")
+    assert "location" in _result(h, trigger_id)
+
+
+def test_a_declined_savepoint_fails_and_the_job_goes_on(start_jobmaster: Any, tmp_path: Path) -> None:
+    config = _checkpointing(tmp_path) | {"execution.checkpointing.interval": "1 h"}
+    h, te = _running_with_one_slot(start_jobmaster, config=config)
+
+    trigger_id, cid = _savepoint(h, te, tmp_path / "savepoints", stop=True)
+    sink = next(s.tdd.execution_id for s in h.deployed(te) if s.tdd.task_name == "sink")
+    h.call(lambda: h.jm.decline_checkpoint(DeclineCheckpoint(h.token, sink, cid, 0, "the snapshot failed")))
+
+    wait_until(lambda: _result(h, trigger_id), what="the savepoint failed")
+    assert "the snapshot failed" in _result(h, trigger_id)["failure-cause"]["stack-trace"]
+    assert cid in {n.checkpoint_id for n in te.requests("notify_checkpoint_aborted")}
+    assert h.jm.eg.status == JobStatus.RUNNING  # a failed stop leaves the job running
+
+
+def test_a_job_cancelled_through_the_control_gateway_cancels_its_tasks(start_jobmaster: Any) -> None:
+    h, te = _running_with_one_slot(start_jobmaster)
+    h.reports_cancellations(te)
+
+    assert asyncio.run(_control(h).cancel())
+
+    assert h.terminated.wait(10) and h.jm.eg.status == JobStatus.CANCELED
+    assert {c.execution_id for c in te.requests("cancel_task")} == {s.tdd.execution_id for s in h.deployed(te)}
+    assert {c.jobmaster_id for c in te.requests("cancel_task")} == {h.token}
