@@ -53,8 +53,10 @@ from yarnflink.jobmaster.gateway import (
 )
 from yarnflink.jobmaster.slotpool import SlotPool, SlotRequest
 from yarnflink.resourcemanager.gateway import DisconnectJobMaster, DisconnectTaskExecutor
+from yarnflink.rpc.clients import GrpcGatewayResolver
 from yarnflink.rpc.endpoint import RpcEndpoint
 from yarnflink.rpc.resolver import GatewayResolver
+from yarnflink.rpc.servicers import JobMasterServicer
 from yarnflink.scheduler import restart
 from yarnflink.scheduler.adaptive_batch import AdaptiveBatchOptions
 from yarnflink.scheduler.scheduler import (
@@ -201,8 +203,6 @@ class JobMaster(RpcEndpoint):
         self.slot_pool = self.scheduler.pool
         self.eg.exception_history_size = int(self.config.get("web.exception-history-size"))
         if gateways is None:
-            from yarnflink.rpc.clients import GrpcGatewayResolver
-
             gateways = GrpcGatewayResolver()
         self.gateways: GatewayResolver = gateways
         #: collected results (execute_and_collect) by sink subtask: (attempt id, payload)
@@ -264,8 +264,6 @@ class JobMaster(RpcEndpoint):
 
     # ------------------------------------------------------------------ lifecycle
     async def on_start(self) -> None:
-        from yarnflink.rpc.servicers import JobMasterServicer
-
         await self.serve(JobMasterServicer(self), self.host, 0)
         if self.checkpoints is not None:
             try:
