@@ -21,6 +21,7 @@ from yarnflink.jobmaster.local_gateway import LocalJobMasterGateway
 from yarnflink.jobmaster.views import exceptions_json, job_overview, monitoring_snapshot
 from yarnflink.metrics.store import MetricStore, TaskMetricsEntry, merge_entries
 from yarnflink.resourcemanager.resourcemanager import ResourceManager
+from yarnflink.rpc.clients import GrpcGatewayResolver
 from yarnflink.rpc.endpoint import RpcEndpoint
 from yarnflink.rpc.resolver import GatewayResolver
 
@@ -64,8 +65,10 @@ class Dispatcher(RpcEndpoint):
         rest_port: int,
         on_shutdown_request: Callable[[], None] = lambda: None,
         gateways: GatewayResolver | None = None,
+        job_master_gateways: Callable[[], GatewayResolver] | None = None,
     ) -> None:
-        """``gateways``: how it reaches TaskExecutors (metrics, logs; default: over gRPC)."""
+        """``gateways``: how it reaches TaskExecutors (metrics, logs); ``job_master_gateways``
+        makes each JobMaster's (a resolver belongs to one loop). Default: over gRPC."""
         super().__init__("Dispatcher")
         self.config = config
         self.rm = resource_manager
@@ -82,6 +85,7 @@ class Dispatcher(RpcEndpoint):
         self.metric_store = MetricStore()
         self.metric_fetcher: MetricFetcher | None = None
         self._gateways: GatewayResolver | None = gateways
+        self._job_master_gateways = job_master_gateways
         self._metric_reporter: Any = None
         #: HA (yarnflink.dispatcher.leadership.DispatcherLeadership): None without HA
         self.leadership: Any = None
@@ -101,8 +105,6 @@ class Dispatcher(RpcEndpoint):
         from yarnflink.dispatcher.rest import start_rest_server
 
         if self._gateways is None:
-            from yarnflink.rpc.clients import GrpcGatewayResolver
-
             self._gateways = GrpcGatewayResolver()
         self.metric_fetcher = MetricFetcher(
             self.rm,
@@ -188,8 +190,9 @@ class Dispatcher(RpcEndpoint):
                 e.master.jobmaster_id = ""
 
     def suspend_jobs(self, cause: str, timeout: float = 2.0) -> None:
-        """HA, from another thread: suspend every running JobMaster (tasks cancelled, slots freed,
-        the jobs' HA data kept: not a terminal state) and stop it, within about ``timeout``."""
+        """HA, from a thread running no event loop (the step-down thread): suspend every running
+        JobMaster through its gateway (tasks cancelled, slots freed, the jobs' HA data kept: not a
+        terminal state) and stop it, within about ``timeout``."""
         masters = [e.master for e in list(self.jobs.values()) if e.master is not None]
 
         async def suspend_all() -> None:
@@ -236,6 +239,7 @@ class Dispatcher(RpcEndpoint):
             heartbeat_interval_s=cfg.get_seconds("heartbeat.interval"),
             heartbeat_timeout_s=cfg.get_seconds("heartbeat.timeout"),
             config=cfg,  # restart and failover strategies, slot.idle.timeout (the job's config wins)
+            gateways=self._job_master_gateways() if self._job_master_gateways is not None else None,
             **ha_kwargs,
         )
         entry.master = jm
