@@ -40,6 +40,7 @@ from yarnflink.checkpoint.metadata import (
     serialize_metadata,
 )
 from yarnflink.checkpoint.options import S3Options
+from yarnflink.common.config import Configuration
 from yarnflink.state.handles import ByteStreamStateHandle, FileStateHandle, StreamStateHandle
 from yarnflink.state.snapshot_serializer import BufferPieces
 from yarnflink.state.streams import EXCLUSIVE, SHARED, TASKOWNED
@@ -75,7 +76,7 @@ def _io(path: str, what: str, fn: Callable[[], T]) -> T:
         raise CheckpointStorageError(path, f"{what} failed: {_describe(e)}") from e
 
 
-def storage_options_from_config(conf: Mapping[str, Any] | None, url: str) -> dict[str, Any]:
+def storage_options_from_config(conf: Mapping[str, Any] | Configuration | None, url: str) -> dict[str, Any]:
     """fsspec storage options for ``url`` from Flink's keys (``s3.endpoint``, ``s3.access-key``,
     ``s3.secret-key``, ``s3.path.style.access``)."""
     conf = conf or {}
@@ -599,4 +600,6 @@ def resolve_restore_location(location: str, storage_options: Mapping[str, Any] |
 def make_config_reader(conf: Mapping[str, Any] | None) -> Callable[[StreamStateHandle], bytes]:
     """A state reader that finds the storage options of each file's own URL (a savepoint on S3
     restored by a job whose checkpoints go elsewhere)."""
-    return lambda h: read_stream_handle(h, storage_options_from_config(conf, getattr(h, "path", "")))
+    return lambda h: read_stream_handle(
+        h, storage_options_from_config(conf, h.path if isinstance(h, FileStateHandle) else "")
+    )

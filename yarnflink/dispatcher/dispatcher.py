@@ -190,8 +190,9 @@ class Dispatcher(RpcEndpoint):
                 e.master.jobmaster_id = ""
 
     def suspend_jobs(self, cause: str, timeout: float = 2.0) -> None:
-        """HA, from another thread: suspend every running JobMaster (tasks cancelled, slots freed,
-        the jobs' HA data kept: not a terminal state) and stop it, within about ``timeout``."""
+        """HA, from a thread running no event loop (the step-down thread): suspend every running
+        JobMaster through its gateway (tasks cancelled, slots freed, the jobs' HA data kept: not a
+        terminal state) and stop it, within about ``timeout``."""
         masters = [e.master for e in list(self.jobs.values()) if e.master is not None]
 
         async def suspend_all() -> None:
