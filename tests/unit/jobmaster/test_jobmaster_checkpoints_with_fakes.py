@@ -13,7 +13,12 @@ from tests.fakes.conditions import wait_until
 from tests.fakes.gateways import TestingTaskExecutorGateway
 from tests.unit.jobmaster.harness import Harness, StartJobMaster, running_with_one_slot
 from yarnflink.executiongraph.executiongraph import ExecutionState, JobStatus
-from yarnflink.jobmaster.gateway import AcknowledgeCheckpoint, DeclineCheckpoint, JobMasterControlGateway
+from yarnflink.jobmaster.gateway import (
+    AcknowledgeCheckpoint,
+    DeclineCheckpoint,
+    JobMasterControlGateway,
+    SerializedThrowable,
+)
 from yarnflink.jobmaster.local_gateway import LocalJobMasterGateway
 from yarnflink.state.handles import TaskStateSnapshot
 from yarnflink.taskexecutor.gateway import NotifyCheckpoint, TriggerCheckpoint
@@ -182,3 +187,26 @@ def test_a_job_cancelled_through_the_control_gateway_cancels_its_tasks(start_job
     assert h.terminated.wait(10) and h.jm.eg.status == JobStatus.CANCELED
     assert {c.execution_id for c in te.requests("cancel_task")} == {s.tdd.execution_id for s in h.deployed(te)}
     assert {c.jobmaster_id for c in te.requests("cancel_task")} == {h.token}
+
+
+def test_a_task_failing_after_the_stops_savepoint_completed_fails_the_job_without_a_restart(
+    start_jobmaster: StartJobMaster, tmp_path: Path
+) -> None:
+    config = _checkpointing(tmp_path) | {
+        "execution.checkpointing.interval": "1 h",
+        "restart-strategy.type": "fixed-delay",  # (a failover would restart the job)
+        "restart-strategy.fixed-delay.delay": "0 ms",
+    }
+    h, te = running_with_one_slot(start_jobmaster, config=config)
+    h.reports_cancellations(te)
+    trigger_id, cid = _savepoint(h, te, tmp_path / "savepoints", stop=True)
+    _acknowledge_all(h, te, cid)
+    wait_until(lambda: te.count("notify_checkpoint_complete") == 2, what="every task told: it finishes")
+
+    h.update(h.execution_id(te, "sink"), ExecutionState.FAILED, SerializedThrowable("OSError", "commit failed"))
+
+    assert h.terminated.wait(10) and h.jm.eg.status == JobStatus.FAILED
+    assert "StopWithSavepointStoppingException" in h.failures() and "commit failed" in h.failures()
+    assert len(h.deployed(te)) == 2  # not restarted
+    assert "failure-cause" in _result(h, trigger_id)
+    wait_until(lambda: h.rm.count("disconnect_job_master") == 1, what="the ResourceManager released")

@@ -76,8 +76,8 @@ def test_a_failed_registration_at_the_resource_manager_is_retried(
 
 @pytest.mark.parametrize(
     "answer",
-    [lambda r: False, raises(RpcUnreachable("connection refused"))],
-    ids=["job-forgotten", "unreachable"],
+    [lambda r: False, raises(RpcUnreachable("connection refused")), raises(RpcTimeout("deadline exceeded"))],
+    ids=["job-forgotten", "unreachable", "silent"],  # silent: lost after the timeout the registration gave
 )
 def test_heartbeats_go_to_the_resource_manager_and_a_lost_connection_registers_again(
     start_jobmaster: StartJobMaster, answer: Callable[[Any], bool]
