@@ -1,5 +1,5 @@
-"""The testing gateways (tests/fakes/gateways.py) and driver (tests/fakes/driver.py) are their
-Protocols: mypy checks the assignments below (a fake that drifts from its Protocol fails the type
+"""The testing gateways (tests/fakes/gateways.py) and drivers (tests/fakes/driver.py, leadership.py)
+are their Protocols: mypy checks the assignments below (a fake that drifts from its Protocol fails the type
 gate), and the tests check the same at run time, and that the fakes record, answer and fail as set."""
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from tests.fakes.gateways import (
     TestingTaskExecutorGateway,
     raises,
 )
+from tests.fakes.leadership import TestingLeaderRetrievalDriver
 from yarnflink.common.rpc_errors import FencingTokenMismatch, RpcTimeout, RpcUnreachable
+from yarnflink.highavailability.leaderretrieval import LeaderRetrievalDriver
 from yarnflink.jobmaster.gateway import JobMasterGateway, OfferSlots, SlotOffer
 from yarnflink.resourcemanager.driver import ResourceManagerDriver
 from yarnflink.resourcemanager.gateway import RegisterJobMaster, ResourceManagerGateway
@@ -31,6 +33,7 @@ _job_master: JobMasterGateway = TestingJobMasterGateway()
 _resource_manager: ResourceManagerGateway = TestingResourceManagerGateway()
 _resolver: GatewayResolver = TestingGatewayResolver()
 _driver: ResourceManagerDriver = TestingResourceManagerDriver()
+_leader_retrieval: LeaderRetrievalDriver = TestingLeaderRetrievalDriver()
 
 
 def _protocol_methods(protocol: type) -> dict[str, inspect.Signature]:
@@ -49,6 +52,7 @@ def _protocol_methods(protocol: type) -> dict[str, inspect.Signature]:
         (ResourceManagerGateway, TestingResourceManagerGateway),
         (GatewayResolver, TestingGatewayResolver),
         (ResourceManagerDriver, TestingResourceManagerDriver),
+        (LeaderRetrievalDriver, TestingLeaderRetrievalDriver),
     ],
 )
 def test_each_fake_has_every_method_of_its_protocol_with_the_same_parameters(protocol: type, fake: type) -> None:

@@ -85,9 +85,10 @@ class Harness:
         slot = self.te.slot_table.by_allocation(allocation_id)
         return None if slot is None else slot.state
 
-    def active_slot(self, allocation_id: str = "alloc-1") -> None:
-        """A slot of job-1, offered to and accepted by its JobMaster."""
-        self.request_slot(allocation_id, slot_index=int(allocation_id.rpartition("-")[2]) - 1)
+    def active_slot(self, allocation_id: str = "alloc-1", token: str = RM_TOKEN) -> None:
+        """A slot of job-1 (alloc-n: slot n-1), requested by the ResourceManager of ``token``,
+        offered to and accepted by job-1's JobMaster."""
+        self.request_slot(allocation_id, slot_index=int(allocation_id.rpartition("-")[2]) - 1, token=token)
         wait_until(lambda: self.slot_state(allocation_id) == SlotState.ACTIVE, what=f"{allocation_id} active")
 
     def submit(
@@ -165,12 +166,14 @@ def started_task_executors() -> Iterator[StartTaskExecutor]:
 
     def start(registered: bool = True, start: bool = True, **kwargs: Any) -> Harness:
         """``registered``: wait for its registration at the ResourceManager. ``start`` False: the
-        test sets its fakes' behaviour first, then calls ``h.te.start()``."""
+        test sets its fakes' behaviour first, then calls ``h.te.start()``. With an
+        ``rm_leader_retriever`` it follows the leader that one publishes (HA), else rm-1."""
         resolver = TestingGatewayResolver()
         rm = resolver.add_resource_manager(RM_ADDRESS, fencing_token=RM_TOKEN)
         jm = resolver.add_job_master(JM_ADDRESS, jobmaster_id=JM_TOKEN)
         options: dict[str, Any] = {"num_slots": 2, "resource_id": "te-1", "heartbeat_interval_s": 0.05}
-        te = TaskExecutorUnderTest(RM_ADDRESS, gateways=resolver, **(options | kwargs))
+        fixed = None if "rm_leader_retriever" in kwargs else RM_ADDRESS
+        te = TaskExecutorUnderTest(fixed, gateways=resolver, **(options | kwargs))
         started.append(te)
         h = Harness(te, resolver, rm, jm)
         if start:
