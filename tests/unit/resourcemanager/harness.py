@@ -36,8 +36,9 @@ __all__ = ["FAST", "JOB", "Harness", "ResourceManagerUnderTest", "StartResourceM
 
 T = TypeVar("T")
 JOB = "job-1"
-#: fast heartbeats, so that losing a peer takes a fraction of a second
-FAST = {"heartbeat.interval": "50 ms", "heartbeat.timeout": "600 ms", "heartbeat.rpc-failure-threshold": "2"}
+#: fast heartbeats: a peer failing two in a row is lost within a fraction of a second; the timeout
+#: (a silent peer) is long enough for a busy machine (the tests of timeouts shorten it)
+FAST = {"heartbeat.interval": "50 ms", "heartbeat.timeout": "5 s", "heartbeat.rpc-failure-threshold": "2"}
 
 
 class ResourceManagerUnderTest(NoGrpcServer, ResourceManager):

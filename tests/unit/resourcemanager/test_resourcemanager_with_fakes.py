@@ -52,7 +52,7 @@ def test_a_registered_task_executor_gets_the_leaders_token_and_is_heartbeaten(
     te, success = h.register_task_executor("te-1", num_slots=3)
 
     assert success.fencing_token == h.token and success.resource_manager_resource_id == h.rm.resource_id
-    assert (success.heartbeat_interval_ms, success.heartbeat_timeout_ms) == (50, 600)
+    assert (success.heartbeat_interval_ms, success.heartbeat_timeout_ms) == (50, 5000)
     assert h.rm.slot_manager.totals() == (3, 3)
     wait_until(lambda: te.count("heartbeat_from_resource_manager") >= 3, what="heartbeats")
     assert set(te.requests("heartbeat_from_resource_manager")) == {h.token}
@@ -124,7 +124,7 @@ def test_a_task_executor_failing_heartbeats_is_lost_and_its_jobs_are_told(
 def test_a_task_executor_whose_heartbeats_time_out_is_lost_after_the_heartbeat_timeout(
     start_resource_manager: StartResourceManager,
 ) -> None:
-    h = start_resource_manager(FAST)
+    h = start_resource_manager(FAST | {"heartbeat.timeout": "1 s"})  # (its JobMaster keeps heartbeating)
     te, _ = h.register_task_executor("te-1", num_slots=1)
     jm = h.register_job_master(slots=1)
     h.keep_alive(jm)
@@ -255,7 +255,7 @@ def test_a_job_master_registers_and_its_heartbeats_find_its_job_known_until_it_d
     success = h.call(lambda: h.rm.register_job_master(RegisterJobMaster(JOB, jm.address, jm.jobmaster_id)))
 
     assert success.fencing_token == h.token
-    assert (success.heartbeat_interval_ms, success.heartbeat_timeout_ms) == (50, 600)
+    assert (success.heartbeat_interval_ms, success.heartbeat_timeout_ms) == (50, 5000)
     assert success.heartbeat_rpc_failure_threshold == 2
     beat = JobMasterHeartbeat(h.token, JOB, jm.jobmaster_id)
     assert h.call(lambda: h.rm.heartbeat_from_job_master(beat)) is True
@@ -271,7 +271,7 @@ def test_a_job_master_registers_and_its_heartbeats_find_its_job_known_until_it_d
 def test_a_silent_job_master_loses_its_requirements_after_the_heartbeat_timeout(
     start_resource_manager: StartResourceManager,
 ) -> None:
-    h = start_resource_manager(FAST)
+    h = start_resource_manager(FAST | {"heartbeat.timeout": "600 ms"})
     h.register_task_executor("te-1", num_slots=1)
     h.register_job_master("job-1", slots=2)  # one slot missing
     assert h.rm.slot_manager.missing_slots("job-1") >= 1
