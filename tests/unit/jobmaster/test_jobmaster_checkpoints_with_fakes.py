@@ -210,3 +210,33 @@ def test_a_task_failing_after_the_stops_savepoint_completed_fails_the_job_withou
     assert len(h.deployed(te)) == 2  # not restarted
     assert "failure-cause" in _result(h, trigger_id)
     wait_until(lambda: h.rm.count("disconnect_job_master") == 1, what="the ResourceManager released")
+
+
+def test_cancel_with_savepoint_notifies_every_task_then_cancels_the_job(
+    start_jobmaster: StartJobMaster, tmp_path: Path
+) -> None:
+    config = _checkpointing(tmp_path) | {"execution.checkpointing.interval": "1 h"}
+    h, te = running_with_one_slot(start_jobmaster, config=config)
+
+    trigger_id, cid = _savepoint(h, te, tmp_path / "savepoints", cancel_job=True)
+    assert te.count("cancel_task") == 0
+    _acknowledge_all(h, te, cid)
+
+    wait_until(lambda: te.count("cancel_task") >= 1, what="the job cancelled after the savepoint")
+    notified = {n.execution_id for n in te.requests("notify_checkpoint_complete")}
+    assert notified == {s.tdd.execution_id for s in h.deployed(te)}  # every task was told first
+    assert str(_result(h, trigger_id)["location"]).startswith(f"file://{tmp_path}/savepoints/")
+    wait_until(lambda: not h.jm._io, what="the staging files of the savepoint discarded")
+
+
+def test_a_savepoint_without_a_target_directory_fails_and_triggers_nothing(
+    start_jobmaster: StartJobMaster, tmp_path: Path
+) -> None:
+    config = _checkpointing(tmp_path) | {"execution.checkpointing.interval": "1 h"}
+    h, te = running_with_one_slot(start_jobmaster, config=config)
+
+    trigger_id = asyncio.run(_control(h).trigger_savepoint(None, stop=True))
+
+    assert trigger_id is not None
+    assert "no target directory" in _result(h, trigger_id)["failure-cause"]["stack-trace"]
+    assert te.count("trigger_checkpoint") == 0 and h.jm.eg.status == JobStatus.RUNNING
