@@ -14,13 +14,16 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from yarnflink.checkpoint import restore as rp
 from yarnflink.checkpoint.metadata import CheckpointMetadataError, CompletedCheckpoint
 from yarnflink.checkpoint.options import SavepointConfigOptions
 from yarnflink.checkpoint.storage import FsCheckpointStorage, resolve_restore_location, storage_options_from_config
 from yarnflink.common.config import Configuration
+
+if TYPE_CHECKING:
+    from yarnflink.highavailability.checkpoints import JobCheckpointRecovery
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -36,7 +39,7 @@ def _now_ms() -> int:
 
 
 async def read_initial_state(
-    config: Configuration, storage: FsCheckpointStorage | None, ha: Any, job_id: str
+    config: Configuration, storage: FsCheckpointStorage | None, ha: JobCheckpointRecovery | None, job_id: str
 ) -> rp.ResumedFromHa | rp.StartedFromSavepoint | None:
     """What the job starts from (None: from scratch). Raises, naming the path and the problem,
     if a savepoint or checkpoint given cannot be read."""
@@ -56,7 +59,9 @@ async def read_initial_state(
     return rp.StartedFromSavepoint(found.checkpoint, path, tuple(str(s) for s in found.skipped), _now_ms())
 
 
-async def _read_from_ha(storage: FsCheckpointStorage, ha: Any, job_id: str) -> rp.ResumedFromHa | None:
+async def _read_from_ha(
+    storage: FsCheckpointStorage, ha: JobCheckpointRecovery, job_id: str
+) -> rp.ResumedFromHa | None:
     retained: list[tuple[int, str]] = await run_off_loop(ha.retained)
     if not retained:
         return None

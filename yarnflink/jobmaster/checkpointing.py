@@ -42,6 +42,7 @@ from yarnflink.operators.chain import operator_id_of
 from yarnflink.taskexecutor.gateway import NotifyCheckpoint, TriggerCheckpoint
 
 if TYPE_CHECKING:
+    from yarnflink.highavailability.checkpoints import JobCheckpointRecovery
     from yarnflink.jobmaster.jobmaster import JobMaster
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,7 @@ class CheckpointDriver:
             else None
         )
         #: HA (yarnflink.highavailability.checkpoints): ids from the shared counter, pointers in ZooKeeper
-        self.ha: Any = jm.checkpoint_ha
+        self.ha = jm.checkpoint_ha
         self._reserved_id = 0
         self._task: asyncio.Task[None] | None = None
         self._validating: asyncio.Future[None] | None = None
@@ -275,18 +276,18 @@ class CheckpointDriver:
             await asyncio.sleep(0.1 if wake is None else min(0.1, max(0.005, (wake - _now_ms()) / 1000)))
             if self.jm.eg.status.globally_terminal:
                 return
-            if self.ha is not None and not await self._reserve_id():
+            if self.ha is not None and not await self._reserve_id(self.ha):
                 continue
             self._handle(cc.Tick(_now_ms()))
 
-    async def _reserve_id(self) -> bool:
+    async def _reserve_id(self, ha: JobCheckpointRecovery) -> bool:
         """The next checkpoint's id drawn from the job's shared counter in ZooKeeper (once per id
         used), so no leader reuses an id an earlier one may have started. False: not now."""
         wanted = self.coordinator.next_checkpoint_id
         if self._reserved_id == wanted:
             return True
         try:
-            cid = await run_off_loop(self.ha.reserve_checkpoint_id, wanted)
+            cid = await run_off_loop(ha.reserve_checkpoint_id, wanted)
         except Exception as e:  # noqa: BLE001 - ZooKeeper away or leadership lost: no checkpoint now
             log.warning("job %s: no checkpoint id from ZooKeeper: %s", self.jm.job_id, e)
             return False
@@ -352,18 +353,18 @@ class CheckpointDriver:
         except Exception as e:  # noqa: BLE001
             pointer, error = "", f"{type(e).__name__}: {e}"
         if error is None and self.ha is not None and pointer and not a.checkpoint.is_savepoint:
-            error = await self._publish_pointer(cid, pointer)
+            error = await self._publish_pointer(self.ha, cid, pointer)
         self._handle(
             cc.MetadataWritten(cid, pointer, _now_ms())
             if error is None
             else cc.MetadataWriteFailed(cid, error, _now_ms())
         )
 
-    async def _publish_pointer(self, cid: int, pointer: str) -> str | None:
+    async def _publish_pointer(self, ha: JobCheckpointRecovery, cid: int, pointer: str) -> str | None:
         """A checkpoint's ``_metadata`` URL added to ZooKeeper; the error otherwise."""
         metadata = pointer if pointer.endswith(METADATA_FILE_NAME) else f"{pointer.rstrip('/')}/{METADATA_FILE_NAME}"
         try:
-            await run_off_loop(self.ha.add_pointer, cid, metadata)
+            await run_off_loop(ha.add_pointer, cid, metadata)
         except Exception as e:  # noqa: BLE001
             return f"adding checkpoint {cid} to the HA store failed: {type(e).__name__}: {e}"
         return None

@@ -75,6 +75,7 @@ from yarnflink.scheduler.slotsharing import ExecutionSlotSharingGroup
 from yarnflink.taskexecutor import gateway as te
 
 if TYPE_CHECKING:
+    from yarnflink.highavailability.checkpoints import JobCheckpointRecovery
     from yarnflink.jobmaster.checkpointing import CheckpointDriver
     from yarnflink.jobmaster.rm_connection import ResourceManagerConnection
 
@@ -145,7 +146,7 @@ class JobMaster(RpcEndpoint):
         heartbeat_timeout_s: float = 50.0,
         config: Configuration | None = None,
         jobmaster_id: str | None = None,
-        checkpoint_ha: Any = None,
+        checkpoint_ha: JobCheckpointRecovery | None = None,
         gateways: GatewayResolver | None = None,
     ) -> None:
         """With HA, ``jobmaster_id`` is the leader session id and ``checkpoint_ha`` the job's
