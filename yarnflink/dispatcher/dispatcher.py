@@ -24,6 +24,12 @@ from yarnflink.rpc.gateways import GatewayPool
 
 log = logging.getLogger(__name__)
 
+#: Results of an ended job's savepoints kept in its archive (the newest ones), so that a client
+#: polling ``GET /jobs/:id/savepoints/:triggerid`` after the job ended still reads them.
+MAX_ARCHIVED_SAVEPOINTS = 64
+#: How long an ended job's JobMaster runs on to free its slots before it is stopped.
+JOB_MASTER_LINGER_S = 2.0
+
 
 class DuplicateJobSubmission(Exception):
     pass
@@ -64,7 +70,9 @@ class Dispatcher(RpcEndpoint):
         self._rest_port_config = rest_port
         self.rest_port = 0
         self.jobs: dict[str, JobEntry] = {}
-        self._savepoint_drivers: dict[tuple[str, str], Any] = {}  # (job id, trigger id) -> CheckpointDriver
+        #: JobMasters of ended jobs until they are stopped (they answer savepoint queries until then);
+        #: afterwards nothing here refers to an ended job's JobMaster (its archive has what is shown)
+        self._ending: dict[str, JobMaster] = {}
         self.on_shutdown_request = on_shutdown_request
         self._rest_server: Any = None
         self._server_task: asyncio.Task[Any] | None = None
@@ -240,6 +248,7 @@ class Dispatcher(RpcEndpoint):
             "exceptions": exceptions_json(jm.eg),
             "collected": jm.collected_payloads(),
             **monitoring_snapshot(jm),  # final task metrics, checkpoint statistics, restarts
+            "savepoints": savepoint_results(jm),
         }
         self.call_soon(self._job_terminated, jm.job_id, archive)
 
@@ -264,24 +273,37 @@ class Dispatcher(RpcEndpoint):
                 str(exc.get("root-exception") or "") or None,
             )
         if jm is not None:
-            # give the JobMaster a moment to free its slots, then stop its thread
-            async def stop_later() -> None:
-                await asyncio.sleep(2.0)
-                await self._archive_late_metrics(entry, jm)
-                await asyncio.get_running_loop().run_in_executor(None, jm.stop)
+            self._ending[job_id] = jm
+            asyncio.ensure_future(self._stop_ended_job_master(entry, jm))
 
-            asyncio.ensure_future(stop_later())
-
-    async def _archive_late_metrics(self, entry: JobEntry, jm: JobMaster) -> None:
-        """Final task metrics that reached the JobMaster after the job ended (a task that finished
-        while it was being cancelled) join the archive."""
+    async def _stop_ended_job_master(self, entry: JobEntry, jm: JobMaster) -> None:
+        """Gives the JobMaster of an ended job a moment to free its slots, then stops it and lets
+        go of it: what reached it meanwhile (final task metrics, the result of a savepoint that was
+        being written when the job ended) joins the archive, and no reference to it stays here."""
+        await asyncio.sleep(JOB_MASTER_LINGER_S)
         try:
-            late = await jm.call_async(_as_coro(lambda: monitoring_snapshot(jm)["finals"]))
+            await self._archive_late_results(entry, jm)
+        finally:
+            # from here on savepoint queries read the archive, never a JobMaster that is stopping
+            self._ending.pop(entry.job_id, None)
+        await asyncio.get_running_loop().run_in_executor(None, jm.stop)
+        if entry.archive is not None and jm.loop.is_closed():  # its thread has ended: read safely
+            entry.archive["savepoints"] = savepoint_results(jm)
+
+    async def _archive_late_results(self, entry: JobEntry, jm: JobMaster) -> None:
+        """Final task metrics that reached the JobMaster after the job ended (a task that finished
+        while it was being cancelled) and the savepoints' latest results join the archive."""
+        try:
+            late, savepoints = await jm.call_async(
+                _as_coro(lambda: (monitoring_snapshot(jm)["finals"], savepoint_results(jm)))
+            )
         except Exception:  # noqa: BLE001 - the archive keeps what it has
-            log.debug("late metrics of job %s not read", entry.job_id, exc_info=True)
+            log.debug("late results of job %s not read", entry.job_id, exc_info=True)
             return
-        if entry.archive is not None and late:
-            entry.archive["metrics"] = merge_entries(entry.archive["metrics"].values(), late)
+        if entry.archive is not None:
+            entry.archive["savepoints"] = savepoints
+            if late:
+                entry.archive["metrics"] = merge_entries(entry.archive["metrics"].values(), late)
 
     def entry(self, job_id: str) -> JobEntry:
         e = self.jobs.get(job_id)
@@ -321,23 +343,29 @@ class Dispatcher(RpcEndpoint):
         (the job is cancelled once the savepoint completed)."""
         e = self.entry(job_id)
         jm = e.master
-        if e.archive is not None or jm is None or getattr(jm, "checkpoints", None) is None:
+        if e.archive is not None or jm is None or jm.checkpoints is None:
             return None
         driver = jm.checkpoints
         trigger_id: str = await jm.call_async(
             _as_coro(lambda: driver.trigger_savepoint(target_directory, stop=stop, drain=drain, cancel_job=cancel_job))
         )
-        # the result stays readable after the job ended (stop-with-savepoint ends it)
-        self._savepoint_drivers[(job_id, trigger_id)] = driver
         return trigger_id
 
     async def savepoint_status(self, job_id: str, trigger_id: str) -> dict[str, Any] | None:
+        """The savepoint's result: asked of the JobMaster while it runs (also in the moment an
+        ended job's JobMaster runs on), then read from the job's archive (stop-with-savepoint
+        ends the job, and its client polls the result after that)."""
         e = self.entry(job_id)
-        jm = e.master
-        driver = self._savepoint_drivers.get((job_id, trigger_id))
-        if jm is None or getattr(jm, "checkpoints", None) is None:
-            return dict(driver.savepoints[trigger_id]) if driver is not None else None
-        return await jm.call_async(_as_coro(lambda: jm.checkpoints.savepoint_status(trigger_id)))
+        jm = e.master or self._ending.get(job_id)
+        if jm is not None:
+            driver = jm.checkpoints
+            if driver is None:
+                return None
+            return await jm.call_async(_as_coro(lambda: driver.savepoint_status(trigger_id)))
+        if e.archive is None:
+            return None
+        result = e.archive.get("savepoints", {}).get(trigger_id)
+        return dict(result) if result is not None else None
 
     async def cancel_job(self, job_id: str) -> bool:
         e = self.entry(job_id)
@@ -381,6 +409,16 @@ class Dispatcher(RpcEndpoint):
     async def job_details_with_metrics(self, job_id: str) -> dict[str, Any]:
         snap = await self.job_monitoring(job_id)
         return with_metrics(snap["details"], snap["metrics"], self.entry(job_id).plan)
+
+
+def savepoint_results(jm: JobMaster) -> dict[str, dict[str, Any]]:
+    """The results of the job's savepoints by trigger id, the newest ``MAX_ARCHIVED_SAVEPOINTS``
+    (plain values: the archive keeps nothing of the JobMaster)."""
+    driver = jm.checkpoints
+    if driver is None:
+        return {}
+    newest = list(driver.savepoints.items())[-MAX_ARCHIVED_SAVEPOINTS:]
+    return {trigger_id: dict(result) for trigger_id, result in newest}
 
 
 def _as_coro(fn: Callable[[], Any]) -> Callable[[], Any]:
