@@ -10,57 +10,46 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-
-import grpc
+from collections.abc import Coroutine
+from typing import Any
 
 from yarnflink.common.config import Configuration
-from yarnflink.rpc.gateways import GatewayPool
-from yarnflink.rpc.pb import resourcemanager_pb2, taskexecutor_pb2
+from yarnflink.common.rpc_errors import RPC_TIMEOUT_S, RpcException
+from yarnflink.resourcemanager.gateway import NotifySlotAvailable
+from yarnflink.resourcemanager.resources import UNKNOWN
+from yarnflink.rpc.clients import GrpcGatewayResolver
 from yarnflink.security import prepare_taskexecutor
+from yarnflink.taskexecutor.gateway import RequestSlot
+
+#: a loaded CI machine: no DEADLINE_EXCEEDED for a refusal
+TIMEOUT_S = 3 * RPC_TIMEOUT_S
 
 
 async def forge(token: str, rm: str, tes: list[str]) -> dict[str, str]:
-    pool = GatewayPool()
-    calls = [
+    gateways = GrpcGatewayResolver()
+    calls: list[tuple[str, Coroutine[Any, Any, object]]] = [
         (
             f"RM {rm} NotifySlotAvailable",
-            pool.resource_manager(rm).NotifySlotAvailable,
-            resourcemanager_pb2.NotifySlotAvailableRequest(
-                fencing_token=token, resource_id="forged", slot_index=0, allocation_id="forged"
+            gateways.resource_manager(rm).notify_slot_available(
+                NotifySlotAvailable(token, "forged", 0, "forged", 0), timeout=TIMEOUT_S
             ),
         )
     ]
     for te in tes:
-        gw = pool.task_executor(te)
+        gw = gateways.task_executor(te)
+        forged_slot = RequestSlot(token, 0, "forged", "forged", UNKNOWN, "127.0.0.1:1", "forged")
+        calls.append((f"TE {te} RequestSlot", gw.request_slot(forged_slot, timeout=TIMEOUT_S)))
         calls.append(
-            (
-                f"TE {te} RequestSlot",
-                gw.RequestSlot,
-                taskexecutor_pb2.RequestSlotRequest(
-                    resource_manager_token=token,
-                    slot_index=0,
-                    job_id="forged",
-                    allocation_id="forged",
-                    jobmaster_address="127.0.0.1:1",
-                    jobmaster_id="forged",
-                ),
-            )
-        )
-        calls.append(
-            (
-                f"TE {te} HeartbeatFromResourceManager",
-                gw.HeartbeatFromResourceManager,
-                taskexecutor_pb2.ResourceManagerHeartbeat(resource_manager_token=token),
-            )
+            (f"TE {te} HeartbeatFromResourceManager", gw.heartbeat_from_resource_manager(token, timeout=TIMEOUT_S))
         )
     out = {}
-    for name, method, request in calls:
+    for name, call in calls:  # one after the other, as a deposed leader would
         try:
-            await method(request, timeout=30)  # a loaded CI machine: no DEADLINE_EXCEEDED for a refusal
+            await call
             out[name] = "OK"
-        except grpc.aio.AioRpcError as e:
-            out[name] = e.code().name
-    await pool.close()
+        except RpcException as e:  # e.status: "StatusCode.<NAME>"
+            out[name] = e.status.rpartition(".")[2]
+    await gateways.close()
     return out
 
 

@@ -10,8 +10,8 @@ three-node ensemble) with real master and TaskExecutor processes.
 (e) A job that finished before the failover is not run again.
 
 Each drill prints its takeover time (kill -> new leader -> job RUNNING); run with ``-s`` to see it.
-The job is the takeover benchmark's (``yarnflink.bench.ha``): a keyed running sum slowed down while
-a flag file exists, checkpointed every 300 ms, with restart-strategy fixed-delay 0 ms.
+The job (``tests/ha_jobs.py``, shared with the takeover benchmark) is a keyed running sum slowed down
+while a flag file exists, checkpointed every 300 ms, with restart-strategy fixed-delay 0 ms.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from yarnflink.bench.ha import (
+from tests.ha_jobs import (
     committed,
     completed_checkpoints,
     expected_running_sums,

@@ -3,6 +3,8 @@
 from yarnflink import StreamExecutionEnvironment, RuntimeExecutionMode, FileSource, FileSink
 """
 
+# First: registers every configuration option, so that Configuration knows them all.
+import yarnflink.options  # noqa: F401
 from yarnflink.api import (
     DataStream,
     DataStreamSink,

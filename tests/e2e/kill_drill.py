@@ -20,8 +20,8 @@ from typing import Any
 
 import cloudpickle
 
+from tests.oracles import committed
 from yarnflink import FileSink, MapFunction, StreamExecutionEnvironment
-from yarnflink.bench.exactly_once import committed
 
 from .conftest import Cluster, start_cluster, wait_until
 

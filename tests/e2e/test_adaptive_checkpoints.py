@@ -20,9 +20,9 @@ from typing import Any
 import cloudpickle
 import pytest
 
+from tests.oracles import committed, running_sums
 from yarnflink import FileSink, StreamExecutionEnvironment
 from yarnflink.api.environment import set_default_executor
-from yarnflink.bench.exactly_once import committed, running_sums
 from yarnflink.client.rest_client import RestClient
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.local.cluster import stop_process

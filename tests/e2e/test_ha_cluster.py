@@ -135,7 +135,7 @@ def test_a_local_session_with_a_standby_survives_a_sigkill_of_its_leader(
 JOB = """
 import sys
 from yarnflink import FileSink, StreamExecutionEnvironment
-from yarnflink.bench.ha import SlowWhile, add, key_of, to_key
+from tests.ha_jobs import SlowWhile, add, key_of, to_key
 
 out, checkpoints, flag = sys.argv[1:4]
 env = StreamExecutionEnvironment.get_execution_environment()
@@ -154,7 +154,7 @@ def test_an_attached_run_rides_through_a_failover(
 ) -> None:
     """``yarnflink run`` (attached) keeps following its job while the leader is SIGKILLed: it
     ends with exit status 0 and the job's committed output is exact."""
-    from yarnflink.bench.ha import committed, expected_running_sums, running_with_checkpoint_after
+    from tests.ha_jobs import committed, expected_running_sums, running_with_checkpoint_after
     from yarnflink.client.rest_client import RestClient
 
     monkeypatch.setenv("YARNFLINK_SESSIONS_DIR", str(tmp_path / "sessions"))

@@ -214,24 +214,31 @@ def rpc(cluster: HaCluster, address: str, method: str, token: str) -> str:
     """Calls the ResourceManager at ``address`` from a separate process (its own TLS setup):
     'OK' or the gRPC status code name and details."""
     code = textwrap.dedent(f"""
-        import grpc
+        import asyncio
         from yarnflink.common.config import Configuration
+        from yarnflink.common.rpc_errors import RpcException
+        from yarnflink.resourcemanager.gateway import JobMasterHeartbeat, RegisterTaskExecutor
+        from yarnflink.rpc.clients import GrpcGatewayResolver
         from yarnflink.security.internal import install
-        from yarnflink.rpc.tls import channel_credentials
-        from yarnflink.rpc.pb import resourcemanager_pb2 as pb, resourcemanager_pb2_grpc as g
+
+        async def call():
+            gateways = GrpcGatewayResolver()
+            rm = gateways.resource_manager({address!r})
+            try:
+                if {method!r} == "register":
+                    await rm.register_task_executor(
+                        RegisterTaskExecutor("probe", "127.0.0.1:1", "127.0.0.1:2", 1), timeout=30
+                    )
+                else:
+                    await rm.heartbeat_from_job_master(JobMasterHeartbeat({token!r}, "j", ""), timeout=30)
+                return "OK"
+            except RpcException as e:
+                return e.status.rpartition(".")[2] + " " + str(e)
+            finally:
+                await gateways.close()
+
         install(Configuration({cluster.config.to_dict()!r}))
-        creds = channel_credentials()
-        ch = grpc.secure_channel({address!r}, creds) if creds else grpc.insecure_channel({address!r})
-        stub = g.ResourceManagerGatewayStub(ch)
-        try:
-            if {method!r} == "register":
-                stub.RegisterTaskExecutor(pb.RegisterTaskExecutorRequest(
-                    resource_id="probe", rpc_address="127.0.0.1:1", data_address="127.0.0.1:2", num_slots=1), timeout=30)
-            else:
-                stub.HeartbeatFromJobMaster(pb.JobMasterHeartbeat(fencing_token={token!r}, job_id="j"), timeout=30)
-            print("OK")
-        except grpc.RpcError as e:
-            print(e.code().name, e.details())
+        print(asyncio.run(call()))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

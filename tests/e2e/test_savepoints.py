@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from yarnflink.bench.exactly_once import committed, running_sums
+from tests.oracles import committed, running_sums
 
 from .cli_runner import JobCli
 from .conftest import Cluster, start_cluster, wait_until

@@ -25,10 +25,13 @@ from yarnflink import StreamExecutionEnvironment
 from yarnflink.api.environment import set_default_executor
 from yarnflink.client.rest_client import RestClient
 from yarnflink.common.config import Configuration
+from yarnflink.jobmaster.gateway import OfferSlots, TaskManagerHeartbeat
 from yarnflink.network.protocol import FrameType, encode_request, send_frame
-from yarnflink.rpc.pb import jobmaster_pb2, resourcemanager_pb2, taskexecutor_pb2
+from yarnflink.resourcemanager.gateway import RegisterTaskExecutor
+from yarnflink.rpc import convert
 from yarnflink.security.ca import ClusterCA
 from yarnflink.security.material import ensure_cluster_security
+from yarnflink.taskexecutor.gateway import RequestTaskExecutorInfo
 
 from .conftest import Cluster, start_cluster, wait_until
 
@@ -276,7 +279,7 @@ def test_gateways_and_data_servers_refuse_peers_without_the_clusters_certificate
         te_rpc = [tm["path"] for tm in tms]
         master_ports = {p for _, p in _listening(secured.proc.pid)} - {_rest_port(secured), int(rm.rsplit(":", 1)[1])}
         # the JobMaster(s): ports where a call with the cluster's certificate reaches the servicer
-        heartbeat = jobmaster_pb2.TaskManagerHeartbeat().SerializeToString()
+        heartbeat = convert.task_manager_heartbeat_to_pb(TaskManagerHeartbeat("", "")).SerializeToString()
         jms = [
             f"127.0.0.1:{p}"
             for p in master_ports
@@ -288,12 +291,15 @@ def test_gateways_and_data_servers_refuse_peers_without_the_clusters_certificate
             (
                 rm,
                 RM + "RegisterTaskExecutor",
-                resourcemanager_pb2.RegisterTaskExecutorRequest(
-                    resource_id="intruder", rpc_address="127.0.0.1:1", data_address="127.0.0.1:2", num_slots=8
+                convert.register_task_executor_to_pb(
+                    RegisterTaskExecutor("intruder", "127.0.0.1:1", "127.0.0.1:2", num_slots=8)
                 ),
             ),
-            *[(a, TE + "RequestTaskExecutorInfo", taskexecutor_pb2.TaskExecutorInfoRequest()) for a in te_rpc],
-            *[(a, JM + "OfferSlots", jobmaster_pb2.OfferSlotsRequest(jobmaster_id="x")) for a in jms],
+            *[
+                (a, TE + "RequestTaskExecutorInfo", convert.task_executor_info_request_to_pb(RequestTaskExecutorInfo()))
+                for a in te_rpc
+            ],
+            *[(a, JM + "OfferSlots", convert.offer_slots_to_pb(OfferSlots("x", "", ()))) for a in jms],
         ]
         for address, method, request in calls:
             payload = request.SerializeToString()
@@ -389,7 +395,9 @@ def test_malformed_and_oversized_messages_are_rejected_without_disturbing_jobs(s
         ):
             code, details = _status(address, own, method, garbage)
             assert code == grpc.StatusCode.UNKNOWN and "Error parsing message" in details, (code, details)
-        huge = resourcemanager_pb2.RegisterTaskExecutorRequest(resource_id="x" * (65 << 20)).SerializeToString()
+        huge = convert.register_task_executor_to_pb(
+            RegisterTaskExecutor("x" * (65 << 20), "", "", 0)
+        ).SerializeToString()
         code, details = _status(rm, own, RM + "RegisterTaskExecutor", huge)
         assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details, (code, details)
         for body in (b"{", b"\xff\xfe", b'{"jobId": 1}', b"[]" * 1000, b"[" * 100_000, b'{"a":' * 100_000):

@@ -41,7 +41,7 @@ from typing import Any
 import httpx
 import pytest
 
-from yarnflink.bench.exactly_once import committed
+from tests.oracles import committed
 
 from .cli_runner import JobCli
 from .conftest import Cluster, start_cluster, wait_until

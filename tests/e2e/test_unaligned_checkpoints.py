@@ -20,9 +20,9 @@ import cloudpickle
 import httpx
 import pytest
 
+from tests.oracles import committed, running_sums
 from yarnflink import FileSink, MapFunction, StreamExecutionEnvironment
 from yarnflink.api.environment import set_default_executor
-from yarnflink.bench.exactly_once import committed, running_sums
 
 from .conftest import Cluster, start_cluster, wait_until
 from .kill_drill import kill_taskexecutors

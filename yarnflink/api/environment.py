@@ -22,18 +22,11 @@ from yarnflink.api.common import (
 )
 from yarnflink.api.connectors import FileSource
 from yarnflink.api.datastream import DataStream, check_max_parallelism, check_parallelism
+from yarnflink.api.options import DeploymentOptions
 from yarnflink.api.transformations import Input, Transformation, generate_stream_graph
-from yarnflink.common.config import (
-    BUFFER_TIMEOUT,
-    EXECUTION_ATTACHED,
-    PARALLELISM_DEFAULT,
-    PIPELINE_MAX_PARALLELISM,
-    PIPELINE_NAME,
-    PIPELINE_OPERATOR_CHAINING,
-    RUNTIME_MODE,
-    Configuration,
-)
+from yarnflink.common.config import Configuration
 from yarnflink.jobgraph.jobgraph import JobGraph
+from yarnflink.jobgraph.options import CoreOptions, ExecutionOptions, PipelineOptions
 from yarnflink.operators.specs import CollectionSourceSpec, SequenceSourceSpec
 from yarnflink.streaming.graph import StreamGraph
 from yarnflink.streaming.jobgraph_generator import create_job_graph
@@ -139,50 +132,50 @@ class StreamExecutionEnvironment:
     def get_parallelism(self) -> int:
         if self._parallelism is not None:
             return self._parallelism
-        return int(self._config.get(PARALLELISM_DEFAULT))
+        return int(self._config.get(CoreOptions.DEFAULT_PARALLELISM))
 
     def set_max_parallelism(self, max_parallelism: int) -> StreamExecutionEnvironment:
         """Default max parallelism (key groups) of all operators that set none."""
         check_max_parallelism(max_parallelism, "set_max_parallelism()")
-        self._config.set(PIPELINE_MAX_PARALLELISM, max_parallelism)
+        self._config.set(PipelineOptions.MAX_PARALLELISM, max_parallelism)
         return self
 
     def get_max_parallelism(self) -> int:
         """The configured default max parallelism, -1 if derived per operator."""
-        return int(self._config.get(PIPELINE_MAX_PARALLELISM))
+        return int(self._config.get(PipelineOptions.MAX_PARALLELISM))
 
     def set_runtime_mode(self, mode: ModeLike) -> StreamExecutionEnvironment:
         if isinstance(mode, RuntimeExecutionMode):
             mode = mode.value
         if not isinstance(mode, str):
             raise TypeError(f"set_runtime_mode() needs a RuntimeExecutionMode, got {type(mode).__name__}")
-        self._config.set(RUNTIME_MODE, mode, source="set_runtime_mode()")
+        self._config.set(ExecutionOptions.RUNTIME_MODE, mode, source="set_runtime_mode()")
         return self
 
     def get_runtime_mode(self) -> RuntimeExecutionMode:
         """The configured mode (may be AUTOMATIC); see ``resolved_runtime_mode``."""
-        return RuntimeExecutionMode(self._config.get(RUNTIME_MODE))
+        return RuntimeExecutionMode(self._config.get(ExecutionOptions.RUNTIME_MODE))
 
     def resolved_runtime_mode(self) -> str:
         """STREAMING or BATCH: AUTOMATIC is BATCH since every yarnflink source is bounded."""
-        mode = self._config.get(RUNTIME_MODE)
+        mode = self._config.get(ExecutionOptions.RUNTIME_MODE)
         return "BATCH" if mode == "AUTOMATIC" else mode
 
     def set_buffer_timeout(self, timeout_millis: int) -> StreamExecutionEnvironment:
         if isinstance(timeout_millis, bool) or not isinstance(timeout_millis, int) or timeout_millis < 0:
             raise ValueError(f"set_buffer_timeout(): expected milliseconds >= 0, got {timeout_millis!r}")
-        self._config.set(BUFFER_TIMEOUT, f"{timeout_millis} ms")
+        self._config.set(ExecutionOptions.BUFFER_TIMEOUT, f"{timeout_millis} ms")
         return self
 
     def get_buffer_timeout(self) -> int:
-        return int(self._config.get(BUFFER_TIMEOUT).total_seconds() * 1000)
+        return int(self._config.get(ExecutionOptions.BUFFER_TIMEOUT).total_seconds() * 1000)
 
     def disable_operator_chaining(self) -> StreamExecutionEnvironment:
-        self._config.set(PIPELINE_OPERATOR_CHAINING, False)
+        self._config.set(PipelineOptions.OPERATOR_CHAINING, False)
         return self
 
     def is_chaining_enabled(self) -> bool:
-        return bool(self._config.get(PIPELINE_OPERATOR_CHAINING))
+        return bool(self._config.get(PipelineOptions.OPERATOR_CHAINING))
 
     # ------------------------------------------------------------------ sources
     def _add_transformation(self, name: str, spec: Any, role: str, inputs: list[Input]) -> Transformation:
@@ -239,7 +232,7 @@ class StreamExecutionEnvironment:
             if not isinstance(job_name, str) or not job_name.strip():
                 raise TypeError(f"the job name must be a non-empty string, got {job_name!r}")
             return job_name
-        return self._config.get(PIPELINE_NAME) or DEFAULT_JOB_NAME
+        return self._config.get(PipelineOptions.NAME) or DEFAULT_JOB_NAME
 
     def get_stream_graph(self, job_name: str | None = None, clear_transformations: bool = False) -> StreamGraph:
         """The StreamGraph of every operator defined so far."""
@@ -248,8 +241,8 @@ class StreamExecutionEnvironment:
         graph = generate_stream_graph(
             self._transformations,
             job_name=self._job_name(job_name),
-            default_parallelism=int(self._config.get(PARALLELISM_DEFAULT)),
-            max_parallelism=int(self._config.get(PIPELINE_MAX_PARALLELISM)),
+            default_parallelism=int(self._config.get(CoreOptions.DEFAULT_PARALLELISM)),
+            max_parallelism=int(self._config.get(PipelineOptions.MAX_PARALLELISM)),
             runtime_mode=self.resolved_runtime_mode(),
             chaining_enabled=self.is_chaining_enabled(),
             config=self._config.to_dict(),
@@ -289,7 +282,7 @@ class StreamExecutionEnvironment:
         unless ``execution.attached`` is false); the operators are then cleared, as in Flink."""
         executor = self._require_executor()
         jg = self.get_job_graph(job_name, clear_transformations=True)
-        return executor.execute(jg, bool(self._config.get(EXECUTION_ATTACHED)))
+        return executor.execute(jg, bool(self._config.get(DeploymentOptions.ATTACHED)))
 
     def execute_async(self, job_name: str | None = None) -> JobClient:
         """Submit the job and return a JobClient without waiting."""

@@ -13,6 +13,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from yarnflink.jobgraph.options import CoreOptions
 from yarnflink.streaming.graph import (
     ChainingStrategy,
     StreamGraph,
@@ -103,7 +104,7 @@ def generate_stream_graph(
             chaining_strategy=t.chaining_strategy,
         )
         # unset: neither the operator, the job (set_parallelism) nor parallelism.default (-p) says
-        node.parallelism_configured = t.parallelism is not None or "parallelism.default" in config
+        node.parallelism_configured = t.parallelism is not None or CoreOptions.DEFAULT_PARALLELISM.key in config
         for i in t.inputs:
             graph.add_edge(i.transformation.id, t.id, i.partitioning, i.key_selector)
     return graph

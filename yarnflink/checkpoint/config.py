@@ -6,20 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from yarnflink.common.config import (
-    CHECKPOINTING_DIR,
-    CHECKPOINTING_EXTERNALIZED_RETENTION,
-    CHECKPOINTING_INLINE_THRESHOLD,
-    CHECKPOINTING_INTERVAL,
-    CHECKPOINTING_MAX_CONCURRENT,
-    CHECKPOINTING_MIN_PAUSE,
-    CHECKPOINTING_MODE,
-    CHECKPOINTING_NUM_RETAINED,
-    CHECKPOINTING_TIMEOUT,
-    CHECKPOINTING_TOLERABLE_FAILURES,
-    CHECKPOINTING_UNALIGNED,
-    Configuration,
-)
+from yarnflink.checkpoint.options import CheckpointingOptions
+from yarnflink.common.config import Configuration
 
 EXACTLY_ONCE = "EXACTLY_ONCE"
 AT_LEAST_ONCE = "AT_LEAST_ONCE"
@@ -54,15 +42,15 @@ class CheckpointConfig:
         elif not isinstance(conf, Configuration):
             conf = Configuration.from_dict(conf, source="job configuration")
         return CheckpointConfig(
-            interval_ms=_ms(conf.get(CHECKPOINTING_INTERVAL)),
-            timeout_ms=_ms(conf.get(CHECKPOINTING_TIMEOUT)) or 0,
-            min_pause_ms=_ms(conf.get(CHECKPOINTING_MIN_PAUSE)) or 0,
-            max_concurrent=conf.get(CHECKPOINTING_MAX_CONCURRENT),
-            mode=conf.get(CHECKPOINTING_MODE),
-            tolerable_failures=conf.get(CHECKPOINTING_TOLERABLE_FAILURES),
-            num_retained=conf.get(CHECKPOINTING_NUM_RETAINED),
-            externalized_retention=conf.get(CHECKPOINTING_EXTERNALIZED_RETENTION),
-            directory=conf.get(CHECKPOINTING_DIR),
-            inline_threshold=conf.get(CHECKPOINTING_INLINE_THRESHOLD),
-            unaligned=bool(conf.get(CHECKPOINTING_UNALIGNED)),
+            interval_ms=_ms(conf.get(CheckpointingOptions.INTERVAL)),
+            timeout_ms=_ms(conf.get(CheckpointingOptions.TIMEOUT)) or 0,
+            min_pause_ms=_ms(conf.get(CheckpointingOptions.MIN_PAUSE_BETWEEN_CHECKPOINTS)) or 0,
+            max_concurrent=conf.get(CheckpointingOptions.MAX_CONCURRENT_CHECKPOINTS),
+            mode=conf.get(CheckpointingOptions.CHECKPOINTING_MODE),
+            tolerable_failures=conf.get(CheckpointingOptions.TOLERABLE_FAILURE_NUMBER),
+            num_retained=conf.get(CheckpointingOptions.MAX_RETAINED_CHECKPOINTS),
+            externalized_retention=conf.get(CheckpointingOptions.EXTERNALIZED_CHECKPOINT_RETENTION),
+            directory=conf.get(CheckpointingOptions.CHECKPOINTS_DIRECTORY),
+            inline_threshold=conf.get(CheckpointingOptions.FS_SMALL_FILE_THRESHOLD),
+            unaligned=bool(conf.get(CheckpointingOptions.ENABLE_UNALIGNED)),
         )

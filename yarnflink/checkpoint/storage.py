@@ -40,6 +40,7 @@ from yarnflink.checkpoint.metadata import (
     deserialize_metadata,
     serialize_metadata,
 )
+from yarnflink.checkpoint.options import S3Options
 from yarnflink.common.config import Configuration
 from yarnflink.state.handles import ByteStreamStateHandle, FileStateHandle, StreamStateHandle
 from yarnflink.state.snapshot_serializer import BufferPieces
@@ -87,15 +88,16 @@ def storage_options_from_config(conf: Configuration | Mapping[str, Any] | None, 
     conf = conf or {}
     if not url.startswith(("s3://", "s3a://")):
         return {}
-    get = conf.get
     opts: dict[str, Any] = {}
-    if get("s3.endpoint"):
-        opts["endpoint_url"] = str(get("s3.endpoint"))
-    if get("s3.access-key"):
-        opts["key"] = str(get("s3.access-key"))
-    if get("s3.secret-key"):
-        opts["secret"] = str(get("s3.secret-key"))
-    if str(get("s3.path.style.access", "false")).lower() == "true":
+    for option, name in (
+        (S3Options.ENDPOINT, "endpoint_url"),
+        (S3Options.ACCESS_KEY, "key"),
+        (S3Options.SECRET_KEY, "secret"),
+    ):
+        value = option.read(conf)
+        if value:
+            opts[name] = str(value)
+    if S3Options.PATH_STYLE_ACCESS.read(conf):
         opts["config_kwargs"] = {"s3": {"addressing_style": "path"}}
     return opts
 

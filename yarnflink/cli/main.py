@@ -27,7 +27,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from yarnflink.api.options import DeploymentOptions
+from yarnflink.checkpoint.options import SavepointConfigOptions
 from yarnflink.common.config import ConfigError, Configuration, load_configuration
+from yarnflink.deployment.local.options import LocalClusterOptions
+from yarnflink.highavailability.options import HighAvailabilityOptions
+from yarnflink.jobgraph.options import CoreOptions
+from yarnflink.taskexecutor.options import TaskManagerOptions
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -288,7 +294,7 @@ def _cluster_url(args: argparse.Namespace, config: Configuration) -> str | None:
         not getattr(args, "session", None)
         and not getattr(args, "application_id", None)
         and getattr(args, "target", "local") != "yarn"
-        and str(config.get("high-availability.type")) != "NONE"
+        and str(config.get(HighAvailabilityOptions.HA_MODE)) != "NONE"
     ):
         return _follow_ha_leader(config, None)  # the cluster of the configuration, found in ZooKeeper
     if getattr(args, "application_id", None) or getattr(args, "target", "local") == "yarn":
@@ -320,7 +326,7 @@ def _follow_ha_leader(config: Configuration, url: str | None) -> str | None:
         except (TimeoutError, HighAvailabilityError) as e:
             raise CliError(
                 f"high availability: {e} (high-availability.zookeeper.quorum "
-                f"{config.get('high-availability.zookeeper.quorum')})"
+                f"{config.get(HighAvailabilityOptions.HA_ZOOKEEPER_QUORUM)})"
             ) from None
         finally:
             resolver.close()
@@ -352,14 +358,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     _validate_positive("-n/--taskexecutors", args.taskexecutors)
     config = _config(args)
     if args.parallelism is not None:
-        config.set("parallelism.default", str(args.parallelism))
+        config.set(CoreOptions.DEFAULT_PARALLELISM, str(args.parallelism))
     if args.from_savepoint is not None:
         if not args.from_savepoint.strip():
             raise CliError("-s/--fromSavepoint needs a path")
         path = args.from_savepoint.strip()
-        config.set("execution.savepoint.path", path if "://" in path else os.path.abspath(path))
+        config.set(SavepointConfigOptions.SAVEPOINT_PATH, path if "://" in path else os.path.abspath(path))
     if args.allow_non_restored_state:
-        config.set("execution.savepoint.ignore-unclaimed-state", "true")
+        config.set(SavepointConfigOptions.SAVEPOINT_IGNORE_UNCLAIMED_STATE, "true")
     yarn_app_id = None  # a per-job YARN application, stopped if this client submits no job to it
     if args.target == "yarn" and (args.application or args.per_job):
         from yarnflink.deployment.yarn.cli import submit_job_cluster
@@ -373,8 +379,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         url = _cluster_url(args, config)
     cluster_proc = None
     if url is None:
-        n = args.taskexecutors or int(config.get("local.number-taskmanager"))
-        slots = int(config.get("taskmanager.numberOfTaskSlots"))
+        n = args.taskexecutors or int(config.get(LocalClusterOptions.NUMBER_TASKMANAGER))
+        slots = int(config.get(TaskManagerOptions.NUM_TASK_SLOTS))
         print(
             f"No session running: starting a per-job local cluster with {n} TaskExecutors "
             f"({slots} slot{'s' if slots != 1 else ''} each).",
@@ -395,7 +401,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         url = str(info["rest_url"])
         print(f"Local cluster at {url} (logs in {workdir}).", file=sys.stderr)
     if args.detached:
-        config.set("execution.attached", "false")
+        config.set(DeploymentOptions.ATTACHED, "false")
     executor = RestClusterExecutor(url, config, progress=None if args.detached else sys.stderr)
     set_default_executor(executor)
     try:
@@ -438,7 +444,7 @@ def _run_application(args: argparse.Namespace, config: Configuration) -> int:
 
     if not Path(args.job).is_file():
         raise CliError(f"job file {args.job} does not exist")
-    n = args.taskexecutors or int(config.get("local.number-taskmanager"))
+    n = args.taskexecutors or int(config.get(LocalClusterOptions.NUMBER_TASKMANAGER))
     code = run_application_cluster(config, args.job, args.args, taskexecutors=n, detached=args.detached)
     if code != 0:
         print(f"The application failed (master exit status {code}).", file=sys.stderr)
@@ -453,7 +459,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     config = _config(args)
     if args.parallelism is not None:
         _validate_positive("-p/--parallelism", args.parallelism)
-        config.set("parallelism.default", str(args.parallelism))
+        config.set(CoreOptions.DEFAULT_PARALLELISM, str(args.parallelism))
     capture = PlanCaptureExecutor(config)
     set_default_executor(capture)
     try:
@@ -573,8 +579,8 @@ def cmd_session(args: argparse.Namespace) -> int:
         _validate_positive("-n/--taskexecutors", args.taskexecutors)
         _validate_positive("-s/--slots", args.slots)
         config = _config(args)
-        n = args.taskexecutors or int(config.get("local.number-taskmanager"))
-        slots = args.slots or int(config.get("taskmanager.numberOfTaskSlots"))
+        n = args.taskexecutors or int(config.get(LocalClusterOptions.NUMBER_TASKMANAGER))
+        slots = args.slots or int(config.get(TaskManagerOptions.NUM_TASK_SLOTS))
         if args.standby < 0:
             raise CliError(f"--standby must be 0 or more, got {args.standby}")
         s = start_session(config, n, slots, standby=args.standby)
@@ -582,8 +588,8 @@ def cmd_session(args: argparse.Namespace) -> int:
         if s.master_pids:
             print(
                 f"High availability: {len(s.master_pids)} masters (1 leader, {s.standby} standby) elected "
-                f"in ZooKeeper {s.ha_config.get('high-availability.zookeeper.quorum')}, cluster id "
-                f"{s.ha_config.get('high-availability.cluster-id')}; clients follow the leader."
+                f"in ZooKeeper {HighAvailabilityOptions.HA_ZOOKEEPER_QUORUM.read(s.ha_config)}, cluster id "
+                f"{HighAvailabilityOptions.HA_CLUSTER_ID.read(s.ha_config)}; clients follow the leader."
             )
         print(f"REST address: {s.rest_url}")
         if s.token_file:  # the CLI finds it by itself; the dashboard asks for it once
@@ -616,7 +622,7 @@ def cmd_master(args: argparse.Namespace) -> int:
     _setup_logging(args.log_file)
     config = _config(args)
     if args.ha is not None:
-        config.set("high-availability.type", args.ha.upper())
+        config.set(HighAvailabilityOptions.HA_MODE, args.ha.upper())
     return run_master(
         config,
         local_taskexecutors=args.local_taskexecutors,

@@ -18,6 +18,7 @@ import threading
 from typing import Any
 
 from yarnflink.common.config import Configuration
+from yarnflink.dispatcher.options import RestOptions
 from yarnflink.security.client import url_key
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ class RestLeaderResolver:
 
     def __init__(self, config: Configuration) -> None:
         self.config = config
-        self.await_leader_timeout_s = config.get_seconds("rest.await-leader-timeout") or 30.0
+        self.await_leader_timeout_s = config.get_seconds(RestOptions.AWAIT_LEADER_TIMEOUT) or 30.0
         self._lock = threading.Lock()
         self._ha: Any = None
         self._retriever: Any = None

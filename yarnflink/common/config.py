@@ -1,8 +1,13 @@
-"""Configuration with Flink's keys.
+"""Configuration with Flink's keys: the mechanism.
 
-Every option yarnflink knows is declared once, in this module (``OPTIONS``), with its type,
-default and description; the REST ``/config`` endpoint and the docs list them from here. Keys
-under ``PASSTHROUGH_PREFIXES`` are accepted without validation.
+Options are declared beside the components that own them, as ``ConfigOption`` constants grouped in
+classes named as in Flink (``yarnflink/checkpoint/options.py``: ``CheckpointingOptions.INTERVAL``;
+``yarnflink/dispatcher/options.py``: ``RestOptions.PORT``; ...), and read through them:
+``config.get(CheckpointingOptions.INTERVAL)``, or ``CheckpointingOptions.INTERVAL.read(values)`` for a
+configuration shipped as a plain ``key -> str`` dict. ``yarnflink.options`` registers every one of
+them in ``OPTIONS`` (an ``OptionRegistry``), which validates keys, lists the options for the REST
+API and the docs, and suggests the closest key in unknown-key errors. This module imports no
+component. Keys under ``PASSTHROUGH_PREFIXES`` are accepted without validation.
 
 A ``Configuration`` stores strings (``key -> str``, as written by the user or canonicalised from
 a typed value) and parses on ``get``:
@@ -34,6 +39,7 @@ __all__ = [
     "ConfigOption",
     "Configuration",
     "OPTIONS",
+    "OptionRegistry",
     "PASSTHROUGH_PREFIXES",
     "CONF_FILE_NAME",
     "CONF_DIR_ENV",
@@ -291,6 +297,16 @@ class ConfigOption:
             d["choices"] = list(self.choices)
         return d
 
+    def read(self, values: Mapping[str, Any] | Configuration, source: str | None = None) -> Any:
+        """Typed value of this option in a plain ``key -> value`` mapping (a job or task
+        configuration shipped as a dict) or in a ``Configuration``: the entry parsed, else the
+        default. A bad value raises ``ConfigError`` naming the key."""
+        if isinstance(values, Configuration):
+            return values.get(self)
+        if self.key in values:
+            return self.parse(values[self.key], source)
+        return self.default
+
 
 def _show(raw: Any) -> str:
     return repr(raw if isinstance(raw, str) else str(raw))
@@ -304,908 +320,69 @@ def _from(source: str | None) -> str:
     return f" (from {source})" if source else ""
 
 
-OPTIONS: dict[str, ConfigOption] = {}
+class OptionRegistry(Mapping[str, ConfigOption]):
+    """Every option a process knows, by key: what ``Configuration`` validates keys against, what the
+    REST API and the docs list, and where unknown-key errors find their suggestion.
+
+    The options themselves are declared beside the components that own them
+    (``yarnflink/<package>/options.py``, as classes of ``ConfigOption`` constants such as
+    ``CheckpointingOptions``); ``yarnflink.options`` registers all of them in ``OPTIONS``. This
+    module imports none of them, so every package can import it.
+    """
+
+    def __init__(self, passthrough_prefixes: tuple[str, ...] = PASSTHROUGH_PREFIXES) -> None:
+        self._options: dict[str, ConfigOption] = {}
+        self.passthrough_prefixes = passthrough_prefixes
+
+    def register(self, *groups: type) -> None:
+        """Add the ``ConfigOption`` constants of each class in ``groups`` (in declaration order)."""
+        for group in groups:
+            for value in vars(group).values():
+                if isinstance(value, ConfigOption):
+                    self.add(value)
+
+    def add(self, opt: ConfigOption) -> None:
+        known = self._options.get(opt.key)
+        if known is opt:
+            return
+        if known is not None:
+            raise RuntimeError(f"duplicate option {opt.key}")
+        self._options[opt.key] = opt
+
+    def __getitem__(self, key: str) -> ConfigOption:
+        return self._options[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._options)
+
+    def __len__(self) -> int:
+        return len(self._options)
+
+    def is_known_key(self, key: str) -> bool:
+        return key in self._options or key.startswith(self.passthrough_prefixes)
+
+    def unknown_key_error(self, key: str, source: str | None = None) -> ConfigError:
+        msg = f"unknown configuration key {key!r}{_from(source)}"
+        match = difflib.get_close_matches(key, list(self._options), n=1, cutoff=0.6)
+        if not match:
+            # also try case-insensitively (taskmanager.numberoftaskslots)
+            lowered = {k.lower(): k for k in self._options}
+            m2 = difflib.get_close_matches(key.lower(), list(lowered), n=1, cutoff=0.6)
+            match = [lowered[m2[0]]] if m2 else []
+        if match:
+            msg += f"; did you mean {match[0]!r}?"
+        else:
+            msg += (
+                "; known keys are listed in yarnflink.options (keys starting with "
+                + ", ".join(repr(p) for p in self.passthrough_prefixes)
+                + " are passed through)"
+            )
+        return ConfigError(msg)
 
 
-def _opt(*args: Any, **kwargs: Any) -> ConfigOption:
-    o = ConfigOption(*args, **kwargs)
-    if o.key in OPTIONS:
-        raise RuntimeError(f"duplicate option {o.key}")
-    OPTIONS[o.key] = o
-    return o
-
-
-# --- pipeline / execution (job level)
-PARALLELISM_DEFAULT = _opt(
-    "parallelism.default",
-    "int",
-    1,
-    "Default parallelism of operators that set none (StreamExecutionEnvironment.set_parallelism overrides it).",
-    min_value=1,
-)
-PIPELINE_MAX_PARALLELISM = _opt(
-    "pipeline.max-parallelism",
-    "int",
-    -1,
-    "Default max parallelism (number of key groups) of operators that set none; -1 derives it from "
-    "the parallelism as Flink does (roundUpToPowerOfTwo(p + p/2), between 128 and 32768).",
-    min_value=-1,
-    max_value=32768,
-)
-PIPELINE_OPERATOR_CHAINING = _opt(
-    "pipeline.operator-chaining.enabled",
-    "bool",
-    True,
-    "Chain operators connected by forward edges of equal parallelism into one task.",
-)
-PIPELINE_NAME = _opt(
-    "pipeline.name",
-    "str",
-    None,
-    "Job name used when execute() is called without one.",
-)
-RUNTIME_MODE = _opt(
-    "execution.runtime-mode",
-    "enum",
-    "STREAMING",
-    "STREAMING, BATCH, or AUTOMATIC (BATCH if every source is bounded, which all yarnflink sources are).",
-    choices=("STREAMING", "BATCH", "AUTOMATIC"),
-)
-BUFFER_TIMEOUT = _opt(
-    "execution.buffer-timeout",
-    "duration",
-    "100 ms",
-    "Longest time an output buffer waits to fill before it is flushed downstream (0 flushes every record).",
-)
-EXECUTION_ATTACHED = _opt(
-    "execution.attached",
-    "bool",
-    True,
-    "Whether execute() waits for the job to finish (false: submit and return, as `yarnflink run -d`).",
-)
-CLIENT_TIMEOUT = _opt(
-    "client.timeout",
-    "duration",
-    "60 s",
-    "Timeout of the client's requests to the cluster.",
-)
-
-# --- task manager
-TM_NUM_SLOTS = _opt(
-    "taskmanager.numberOfTaskSlots",
-    "int",
-    1,
-    "Number of task slots each TaskManager offers.",
-    min_value=1,
-)
-TM_PROCESS_MEMORY = _opt(
-    "taskmanager.memory.process.size",
-    "memory",
-    "1728m",
-    "Total process memory of a TaskManager.",
-)
-TM_HOST = _opt(
-    "taskmanager.host",
-    "str",
-    None,
-    "Address the TaskManager advertises to the cluster (default: detected).",
-)
-TM_DATA_PORT = _opt(
-    "taskmanager.data.port",
-    "int",
-    0,
-    "Port of the TaskManager's data (shuffle) server; 0 picks a free port.",
-    min_value=0,
-    max_value=65535,
-)
-TM_RPC_PORT = _opt(
-    "taskmanager.rpc.port",
-    "int",
-    0,
-    "Port of the TaskManager's RPC endpoint; 0 picks a free port.",
-    min_value=0,
-    max_value=65535,
-)
-BUFFERS_PER_CHANNEL = _opt(
-    "taskmanager.network.memory.buffers-per-channel",
-    "int",
-    8,
-    "Network buffers per outgoing/incoming channel (credits).",
-    min_value=1,
-)
-MAX_BYTES_PER_CHANNEL = _opt(
-    "taskmanager.network.memory.max-bytes-per-channel",
-    "memory",
-    "8 mb",
-    "Upper bound of buffered bytes per channel before the writer blocks (backpressure).",
-)
-
-# --- job manager / REST
-JM_RPC_ADDRESS = _opt(
-    "jobmanager.rpc.address",
-    "str",
-    "localhost",
-    "Address of the JobManager's RPC endpoint.",
-)
-JM_RPC_PORT = _opt(
-    "jobmanager.rpc.port",
-    "int",
-    6123,
-    "Port of the JobManager's RPC endpoint.",
-    min_value=0,
-    max_value=65535,
-)
-REST_ADDRESS = _opt(
-    "rest.address",
-    "str",
-    "localhost",
-    "Address clients use to reach the REST endpoint.",
-)
-REST_PORT = _opt(
-    "rest.port",
-    "int",
-    8081,
-    "Port of the REST endpoint (0 picks a free port).",
-    min_value=0,
-    max_value=65535,
-)
-REST_BIND_ADDRESS = _opt(
-    "rest.bind-address",
-    "str",
-    None,
-    "Address the REST server binds to (default: rest.address).",
-)
-REST_AWAIT_LEADER_TIMEOUT = _opt(
-    "rest.await-leader-timeout",
-    "duration",
-    "30000 ms",
-    "How long a client of an HA cluster waits for a leading master's REST endpoint (retrying a "
-    "standby's 503 or a gone master) before it gives up.",
-)
-REST_MAX_CONTENT_LENGTH = _opt(
-    "rest.server.max-content-length",
-    "memory",
-    "100 mb",
-    "Largest request body the REST server accepts.",
-)
-HEARTBEAT_INTERVAL = _opt(
-    "heartbeat.interval",
-    "duration",
-    "10 s",
-    "Interval between heartbeats (TaskManager <-> ResourceManager / JobMaster).",
-)
-HEARTBEAT_TIMEOUT = _opt(
-    "heartbeat.timeout",
-    "duration",
-    "50 s",
-    "A peer that sent no heartbeat for this long is considered lost.",
-)
-SLOT_REQUEST_TIMEOUT = _opt(
-    "slot.request.timeout",
-    "duration",
-    "300 s",
-    "How long a job waits for the slots it requested before failing.",
-)
-SLOT_IDLE_TIMEOUT = _opt(
-    "slot.idle.timeout",
-    "duration",
-    "50 s",
-    "How long a JobMaster keeps a slot whose tasks have ended (for the next region or a restart) "
-    "before giving it back.",
-)
-
-# --- failure recovery (yarnflink.scheduler)
-RESTART_STRATEGY = _opt(
-    "restart-strategy.type",
-    "enum",
-    None,
-    "Restart strategy of jobs: none (also off, disable), fixed-delay (fixeddelay), failure-rate "
-    "(failurerate) or exponential-delay (exponentialdelay). If unset: none, or exponential-delay "
-    "when checkpointing is enabled.",
-    choices=(
-        "none",
-        "off",
-        "disable",
-        "fixed-delay",
-        "fixeddelay",
-        "failure-rate",
-        "failurerate",
-        "exponential-delay",
-        "exponentialdelay",
-    ),
-)
-RESTART_FIXED_DELAY_ATTEMPTS = _opt(
-    "restart-strategy.fixed-delay.attempts",
-    "int",
-    1,
-    "Restarts before the job is declared failed (fixed-delay).",
-    min_value=0,
-)
-RESTART_FIXED_DELAY_DELAY = _opt(
-    "restart-strategy.fixed-delay.delay",
-    "duration",
-    "1 s",
-    "Delay between a failure and the restart (fixed-delay).",
-)
-RESTART_FAILURE_RATE_MAX = _opt(
-    "restart-strategy.failure-rate.max-failures-per-interval",
-    "int",
-    1,
-    "Most failures within one failure-rate-interval before the job is declared failed (failure-rate).",
-    min_value=1,
-)
-RESTART_FAILURE_RATE_INTERVAL = _opt(
-    "restart-strategy.failure-rate.failure-rate-interval",
-    "duration",
-    "1 min",
-    "Time window in which failures are counted (failure-rate).",
-)
-RESTART_FAILURE_RATE_DELAY = _opt(
-    "restart-strategy.failure-rate.delay",
-    "duration",
-    "1 s",
-    "Delay between a failure and the restart (failure-rate).",
-)
-RESTART_EXP_INITIAL_BACKOFF = _opt(
-    "restart-strategy.exponential-delay.initial-backoff",
-    "duration",
-    "1 s",
-    "First delay between a failure and the restart (exponential-delay).",
-)
-RESTART_EXP_MAX_BACKOFF = _opt(
-    "restart-strategy.exponential-delay.max-backoff",
-    "duration",
-    "1 min",
-    "Longest delay between a failure and the restart (exponential-delay).",
-)
-RESTART_EXP_MULTIPLIER = _opt(
-    "restart-strategy.exponential-delay.backoff-multiplier",
-    "float",
-    1.5,
-    "Factor by which the delay grows with each restart (exponential-delay; must be > 1).",
-)
-RESTART_EXP_RESET_THRESHOLD = _opt(
-    "restart-strategy.exponential-delay.reset-backoff-threshold",
-    "duration",
-    "1 h",
-    "After this long without a failure the delay and the attempt count start over (exponential-delay).",
-)
-RESTART_EXP_JITTER = _opt(
-    "restart-strategy.exponential-delay.jitter-factor",
-    "float",
-    0.1,
-    "Random part of each delay, as a fraction of it, added or subtracted (exponential-delay; 0 to 1).",
-    min_value=0,
-    max_value=1,
-)
-RESTART_EXP_ATTEMPTS = _opt(
-    "restart-strategy.exponential-delay.attempts-before-reset-backoff",
-    "int",
-    2**31 - 1,
-    "Restarts before the job is declared failed, counted since the last reset of the delay (exponential-delay).",
-    min_value=1,
-)
-FAILOVER_STRATEGY = _opt(
-    "jobmanager.execution.failover-strategy",
-    "enum",
-    "region",
-    "What a task failure restarts: 'full' (every task), 'region' (the failed task's pipelined region, "
-    "the producer regions of results it could not read, and consumer regions that depend on restarted "
-    "results) or 'individual' (the failed task alone; only for jobs whose tasks exchange no data).",
-    choices=("full", "region", "individual"),
-)
-EXCEPTION_HISTORY_SIZE = _opt(
-    "web.exception-history-size",
-    "int",
-    16,
-    "Number of failures a job's exception history keeps (GET /jobs/:jobid/exceptions).",
-    min_value=1,
-)
-BATCH_SHUFFLE_MODE = _opt(
-    "execution.batch-shuffle-mode",
-    "enum",
-    "ALL_EXCHANGES_BLOCKING",
-    "Exchanges of BATCH jobs: ALL_EXCHANGES_BLOCKING (results are written to the producer's local "
-    "disk and read by the next region, which starts when they are complete) or ALL_EXCHANGES_PIPELINED.",
-    choices=("ALL_EXCHANGES_BLOCKING", "ALL_EXCHANGES_PIPELINED"),
-)
-SCHEDULER_TYPE = _opt(
-    "jobmanager.scheduler",
-    "enum",
-    None,
-    "The job's scheduler: Default; Adaptive (STREAMING jobs: start with the slots available and "
-    "rescale when TaskManagers come and go); AdaptiveBatch (BATCH jobs: decide the parallelism of "
-    "vertices that set none from the size of their inputs). Unset: Default for STREAMING jobs, "
-    "AdaptiveBatch for BATCH jobs, as in Flink.",
-    choices=("Default", "Adaptive", "AdaptiveBatch"),
-)
-ADAPTIVE_SCHEDULER_RESOURCE_WAIT_TIMEOUT = _opt(
-    "jobmanager.adaptive-scheduler.resource-wait-timeout",
-    "duration",
-    "5 min",
-    "Adaptive scheduler: how long a job waits for its minimum resources (one slot per slot sharing "
-    "group) before it fails; a negative value waits forever.",
-)
-ADAPTIVE_SCHEDULER_RESOURCE_STABILIZATION_TIMEOUT = _opt(
-    "jobmanager.adaptive-scheduler.resource-stabilization-timeout",
-    "duration",
-    "10 s",
-    "Adaptive scheduler: once the minimum resources are there, how long the set of available slots "
-    "must stay unchanged before the job starts or rescales with fewer slots than it could use.",
-)
-ADAPTIVE_SCHEDULER_MIN_PARALLELISM_INCREASE = _opt(
-    "jobmanager.adaptive-scheduler.min-parallelism-increase",
-    "int",
-    1,
-    "Adaptive scheduler: a running job scales up only if some vertex would gain at least this many subtasks.",
-    min_value=1,
-)
-ADAPTIVE_BATCH_AUTO_PARALLELISM_ENABLED = _opt(
-    "execution.batch.adaptive.auto-parallelism.enabled",
-    "bool",
-    True,
-    "AdaptiveBatch scheduler: decide the parallelism of vertices that set none from the size of "
-    "their inputs; false keeps the parallelism the JobGraph says.",
-)
-ADAPTIVE_BATCH_MIN_PARALLELISM = _opt(
-    "execution.batch.adaptive.auto-parallelism.min-parallelism",
-    "int",
-    1,
-    "AdaptiveBatch scheduler: the lower bound of a decided parallelism.",
-    min_value=1,
-)
-ADAPTIVE_BATCH_MAX_PARALLELISM = _opt(
-    "execution.batch.adaptive.auto-parallelism.max-parallelism",
-    "int",
-    128,
-    "AdaptiveBatch scheduler: the upper bound of a decided parallelism (also bounded by the "
-    "vertex's max parallelism). Producers write this many subpartitions for such a consumer.",
-    min_value=1,
-    max_value=32768,
-)
-ADAPTIVE_BATCH_AVG_DATA_VOLUME_PER_TASK = _opt(
-    "execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task",
-    "memory",
-    "16 mb",
-    "AdaptiveBatch scheduler: the amount of input one subtask of a vertex whose parallelism is "
-    "decided should read (the bytes its producers wrote, divided by this, rounded up).",
-)
-SPECULATIVE_ENABLED = _opt(
-    "execution.batch.speculative.enabled",
-    "bool",
-    False,
-    "BATCH jobs: start a speculative attempt of a subtask much slower than its finished peers on "
-    "another TaskManager; the first attempt to finish wins and the other is cancelled.",
-)
-SPECULATIVE_MAX_CONCURRENT_EXECUTIONS = _opt(
-    "execution.batch.speculative.max-concurrent-executions",
-    "int",
-    2,
-    "Speculative execution: attempts of one subtask that may run at the same time.",
-    min_value=2,
-)
-SLOW_TASK_DETECTOR_CHECK_INTERVAL = _opt(
-    "slow-task-detector.check-interval",
-    "duration",
-    "1 s",
-    "Speculative execution: how often running subtasks are checked for slowness.",
-)
-SLOW_TASK_DETECTOR_BASELINE_RATIO = _opt(
-    "slow-task-detector.execution-time.baseline-ratio",
-    "float",
-    0.75,
-    "Speculative execution: the share of a vertex's subtasks that must have finished before the "
-    "median of their execution times is a baseline.",
-    min_value=0.0,
-    max_value=1.0,
-)
-SLOW_TASK_DETECTOR_BASELINE_MULTIPLIER = _opt(
-    "slow-task-detector.execution-time.baseline-multiplier",
-    "float",
-    1.5,
-    "Speculative execution: a subtask running longer than this times the baseline is slow.",
-    min_value=1.0,
-)
-SLOW_TASK_DETECTOR_BASELINE_LOWER_BOUND = _opt(
-    "slow-task-detector.execution-time.baseline-lower-bound",
-    "duration",
-    "1 min",
-    "Speculative execution: the smallest baseline (short subtasks are never slow).",
-)
-CLUSTER_EVENLY_SPREAD_OUT_SLOTS = _opt(
-    "cluster.evenly-spread-out-slots",
-    "bool",
-    False,
-    "Allocate slots from the least used TaskManager instead of filling one TaskManager first.",
-)
-HEARTBEAT_RPC_FAILURE_THRESHOLD = _opt(
-    "heartbeat.rpc-failure-threshold",
-    "int",
-    2,
-    "Number of consecutive heartbeat RPCs that fail because the target is unreachable before the "
-    "target is considered lost (detection after about heartbeat.interval times this); -1 disables it.",
-    min_value=-1,
-)
-FINE_GRAINED_RESOURCE_MANAGEMENT = _opt(
-    "cluster.fine-grained-resource-management.enabled",
-    "bool",
-    False,
-    "Carve slots out of a TaskManager's total resources to fit each slot sharing group's "
-    "ResourceProfile; otherwise all slots are equal and profiles are ignored.",
-)
-SLOTMANAGER_MAX_SLOTS = _opt(
-    "slotmanager.number-of-slots.max",
-    "int",
-    2**31 - 1,
-    "Maximum number of slots the cluster allocates (TaskManagers the ResourceManager starts count with "
-    "all their slots). No effect on standalone clusters, whose TaskManagers register by themselves.",
-    min_value=1,
-)
-SLOTMANAGER_MIN_SLOTS = _opt(
-    "slotmanager.number-of-slots.min",
-    "int",
-    0,
-    "Minimum number of slots the cluster keeps: TaskManagers for them are started at once and not "
-    "released when idle. No effect on standalone clusters. A local session started with -n N "
-    "defaults it to N times the slots per TaskManager.",
-    min_value=0,
-)
-RM_TASKMANAGER_TIMEOUT = _opt(
-    "resourcemanager.taskmanager-timeout",
-    "duration",
-    "30 s",
-    "A TaskManager the ResourceManager started that has been idle (no allocated slot) this long is "
-    "stopped, unless the cluster would drop below slotmanager.number-of-slots.min.",
-)
-RM_TASKMANAGER_REGISTRATION_TIMEOUT = _opt(
-    "resourcemanager.taskmanager-registration.timeout",
-    "duration",
-    "5 min",
-    "A started TaskManager that has not registered within this time is stopped (a failed start) and requested anew.",
-)
-RM_START_WORKER_MAX_FAILURE_RATE = _opt(
-    "resourcemanager.start-worker.max-failure-rate",
-    "float",
-    10.0,
-    "Maximum number of failed TaskManager starts per minute; beyond it, starting TaskManagers pauses "
-    "for resourcemanager.start-worker.retry-interval.",
-    min_value=0,
-)
-RM_START_WORKER_RETRY_INTERVAL = _opt(
-    "resourcemanager.start-worker.retry-interval",
-    "duration",
-    "3 s",
-    "How long starting TaskManagers pauses once resourcemanager.start-worker.max-failure-rate is exceeded.",
-)
-TM_CPU_CORES = _opt(
-    "taskmanager.cpu.cores",
-    "float",
-    None,
-    "CPU cores a TaskManager offers to its slots (default: its number of slots).",
-    min_value=0,
-)
-TM_TASK_HEAP = _opt(
-    "taskmanager.memory.task.heap.size",
-    "memory",
-    None,
-    "Task heap a TaskManager offers to its slots (default: derived from taskmanager.memory.process.size "
-    "as Flink does; 384 mb for 1728m).",
-)
-TM_TASK_OFF_HEAP = _opt(
-    "taskmanager.memory.task.off-heap.size",
-    "memory",
-    "0 bytes",
-    "Task off-heap memory a TaskManager offers to its slots.",
-)
-TM_MANAGED_MEMORY = _opt(
-    "taskmanager.memory.managed.size",
-    "memory",
-    None,
-    "Managed memory a TaskManager offers to its slots (default: 0.4 of its Flink memory; 512 mb for 1728m).",
-)
-
-# --- high availability (yarnflink.highavailability)
-HA_TYPE = _opt(
-    "high-availability.type",
-    "enum",
-    "NONE",
-    "NONE: one master, no failover. ZOOKEEPER: masters elect a leader in ZooKeeper; JobGraphs, job "
-    "results and checkpoint pointers survive the leader.",
-    choices=("NONE", "ZOOKEEPER"),
-)
-HA_ZOOKEEPER_QUORUM = _opt(
-    "high-availability.zookeeper.quorum",
-    "str",
-    None,
-    "ZooKeeper servers as host:port,host:port,... (required with high-availability.type: ZOOKEEPER).",
-)
-HA_ZOOKEEPER_PATH_ROOT = _opt(
-    "high-availability.zookeeper.path.root",
-    "str",
-    "/yarnflink",
-    "ZooKeeper node under which every cluster keeps its HA data.",
-)
-HA_CLUSTER_ID = _opt(
-    "high-availability.cluster-id",
-    "str",
-    "/default",
-    "Identifies the cluster: its HA data lives under path.root/cluster-id in ZooKeeper and under "
-    "storageDir/cluster-id on the file system.",
-)
-# YARN deployment (yarnflink.deployment.yarn; docs/yarn.md)
-YARN_APPLICATION_QUEUE = _opt("yarn.application.queue", "str", None, "YARN queue of the application.")
-YARN_APPLICATION_NAME = _opt(
-    "yarn.application.name", "str", None, "YARN application name (default: 'yarnflink <mode>')."
-)
-YARN_APPLICATION_ATTEMPTS = _opt(
-    "yarn.application-attempts",
-    "int",
-    1,
-    "How often YARN starts the ApplicationMaster (skein max_attempts).",
-    min_value=1,
-)
-YARN_CONTAINERS_VCORES = _opt(
-    "yarn.containers.vcores",
-    "int",
-    None,
-    "vcores of a TaskExecutor container (default: taskmanager.numberOfTaskSlots).",
-    min_value=1,
-)
-YARN_SHIP_ARCHIVES = _opt(
-    "yarn.ship-archives",
-    "str",
-    None,
-    "Comma-separated packed Python environments (conda-pack/venv-pack .tar.gz) shipped "
-    "to every container; the first one's bin/python runs yarnflink.",
-)
-YARN_PYTHON_EXECUTABLE = _opt(
-    "yarn.python.executable",
-    "str",
-    None,
-    "Python interpreter present on every node (default: python3, or the first shipped archive's bin/python).",
-)
-JM_PROCESS_SIZE = _opt(
-    "jobmanager.memory.process.size",
-    "memory",
-    "1600m",
-    "Total process memory of the master (the YARN ApplicationMaster container).",
-)
-KERBEROS_PRINCIPAL = _opt(
-    "security.kerberos.login.principal", "str", None, "Kerberos principal used to submit to YARN (with the keytab)."
-)
-KERBEROS_KEYTAB = _opt("security.kerberos.login.keytab", "str", None, "Keytab file of the Kerberos principal.")
-HA_STORAGE_DIR = _opt(
-    "high-availability.storageDir",
-    "str",
-    None,
-    "File system URL (fsspec: hdfs://, s3://, file://) for HA data too big for ZooKeeper: JobGraphs "
-    "and the job result store (required with high-availability.type: ZOOKEEPER).",
-)
-HA_ZOOKEEPER_SESSION_TIMEOUT = _opt(
-    "high-availability.zookeeper.client.session-timeout",
-    "duration",
-    "60000 ms",
-    "ZooKeeper session timeout: a master whose session expires has lost its leadership.",
-)
-HA_ZOOKEEPER_CONNECTION_TIMEOUT = _opt(
-    "high-availability.zookeeper.client.connection-timeout",
-    "duration",
-    "15000 ms",
-    "How long to wait for the first connection to ZooKeeper.",
-)
-HA_ZOOKEEPER_RETRY_WAIT = _opt(
-    "high-availability.zookeeper.client.retry-wait",
-    "duration",
-    "5000 ms",
-    "Initial pause before a failed ZooKeeper operation is retried (doubling each time).",
-)
-HA_ZOOKEEPER_MAX_RETRY_ATTEMPTS = _opt(
-    "high-availability.zookeeper.client.max-retry-attempts",
-    "int",
-    3,
-    "How often a failed ZooKeeper operation is retried.",
-    min_value=0,
-)
-HA_ZOOKEEPER_TOLERATE_SUSPENDED = _opt(
-    "high-availability.zookeeper.client.tolerate-suspended-connections",
-    "bool",
-    False,
-    "Keep leadership while the ZooKeeper connection is suspended (for a third of the session timeout, "
-    "after which the session may expire) instead of giving it up at once.",
-)
-JOB_RESULT_STORE_STORAGE_PATH = _opt(
-    "job-result-store.storage-path",
-    "str",
-    None,
-    "Where the job result store keeps its entries (default: storageDir/job-result-store/cluster-id).",
-)
-JOB_RESULT_STORE_DELETE_ON_COMMIT = _opt(
-    "job-result-store.delete-on-commit",
-    "bool",
-    True,
-    "Delete a job's result entry once its cleanup is done, instead of keeping it marked clean.",
-)
-
-# --- local deployment
-LOCAL_NUMBER_TASKMANAGER = _opt(
-    "local.number-taskmanager",
-    "int",
-    2,
-    "Number of TaskManagers a local cluster starts.",
-    min_value=1,
-)
-
-# --- state, checkpoints, event time (yarnflink.state, yarnflink.checkpoint)
-STATE_BACKEND_TYPE = _opt(
-    "state.backend.type",
-    "enum",
-    "hashmap",
-    "Keyed state backend: hashmap (state on the heap, organised by key group).",
-    choices=("hashmap",),
-)
-SNAPSHOT_COMPRESSION = _opt(
-    "execution.checkpointing.snapshot-compression",
-    "bool",
-    False,
-    "Compress keyed state snapshots (yarnflink: LZ4 frames in the Arrow IPC files; Flink: Snappy).",
-)
-STATE_BACKEND_SNAPSHOT_MODE = _opt(
-    "state.backend.hashmap.snapshot-mode",
-    "enum",
-    "thread",
-    "yarnflink: where the asynchronous part of a hashmap snapshot serializes the state: thread (a "
-    "background thread of the TaskExecutor, sharing the GIL with the task) or fork (a forked child "
-    "process with a copy-on-write image of the heap; Linux only). See docs/PERFORMANCE.md.",
-    choices=("thread", "fork"),
-)
-CHECKPOINTING_INTERVAL = _opt(
-    "execution.checkpointing.interval",
-    "duration",
-    None,
-    "Interval between periodic checkpoints; unset disables checkpointing.",
-)
-CHECKPOINTING_TIMEOUT = _opt(
-    "execution.checkpointing.timeout",
-    "duration",
-    "10 min",
-    "A checkpoint not completed within this time is aborted (counts as a failed checkpoint).",
-)
-CHECKPOINTING_MIN_PAUSE = _opt(
-    "execution.checkpointing.min-pause",
-    "duration",
-    "0 ms",
-    "Minimal time between the end of one checkpoint and the start of the next.",
-)
-CHECKPOINTING_MAX_CONCURRENT = _opt(
-    "execution.checkpointing.max-concurrent-checkpoints",
-    "int",
-    1,
-    "Largest number of checkpoints in progress at the same time.",
-    min_value=1,
-)
-CHECKPOINTING_MODE = _opt(
-    "execution.checkpointing.mode",
-    "enum",
-    "EXACTLY_ONCE",
-    "EXACTLY_ONCE (aligned barriers) or AT_LEAST_ONCE (barriers are not aligned).",
-    choices=("EXACTLY_ONCE", "AT_LEAST_ONCE"),
-)
-CHECKPOINTING_UNALIGNED = _opt(
-    "execution.checkpointing.unaligned.enabled",
-    "bool",
-    False,
-    "EXACTLY_ONCE only: a task snapshots on the first barrier of a checkpoint and blocks no input "
-    "channel; records still in flight on the other channels are persisted with the checkpoint and "
-    "replayed on restore (unaligned checkpoints). Such a checkpoint cannot be rescaled.",
-)
-CHECKPOINTING_TOLERABLE_FAILURES = _opt(
-    "execution.checkpointing.tolerable-failed-checkpoints",
-    "int",
-    0,
-    "Consecutive checkpoint failures tolerated before the job fails.",
-    min_value=0,
-)
-CHECKPOINTING_NUM_RETAINED = _opt(
-    "execution.checkpointing.num-retained",
-    "int",
-    1,
-    "Number of completed checkpoints kept; older ones are deleted.",
-    min_value=1,
-)
-CHECKPOINTING_EXTERNALIZED_RETENTION = _opt(
-    "execution.checkpointing.externalized-checkpoint-retention",
-    "enum",
-    "NO_EXTERNALIZED_CHECKPOINTS",
-    "What happens to completed checkpoints when the job ends: NO_EXTERNALIZED_CHECKPOINTS (deleted), "
-    "DELETE_ON_CANCELLATION (kept if the job fails), RETAIN_ON_CANCELLATION (kept if cancelled or failed).",
-    choices=("NO_EXTERNALIZED_CHECKPOINTS", "DELETE_ON_CANCELLATION", "RETAIN_ON_CANCELLATION"),
-)
-CHECKPOINTING_DIR = _opt(
-    "execution.checkpointing.dir",
-    "str",
-    None,
-    "Checkpoint directory: file://, s3:// (s3fs) or hdfs:// (pyarrow); checkpoints go to <dir>/<job-id>/chk-<n>.",
-)
-CHECKPOINTING_SAVEPOINT_DIR = _opt(
-    "execution.checkpointing.savepoint-dir",
-    "str",
-    None,
-    "Default directory of savepoints.",
-)
-CHECKPOINTING_INLINE_THRESHOLD = _opt(
-    "execution.checkpointing.data-inline-threshold",
-    "memory",
-    "20 kb",
-    "State smaller than this is stored inline in the checkpoint's _metadata instead of its own file.",
-)
-SAVEPOINT_PATH = _opt(
-    "execution.savepoint.path",
-    "str",
-    None,
-    "Savepoint or retained checkpoint to restore the job from.",
-)
-SAVEPOINT_IGNORE_UNCLAIMED_STATE = _opt(
-    "execution.savepoint.ignore-unclaimed-state",
-    "bool",
-    False,
-    "Allow restoring a savepoint that has state of operators the job no longer contains.",
-)
-AUTO_WATERMARK_INTERVAL = _opt(
-    "pipeline.auto-watermark-interval",
-    "duration",
-    "200 ms",
-    "Interval of periodic watermark emission; 0 disables periodic watermarks.",
-)
-S3_ENDPOINT = _opt(
-    "s3.endpoint",
-    "str",
-    None,
-    "S3 endpoint URL for s3:// paths (e.g. a MinIO or test server).",
-)
-S3_ACCESS_KEY = _opt("s3.access-key", "str", None, "S3 access key for s3:// paths.")
-S3_SECRET_KEY = _opt("s3.secret-key", "str", None, "S3 secret key for s3:// paths.")
-S3_PATH_STYLE_ACCESS = _opt(
-    "s3.path.style.access",
-    "bool",
-    False,
-    "Address buckets by path (https://endpoint/bucket) instead of by virtual host.",
-)
-
-# --- metrics and web dashboard (yarnflink.metrics, yarnflink.dispatcher)
-METRICS_REPORTERS = _opt(
-    "metrics.reporters",
-    "str",
-    None,
-    "Comma-separated names of the metric reporters to start; unset starts every reporter that has "
-    "metrics.reporter.<name>.* keys set. yarnflink has one reporter: 'prom' (Prometheus).",
-)
-METRICS_PROM_FACTORY = _opt(
-    "metrics.reporter.prom.factory.class",
-    "str",
-    None,
-    "Factory of the 'prom' reporter (accepted for Flink compatibility; setting it enables the Prometheus endpoint).",
-)
-METRICS_PROM_PORT = _opt(
-    "metrics.reporter.prom.port",
-    "str",
-    "9249",
-    "Port of the Prometheus endpoint of the master and of each TaskExecutor: a port, a range "
-    "('9250-9260') or a list; each process takes the first free one, 0 takes any free port. "
-    "Setting it enables the endpoint.",
-)
-METRICS_PROM_HOST = _opt(
-    "metrics.reporter.prom.host",
-    "str",
-    "127.0.0.1",
-    "Address the Prometheus endpoint binds to (yarnflink: loopback by default; Flink binds every interface).",
-)
-METRICS_FETCHER_UPDATE_INTERVAL = _opt(
-    "metrics.fetcher.update-interval",
-    "duration",
-    "10 s",
-    "How often the REST API and dashboard fetch task and TaskExecutor metrics from the TaskExecutors "
-    "(requests in between are answered from the last fetch).",
-)
-WEB_REFRESH_INTERVAL = _opt(
-    "web.refresh-interval",
-    "duration",
-    "3 s",
-    "Refresh interval of the web dashboard.",
-)
-WEB_CANCEL_ENABLE = _opt(
-    "web.cancel.enable",
-    "bool",
-    True,
-    "Whether jobs can be cancelled from the web dashboard.",
-)
-
-# --- security (yarnflink.security; Flink's security.ssl.* keys with PEM files instead of keystores)
-SECURITY_REST_AUTHENTICATION = _opt(
-    "security.rest.authentication",
-    "enum",
-    "token",
-    "How REST clients authenticate: 'token' (a bearer token generated per cluster; every endpoint "
-    "but /health requires it) or 'none' (whoever reaches the port may use the API).",
-    choices=("token", "none"),
-)
-SECURITY_REST_TOKEN_FILE = _opt(
-    "security.rest.token-file",
-    "str",
-    None,
-    "File holding the REST bearer token (mode 0600). A local cluster generates it in its working directory.",
-)
-SECURITY_SSL_REST_ENABLED = _opt(
-    "security.ssl.rest.enabled",
-    "bool",
-    False,
-    "Serve the REST API over HTTPS.",
-)
-SECURITY_SSL_REST_CERT = _opt(
-    "security.ssl.rest.cert",
-    "str",
-    None,
-    "PEM certificate (chain) of the REST server; a local cluster issues one from its CA if unset.",
-)
-SECURITY_SSL_REST_KEY = _opt(
-    "security.ssl.rest.key",
-    "str",
-    None,
-    "PEM private key of security.ssl.rest.cert.",
-)
-SECURITY_SSL_REST_CA = _opt(
-    "security.ssl.rest.ca",
-    "str",
-    None,
-    "PEM CA certificate(s) REST clients trust (default: the system's trust store).",
-)
-SECURITY_SSL_INTERNAL_ENABLED = _opt(
-    "security.ssl.internal.enabled",
-    "bool",
-    True,
-    "Mutual TLS with the cluster's CA for gRPC between master and TaskExecutors and for the data "
-    "transport between TaskExecutors.",
-)
-SECURITY_SSL_INTERNAL_CERT = _opt(
-    "security.ssl.internal.cert",
-    "str",
-    None,
-    "PEM certificate of this process, issued by the cluster's CA (a local cluster generates it).",
-)
-SECURITY_SSL_INTERNAL_KEY = _opt(
-    "security.ssl.internal.key",
-    "str",
-    None,
-    "PEM private key of security.ssl.internal.cert.",
-)
-SECURITY_SSL_INTERNAL_CA = _opt(
-    "security.ssl.internal.ca",
-    "str",
-    None,
-    "PEM certificate of the cluster's CA: peers must present a certificate it issued.",
-)
-
-# --- Spark steps (yarnflink.operators.spark; other spark.* keys go to the TaskExecutor's SparkSession)
-SPARK_MICRO_BATCH_MAX_ROWS = _opt(
-    "spark.micro-batch.max-rows",
-    "int",
-    100_000,
-    "STREAMING: most rows a Spark step (transform_spark, spark_sql) hands to Spark at once.",
-    min_value=1,
-)
-SPARK_MICRO_BATCH_MAX_DELAY = _opt(
-    "spark.micro-batch.max-delay",
-    "duration",
-    "1 s",
-    "STREAMING: longest time a record waits in a Spark step's micro-batch before the batch runs.",
-)
-SPARK_SOURCE_PUSHDOWN = _opt(
-    "spark.source.pushdown",
-    "bool",
-    True,
-    "BATCH: a Spark step chained right after a FileSource of local Parquet files reads the source "
-    "subtask's files itself with Spark's Parquet reader (when Spark reads them with the schema the "
-    "records would have), instead of receiving them as Arrow batches.",
-)
+#: The process's registry. Empty until ``yarnflink.options`` is imported, which ``import yarnflink``
+#: does first thing, so it is complete whenever any yarnflink module is in use.
+OPTIONS = OptionRegistry()
 
 
 def option(key: str) -> ConfigOption:
@@ -1214,26 +391,7 @@ def option(key: str) -> ConfigOption:
 
 
 def is_known_key(key: str) -> bool:
-    return key in OPTIONS or key.startswith(PASSTHROUGH_PREFIXES)
-
-
-def _unknown_key_error(key: str, source: str | None) -> ConfigError:
-    msg = f"unknown configuration key {key!r}{_from(source)}"
-    match = difflib.get_close_matches(key, list(OPTIONS), n=1, cutoff=0.6)
-    if not match:
-        # also try case-insensitively (taskmanager.numberoftaskslots)
-        lowered = {k.lower(): k for k in OPTIONS}
-        m2 = difflib.get_close_matches(key.lower(), list(lowered), n=1, cutoff=0.6)
-        match = [lowered[m2[0]]] if m2 else []
-    if match:
-        msg += f"; did you mean {match[0]!r}?"
-    else:
-        msg += (
-            "; known keys are listed in yarnflink.common.config.OPTIONS (keys starting with "
-            + ", ".join(repr(p) for p in PASSTHROUGH_PREFIXES)
-            + " are passed through)"
-        )
-    return ConfigError(msg)
+    return OPTIONS.is_known_key(key)
 
 
 # ----------------------------------------------------------------------------- Configuration
@@ -1292,7 +450,7 @@ class Configuration:
         k, opt = self._resolve(key)
         if opt is None:
             if not k.startswith(PASSTHROUGH_PREFIXES):
-                raise _unknown_key_error(k, source)
+                raise OPTIONS.unknown_key_error(k, source)
             self._data[k] = _plain_string(value)
             return self
         if value is None:

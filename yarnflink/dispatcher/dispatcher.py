@@ -13,20 +13,19 @@ from typing import Any
 
 from yarnflink.common.config import Configuration
 from yarnflink.dispatcher.metric_fetcher import MetricFetcher
-from yarnflink.dispatcher.views import job_config_json, monitoring_snapshot, plan_json, with_metrics
+from yarnflink.dispatcher.views import job_config_json, plan_json, with_metrics
 from yarnflink.jobgraph.jobgraph import JobGraph
+from yarnflink.jobmaster.gateway import JobMasterControlGateway
 from yarnflink.jobmaster.jobmaster import JobMaster
-from yarnflink.jobmaster.views import exceptions_json, job_overview
+from yarnflink.jobmaster.local_gateway import LocalJobMasterGateway
+from yarnflink.jobmaster.views import exceptions_json, job_overview, monitoring_snapshot, savepoint_results
 from yarnflink.metrics.store import MetricStore, TaskMetricsEntry, merge_entries
 from yarnflink.resourcemanager.resourcemanager import ResourceManager
 from yarnflink.rpc.endpoint import RpcEndpoint
-from yarnflink.rpc.gateways import GatewayPool
+from yarnflink.rpc.resolver import GatewayResolver
 
 log = logging.getLogger(__name__)
 
-#: Results of an ended job's savepoints kept in its archive (the newest ones), so that a client
-#: polling ``GET /jobs/:id/savepoints/:triggerid`` after the job ended still reads them.
-MAX_ARCHIVED_SAVEPOINTS = 64
 #: How long an ended job's JobMaster runs on to free its slots before it is stopped.
 JOB_MASTER_LINGER_S = 2.0
 
@@ -52,6 +51,11 @@ class JobEntry:
     plan: dict[str, Any] = field(default_factory=dict)
     job_config: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def gateway(self) -> JobMasterControlGateway | None:
+        """How the Dispatcher reaches the job's JobMaster (None: not started, or ended)."""
+        return LocalJobMasterGateway(self.master) if self.master is not None else None
+
 
 class Dispatcher(RpcEndpoint):
     def __init__(
@@ -62,7 +66,9 @@ class Dispatcher(RpcEndpoint):
         rest_host: str,
         rest_port: int,
         on_shutdown_request: Callable[[], None] = lambda: None,
+        gateways: GatewayResolver | None = None,
     ) -> None:
+        """``gateways``: how it reaches TaskExecutors (metrics, logs; default: over gRPC)."""
         super().__init__("Dispatcher")
         self.config = config
         self.rm = resource_manager
@@ -70,9 +76,9 @@ class Dispatcher(RpcEndpoint):
         self._rest_port_config = rest_port
         self.rest_port = 0
         self.jobs: dict[str, JobEntry] = {}
-        #: JobMasters of ended jobs until they are stopped (they answer savepoint queries until then);
-        #: afterwards nothing here refers to an ended job's JobMaster (its archive has what is shown)
-        self._ending: dict[str, JobMaster] = {}
+        #: the JobMasters of ended jobs until they are stopped (they answer savepoint queries until
+        #: then); afterwards nothing here refers to an ended job's JobMaster: its archive has the rest
+        self._ending: dict[str, JobMasterControlGateway] = {}
         self.on_shutdown_request = on_shutdown_request
         self._rest_server: Any = None
         self._server_task: asyncio.Task[Any] | None = None
@@ -80,7 +86,7 @@ class Dispatcher(RpcEndpoint):
         #: task and TaskExecutor metrics for the REST API and dashboard (yarnflink.metrics)
         self.metric_store = MetricStore()
         self.metric_fetcher: MetricFetcher | None = None
-        self._gateways: GatewayPool | None = None
+        self._gateways: GatewayResolver | None = gateways
         self._metric_reporter: Any = None
         #: HA (yarnflink.dispatcher.leadership.DispatcherLeadership): None without HA
         self.leadership: Any = None
@@ -99,7 +105,10 @@ class Dispatcher(RpcEndpoint):
         from yarnflink.dispatcher.monitoring import start_master_reporter
         from yarnflink.dispatcher.rest import start_rest_server
 
-        self._gateways = GatewayPool()
+        if self._gateways is None:
+            from yarnflink.rpc.clients import GrpcGatewayResolver
+
+            self._gateways = GrpcGatewayResolver()
         self.metric_fetcher = MetricFetcher(
             self.rm,
             self.metric_store,
@@ -186,15 +195,16 @@ class Dispatcher(RpcEndpoint):
     def suspend_jobs(self, cause: str, timeout: float = 2.0) -> None:
         """HA, from another thread: suspend every running JobMaster (tasks cancelled, slots freed,
         the jobs' HA data kept: not a terminal state) and stop it, within about ``timeout``."""
-        import concurrent.futures
-
         masters = [e.master for e in list(self.jobs.values()) if e.master is not None]
-        futures = [
-            asyncio.run_coroutine_threadsafe(jm.suspend(cause, timeout), jm.loop)
-            for jm in masters
-            if not jm.loop.is_closed()
-        ]
-        concurrent.futures.wait(futures, timeout=timeout + 0.5)
+
+        async def suspend_all() -> None:
+            calls = [LocalJobMasterGateway(jm).suspend(cause, timeout) for jm in masters if not jm.loop.is_closed()]
+            await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), timeout + 0.5)
+
+        try:
+            asyncio.run(suspend_all())
+        except Exception:  # noqa: BLE001 - the process is being replaced anyway
+            log.debug("suspending the JobMasters did not finish", exc_info=True)
         for jm in masters:
             try:
                 jm.stop(timeout=1.0)
@@ -248,7 +258,6 @@ class Dispatcher(RpcEndpoint):
             "exceptions": exceptions_json(jm.eg),
             "collected": jm.collected_payloads(),
             **monitoring_snapshot(jm),  # final task metrics, checkpoint statistics, restarts
-            "savepoints": savepoint_results(jm),
         }
         self.call_soon(self._job_terminated, jm.job_id, archive)
 
@@ -273,7 +282,7 @@ class Dispatcher(RpcEndpoint):
                 str(exc.get("root-exception") or "") or None,
             )
         if jm is not None:
-            self._ending[job_id] = jm
+            self._ending[job_id] = LocalJobMasterGateway(jm)
             asyncio.ensure_future(self._stop_ended_job_master(entry, jm))
 
     async def _stop_ended_job_master(self, entry: JobEntry, jm: JobMaster) -> None:
@@ -282,28 +291,26 @@ class Dispatcher(RpcEndpoint):
         being written when the job ended) joins the archive, and no reference to it stays here."""
         await asyncio.sleep(JOB_MASTER_LINGER_S)
         try:
-            await self._archive_late_results(entry, jm)
+            await self._archive_late_results(entry, LocalJobMasterGateway(jm))
         finally:
             # from here on savepoint queries read the archive, never a JobMaster that is stopping
             self._ending.pop(entry.job_id, None)
         await asyncio.get_running_loop().run_in_executor(None, jm.stop)
-        if entry.archive is not None and jm.loop.is_closed():  # its thread has ended: read safely
+        if entry.archive is not None and jm.loop.is_closed():  # its thread has ended: its state is final
             entry.archive["savepoints"] = savepoint_results(jm)
 
-    async def _archive_late_results(self, entry: JobEntry, jm: JobMaster) -> None:
+    async def _archive_late_results(self, entry: JobEntry, gateway: JobMasterControlGateway) -> None:
         """Final task metrics that reached the JobMaster after the job ended (a task that finished
         while it was being cancelled) and the savepoints' latest results join the archive."""
         try:
-            late, savepoints = await jm.call_async(
-                _as_coro(lambda: (monitoring_snapshot(jm)["finals"], savepoint_results(jm)))
-            )
+            snap = await gateway.request_monitoring_snapshot()
         except Exception:  # noqa: BLE001 - the archive keeps what it has
             log.debug("late results of job %s not read", entry.job_id, exc_info=True)
             return
         if entry.archive is not None:
-            entry.archive["savepoints"] = savepoints
-            if late:
-                entry.archive["metrics"] = merge_entries(entry.archive["metrics"].values(), late)
+            entry.archive["savepoints"] = snap["savepoints"]
+            if snap["finals"]:
+                entry.archive["metrics"] = merge_entries(entry.archive["metrics"].values(), snap["finals"])
 
     def entry(self, job_id: str) -> JobEntry:
         e = self.jobs.get(job_id)
@@ -315,18 +322,18 @@ class Dispatcher(RpcEndpoint):
         e = self.entry(job_id)
         if e.archive is not None:
             return dict(e.archive["details"])
-        jm = e.master
-        if jm is None:  # submitted, its JobGraph being stored / JobMaster starting: not visible yet
+        gateway = e.gateway
+        if gateway is None:  # submitted, its JobGraph being stored / JobMaster starting: not visible yet
             raise UnknownJob(job_id)
-        return await jm.call_async(_as_coro(jm.details))
+        return await gateway.request_job_details()
 
     async def job_exceptions(self, job_id: str) -> dict[str, Any]:
         e = self.entry(job_id)
         if e.archive is not None:
             return dict(e.archive["exceptions"])
-        jm = e.master
-        assert jm is not None
-        return await jm.call_async(_as_coro(lambda: exceptions_json(jm.eg)))
+        gateway = e.gateway
+        assert gateway is not None
+        return await gateway.request_job_exceptions()
 
     async def trigger_savepoint(
         self,
@@ -342,26 +349,19 @@ class Dispatcher(RpcEndpoint):
         job ends FINISHED; ``drain``: MAX_WATERMARK first); ``cancel_job``: cancel-with-savepoint
         (the job is cancelled once the savepoint completed)."""
         e = self.entry(job_id)
-        jm = e.master
-        if e.archive is not None or jm is None or jm.checkpoints is None:
+        gateway = e.gateway
+        if e.archive is not None or gateway is None:
             return None
-        driver = jm.checkpoints
-        trigger_id: str = await jm.call_async(
-            _as_coro(lambda: driver.trigger_savepoint(target_directory, stop=stop, drain=drain, cancel_job=cancel_job))
-        )
-        return trigger_id
+        return await gateway.trigger_savepoint(target_directory, stop=stop, drain=drain, cancel_job=cancel_job)
 
     async def savepoint_status(self, job_id: str, trigger_id: str) -> dict[str, Any] | None:
         """The savepoint's result: asked of the JobMaster while it runs (also in the moment an
         ended job's JobMaster runs on), then read from the job's archive (stop-with-savepoint
         ends the job, and its client polls the result after that)."""
         e = self.entry(job_id)
-        jm = e.master or self._ending.get(job_id)
-        if jm is not None:
-            driver = jm.checkpoints
-            if driver is None:
-                return None
-            return await jm.call_async(_as_coro(lambda: driver.savepoint_status(trigger_id)))
+        gateway = e.gateway or self._ending.get(job_id)
+        if gateway is not None:
+            return await gateway.request_savepoint_status(trigger_id)
         if e.archive is None:
             return None
         result = e.archive.get("savepoints", {}).get(trigger_id)
@@ -369,10 +369,10 @@ class Dispatcher(RpcEndpoint):
 
     async def cancel_job(self, job_id: str) -> bool:
         e = self.entry(job_id)
-        if e.archive is not None or e.master is None:
+        gateway = e.gateway
+        if e.archive is not None or gateway is None:
             return False
-        jm = e.master
-        return await jm.call_async(_as_coro(jm.cancel))
+        return await gateway.cancel()
 
     async def overviews(self) -> list[dict[str, Any]]:
         out = []
@@ -397,11 +397,9 @@ class Dispatcher(RpcEndpoint):
                 "checkpoints": e.archive["checkpoints"],
                 "num_restarts": e.archive["num_restarts"],
             }
-        jm = e.master
-        assert jm is not None
-        snap: dict[str, Any] = await jm.call_async(
-            _as_coro(lambda: {"details": jm.details(), **monitoring_snapshot(jm)})
-        )
+        gateway = e.gateway
+        assert gateway is not None
+        snap = await gateway.request_monitoring_snapshot()
         live: list[TaskMetricsEntry] = self.metric_store.job_tasks(job_id)
         snap["metrics"] = merge_entries(live, snap.pop("finals"))
         return snap
@@ -409,20 +407,3 @@ class Dispatcher(RpcEndpoint):
     async def job_details_with_metrics(self, job_id: str) -> dict[str, Any]:
         snap = await self.job_monitoring(job_id)
         return with_metrics(snap["details"], snap["metrics"], self.entry(job_id).plan)
-
-
-def savepoint_results(jm: JobMaster) -> dict[str, dict[str, Any]]:
-    """The results of the job's savepoints by trigger id, the newest ``MAX_ARCHIVED_SAVEPOINTS``
-    (plain values: the archive keeps nothing of the JobMaster)."""
-    driver = jm.checkpoints
-    if driver is None:
-        return {}
-    newest = list(driver.savepoints.items())[-MAX_ARCHIVED_SAVEPOINTS:]
-    return {trigger_id: dict(result) for trigger_id, result in newest}
-
-
-def _as_coro(fn: Callable[[], Any]) -> Callable[[], Any]:
-    async def run() -> Any:
-        return fn()
-
-    return run

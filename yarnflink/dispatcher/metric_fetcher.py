@@ -11,11 +11,10 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-import grpc
-
+from yarnflink.common.rpc_errors import RpcException
 from yarnflink.metrics.store import MetricStore, TaskManagerMetrics, TaskMetricsEntry
-from yarnflink.rpc.gateways import GatewayPool
-from yarnflink.rpc.pb import taskexecutor_pb2
+from yarnflink.rpc.resolver import GatewayResolver
+from yarnflink.taskexecutor.gateway import RequestTaskExecutorInfo, TaskExecutorInfo
 
 if TYPE_CHECKING:
     from yarnflink.resourcemanager.resourcemanager import ResourceManager
@@ -32,7 +31,7 @@ class UnknownTaskManager(KeyError):
 
 class MetricFetcher:
     def __init__(
-        self, rm: ResourceManager, store: MetricStore, gateways: GatewayPool, update_interval_s: float
+        self, rm: ResourceManager, store: MetricStore, gateways: GatewayResolver, update_interval_s: float
     ) -> None:
         self.rm = rm
         self.store = store
@@ -77,8 +76,8 @@ class MetricFetcher:
     async def _fetch_one(self, tm: dict[str, Any]) -> None:
         try:
             info = await self.request_info(tm["path"], include_metrics=True)
-        except grpc.aio.AioRpcError as e:
-            log.info("metrics of TaskExecutor %s not fetched: %s", tm["id"], e.details())
+        except RpcException as e:
+            log.info("metrics of TaskExecutor %s not fetched: %s", tm["id"], e)
             return
         except Exception:  # noqa: BLE001 - one bad answer must not fail every metrics request
             log.warning("metrics of TaskExecutor %s not fetched", tm["id"], exc_info=True)
@@ -97,12 +96,9 @@ class MetricFetcher:
 
     async def request_info(
         self, rpc_address: str, *, include_metrics: bool = False, log_name: str = "", log_max_bytes: int = 0
-    ) -> taskexecutor_pb2.TaskExecutorInfo:
-        return await self.gateways.task_executor(rpc_address).RequestTaskExecutorInfo(
-            taskexecutor_pb2.TaskExecutorInfoRequest(
-                include_metrics=include_metrics, log_name=log_name, log_max_bytes=log_max_bytes
-            ),
-            timeout=FETCH_TIMEOUT_S,
+    ) -> TaskExecutorInfo:
+        return await self.gateways.task_executor(rpc_address).request_task_executor_info(
+            RequestTaskExecutorInfo(include_metrics, log_name, log_max_bytes), timeout=FETCH_TIMEOUT_S
         )
 
     async def find_task_manager(self, tm_id: str) -> dict[str, Any]:

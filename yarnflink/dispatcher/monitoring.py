@@ -6,9 +6,9 @@ restarts, checkpoints). Task metrics are exported by the TaskExecutors' own endp
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from yarnflink.dispatcher.views import checkpoint_stats_of, job_metrics, num_restarts_of
+from yarnflink.dispatcher.views import job_metrics
 from yarnflink.metrics import names as n
 from yarnflink.metrics.process import process_metrics
 from yarnflink.metrics.prometheus import PrometheusReporter, Sample, start_reporter
@@ -24,19 +24,11 @@ def start_master_reporter(d: Dispatcher) -> PrometheusReporter | None:
 async def _running_jobs(d: Dispatcher) -> list[tuple[str, str, dict[str, float]]]:
     out = []
     for e in list(d.jobs.values()):
-        jm = e.master
-        if e.archive is not None or jm is None:
+        gateway = e.gateway
+        if e.archive is not None or gateway is None:
             continue
-
-        async def snap(jm: Any = jm) -> dict[str, Any]:
-            return {
-                "details": jm.details(),
-                "checkpoints": checkpoint_stats_of(jm),
-                "num_restarts": num_restarts_of(jm),
-            }
-
         try:
-            s = await jm.call_async(snap)
+            s = await gateway.request_monitoring_snapshot()
         except Exception:  # noqa: BLE001 - the job ended meanwhile
             continue
         out.append((e.job_id, e.name, job_metrics(s["details"], s["checkpoints"], s["num_restarts"])))

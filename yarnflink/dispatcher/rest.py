@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from yarnflink.dispatcher import rest_models as m
+from yarnflink.dispatcher.options import RestOptions, WebOptions
 from yarnflink.dispatcher.rest_monitoring import NotFound, monitoring_router
 from yarnflink.dispatcher.rest_openapi import doc, install_openapi_fixups
 from yarnflink.jobgraph.jobgraph import JobGraph, JobGraphError
@@ -57,7 +58,7 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
         version=__version__,
         description="Flink's REST API paths and shapes, served by the yarnflink Dispatcher.",
     )
-    max_body = int(dispatcher.config.get("rest.server.max-content-length"))
+    max_body = int(dispatcher.config.get(RestOptions.SERVER_MAX_CONTENT_LENGTH))
 
     @app.middleware("http")
     async def _leader_only(request: Request, call_next: Any) -> Any:
@@ -101,7 +102,7 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
     async def config() -> dict[str, Any]:
         from yarnflink.metrics.prometheus import active_reporter_address
 
-        refresh = dispatcher.config.get_seconds("web.refresh-interval") or 3.0
+        refresh = dispatcher.config.get_seconds(WebOptions.REFRESH_INTERVAL) or 3.0
         prom = active_reporter_address()
         return {
             "refresh-interval": int(refresh * 1000),
@@ -111,7 +112,7 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
             "flink-revision": "yarnflink",
             "features": {
                 "web-submit": False,
-                "web-cancel": bool(dispatcher.config.get("web.cancel.enable")),
+                "web-cancel": bool(dispatcher.config.get(WebOptions.CANCEL_ENABLE)),
                 "web-history": False,
             },
             "metric-reporters": {"prom": prom} if prom else {},

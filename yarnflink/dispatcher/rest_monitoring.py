@@ -19,10 +19,10 @@ import time
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-import grpc
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
+from yarnflink.common.rpc_errors import RpcException
 from yarnflink.dispatcher import rest_models as m
 from yarnflink.dispatcher.metric_fetcher import UnknownTaskManager
 from yarnflink.dispatcher.views import (
@@ -328,10 +328,10 @@ def monitoring_router(dispatcher: Dispatcher) -> APIRouter:
             raise NotFound(f"TaskManager {tm_id} not found") from None
         try:
             return tm, await fetcher.request_info(tm["path"], **kw)
-        except grpc.aio.AioRpcError as e:
+        except RpcException as e:
             from yarnflink.dispatcher.rest import RestError
 
-            raise RestError(503, f"TaskManager {tm_id} did not answer: {e.details()}") from None
+            raise RestError(503, f"TaskManager {tm_id} did not answer: {e}") from None
 
     _E503: Responses = {503: {"model": m.ErrorResponse, "description": "the TaskExecutor did not answer"}}
 

@@ -1,12 +1,7 @@
 """The JSON the dashboard and the monitoring REST handlers show, in Flink's shapes: the plan, job
 configuration, vertex and subtask metrics, backpressure, checkpoint statistics, job metrics and
-TaskExecutor details. Plain functions over dicts and MetricStore entries; ``monitoring_snapshot``
-runs on a JobMaster's loop.
-
-Checkpoint statistics and restarts come from the JobMaster when it offers them
-(``JobMaster.checkpoint_stats()`` returning Flink's ``/jobs/:jobid/checkpoints`` shape,
-``JobMaster.num_restarts``); until then the history is empty and restarts are read off the
-execution attempts.
+TaskExecutor details. Plain functions over dicts and MetricStore entries; what a JobMaster reports
+for them (its monitoring snapshot) is read in ``yarnflink.jobmaster.views``.
 """
 
 from __future__ import annotations
@@ -15,9 +10,11 @@ import logging
 from typing import Any
 
 from yarnflink.jobgraph.jobgraph import JobGraph
+from yarnflink.jobgraph.options import CoreOptions
 from yarnflink.metrics import names as n
 from yarnflink.metrics.store import TaskMetricsEntry, backpressure_level, vertex_aggregate
-from yarnflink.rpc.pb import taskexecutor_pb2
+from yarnflink.scheduler.options import RestartStrategyOptions
+from yarnflink.taskexecutor.gateway import TaskExecutorInfo
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +63,10 @@ def plan_json(g: JobGraph) -> dict[str, Any]:
 def job_config_json(g: JobGraph, cluster_config: dict[str, str]) -> dict[str, Any]:
     """Flink's ``/jobs/:jobid/config``."""
     conf = dict(g.config)
+    # the raw strings, read leniently: this view must not fail on an odd value in a job's configuration
+    parallelism_key, restart_key = CoreOptions.DEFAULT_PARALLELISM.key, RestartStrategyOptions.RESTART_STRATEGY.key
     try:
-        parallelism = int(conf.get("parallelism.default") or cluster_config.get("parallelism.default") or -1)
+        parallelism = int(conf.get(parallelism_key) or cluster_config.get(parallelism_key) or -1)
     except ValueError:
         parallelism = -1
     return {
@@ -75,75 +74,12 @@ def job_config_json(g: JobGraph, cluster_config: dict[str, str]) -> dict[str, An
         "name": g.job_name,
         "execution-config": {
             "execution-mode": "PIPELINED",
-            "restart-strategy": conf.get("restart-strategy.type")
-            or cluster_config.get("restart-strategy.type")
-            or "none",
+            "restart-strategy": conf.get(restart_key) or cluster_config.get(restart_key) or "none",
             "job-parallelism": parallelism,
             "object-reuse-mode": True,
             "user-config": {str(k): str(v) for k, v in conf.items()},
         },
     }
-
-
-# ---------------------------------------------------------------------------- from the JobMaster
-def empty_checkpoint_stats() -> dict[str, Any]:
-    """Flink's ``/jobs/:jobid/checkpoints`` for a job that has taken no checkpoint."""
-    return {
-        "counts": {"restored": 0, "total": 0, "in_progress": 0, "completed": 0, "failed": 0},
-        "summary": {},
-        "latest": {"completed": None, "savepoint": None, "failed": None, "restored": None},
-        "history": [],
-    }
-
-
-def checkpoint_stats_of(jm: Any) -> dict[str, Any]:
-    fn = getattr(jm, "checkpoint_stats", None)
-    if callable(fn):
-        stats = fn()
-        if isinstance(stats, dict):
-            return stats
-    return empty_checkpoint_stats()
-
-
-def num_restarts_of(jm: Any) -> int:
-    value = getattr(jm, "num_restarts", None)
-    if callable(value):
-        value = value()
-    if isinstance(value, int):
-        return value
-    return max((ev.current.attempt_number for ejv in jm.eg.job_vertices for ev in ejv.task_vertices), default=0)
-
-
-def monitoring_snapshot(jm: Any) -> dict[str, Any]:
-    """On the JobMaster's loop: what the Dispatcher shows beyond the details. Never raises (it is
-    part of archiving an ended job): a part that cannot be read is left empty and logged."""
-    try:
-        return _monitoring_snapshot(jm)
-    except Exception:  # noqa: BLE001
-        log.warning("monitoring data of job %s not read", getattr(jm, "job_id", "?"), exc_info=True)
-        return {"finals": [], "checkpoints": empty_checkpoint_stats(), "num_restarts": 0}
-
-
-def _monitoring_snapshot(jm: Any) -> dict[str, Any]:
-    finals = []
-    for ejv in jm.eg.job_vertices:
-        for ev in ejv.task_vertices:
-            for ex in [*getattr(ev, "prior", ()), ev.current]:
-                m = jm.final_io_metrics.get(ex.attempt_id)
-                if m is not None:
-                    finals.append(
-                        TaskMetricsEntry(
-                            jm.job_id,
-                            ejv.job_vertex.id,
-                            ev.subtask_index,
-                            ex.attempt_number,
-                            ex.attempt_id,
-                            ex.slot.resource_id if ex.slot else "",
-                            dict(m),
-                            final=True,
-                        )
-                    )
-    return {"finals": finals, "checkpoints": checkpoint_stats_of(jm), "num_restarts": num_restarts_of(jm)}
 
 
 # ---------------------------------------------------------------------------- vertex metrics
@@ -277,7 +213,7 @@ def job_metrics(details: dict[str, Any], checkpoints: dict[str, Any], num_restar
 
 
 # ---------------------------------------------------------------------------- TaskExecutors
-def taskmanager_details(tm: dict[str, Any], info: taskexecutor_pb2.TaskExecutorInfo) -> dict[str, Any]:
+def taskmanager_details(tm: dict[str, Any], info: TaskExecutorInfo) -> dict[str, Any]:
     """Flink's TaskManagerDetailsInfo with a Python process's memory and the tasks in each slot."""
     pm = dict(info.process_metrics)
     task_metrics = {t.execution_id: dict(t.metrics) for t in info.task_metrics}
@@ -287,20 +223,20 @@ def taskmanager_details(tm: dict[str, Any], info: taskexecutor_pb2.TaskExecutorI
             {
                 "execution-id": t.execution_id,
                 "job-id": t.job_id,
-                "vertex-id": getattr(t, "vertex_id", ""),
+                "vertex-id": t.vertex_id,
                 "task-name": t.task_name,
                 "subtask": t.subtask_index,
-                "attempt": getattr(t, "attempt_number", 0),
+                "attempt": t.attempt_number,
                 "status": t.state,
                 "metrics": task_metrics.get(t.execution_id, {}),
             }
         )
     slots = [
         {
-            "index": s.slot_index,
+            "index": s.index,
             "allocationId": s.allocation_id or None,
             "jobId": s.job_id or None,
-            "tasks": tasks_by_slot.get(s.slot_index, []),
+            "tasks": tasks_by_slot.get(s.index, []),
         }
         for s in info.slot_report.slots
     ]

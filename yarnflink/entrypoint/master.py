@@ -31,12 +31,16 @@ from yarnflink.common.config import Configuration
 from yarnflink.deployment.local.driver import LocalProcessDriver
 from yarnflink.dispatcher.dispatcher import Dispatcher
 from yarnflink.dispatcher.leadership import DispatcherLeadership
+from yarnflink.dispatcher.options import RestOptions
 from yarnflink.entrypoint.application import ApplicationRunner
 from yarnflink.highavailability.errors import HighAvailabilityError
 from yarnflink.highavailability.services import HighAvailabilityServices, create_ha_services, ha_enabled
+from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.resourcemanager.driver import ResourceManagerDriver
+from yarnflink.resourcemanager.options import ResourceManagerOptions
 from yarnflink.resourcemanager.resourcemanager import ResourceManager
 from yarnflink.security import prepare_master
+from yarnflink.taskexecutor.options import TaskManagerOptions
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +63,7 @@ class MasterProcess:
         ``high-availability.*`` asks for."""
         self.config = config
         self._stop = threading.Event()
-        host = config.get("jobmanager.rpc.address") or "127.0.0.1"
+        host = config.get(JobManagerOptions.ADDRESS) or "127.0.0.1"
         if host == "localhost":
             host = "127.0.0.1"
         self.driver = (
@@ -73,8 +77,8 @@ class MasterProcess:
             )
         )
         min_slots = None
-        if local_taskexecutors is not None and not config.contains("slotmanager.number-of-slots.min"):
-            min_slots = local_taskexecutors * int(config.get("taskmanager.numberOfTaskSlots"))
+        if local_taskexecutors is not None and not config.contains(ResourceManagerOptions.MIN_SLOT_NUM):
+            min_slots = local_taskexecutors * int(config.get(TaskManagerOptions.NUM_TASK_SLOTS))
         #: HA services (ZooKeeper; connecting may fail with a clear error); None without HA
         self.ha: HighAvailabilityServices | None = (
             ha_services if ha_services is not None else (create_ha_services(config) if ha_enabled(config) else None)
@@ -84,20 +88,20 @@ class MasterProcess:
         self.stepping_down = False
         self.rm = ResourceManager(
             host,
-            int(config.get("jobmanager.rpc.port")),
+            int(config.get(JobManagerOptions.PORT)),
             config=config,
             driver=self.driver,
             min_slots=min_slots,
             high_availability=self.ha is not None,
         )
-        rest_host = config.get("rest.bind-address") or config.get("rest.address") or "127.0.0.1"
+        rest_host = config.get(RestOptions.BIND_ADDRESS) or config.get(RestOptions.ADDRESS) or "127.0.0.1"
         if rest_host == "localhost":
             rest_host = "127.0.0.1"
         self.dispatcher = Dispatcher(
             config,
             self.rm,
             rest_host=rest_host,
-            rest_port=int(config.get("rest.port")),
+            rest_port=int(config.get(RestOptions.PORT)),
             on_shutdown_request=self._stop.set,
         )
         self.workdir = workdir

@@ -14,11 +14,15 @@ import threading
 
 from yarnflink.common.config import ConfigError, Configuration
 from yarnflink.highavailability import create_ha_services, ha_enabled
+from yarnflink.jobgraph.options import ExecutionOptions
 from yarnflink.metrics.prometheus import start_reporter, stop_reporter
 from yarnflink.metrics.taskexecutor import prometheus_samples
+from yarnflink.network.options import NettyShuffleEnvironmentOptions
 from yarnflink.operators.memory import tune_allocator
+from yarnflink.resourcemanager.options import HeartbeatManagerOptions
 from yarnflink.resourcemanager.resources import worker_spec_from_config
 from yarnflink.security import prepare_taskexecutor
+from yarnflink.taskexecutor.options import TaskManagerOptions
 from yarnflink.taskexecutor.taskexecutor import TaskExecutor
 
 log = logging.getLogger(__name__)
@@ -38,7 +42,7 @@ def run_taskexecutor(
     from yarnflink.spark.session import holder as spark_sessions
 
     spark_sessions.set_process_config(config.to_dict())  # its spark.* keys reach its SparkSession
-    host = config.get("taskmanager.host") or "127.0.0.1"
+    host = config.get(TaskManagerOptions.HOST) or "127.0.0.1"
     ha = None
     retriever = None
     if ha_enabled(config):
@@ -54,17 +58,17 @@ def run_taskexecutor(
         master_address,
         host=host,
         rm_leader_retriever=retriever,
-        rpc_port=int(config.get("taskmanager.rpc.port")),
-        data_port=int(config.get("taskmanager.data.port")),
-        num_slots=int(config.get("taskmanager.numberOfTaskSlots")),
+        rpc_port=int(config.get(TaskManagerOptions.RPC_PORT)),
+        data_port=int(config.get(NettyShuffleEnvironmentOptions.DATA_PORT)),
+        num_slots=int(config.get(TaskManagerOptions.NUM_TASK_SLOTS)),
         resource_id=resource_id,
-        buffer_timeout_s=config.get_seconds("execution.buffer-timeout") or 0.1,
-        max_buffers_per_channel=int(config.get("taskmanager.network.memory.buffers-per-channel")),
-        max_bytes_per_channel=int(config.get("taskmanager.network.memory.max-bytes-per-channel")),
+        buffer_timeout_s=config.get_seconds(ExecutionOptions.BUFFER_TIMEOUT) or 0.1,
+        max_buffers_per_channel=int(config.get(NettyShuffleEnvironmentOptions.NETWORK_BUFFERS_PER_CHANNEL)),
+        max_bytes_per_channel=int(config.get(NettyShuffleEnvironmentOptions.NETWORK_MAX_BYTES_PER_CHANNEL)),
         total_resources=worker_spec_from_config(config).total,
-        heartbeat_interval_s=config.get_seconds("heartbeat.interval") or 10.0,
-        heartbeat_timeout_s=config.get_seconds("heartbeat.timeout") or 50.0,
-        rpc_failure_threshold=int(config.get("heartbeat.rpc-failure-threshold")),
+        heartbeat_interval_s=config.get_seconds(HeartbeatManagerOptions.HEARTBEAT_INTERVAL) or 10.0,
+        heartbeat_timeout_s=config.get_seconds(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT) or 50.0,
+        rpc_failure_threshold=int(config.get(HeartbeatManagerOptions.HEARTBEAT_RPC_FAILURE_THRESHOLD)),
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

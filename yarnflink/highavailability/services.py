@@ -31,6 +31,7 @@ from yarnflink.highavailability.leaderelection import (
     LeaderInformation,
 )
 from yarnflink.highavailability.leaderretrieval import LeaderListener, LeaderRetrievalService
+from yarnflink.highavailability.options import HighAvailabilityOptions
 from yarnflink.highavailability.stores import (
     CheckpointIDCounter,
     CompletedCheckpointPointerStore,
@@ -67,7 +68,7 @@ def job_master_component(job_id: str) -> str:
 
 
 def ha_enabled(config: Configuration) -> bool:
-    return str(config.get("high-availability.type")) != "NONE"
+    return str(config.get(HighAvailabilityOptions.HA_MODE)) != "NONE"
 
 
 class HighAvailabilityServices(ABC):

@@ -19,13 +19,13 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-import grpc
-
 from yarnflink.checkpoint import coordinator as cc
 from yarnflink.checkpoint.assignment import RestoreVertex, assign_state
 from yarnflink.checkpoint.config import CheckpointConfig
 from yarnflink.checkpoint.metadata import CheckpointMetadataError, CompletedCheckpoint
+from yarnflink.common.rpc_errors import RpcException
 from yarnflink.executiongraph.executiongraph import Execution, ExecutionState, ExecutionVertex
+from yarnflink.jobmaster.gateway import AcknowledgeCheckpoint, DeclineCheckpoint
 from yarnflink.jobmaster.stop_with_savepoint import (
     IN_PROGRESS,
     FailWithoutRestart,
@@ -35,9 +35,8 @@ from yarnflink.jobmaster.stop_with_savepoint import (
     savepoint_type,
 )
 from yarnflink.operators.chain import operator_id_of
-from yarnflink.rpc.gateways import RPC_TIMEOUT_S
-from yarnflink.rpc.pb import taskexecutor_pb2
 from yarnflink.state.handles import TaskStateSnapshot
+from yarnflink.taskexecutor.gateway import NotifyCheckpoint, TriggerCheckpoint
 
 if TYPE_CHECKING:
     from yarnflink.jobmaster.jobmaster import JobMaster
@@ -515,22 +514,17 @@ class CheckpointDriver:
             return b"", checkpoint.checkpoint_id
         return json.dumps(snap.to_json()).encode("utf-8"), checkpoint.checkpoint_id
 
-    def acknowledged(self, execution: Execution, payload: bytes, declined: bool) -> None:
-        d = json.loads(payload.decode("utf-8"))
-        tid = task_id_of(execution.vertex)
-        if declined:
-            event: Any = cc.DeclineCheckpoint(
-                int(d["checkpoint_id"]), tid, str(d.get("reason", "")), int(d.get("attempt", 0)), _now_ms()
-            )
-        else:
-            self._record_subtask_stats(int(d["checkpoint_id"]), execution, d.get("metrics"))
-            event = cc.AcknowledgeCheckpoint(
-                int(d["checkpoint_id"]),
-                tid,
-                TaskStateSnapshot.from_json(d.get("state") or {}),
-                int(d.get("attempt", 0)),
-                _now_ms(),
-            )
+    def acknowledged(self, execution: Execution, ack: AcknowledgeCheckpoint) -> None:
+        self._record_subtask_stats(ack.checkpoint_id, execution, ack.metrics.to_json())
+        event = cc.AcknowledgeCheckpoint(
+            ack.checkpoint_id, task_id_of(execution.vertex), ack.subtask_state, ack.attempt_number, _now_ms()
+        )
+        self._apply(self.coordinator.handle(event))
+
+    def declined(self, execution: Execution, decline: DeclineCheckpoint) -> None:
+        event = cc.DeclineCheckpoint(
+            decline.checkpoint_id, task_id_of(execution.vertex), decline.reason, decline.attempt_number, _now_ms()
+        )
         self._apply(self.coordinator.handle(event))
 
     def _record_subtask_stats(self, cid: int, execution: Execution, metrics: Any) -> None:
@@ -635,7 +629,7 @@ class CheckpointDriver:
         execution = self._execution(tid)
         if execution is None:
             return
-        req = taskexecutor_pb2.CheckpointRequest(
+        req = TriggerCheckpoint(
             jobmaster_id=self.jm.jobmaster_id,
             execution_id=execution.attempt_id,
             checkpoint_id=a.checkpoint_id,
@@ -644,7 +638,7 @@ class CheckpointDriver:
             synchronous=a.synchronous,
             drain=a.drain,
         )
-        self.jm._spawn(self._call(execution, "TriggerCheckpoint", req))
+        self.jm._spawn(self._call(execution, "trigger_checkpoint", req))
 
     async def _notify_then_cancel(self, a: cc.NotifyCheckpointComplete) -> None:
         """The last step of cancel-with-savepoint: every task has the savepoint's completion
@@ -656,13 +650,8 @@ class CheckpointDriver:
                 calls.append(
                     self._call(
                         execution,
-                        "NotifyCheckpoint",
-                        taskexecutor_pb2.CheckpointNotification(
-                            jobmaster_id=self.jm.jobmaster_id,
-                            execution_id=execution.attempt_id,
-                            checkpoint_id=a.checkpoint_id,
-                            completed=True,
-                        ),
+                        "notify_checkpoint_complete",
+                        NotifyCheckpoint(self.jm.jobmaster_id, execution.attempt_id, a.checkpoint_id),
                     )
                 )
         await asyncio.gather(*calls)
@@ -675,18 +664,23 @@ class CheckpointDriver:
         execution = self._execution(tid)
         if execution is None:
             return
-        req = taskexecutor_pb2.CheckpointNotification(
-            jobmaster_id=self.jm.jobmaster_id, execution_id=execution.attempt_id, checkpoint_id=cid, completed=completed
-        )
-        self.jm._spawn(self._call(execution, "NotifyCheckpoint", req))
+        req = NotifyCheckpoint(self.jm.jobmaster_id, execution.attempt_id, cid)
+        method = "notify_checkpoint_complete" if completed else "notify_checkpoint_aborted"
+        self.jm._spawn(self._call(execution, method, req))
 
-    async def _call(self, execution: Execution, method: str, req: Any) -> None:
+    async def _call(self, execution: Execution, method: str, req: TriggerCheckpoint | NotifyCheckpoint) -> None:
         slot = execution.slot
         assert slot is not None
+        gateway = self.jm.gateways.task_executor(slot.rpc_address)
         try:
-            await getattr(self.jm.gateways.task_executor(slot.rpc_address), method)(req, timeout=RPC_TIMEOUT_S)
-        except grpc.aio.AioRpcError as e:  # the task is gone: the checkpoint times out or is aborted
-            log.debug("%s to %s failed: %s", method, execution.attempt_id, e.details())
+            if isinstance(req, TriggerCheckpoint):
+                await gateway.trigger_checkpoint(req)
+            elif method == "notify_checkpoint_complete":
+                await gateway.notify_checkpoint_complete(req)
+            else:
+                await gateway.notify_checkpoint_aborted(req)
+        except RpcException as e:  # the task is gone: the checkpoint times out or is aborted
+            log.debug("%s to %s failed: %s", method, execution.attempt_id, e)
 
     async def _off_loop(self, fn: Any, *args: Any) -> None:
         try:

@@ -15,16 +15,21 @@ lost at once; heartbeats and the ResourceManager's notice remain the backstop.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
-import traceback
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import grpc
-
 from yarnflink.common.config import ConfigError, Configuration
+from yarnflink.common.rpc_errors import (
+    RPC_TIMEOUT_S,
+    InvalidRequest,
+    RpcException,
+    RpcUnreachable,
+    check_fencing,
+)
 from yarnflink.executiongraph.executiongraph import (
     Execution,
     ExecutionGraph,
@@ -35,16 +40,21 @@ from yarnflink.executiongraph.executiongraph import (
 )
 from yarnflink.jobgraph.jobgraph import JobGraph
 from yarnflink.jobmaster.deployment import build_tdd
-from yarnflink.jobmaster.slotpool import SlotPool
-from yarnflink.rpc.endpoint import RpcEndpoint
-from yarnflink.rpc.gateways import RPC_TIMEOUT_S, GatewayPool, check_fencing
-from yarnflink.rpc.pb import (
-    common_pb2,
-    jobmaster_pb2,
-    jobmaster_pb2_grpc,
-    resourcemanager_pb2,
-    taskexecutor_pb2,
+from yarnflink.jobmaster.gateway import (
+    AcknowledgeCheckpoint,
+    CoordinationData,
+    DeclineCheckpoint,
+    DisconnectTaskManager,
+    OfferSlots,
+    RegisterTaskManager,
+    SerializedThrowable,
+    TaskExecutionState,
+    TaskManagerHeartbeat,
 )
+from yarnflink.jobmaster.slotpool import SlotPool
+from yarnflink.resourcemanager.gateway import DisconnectJobMaster, DisconnectTaskExecutor
+from yarnflink.rpc.endpoint import RpcEndpoint
+from yarnflink.rpc.resolver import GatewayResolver
 from yarnflink.scheduler import restart
 from yarnflink.scheduler.adaptive_batch import AdaptiveBatchOptions
 from yarnflink.scheduler.scheduler import (
@@ -60,6 +70,7 @@ from yarnflink.scheduler.scheduler import (
     TaskManagerLost,
 )
 from yarnflink.scheduler.slotsharing import ExecutionSlotSharingGroup
+from yarnflink.taskexecutor import gateway as te
 
 log = logging.getLogger(__name__)
 
@@ -115,11 +126,6 @@ def scheduler_type_of(config: Configuration, job_graph: JobGraph) -> str:
     return str(chosen)
 
 
-def _unreachable(e: grpc.aio.AioRpcError) -> bool:
-    """The peer's process is not there (connection refused): not a slow or busy peer."""
-    return e.code() == grpc.StatusCode.UNAVAILABLE
-
-
 class JobMaster(RpcEndpoint):
     def __init__(
         self,
@@ -134,9 +140,11 @@ class JobMaster(RpcEndpoint):
         config: Configuration | None = None,
         jobmaster_id: str | None = None,
         checkpoint_ha: Any = None,
+        gateways: GatewayResolver | None = None,
     ) -> None:
         """With HA, ``jobmaster_id`` is the leader session id and ``checkpoint_ha`` the job's
-        ``yarnflink.highavailability.checkpoints.JobCheckpointRecovery``."""
+        ``yarnflink.highavailability.checkpoints.JobCheckpointRecovery``. ``gateways``: how it
+        reaches the ResourceManager and TaskExecutors (default: over gRPC)."""
         super().__init__(f"JobMaster-{job_graph.job_id[:8]}")
         self.job_graph = job_graph
         self.host = host
@@ -188,7 +196,11 @@ class JobMaster(RpcEndpoint):
             raise JobSubmissionException(str(e)) from None
         self.slot_pool = self.scheduler.pool
         self.eg.exception_history_size = int(self.config.get("web.exception-history-size"))
-        self.gateways = GatewayPool()
+        if gateways is None:
+            from yarnflink.rpc.clients import GrpcGatewayResolver
+
+            gateways = GrpcGatewayResolver()
+        self.gateways: GatewayResolver = gateways
         #: collected results (execute_and_collect) by sink subtask: (attempt id, payload)
         self.collected: dict[int, list[tuple[str, bytes]]] = {}
         #: final task metrics (Flink's IOMetrics) by execution attempt id; read by the Dispatcher
@@ -246,7 +258,9 @@ class JobMaster(RpcEndpoint):
 
     # ------------------------------------------------------------------ lifecycle
     async def on_start(self) -> None:
-        await self.serve(jobmaster_pb2_grpc.add_JobMasterGatewayServicer_to_server, _Servicer(self), self.host, 0)
+        from yarnflink.rpc.servicers import JobMasterServicer
+
+        await self.serve(JobMasterServicer(self), self.host, 0)
         if self.checkpoints is not None:
             try:
                 await self.checkpoints.load_initial()
@@ -281,8 +295,8 @@ class JobMaster(RpcEndpoint):
             self._timer = None
         frees = [
             asyncio.ensure_future(
-                self.gateways.task_executor(s.rpc_address).FreeSlot(
-                    taskexecutor_pb2.FreeSlotRequest(allocation_id=s.allocation_id, cause=cause), timeout=timeout
+                self.gateways.task_executor(s.rpc_address).free_slot(
+                    te.FreeSlot(s.allocation_id, cause), timeout=timeout
                 )
             )
             for s in self.slot_pool.release_all()
@@ -362,11 +376,11 @@ class JobMaster(RpcEndpoint):
                 return  # not connected yet: the connection declares shared_slots when it starts
             try:
                 await connection.declare(requirements_of(self.shared_slots, self.job_graph))
-            except grpc.aio.AioRpcError as e:
+            except RpcException as e:
                 log.info(
                     "job %s: declaring requirements failed (%s); the connection declares again when it re-registers",
                     self.job_id,
-                    e.details(),
+                    e,
                 )
 
     async def _deploy(self, execution: Execution) -> None:
@@ -374,33 +388,32 @@ class JobMaster(RpcEndpoint):
         assert slot is not None
         tdd = build_tdd(self.eg, execution.vertex, execution)
         if self.checkpoints is not None:
-            for key, value in self.checkpoints.storage_config().items():  # cluster-level s3.* keys
-                if key not in tdd.job_config:
-                    tdd.job_config[key] = value
+            # cluster-level s3.* keys
+            job_config = {**self.checkpoints.storage_config(), **tdd.job_config}
             self.checkpoints.deploying(execution)
             try:
                 await self.checkpoints.prepare_restore(execution)  # a damaged checkpoint: fall back
-                tdd.task_state, tdd.restored_checkpoint_id = self.checkpoints.restore_state(execution)
+                task_state, restored_checkpoint_id = self.checkpoints.restore_state(execution)
             except Exception as e:  # noqa: BLE001 - the checkpoint does not fit the job
                 self.fail_job(Failure("CheckpointException", f"cannot restore: {e}", "", now_ms()))
                 return
-        try:
-            await self.gateways.task_executor(slot.rpc_address).SubmitTask(
-                taskexecutor_pb2.SubmitTaskRequest(jobmaster_id=self.jobmaster_id, tdd=tdd), timeout=RPC_TIMEOUT_S
+            tdd = dataclasses.replace(
+                tdd, job_config=job_config, task_state=task_state, restored_checkpoint_id=restored_checkpoint_id
             )
-        except grpc.aio.AioRpcError as e:
-            if _unreachable(e):
+        try:
+            await self.gateways.task_executor(slot.rpc_address).submit_task(te.SubmitTask(self.jobmaster_id, tdd))
+        except RpcException as e:
+            if isinstance(e, RpcUnreachable):
                 self.task_manager_lost(
                     slot.resource_id,
-                    f"TaskManager {slot.resource_id} at {slot.rpc_address} "
-                    f"is unreachable (deploying a task: {e.details()})",
+                    f"TaskManager {slot.resource_id} at {slot.rpc_address} is unreachable (deploying a task: {e})",
                 )
             self._apply(
                 self.scheduler.deploy_failed(
                     execution,
                     Failure(
                         "TaskDeploymentException",
-                        f"could not deploy to {slot.rpc_address}: {e.details()}",
+                        f"could not deploy to {slot.rpc_address}: {e}",
                         "",
                         now_ms(),
                         execution.vertex.task_name_with_subtask,
@@ -415,35 +428,33 @@ class JobMaster(RpcEndpoint):
         slot = execution.slot
         assert slot is not None
         try:
-            await self.gateways.task_executor(slot.rpc_address).CancelTask(
-                taskexecutor_pb2.CancelTaskRequest(jobmaster_id=self.jobmaster_id, execution_id=execution.attempt_id),
-                timeout=RPC_TIMEOUT_S,
+            await self.gateways.task_executor(slot.rpc_address).cancel_task(
+                te.CancelTask(self.jobmaster_id, execution.attempt_id)
             )
-        except grpc.aio.AioRpcError as e:
+        except RpcException as e:
             # the TaskExecutor is gone (its tasks are gone with it) or the task already ended
-            log.info("cancel of %s failed (%s); marking it canceled", execution.attempt_id, e.details())
-            if _unreachable(e):
+            log.info("cancel of %s failed (%s); marking it canceled", execution.attempt_id, e)
+            if isinstance(e, RpcUnreachable):
                 self.task_manager_lost(
                     slot.resource_id,
-                    f"TaskManager {slot.resource_id} at {slot.rpc_address} "
-                    f"is unreachable (cancelling a task: {e.details()})",
+                    f"TaskManager {slot.resource_id} at {slot.rpc_address} is unreachable (cancelling a task: {e})",
                 )
             self._apply(self.scheduler.cancel_failed(execution, time.monotonic()))
 
     async def _check_task_manager(self, a: CheckTaskManager) -> None:
         try:
-            await self.gateways.task_executor(a.rpc_address).RequestTaskExecutorInfo(
-                taskexecutor_pb2.TaskExecutorInfoRequest(), timeout=PROBE_TIMEOUT_S
+            await self.gateways.task_executor(a.rpc_address).request_task_executor_info(
+                te.RequestTaskExecutorInfo(), timeout=PROBE_TIMEOUT_S
             )
-        except grpc.aio.AioRpcError as e:
-            if _unreachable(e):
-                self.task_manager_lost(
-                    a.resource_id,
-                    f"TaskManager {a.resource_id} at {a.rpc_address} is "
-                    f"unreachable (a consumer lost its data connection; "
-                    f"probe: {e.details()})",
-                )
-                return
+        except RpcUnreachable as e:
+            self.task_manager_lost(
+                a.resource_id,
+                f"TaskManager {a.resource_id} at {a.rpc_address} is "
+                f"unreachable (a consumer lost its data connection; probe: {e})",
+            )
+            return
+        except RpcException:
+            pass  # slow or refusing, but there
         self._apply(self.scheduler.task_manager_checked(a.resource_id, time.monotonic()))
 
     async def _report_task_manager_lost(self, a: TaskManagerLost) -> None:
@@ -452,34 +463,27 @@ class JobMaster(RpcEndpoint):
         if not self.rm_token:
             return
         try:
-            await self.gateways.resource_manager(self.rm_address).DisconnectTaskExecutor(
-                resourcemanager_pb2.DisconnectTaskExecutorRequest(
-                    fencing_token=self.rm_token,
-                    resource_id=a.resource_id,
-                    cause=f"the JobMaster of job {self.job_id} lost it: {a.cause}",
-                ),
-                timeout=RPC_TIMEOUT_S,
+            await self.gateways.resource_manager(self.rm_address).disconnect_task_executor(
+                DisconnectTaskExecutor(
+                    self.rm_token, a.resource_id, f"the JobMaster of job {self.job_id} lost it: {a.cause}"
+                )
             )
-        except grpc.aio.AioRpcError as e:
-            log.info("telling the ResourceManager about lost TaskManager %s failed: %s", a.resource_id, e.details())
+        except RpcException as e:
+            log.info("telling the ResourceManager about lost TaskManager %s failed: %s", a.resource_id, e)
 
     async def _release_partitions(self, a: ReleasePartitions) -> None:
         try:
-            await self.gateways.task_executor(a.rpc_address).ReleasePartitions(
-                taskexecutor_pb2.ReleasePartitionsRequest(job_id=self.job_id, partition_ids=list(a.partition_ids)),
-                timeout=RPC_TIMEOUT_S,
+            await self.gateways.task_executor(a.rpc_address).release_partitions(
+                te.ReleasePartitions(self.job_id, tuple(a.partition_ids))
             )
-        except grpc.aio.AioRpcError as e:
-            log.debug("releasing partitions at %s failed: %s", a.rpc_address, e.details())
+        except RpcException as e:
+            log.debug("releasing partitions at %s failed: %s", a.rpc_address, e)
 
     async def _free_slot(self, a: FreeSlot) -> None:
         try:
-            await self.gateways.task_executor(a.slot.rpc_address).FreeSlot(
-                taskexecutor_pb2.FreeSlotRequest(allocation_id=a.slot.allocation_id, cause=a.cause),
-                timeout=RPC_TIMEOUT_S,
-            )
-        except grpc.aio.AioRpcError as e:
-            log.debug("freeing slot %s failed: %s", a.slot.allocation_id, e.details())
+            await self.gateways.task_executor(a.slot.rpc_address).free_slot(te.FreeSlot(a.slot.allocation_id, a.cause))
+        except RpcException as e:
+            log.debug("freeing slot %s failed: %s", a.slot.allocation_id, e)
 
     # ------------------------------------------------------------------ events
     def slots_offered(self, resource_id: str, offers: Sequence[Any]) -> list[str]:
@@ -493,7 +497,7 @@ class JobMaster(RpcEndpoint):
         self,
         attempt_id: str,
         state: ExecutionState,
-        error: common_pb2.SerializedThrowable | None,
+        error: SerializedThrowable | None,
         failed_partition_id: str = "",
     ) -> bool:
         execution = self.eg.find_execution(attempt_id)
@@ -592,13 +596,10 @@ class JobMaster(RpcEndpoint):
         if pending:
             await asyncio.wait(pending, timeout=RPC_TIMEOUT_S)
         try:
-            await self.gateways.resource_manager(self.rm_address).DisconnectJobMaster(
-                resourcemanager_pb2.DisconnectJobMasterRequest(
-                    fencing_token=self.rm_token, job_id=self.job_id, cause=self.eg.status.value
-                ),
-                timeout=RPC_TIMEOUT_S,
+            await self.gateways.resource_manager(self.rm_address).disconnect_job_master(
+                DisconnectJobMaster(self.rm_token, self.job_id, self.eg.status.value)
             )
-        except grpc.aio.AioRpcError:
+        except RpcException:
             pass
 
     # ------------------------------------------------------------------ collect sink
@@ -641,78 +642,57 @@ class JobMaster(RpcEndpoint):
 
         return job_details(self.eg)
 
-
-class _Servicer(jobmaster_pb2_grpc.JobMasterGatewayServicer):
-    def __init__(self, jm: JobMaster) -> None:
-        self.jm = jm
-
-    async def RegisterTaskManager(self, request: Any, context: Any) -> Any:
-        await check_fencing(context, self.jm.jobmaster_id, request.jobmaster_id, "JobMaster")
-        self.jm.scheduler.register_task_manager(
+    # ------------------------------------------------------------------ JobMasterGateway (served by rpc.servicers)
+    async def register_task_manager(self, request: RegisterTaskManager, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        check_fencing(self.jobmaster_id, request.jobmaster_id, "JobMaster")
+        self.scheduler.register_task_manager(
             request.resource_id, request.rpc_address, request.data_address, time.monotonic()
         )
-        return common_pb2.Ack()
 
-    async def OfferSlots(self, request: Any, context: Any) -> Any:
-        await check_fencing(context, self.jm.jobmaster_id, request.jobmaster_id, "JobMaster")
-        accepted = self.jm.slots_offered(
-            request.resource_id, [(o.allocation_id, o.slot_index, _offered_profile(o)) for o in request.offers]
+    async def offer_slots(self, request: OfferSlots, *, timeout: float = RPC_TIMEOUT_S) -> tuple[str, ...]:
+        check_fencing(self.jobmaster_id, request.jobmaster_id, "JobMaster")
+        accepted = self.slots_offered(
+            request.resource_id, [(o.allocation_id, o.slot_index, o.profile) for o in request.offers]
         )
-        return jobmaster_pb2.OfferSlotsResponse(accepted_allocation_ids=accepted)
+        return tuple(accepted)
 
-    async def UpdateTaskExecutionState(self, request: Any, context: Any) -> Any:
-        await check_fencing(context, self.jm.jobmaster_id, request.jobmaster_id, "JobMaster")
-        try:
-            state = ExecutionState(request.state)
-        except ValueError:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unknown execution state {request.state!r}")
-        if request.io_metrics and self.jm.eg.find_execution(request.execution_id) is not None:
-            self.jm.final_io_metrics[request.execution_id] = dict(request.io_metrics)
-        self.jm.update_task_state(
-            request.execution_id,
-            state,
-            request.error if request.HasField("error") else None,
-            request.failed_partition_id,
-        )
-        return common_pb2.Ack()
+    async def update_task_execution_state(self, request: TaskExecutionState, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        check_fencing(self.jobmaster_id, request.jobmaster_id, "JobMaster")
+        if request.io_metrics and self.eg.find_execution(request.execution_id) is not None:
+            self.final_io_metrics[request.execution_id] = dict(request.io_metrics)
+        self.update_task_state(request.execution_id, request.state, request.error, request.failed_partition_id)
 
-    async def SendCoordinationData(self, request: Any, context: Any) -> Any:
-        await check_fencing(context, self.jm.jobmaster_id, request.jobmaster_id, "JobMaster")
-        if request.kind in ("checkpoint-ack", "checkpoint-decline"):
-            execution = self.jm.eg.find_execution(request.execution_id)
-            if self.jm.checkpoints is not None and execution is not None and execution is execution.vertex.current:
-                self.jm.checkpoints.acknowledged(execution, request.payload, request.kind == "checkpoint-decline")
-            return common_pb2.Ack()
+    def _current_execution(self, execution_id: str) -> Execution | None:
+        """The attempt, if it is its vertex's current one (an ended attempt's messages are dropped)."""
+        execution = self.eg.find_execution(execution_id)
+        return execution if execution is not None and execution is execution.vertex.current else None
+
+    async def acknowledge_checkpoint(self, request: AcknowledgeCheckpoint, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        check_fencing(self.jobmaster_id, request.jobmaster_id, "JobMaster")
+        execution = self._current_execution(request.execution_id)
+        if self.checkpoints is not None and execution is not None:
+            self.checkpoints.acknowledged(execution, request)
+
+    async def decline_checkpoint(self, request: DeclineCheckpoint, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        check_fencing(self.jobmaster_id, request.jobmaster_id, "JobMaster")
+        execution = self._current_execution(request.execution_id)
+        if self.checkpoints is not None and execution is not None:
+            self.checkpoints.declined(execution, request)
+
+    async def send_coordination_data(self, request: CoordinationData, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        check_fencing(self.jobmaster_id, request.jobmaster_id, "JobMaster")
         if request.kind != "collect":
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unknown coordination data kind {request.kind!r}")
-        self.jm.add_collected(request.execution_id, request.payload)
-        return common_pb2.Ack()
+            raise InvalidRequest(f"unknown coordination data kind {request.kind!r}")
+        self.add_collected(request.execution_id, request.payload)
 
-    async def HeartbeatFromTaskManager(self, request: Any, context: Any) -> Any:
-        await check_fencing(context, self.jm.jobmaster_id, request.jobmaster_id, "JobMaster")
-        tm = self.jm.slot_pool.task_managers.get(request.resource_id)
+    async def heartbeat_from_task_manager(
+        self, request: TaskManagerHeartbeat, *, timeout: float = RPC_TIMEOUT_S
+    ) -> None:
+        check_fencing(self.jobmaster_id, request.jobmaster_id, "JobMaster")
+        tm = self.slot_pool.task_managers.get(request.resource_id)
         if tm is not None:
             tm.last_heartbeat = time.monotonic()
-        return common_pb2.Ack()
 
-    async def DisconnectTaskManager(self, request: Any, context: Any) -> Any:
-        await check_fencing(context, self.jm.jobmaster_id, request.jobmaster_id, "JobMaster")
-        self.jm.task_manager_lost(request.resource_id, request.cause or "TaskManager disconnected")
-        return common_pb2.Ack()
-
-
-def _offered_profile(offer: Any) -> Any:
-    """The profile a TaskExecutor says its offered slot has (UNKNOWN if absent or nonsense)."""
-    from yarnflink.resourcemanager.resources import UNKNOWN, ResourceProfile
-
-    p = offer.profile
-    values = (p.cpu_cores, p.task_heap_mb, p.task_off_heap_mb, p.managed_memory_mb)
-    if not offer.HasField("profile") or any(v < 0 or v != v for v in values):
-        return UNKNOWN
-    return ResourceProfile(round(p.cpu_cores, 6), p.task_heap_mb, p.task_off_heap_mb, p.managed_memory_mb)
-
-
-def format_exception(e: BaseException) -> common_pb2.SerializedThrowable:
-    return common_pb2.SerializedThrowable(
-        exception_class=type(e).__name__, message=str(e), traceback="".join(traceback.format_exception(e))
-    )
+    async def disconnect_task_manager(self, request: DisconnectTaskManager, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        check_fencing(self.jobmaster_id, request.jobmaster_id, "JobMaster")
+        self.task_manager_lost(request.resource_id, request.cause or "TaskManager disconnected")

@@ -18,13 +18,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import grpc
-
+from yarnflink.common.rpc_errors import FencingTokenMismatch, RpcException, RpcUnreachable
 from yarnflink.jobgraph.jobgraph import JobGraph
+from yarnflink.resourcemanager.gateway import (
+    DeclareRequiredResources,
+    JobMasterHeartbeat,
+    RegisterJobMaster,
+    ResourceManagerGateway,
+    ResourceRequirement,
+)
 from yarnflink.resourcemanager.heartbeat import HeartbeatMonitor
 from yarnflink.resourcemanager.resources import ResourceProfile
-from yarnflink.rpc.gateways import RPC_TIMEOUT_S
-from yarnflink.rpc.pb import common_pb2, resourcemanager_pb2
 
 log = logging.getLogger(__name__)
 
@@ -67,12 +71,12 @@ class ResourceManagerConnection:
         while not self._ended:
             try:
                 await self._register_and_declare()
-            except grpc.aio.AioRpcError as e:
+            except RpcException as e:
                 log.warning(
                     "job %s: registration at the ResourceManager %s failed (%s); retrying in %.2f s",
                     self.jm.job_id,
                     self.jm.rm_address,
-                    e.details(),
+                    e,
                     delay,
                 )
                 await asyncio.sleep(delay)
@@ -91,12 +95,7 @@ class ResourceManagerConnection:
 
     async def _register_and_declare(self) -> None:
         rm = self.jm.gateways.resource_manager(self.jm.rm_address)
-        resp = await rm.RegisterJobMaster(
-            resourcemanager_pb2.RegisterJobMasterRequest(
-                job_id=self.jm.job_id, jobmaster_address=self.jm.address, jobmaster_id=self.jm.jobmaster_id
-            ),
-            timeout=RPC_TIMEOUT_S,
-        )
+        resp = await rm.register_job_master(RegisterJobMaster(self.jm.job_id, self.jm.address, self.jm.jobmaster_id))
         self.jm.rm_token = resp.fencing_token
         if resp.heartbeat_interval_ms > 0:
             self.interval_s = resp.heartbeat_interval_ms / 1000
@@ -104,28 +103,17 @@ class ResourceManagerConnection:
         self.registrations += 1
         await self._declare(rm)
 
-    async def _declare(self, rm: Any) -> None:
-        await rm.DeclareRequiredResources(
-            resourcemanager_pb2.DeclareRequiredResourcesRequest(
+    async def _declare(self, rm: ResourceManagerGateway) -> None:
+        await rm.declare_required_resources(
+            DeclareRequiredResources(
                 fencing_token=self.jm.rm_token,
                 job_id=self.jm.job_id,
                 jobmaster_address=self.jm.address,
+                requirements=tuple(
+                    ResourceRequirement(r.profile, r.slots, r.slot_sharing_group) for r in self.requirements
+                ),
                 jobmaster_id=self.jm.jobmaster_id,
-                requirements=[
-                    resourcemanager_pb2.ResourceRequirement(
-                        profile=common_pb2.ResourceProfile(
-                            cpu_cores=r.profile.cpu_cores,
-                            task_heap_mb=r.profile.task_heap_mb,
-                            task_off_heap_mb=r.profile.task_off_heap_mb,
-                            managed_memory_mb=r.profile.managed_memory_mb,
-                        ),
-                        number_of_slots=r.slots,
-                        slot_sharing_group=r.slot_sharing_group,
-                    )
-                    for r in self.requirements
-                ],
-            ),
-            timeout=RPC_TIMEOUT_S,
+            )
         )
 
     async def _heartbeats(self) -> str:
@@ -137,24 +125,22 @@ class ResourceManagerConnection:
             if self._ended:
                 return ""
             try:
-                resp = await rm.HeartbeatFromJobMaster(
-                    resourcemanager_pb2.JobMasterHeartbeat(
-                        fencing_token=self.jm.rm_token, job_id=self.jm.job_id, jobmaster_id=self.jm.jobmaster_id
-                    ),
+                known = await rm.heartbeat_from_job_master(
+                    JobMasterHeartbeat(self.jm.rm_token, self.jm.job_id, self.jm.jobmaster_id),
                     timeout=self.heartbeats.timeout,
                 )
-            except grpc.aio.AioRpcError as e:
+            except RpcException as e:
                 if self._ended:
                     return ""
-                if e.code() == grpc.StatusCode.FAILED_PRECONDITION:
-                    return f"the ResourceManager has a new leader session ({e.details()})"
-                if e.code() == grpc.StatusCode.UNAVAILABLE and self.heartbeats.rpc_failed(RM):
+                if isinstance(e, FencingTokenMismatch):
+                    return f"the ResourceManager has a new leader session ({e})"
+                if isinstance(e, RpcUnreachable) and self.heartbeats.rpc_failed(RM):
                     return "the ResourceManager is unreachable"
                 if self.heartbeats.timed_out(time.monotonic()):
                     return "the ResourceManager's heartbeat timed out"
                 continue
             if self._ended:
                 return ""
-            if not resp.known:
+            if not known:
                 return "the ResourceManager does not know this job any more"
             self.heartbeats.received(RM, time.monotonic())

@@ -1,10 +1,25 @@
-"""The JSON the REST API shows of a job, in Flink's shapes (``/jobs/:jobid``, exceptions)."""
+"""The JSON the REST API shows of a job, in Flink's shapes (``/jobs/:jobid``, exceptions), and the
+monitoring snapshot the Dispatcher reads off a JobMaster (final task metrics, checkpoint
+statistics, restarts), on the JobMaster's loop.
+
+Checkpoint statistics and restarts come from the JobMaster when it offers them
+(``JobMaster.checkpoint_stats()`` returning Flink's ``/jobs/:jobid/checkpoints`` shape,
+``JobMaster.num_restarts``); until then the history is empty and restarts are read off the
+execution attempts.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from yarnflink.executiongraph.executiongraph import ExecutionGraph, Failure, now_ms
+from yarnflink.metrics.store import TaskMetricsEntry
+
+log = logging.getLogger(__name__)
+
+#: Savepoint results an ended job's archive keeps (the newest).
+MAX_ARCHIVED_SAVEPOINTS = 64
 
 
 def job_details(eg: ExecutionGraph) -> dict[str, Any]:
@@ -136,3 +151,80 @@ def exceptions_json(eg: ExecutionGraph, size: int = 16) -> dict[str, Any]:
         "truncated": len(entries) > size,
         "exceptionHistory": {"entries": entries[:size], "truncated": len(entries) > size},
     }
+
+
+# ---------------------------------------------------------------------------- monitoring (for the Dispatcher)
+def empty_checkpoint_stats() -> dict[str, Any]:
+    """Flink's ``/jobs/:jobid/checkpoints`` for a job that has taken no checkpoint."""
+    return {
+        "counts": {"restored": 0, "total": 0, "in_progress": 0, "completed": 0, "failed": 0},
+        "summary": {},
+        "latest": {"completed": None, "savepoint": None, "failed": None, "restored": None},
+        "history": [],
+    }
+
+
+def checkpoint_stats_of(jm: Any) -> dict[str, Any]:
+    fn = getattr(jm, "checkpoint_stats", None)
+    if callable(fn):
+        stats = fn()
+        if isinstance(stats, dict):
+            return stats
+    return empty_checkpoint_stats()
+
+
+def num_restarts_of(jm: Any) -> int:
+    value = getattr(jm, "num_restarts", None)
+    if callable(value):
+        value = value()
+    if isinstance(value, int):
+        return value
+    return max((ev.current.attempt_number for ejv in jm.eg.job_vertices for ev in ejv.task_vertices), default=0)
+
+
+def monitoring_snapshot(jm: Any) -> dict[str, Any]:
+    """On the JobMaster's loop: what the Dispatcher shows beyond the details. Never raises (it is
+    part of archiving an ended job): a part that cannot be read is left empty and logged."""
+    try:
+        return _monitoring_snapshot(jm)
+    except Exception:  # noqa: BLE001
+        log.warning("monitoring data of job %s not read", getattr(jm, "job_id", "?"), exc_info=True)
+        return {"finals": [], "checkpoints": empty_checkpoint_stats(), "num_restarts": 0, "savepoints": {}}
+
+
+def _monitoring_snapshot(jm: Any) -> dict[str, Any]:
+    finals = []
+    for ejv in jm.eg.job_vertices:
+        for ev in ejv.task_vertices:
+            for ex in [*getattr(ev, "prior", ()), ev.current]:
+                m = jm.final_io_metrics.get(ex.attempt_id)
+                if m is not None:
+                    finals.append(
+                        TaskMetricsEntry(
+                            jm.job_id,
+                            ejv.job_vertex.id,
+                            ev.subtask_index,
+                            ex.attempt_number,
+                            ex.attempt_id,
+                            ex.slot.resource_id if ex.slot else "",
+                            dict(m),
+                            final=True,
+                        )
+                    )
+    return {
+        "finals": finals,
+        "checkpoints": checkpoint_stats_of(jm),
+        "num_restarts": num_restarts_of(jm),
+        "savepoints": savepoint_results(jm),
+    }
+
+
+def savepoint_results(jm: Any) -> dict[str, dict[str, Any]]:
+    """The results of the job's savepoints by trigger id, the newest ``MAX_ARCHIVED_SAVEPOINTS``,
+    as plain values: an ended job's archive keeps them (a client polls a stop-with-savepoint's
+    result after the job ended), and nothing of the JobMaster."""
+    driver = jm.checkpoints
+    if driver is None:
+        return {}
+    newest = list(driver.savepoints.items())[-MAX_ARCHIVED_SAVEPOINTS:]
+    return {trigger_id: dict(result) for trigger_id, result in newest}

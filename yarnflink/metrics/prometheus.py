@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from yarnflink.common.config import Configuration
+from yarnflink.metrics.options import MetricOptions
 
 log = logging.getLogger(__name__)
 
@@ -66,10 +67,10 @@ def parse_ports(spec: str) -> list[int]:
 
 
 def reporter_enabled(config: Configuration) -> bool:
-    names = config.get("metrics.reporters")
+    names = config.get(MetricOptions.REPORTERS_LIST)
     if names:
         return REPORTER in [s.strip() for s in str(names).split(",")]
-    return config.contains("metrics.reporter.prom.port") or bool(config.get("metrics.reporter.prom.factory.class"))
+    return config.contains(MetricOptions.PROMETHEUS_PORT) or bool(config.get(MetricOptions.PROMETHEUS_FACTORY_CLASS))
 
 
 class _Collector:
@@ -149,9 +150,9 @@ def start_reporter(config: Configuration, collect: Callable[[], Iterable[Sample]
     global _active
     if not reporter_enabled(config):
         return None
-    host = config.get("metrics.reporter.prom.host") or "127.0.0.1"
+    host = config.get(MetricOptions.PROMETHEUS_HOST) or "127.0.0.1"
     try:
-        ports = parse_ports(config.get("metrics.reporter.prom.port") or "9249")
+        ports = parse_ports(config.get(MetricOptions.PROMETHEUS_PORT) or "9249")
     except ValueError as e:
         log.warning("PrometheusReporter not started: metrics.reporter.prom.port: %s", e)
         return None

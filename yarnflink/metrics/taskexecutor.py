@@ -8,6 +8,7 @@ server thread (``prometheus_samples``, which hops onto the loop to read the task
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
@@ -15,7 +16,7 @@ from yarnflink.metrics import names as n
 from yarnflink.metrics.logfiles import log_files, read_log
 from yarnflink.metrics.process import process_metrics
 from yarnflink.metrics.prometheus import Sample, active_reporter_address
-from yarnflink.rpc.pb import taskexecutor_pb2
+from yarnflink.taskexecutor.gateway import LogFileInfo, RequestTaskExecutorInfo, TaskExecutorInfo, TaskMetrics
 
 
 def task_metrics_of(task: Any) -> dict[str, float]:
@@ -41,33 +42,29 @@ def taskexecutor_metrics(te: Any) -> dict[str, float]:
     return out
 
 
-def fill_info(
-    info: taskexecutor_pb2.TaskExecutorInfo, te: Any, request: taskexecutor_pb2.TaskExecutorInfoRequest
-) -> taskexecutor_pb2.TaskExecutorInfo:
-    """Adds metrics (if asked), the log file list and a log's content (if asked) to ``info``."""
+def fill_info(info: TaskExecutorInfo, te: Any, request: RequestTaskExecutorInfo) -> TaskExecutorInfo:
+    """``info`` with metrics (if asked), the log file list and a log's content (if asked)."""
+    extra: dict[str, Any] = {}
     if request.include_metrics:
-        for task in list(te.tasks.values()):
-            tdd = task.tdd
-            info.task_metrics.append(
-                taskexecutor_pb2.TaskMetrics(
-                    execution_id=task.execution_id,
-                    job_id=tdd.job_id,
-                    vertex_id=tdd.vertex_id,
-                    subtask_index=tdd.subtask_index,
-                    attempt_number=tdd.attempt_number,
-                    task_name=task.name,
-                    metrics=task_metrics_of(task),
-                )
+        extra["task_metrics"] = info.task_metrics + tuple(
+            TaskMetrics(
+                execution_id=task.execution_id,
+                job_id=task.tdd.job_id,
+                vertex_id=task.tdd.vertex_id,
+                subtask_index=task.tdd.subtask_index,
+                attempt_number=task.tdd.attempt_number,
+                task_name=task.name,
+                metrics=task_metrics_of(task),
             )
-        info.process_metrics.update(taskexecutor_metrics(te))
-    for f in log_files():
-        info.log_files.append(taskexecutor_pb2.LogFileInfo(name=f.name, size=f.size, mtime_ms=f.mtime_ms))
+            for task in list(te.tasks.values())
+        )
+        extra["process_metrics"] = {**info.process_metrics, **taskexecutor_metrics(te)}
+    extra["log_files"] = info.log_files + tuple(LogFileInfo(f.name, f.size, f.mtime_ms) for f in log_files())
     if request.log_name:
         got = read_log(request.log_name, int(request.log_max_bytes))
         if got is not None:
-            info.log_content, info.log_truncated = got
-    info.metric_reporter_address = active_reporter_address()
-    return info
+            extra["log_content"], extra["log_truncated"] = got
+    return dataclasses.replace(info, metric_reporter_address=active_reporter_address(), **extra)
 
 
 def prometheus_samples(te: Any) -> Iterable[Sample]:

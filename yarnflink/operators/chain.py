@@ -16,12 +16,20 @@ from yarnflink.operators.factory import create_operator
 
 
 class OperatorDescriptorLike(Protocol):
-    node_id: int
-    name: str
-    kind: str
-    spec: Any  # cloudpickled bytes of a spec (or the spec object itself, for tests)
-    chained_outputs: list[int]
-    output_datasets: list[str]
+    """An operator of a chain as deployed (read only: a TaskDeploymentDescriptor's are frozen)."""
+
+    @property
+    def node_id(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def spec(self) -> Any: ...  # cloudpickled bytes of a spec (or the spec object itself, for tests)
+    @property
+    def chained_outputs(self) -> Sequence[int]: ...
+    @property
+    def output_datasets(self) -> Sequence[str]: ...
 
 
 class _ChainOutput:

@@ -50,6 +50,7 @@ import pyarrow.parquet as pq
 from yarnflink.common.records import KIND_PICKLE, Batch, record_kind
 from yarnflink.operators.base import OperatorContext, StreamOperator
 from yarnflink.operators.specs import SparkSpec
+from yarnflink.spark.options import SparkOptions
 from yarnflink.spark.session import holder
 
 if TYPE_CHECKING:
@@ -70,19 +71,11 @@ MAX_ARROW_BATCH_ROWS = 1 << 20
 #: Rows per Parquet row group of a spilled input (Spark splits its reads by row group).
 SPILL_ROW_GROUP_ROWS = 1 << 20
 
-MAX_ROWS_KEY = "spark.micro-batch.max-rows"
-MAX_DELAY_KEY = "spark.micro-batch.max-delay"
-
 
 def micro_batch_bounds(config: Mapping[str, str]) -> tuple[int, float]:
     """(max rows, max delay in seconds) of a STREAMING micro-batch from a job configuration."""
-    from yarnflink.common.config import option
-
-    rows_opt, delay_opt = option(MAX_ROWS_KEY), option(MAX_DELAY_KEY)
-    rows = rows_opt.parse(config[MAX_ROWS_KEY], "job configuration") if MAX_ROWS_KEY in config else rows_opt.default
-    delay = (
-        delay_opt.parse(config[MAX_DELAY_KEY], "job configuration") if MAX_DELAY_KEY in config else delay_opt.default
-    )
+    rows = SparkOptions.MICRO_BATCH_MAX_ROWS.read(config, "job configuration")
+    delay = SparkOptions.MICRO_BATCH_MAX_DELAY.read(config, "job configuration")
     return int(rows), delay.total_seconds()
 
 
@@ -184,14 +177,7 @@ class SparkOperator(StreamOperator):
         """Source pushdown: read the chained FileSource's ``files`` in Spark instead of receiving
         them. True only in BATCH mode, for local Parquet files, before any input arrived, and
         when Spark's reader gives the columns the types the Arrow batches would have had."""
-        from yarnflink.common.config import option
-
-        key = "spark.source.pushdown"
-        enabled = (
-            option(key).parse(self.ctx.config[key], "job configuration")
-            if key in self.ctx.config
-            else option(key).default
-        )
+        enabled = SparkOptions.SOURCE_PUSHDOWN.read(self.ctx.config, "job configuration")
         protocol = getattr(fs, "protocol", None)
         local = protocol == "file" or (isinstance(protocol, (tuple, list)) and "file" in protocol)
         if not (

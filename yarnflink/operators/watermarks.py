@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from yarnflink.common.records import Batch
+from yarnflink.jobgraph.options import PipelineOptions
 from yarnflink.operators.base import OperatorContext, StreamOperator
 from yarnflink.state.descriptors import to_millis
 
@@ -248,11 +249,9 @@ class TimestampsAndWatermarksOperator(StreamOperator):
 
     def open(self, ctx: OperatorContext) -> None:
         super().open(ctx)
-        raw = ctx.config.get("pipeline.auto-watermark-interval")
-        if raw is not None:
-            from yarnflink.common.config import parse_duration
-
-            self.interval_ms = int(parse_duration(raw).total_seconds() * 1000)
+        if PipelineOptions.AUTO_WATERMARK_INTERVAL.key in ctx.config:
+            interval = PipelineOptions.AUTO_WATERMARK_INTERVAL.read(ctx.config)
+            self.interval_ms = int(interval.total_seconds() * 1000)
         if self.strategy.idle_timeout_ms is not None:
             self.idleness = IdlenessTimer(self.strategy.idle_timeout_ms, lambda: self.clock())
         rich = getattr(self.extract, "__self__", None)  # a bound method of a rich function

@@ -18,56 +18,44 @@ import time
 import uuid
 from typing import Any
 
-import grpc
-
 from yarnflink.common.config import Configuration
+from yarnflink.common.rpc_errors import (
+    RPC_TIMEOUT_S,
+    FencingTokenMismatch,
+    InvalidRequest,
+    RpcException,
+    RpcUnreachable,
+    check_fencing,
+)
+from yarnflink.jobmaster.gateway import DisconnectTaskManager
 from yarnflink.resourcemanager.driver import ResourceManagerDriver
+from yarnflink.resourcemanager.gateway import (
+    DeclareRequiredResources,
+    DisconnectJobMaster,
+    DisconnectTaskExecutor,
+    JobMasterHeartbeat,
+    JobMasterRegistrationSuccess,
+    NotifySlotAvailable,
+    RegisterJobMaster,
+    RegisterTaskExecutor,
+    TaskExecutorRegistrationSuccess,
+)
 from yarnflink.resourcemanager.heartbeat import HeartbeatMonitor
 from yarnflink.resourcemanager.resources import ResourceProfile, worker_spec_from_config
 from yarnflink.resourcemanager.slotmanager import (
     Action,
     AllocateSlot,
     NotifyTaskManagerLost,
-    ReportedSlot,
     SlotManager,
-    SlotReport,
     StartWorker,
     StopWorker,
     TaskExecutorRecord,
 )
 from yarnflink.rpc.endpoint import RpcEndpoint
-from yarnflink.rpc.gateways import RPC_TIMEOUT_S, GatewayPool, check_fencing
-from yarnflink.rpc.pb import (
-    common_pb2,
-    jobmaster_pb2,
-    resourcemanager_pb2,
-    resourcemanager_pb2_grpc,
-    taskexecutor_pb2,
-)
+from yarnflink.rpc.resolver import GatewayResolver
+from yarnflink.taskexecutor.gateway import RequestSlot
 
 log = logging.getLogger(__name__)
-
-UNREACHABLE = (grpc.StatusCode.UNAVAILABLE,)
-
-
-def profile_from_pb(p: common_pb2.ResourceProfile) -> ResourceProfile:
-    return ResourceProfile(round(p.cpu_cores, 6), p.task_heap_mb, p.task_off_heap_mb, p.managed_memory_mb)
-
-
-def profile_to_pb(p: ResourceProfile) -> common_pb2.ResourceProfile:
-    return common_pb2.ResourceProfile(
-        cpu_cores=p.cpu_cores,
-        task_heap_mb=p.task_heap_mb,
-        task_off_heap_mb=p.task_off_heap_mb,
-        managed_memory_mb=p.managed_memory_mb,
-    )
-
-
-def slot_report_from_pb(report: common_pb2.SlotReport) -> SlotReport:
-    return SlotReport(
-        tuple(ReportedSlot(s.slot_index, s.allocation_id, s.job_id, profile_from_pb(s.profile)) for s in report.slots),
-        report.version,
-    )
 
 
 class ResourceManager(RpcEndpoint):
@@ -80,10 +68,12 @@ class ResourceManager(RpcEndpoint):
         driver: ResourceManagerDriver | None = None,
         min_slots: int | None = None,
         high_availability: bool = False,
+        gateways: GatewayResolver | None = None,
     ) -> None:
         """``driver`` None: standalone. ``min_slots`` overrides ``slotmanager.number-of-slots.min``.
         ``high_availability``: the ResourceManager acts only between ``grant_leadership`` and
-        ``revoke_leadership`` (its fencing token is empty otherwise, so it refuses everything)."""
+        ``revoke_leadership`` (its fencing token is empty otherwise, so it refuses everything).
+        ``gateways``: how it reaches TaskExecutors and JobMasters (default: over gRPC)."""
         super().__init__("ResourceManager")
         config = config or Configuration()
         self.host = host
@@ -109,7 +99,11 @@ class ResourceManager(RpcEndpoint):
         )
         self.te_heartbeats = HeartbeatMonitor(self.heartbeat_timeout_s, self.rpc_failure_threshold)
         self.jm_heartbeats = HeartbeatMonitor(self.heartbeat_timeout_s, self.rpc_failure_threshold)
-        self.gateways = GatewayPool()
+        if gateways is None:
+            from yarnflink.rpc.clients import GrpcGatewayResolver
+
+            gateways = GrpcGatewayResolver()
+        self.gateways: GatewayResolver = gateways
         self._loop_task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self._heartbeats_in_flight: set[str] = set()
@@ -136,12 +130,9 @@ class ResourceManager(RpcEndpoint):
         self.fencing_token = ""
 
     async def on_start(self) -> None:
-        await self.serve(
-            resourcemanager_pb2_grpc.add_ResourceManagerGatewayServicer_to_server,
-            _Servicer(self),
-            self.host,
-            self._port,
-        )
+        from yarnflink.rpc.servicers import ResourceManagerServicer
+
+        await self.serve(ResourceManagerServicer(self), self.host, self._port)
         if self.driver is not None:
             self.driver.initialize(_DriverEvents(self), self.address)
         self._loop_task = asyncio.ensure_future(self._periodic())
@@ -183,20 +174,19 @@ class ResourceManager(RpcEndpoint):
 
     async def _allocate(self, a: AllocateSlot) -> None:
         try:
-            resp = await self.gateways.task_executor(a.rpc_address).RequestSlot(
-                taskexecutor_pb2.RequestSlotRequest(
+            resp = await self.gateways.task_executor(a.rpc_address).request_slot(
+                RequestSlot(
                     resource_manager_token=self.fencing_token,
                     slot_index=a.slot_index,
                     job_id=a.job_id,
                     allocation_id=a.allocation_id,
-                    profile=profile_to_pb(a.profile),
+                    profile=a.profile,
                     jobmaster_address=a.jobmaster_address,
                     jobmaster_id=a.jobmaster_id,
-                ),
-                timeout=RPC_TIMEOUT_S,
+                )
             )
-        except grpc.aio.AioRpcError as e:
-            log.warning("slot request to %s failed: %s", a.resource_id, e.details())
+        except RpcException as e:
+            log.warning("slot request to %s failed: %s", a.resource_id, e)
             self._execute(self.slot_manager.allocation_failed(a.resource_id, a.allocation_id, time.monotonic()))
             return
         self._execute(
@@ -225,7 +215,7 @@ class ResourceManager(RpcEndpoint):
         log.info("stopping TaskExecutor %s: %s", action.resource_id, action.cause)
         self.te_heartbeats.unmonitor(action.resource_id)
         if action.rpc_address:
-            self._spawn(self.gateways.task_executors.drop(action.rpc_address))
+            self._spawn(self.gateways.forget(action.rpc_address))
         if self.driver is not None:
             try:
                 self.driver.stop_worker(action.resource_id)
@@ -234,18 +224,12 @@ class ResourceManager(RpcEndpoint):
 
     async def _notify_task_manager_lost(self, a: NotifyTaskManagerLost) -> None:
         try:
-            await self.gateways.job_master(a.jobmaster_address).DisconnectTaskManager(
-                jobmaster_pb2.DisconnectTaskManagerRequest(
-                    jobmaster_id=a.jobmaster_id, resource_id=a.resource_id, cause=a.cause
-                ),
-                timeout=RPC_TIMEOUT_S,
+            await self.gateways.job_master(a.jobmaster_address).disconnect_task_manager(
+                DisconnectTaskManager(a.jobmaster_id, a.resource_id, a.cause)
             )
-        except grpc.aio.AioRpcError as e:
+        except RpcException as e:
             log.info(
-                "telling the JobMaster of job %s about lost TaskExecutor %s failed: %s",
-                a.job_id,
-                a.resource_id,
-                e.details(),
+                "telling the JobMaster of job %s about lost TaskExecutor %s failed: %s", a.job_id, a.resource_id, e
             )
 
     def task_executor_lost(self, resource_id: str, cause: str) -> None:
@@ -254,7 +238,7 @@ class ResourceManager(RpcEndpoint):
             return
         log.warning("TaskExecutor %s lost: %s", resource_id, cause)
         self.te_heartbeats.unmonitor(resource_id)
-        self._spawn(self.gateways.task_executors.drop(te.rpc_address))
+        self._spawn(self.gateways.forget(te.rpc_address))
         self._execute(self.slot_manager.task_executor_lost(resource_id, cause, time.monotonic()))
 
     def worker_terminated(self, worker_id: str, diagnostics: str) -> None:
@@ -269,7 +253,7 @@ class ResourceManager(RpcEndpoint):
         te = self.slot_manager.task_executors.get(worker_id)
         if te is not None:
             self.te_heartbeats.unmonitor(worker_id)
-            self._spawn(self.gateways.task_executors.drop(te.rpc_address))
+            self._spawn(self.gateways.forget(te.rpc_address))
         self._execute(self.slot_manager.worker_terminated(worker_id, diagnostics, time.monotonic()))
 
     # ------------------------------------------------------------------ heartbeats and time
@@ -299,22 +283,20 @@ class ResourceManager(RpcEndpoint):
 
     async def _heartbeat(self, resource_id: str, address: str) -> None:
         try:
-            resp = await self.gateways.task_executor(address).HeartbeatFromResourceManager(
-                taskexecutor_pb2.ResourceManagerHeartbeat(resource_manager_token=self.fencing_token),
-                timeout=self.heartbeat_timeout_s,
+            report = await self.gateways.task_executor(address).heartbeat_from_resource_manager(
+                self.fencing_token, timeout=self.heartbeat_timeout_s
             )
-        except grpc.aio.AioRpcError as e:
+        except RpcException as e:
             te = self.slot_manager.task_executors.get(resource_id)
             if te is None or te.rpc_address != address:
                 return
-            # refused (FAILED_PRECONDITION): registered elsewhere, or our registration's answer is still
-            # on its way to it; several in a row decide, like unreachable
-            counted = e.code() in UNREACHABLE or e.code() == grpc.StatusCode.FAILED_PRECONDITION
+            # refused (fencing): registered elsewhere, or our registration's answer is still on its
+            # way to it; several in a row decide, like unreachable
+            counted = isinstance(e, (RpcUnreachable, FencingTokenMismatch))
             if counted and self.te_heartbeats.rpc_failed(resource_id):
                 self.task_executor_lost(
                     resource_id,
-                    f"TaskExecutor {resource_id} is unreachable "
-                    f"({self.rpc_failure_threshold} heartbeats failed: {e.details()})",
+                    f"TaskExecutor {resource_id} is unreachable ({self.rpc_failure_threshold} heartbeats failed: {e})",
                 )
             return
         finally:
@@ -324,7 +306,7 @@ class ResourceManager(RpcEndpoint):
             return
         now = time.monotonic()
         self.te_heartbeats.received(resource_id, now)
-        self._execute(self.slot_manager.slot_report(resource_id, slot_report_from_pb(resp.slot_report), now))
+        self._execute(self.slot_manager.slot_report(resource_id, report, now))
 
     # ------------------------------------------------------------------ views (for the Dispatcher)
     def _task_manager_json(self, te: TaskExecutorRecord, now: float) -> dict[str, Any]:
@@ -379,6 +361,115 @@ class ResourceManager(RpcEndpoint):
         total, free = self.slot_manager.totals()
         return len(self.slot_manager.task_executors), total, free
 
+    # ------------------------------------------------------------------ ResourceManagerGateway (served by rpc.servicers)
+    def _require_leader(self) -> None:
+        if not self.leading:
+            raise FencingTokenMismatch(f"ResourceManager {self.address} is not the leader")
+
+    async def register_task_executor(
+        self, request: RegisterTaskExecutor, *, timeout: float = RPC_TIMEOUT_S
+    ) -> TaskExecutorRegistrationSuccess:
+        self._require_leader()
+        if request.num_slots < 1 or request.num_slots > 1024:
+            raise InvalidRequest(f"num_slots must be in [1, 1024], got {request.num_slots}")
+        if not request.resource_id or not request.rpc_address or not request.data_address:
+            raise InvalidRequest("resource_id, rpc_address and data_address are required")
+        total = request.total_profile
+        default_slot = request.default_slot_profile
+        log.info(
+            "TaskExecutor %s registered from %s with %d slots (%s)",
+            request.resource_id,
+            request.rpc_address,
+            request.num_slots,
+            total,
+        )
+        old = self.slot_manager.task_executors.get(request.resource_id)
+        if old is not None and old.rpc_address != request.rpc_address:
+            self._spawn(self.gateways.forget(old.rpc_address))
+        now = time.monotonic()
+        self.te_heartbeats.monitor(request.resource_id, now)
+        self._execute(
+            self.slot_manager.register_task_executor(
+                request.resource_id,
+                request.rpc_address,
+                request.data_address,
+                request.num_slots,
+                request.slot_report,
+                now,
+                total=total,
+                default_slot=None if default_slot.is_unknown else default_slot,
+                hostname=request.hostname,
+                pid=request.pid,
+            )
+        )
+        return TaskExecutorRegistrationSuccess(
+            registration_id=uuid.uuid4().hex,
+            fencing_token=self.fencing_token,
+            resource_manager_resource_id=self.resource_id,
+            heartbeat_interval_ms=int(self.heartbeat_interval_s * 1000),
+            heartbeat_timeout_ms=int(self.heartbeat_timeout_s * 1000),
+        )
+
+    async def notify_slot_available(self, request: NotifySlotAvailable, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        check_fencing(self.fencing_token, request.fencing_token, "ResourceManager")
+        self._execute(
+            self.slot_manager.slot_freed(
+                request.resource_id, request.allocation_id, request.slot_report_version, time.monotonic()
+            )
+        )
+
+    async def disconnect_task_executor(
+        self, request: DisconnectTaskExecutor, *, timeout: float = RPC_TIMEOUT_S
+    ) -> None:
+        check_fencing(self.fencing_token, request.fencing_token, "ResourceManager")
+        self.task_executor_lost(request.resource_id, f"TaskExecutor disconnected: {request.cause}")
+
+    async def register_job_master(
+        self, request: RegisterJobMaster, *, timeout: float = RPC_TIMEOUT_S
+    ) -> JobMasterRegistrationSuccess:
+        if not request.job_id or not request.jobmaster_address or not request.jobmaster_id:
+            raise InvalidRequest("job_id, jobmaster_address and jobmaster_id are required")
+        self._require_leader()
+        self.jm_heartbeats.monitor(request.job_id, time.monotonic())
+        return JobMasterRegistrationSuccess(
+            fencing_token=self.fencing_token,
+            heartbeat_interval_ms=int(self.heartbeat_interval_s * 1000),
+            heartbeat_timeout_ms=int(self.heartbeat_timeout_s * 1000),
+            heartbeat_rpc_failure_threshold=self.rpc_failure_threshold,
+        )
+
+    async def declare_required_resources(
+        self, request: DeclareRequiredResources, *, timeout: float = RPC_TIMEOUT_S
+    ) -> None:
+        check_fencing(self.fencing_token, request.fencing_token, "ResourceManager")
+        requirements: dict[ResourceProfile, int] = {}
+        for r in request.requirements:
+            if r.number_of_slots < 0:
+                raise InvalidRequest(f"invalid slot count {r.number_of_slots}")
+            requirements[r.profile] = requirements.get(r.profile, 0) + r.number_of_slots
+        if sum(requirements.values()) > 100_000:
+            raise InvalidRequest(f"invalid slot count {sum(requirements.values())}")
+        now = time.monotonic()
+        if request.job_id not in self.jm_heartbeats:
+            self.jm_heartbeats.monitor(request.job_id, now)
+        self._execute(
+            self.slot_manager.declare_requirements(
+                request.job_id, request.jobmaster_address, request.jobmaster_id, requirements, now
+            )
+        )
+
+    async def disconnect_job_master(self, request: DisconnectJobMaster, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        check_fencing(self.fencing_token, request.fencing_token, "ResourceManager")
+        self.jm_heartbeats.unmonitor(request.job_id)
+        self._execute(self.slot_manager.unregister_job(request.job_id, time.monotonic()))
+
+    async def heartbeat_from_job_master(self, request: JobMasterHeartbeat, *, timeout: float = RPC_TIMEOUT_S) -> bool:
+        check_fencing(self.fencing_token, request.fencing_token, "ResourceManager")
+        known = request.job_id in self.jm_heartbeats
+        if known:
+            self.jm_heartbeats.received(request.job_id, time.monotonic())
+        return known
+
 
 class _DriverEvents:
     """The driver's ResourceEventHandler: events are handed to the ResourceManager's loop."""
@@ -394,127 +485,3 @@ class _DriverEvents:
 
     def on_error(self, error: BaseException) -> None:
         log.error("the resource manager driver failed: %s", error)
-
-
-class _Servicer(resourcemanager_pb2_grpc.ResourceManagerGatewayServicer):
-    def __init__(self, rm: ResourceManager) -> None:
-        self.rm = rm
-
-    def _heartbeat_settings(self) -> dict[str, int]:
-        rm = self.rm
-        return {
-            "heartbeat_interval_ms": int(rm.heartbeat_interval_s * 1000),
-            "heartbeat_timeout_ms": int(rm.heartbeat_timeout_s * 1000),
-        }
-
-    async def _require_leader(self, context: Any) -> None:
-        if not self.rm.leading:
-            await context.abort(
-                grpc.StatusCode.FAILED_PRECONDITION, f"ResourceManager {self.rm.address} is not the leader"
-            )
-
-    async def RegisterTaskExecutor(self, request: Any, context: Any) -> Any:
-        rm = self.rm
-        await self._require_leader(context)
-        if request.num_slots < 1 or request.num_slots > 1024:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT, f"num_slots must be in [1, 1024], got {request.num_slots}"
-            )
-        if not request.resource_id or not request.rpc_address or not request.data_address:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT, "resource_id, rpc_address and data_address are required"
-            )
-        total = profile_from_pb(request.total_profile)
-        default_slot = profile_from_pb(request.default_slot_profile)
-        log.info(
-            "TaskExecutor %s registered from %s with %d slots (%s)",
-            request.resource_id,
-            request.rpc_address,
-            request.num_slots,
-            total,
-        )
-        old = rm.slot_manager.task_executors.get(request.resource_id)
-        if old is not None and old.rpc_address != request.rpc_address:
-            rm._spawn(rm.gateways.task_executors.drop(old.rpc_address))
-        now = time.monotonic()
-        rm.te_heartbeats.monitor(request.resource_id, now)
-        rm._execute(
-            rm.slot_manager.register_task_executor(
-                request.resource_id,
-                request.rpc_address,
-                request.data_address,
-                request.num_slots,
-                slot_report_from_pb(request.slot_report),
-                now,
-                total=total,
-                default_slot=None if default_slot.is_unknown else default_slot,
-                hostname=request.hostname,
-                pid=request.pid,
-            )
-        )
-        return resourcemanager_pb2.RegisterTaskExecutorResponse(
-            registration_id=uuid.uuid4().hex,
-            fencing_token=rm.fencing_token,
-            resource_manager_resource_id=rm.resource_id,
-            **self._heartbeat_settings(),
-        )
-
-    async def NotifySlotAvailable(self, request: Any, context: Any) -> Any:
-        await check_fencing(context, self.rm.fencing_token, request.fencing_token, "ResourceManager")
-        self.rm._execute(
-            self.rm.slot_manager.slot_freed(
-                request.resource_id, request.allocation_id, request.slot_report_version, time.monotonic()
-            )
-        )
-        return common_pb2.Ack()
-
-    async def DisconnectTaskExecutor(self, request: Any, context: Any) -> Any:
-        await check_fencing(context, self.rm.fencing_token, request.fencing_token, "ResourceManager")
-        self.rm.task_executor_lost(request.resource_id, f"TaskExecutor disconnected: {request.cause}")
-        return common_pb2.Ack()
-
-    async def RegisterJobMaster(self, request: Any, context: Any) -> Any:
-        if not request.job_id or not request.jobmaster_address or not request.jobmaster_id:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT, "job_id, jobmaster_address and jobmaster_id are required"
-            )
-        await self._require_leader(context)
-        self.rm.jm_heartbeats.monitor(request.job_id, time.monotonic())
-        return resourcemanager_pb2.RegisterJobMasterResponse(
-            fencing_token=self.rm.fencing_token,
-            heartbeat_rpc_failure_threshold=self.rm.rpc_failure_threshold,
-            **self._heartbeat_settings(),
-        )
-
-    async def DeclareRequiredResources(self, request: Any, context: Any) -> Any:
-        await check_fencing(context, self.rm.fencing_token, request.fencing_token, "ResourceManager")
-        requirements: dict[ResourceProfile, int] = {}
-        for r in request.requirements:
-            if r.number_of_slots < 0:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"invalid slot count {r.number_of_slots}")
-            p = profile_from_pb(r.profile)
-            requirements[p] = requirements.get(p, 0) + r.number_of_slots
-        if sum(requirements.values()) > 100_000:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"invalid slot count {sum(requirements.values())}")
-        now = time.monotonic()
-        if request.job_id not in self.rm.jm_heartbeats:
-            self.rm.jm_heartbeats.monitor(request.job_id, now)
-        self.rm._execute(
-            self.rm.slot_manager.declare_requirements(
-                request.job_id, request.jobmaster_address, request.jobmaster_id, requirements, now
-            )
-        )
-        return common_pb2.Ack()
-
-    async def DisconnectJobMaster(self, request: Any, context: Any) -> Any:
-        await check_fencing(context, self.rm.fencing_token, request.fencing_token, "ResourceManager")
-        self.rm.jm_heartbeats.unmonitor(request.job_id)
-        self.rm._execute(self.rm.slot_manager.unregister_job(request.job_id, time.monotonic()))
-        return common_pb2.Ack()
-
-    async def HeartbeatFromJobMaster(self, request: Any, context: Any) -> Any:
-        await check_fencing(context, self.rm.fencing_token, request.fencing_token, "ResourceManager")
-        known = request.job_id in self.rm.jm_heartbeats
-        if known:
-            self.rm.jm_heartbeats.received(request.job_id, time.monotonic())
-        return resourcemanager_pb2.JobMasterHeartbeatResponse(known=known)

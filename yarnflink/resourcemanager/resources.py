@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from yarnflink.taskexecutor.options import TaskManagerOptions
+
 MB = 1 << 20
 
 
@@ -126,17 +128,17 @@ def worker_spec_from_config(config: Any) -> WorkerSpec:
     ``taskmanager.cpu.cores`` / ``taskmanager.memory.task.heap.size`` / ``...managed.size`` /
     ``...task.off-heap.size`` win, the rest is derived from ``taskmanager.memory.process.size``
     as Flink does (1728m gives 384 MB task heap and 512 MB managed memory)."""
-    slots = int(config.get("taskmanager.numberOfTaskSlots"))
-    cpu = config.get("taskmanager.cpu.cores")
-    process_mb = int(config.get("taskmanager.memory.process.size")) // MB
+    slots = int(config.get(TaskManagerOptions.NUM_TASK_SLOTS))
+    cpu = config.get(TaskManagerOptions.CPU_CORES)
+    process_mb = int(config.get(TaskManagerOptions.TOTAL_PROCESS_MEMORY)) // MB
     overhead = min(max(process_mb * JVM_OVERHEAD_FRACTION, JVM_OVERHEAD_MIN_MB), JVM_OVERHEAD_MAX_MB)
     flink_mb = max(0, int(process_mb - overhead - METASPACE_MB))
     network = int(min(max(flink_mb * NETWORK_FRACTION, NETWORK_MIN_MB), NETWORK_MAX_MB))
-    off_heap = config.get("taskmanager.memory.task.off-heap.size")
+    off_heap = config.get(TaskManagerOptions.TASK_OFF_HEAP_MEMORY)
     off_heap_mb = int(off_heap) // MB if off_heap is not None else 0
-    managed = config.get("taskmanager.memory.managed.size")
+    managed = config.get(TaskManagerOptions.MANAGED_MEMORY_SIZE)
     managed_mb = int(managed) // MB if managed is not None else int(flink_mb * MANAGED_FRACTION)
-    heap = config.get("taskmanager.memory.task.heap.size")
+    heap = config.get(TaskManagerOptions.TASK_HEAP_MEMORY)
     heap_mb = (
         int(heap) // MB
         if heap is not None

@@ -11,8 +11,8 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol, TypeVar
 
 import grpc
 
@@ -30,6 +30,12 @@ GRPC_OPTIONS = [
 ]
 #: How long a stopped component's remaining tasks get to end once cancelled.
 _CLOSE_TIMEOUT_S = 1.0
+
+
+class Service(Protocol):
+    """A gateway's gRPC servicer (``yarnflink.rpc.servicers``)."""
+
+    def add_to(self, server: grpc.aio.Server) -> None: ...
 
 
 class RpcEndpoint:
@@ -110,12 +116,10 @@ class RpcEndpoint:
         pass
 
     # ------------------------------------------------------------------ gRPC
-    async def serve(
-        self, add_servicer: Callable[[Any, grpc.aio.Server], None], servicer: Any, host: str, port: int = 0
-    ) -> int:
-        """Starts a gRPC server for this component on its loop; returns the bound port."""
+    async def serve(self, service: Service, host: str, port: int = 0) -> int:
+        """Starts a gRPC server for this component's gateway on its loop; returns the bound port."""
         self._server = grpc.aio.server(options=GRPC_OPTIONS)
-        add_servicer(servicer, self._server)
+        service.add_to(self._server)
         creds = server_credentials()
         target = f"{host}:{port}"
         bound = (
@@ -124,20 +128,20 @@ class RpcEndpoint:
         if bound == 0:
             raise OSError(f"{self.name}: could not bind gRPC server to {target}")
         await self._server.start()
-        self.rpc_port = bound
-        return bound
+        self.rpc_port = int(bound)
+        return self.rpc_port
 
     # ------------------------------------------------------------------ hand-over from other threads
-    def call(self, fn: Callable[[], Awaitable[T]], timeout: float | None = 30.0) -> T:
+    def call(self, fn: Callable[[], Coroutine[Any, Any, T]], timeout: float | None = 30.0) -> T:
         """Runs coroutine function ``fn`` on this endpoint's loop and waits for its result.
         Must not be called from the endpoint's own thread."""
         if threading.current_thread() is self._thread:
             raise RuntimeError(f"{self.name}.call() from its own main thread would deadlock")
         return asyncio.run_coroutine_threadsafe(fn(), self.loop).result(timeout)
 
-    async def call_async(self, fn: Callable[[], Awaitable[T]]) -> T:
+    async def call_async(self, fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
         """From another loop: runs ``fn`` on this endpoint's loop and awaits it."""
-        cf: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(fn(), self.loop)  # type: ignore[arg-type]
+        cf: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(fn(), self.loop)
         return await asyncio.wrap_future(cf)
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:

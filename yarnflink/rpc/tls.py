@@ -14,10 +14,20 @@ from yarnflink.security.internal import current
 
 
 def server_credentials() -> grpc.ServerCredentials | None:
+    """Every client must present a certificate of the cluster's CA."""
     material = current()
-    return material.grpc_server_credentials() if material is not None else None
+    if material is None:
+        return None
+    return grpc.ssl_server_credentials(
+        [(material.key_pem, material.cert_pem)], root_certificates=material.ca_pem, require_client_auth=True
+    )
 
 
 def channel_credentials() -> grpc.ChannelCredentials | None:
+    """This process's certificate, and the server's verified against the cluster's CA."""
     material = current()
-    return material.grpc_channel_credentials() if material is not None else None
+    if material is None:
+        return None
+    return grpc.ssl_channel_credentials(
+        root_certificates=material.ca_pem, private_key=material.key_pem, certificate_chain=material.cert_pem
+    )

@@ -29,8 +29,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from yarnflink.common.config import ConfigOption
 from yarnflink.executiongraph.executiongraph import ExecutionState, Failure, JobStatus, now_ms
 from yarnflink.jobmaster.slotpool import SlotRequest
+from yarnflink.scheduler.options import SchedulerOptions
 from yarnflink.scheduler.scheduler import Action, DefaultScheduler
 
 WAITING_FOR_RESOURCES = "WaitingForResources"
@@ -54,14 +56,14 @@ class AdaptiveOptions:
 
     @staticmethod
     def from_configuration(config: Any) -> AdaptiveOptions:
-        def seconds(key: str) -> float:
-            value = config.get(key)
+        def seconds(option: ConfigOption) -> float:
+            value = config.get(option)
             return value.total_seconds() if value is not None else 0.0
 
         return AdaptiveOptions(
-            seconds("jobmanager.adaptive-scheduler.resource-wait-timeout"),
-            seconds("jobmanager.adaptive-scheduler.resource-stabilization-timeout"),
-            int(config.get("jobmanager.adaptive-scheduler.min-parallelism-increase")),
+            seconds(SchedulerOptions.RESOURCE_WAIT_TIMEOUT),
+            seconds(SchedulerOptions.RESOURCE_STABILIZATION_TIMEOUT),
+            int(config.get(SchedulerOptions.MIN_PARALLELISM_INCREASE)),
         )
 
 

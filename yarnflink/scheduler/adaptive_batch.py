@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from yarnflink.jobgraph.jobgraph import JobGraph
+from yarnflink.scheduler.options import BatchExecutionOptions
 
 #: The share of the volume per task that broadcast input may take (Flink's CAP_RATIO_OF_BROADCAST).
 CAP_RATIO_OF_BROADCAST = 0.5
@@ -52,10 +53,10 @@ class AdaptiveBatchOptions:
     @staticmethod
     def from_configuration(config: Any) -> AdaptiveBatchOptions:
         return AdaptiveBatchOptions(
-            int(config.get("execution.batch.adaptive.auto-parallelism.min-parallelism")),
-            int(config.get("execution.batch.adaptive.auto-parallelism.max-parallelism")),
-            int(config.get("execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task")),
-            bool(config.get("execution.batch.adaptive.auto-parallelism.enabled")),
+            int(config.get(BatchExecutionOptions.ADAPTIVE_AUTO_PARALLELISM_MIN_PARALLELISM)),
+            int(config.get(BatchExecutionOptions.ADAPTIVE_AUTO_PARALLELISM_MAX_PARALLELISM)),
+            int(config.get(BatchExecutionOptions.ADAPTIVE_AUTO_PARALLELISM_AVG_DATA_VOLUME_PER_TASK)),
+            bool(config.get(BatchExecutionOptions.ADAPTIVE_AUTO_PARALLELISM_ENABLED)),
         )
 
 

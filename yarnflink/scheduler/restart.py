@@ -14,7 +14,9 @@ import random
 from collections import deque
 from typing import Protocol
 
+from yarnflink.checkpoint.options import CheckpointingOptions
 from yarnflink.common.config import ConfigError, Configuration
+from yarnflink.scheduler.options import RestartStrategyOptions
 
 #: Accepted spellings of ``restart-strategy.type`` (Flink's), by canonical name.
 STRATEGY_NAMES = {
@@ -176,9 +178,9 @@ class ExponentialDelayRestartBackoffTimeStrategy:
 def strategy_name(config: Configuration) -> str:
     """The canonical restart strategy of a job. Unset: none, or exponential-delay when
     checkpointing is enabled (Flink's defaults)."""
-    raw = config.get_string("restart-strategy.type")
+    raw = config.get_string(RestartStrategyOptions.RESTART_STRATEGY)
     if raw is None:
-        return "exponential-delay" if config.get_string("execution.checkpointing.interval") else "none"
+        return "exponential-delay" if config.get_string(CheckpointingOptions.INTERVAL) else "none"
     name = STRATEGY_NAMES.get(raw.strip().lower())
     if name is None:
         raise ConfigError(
@@ -193,23 +195,23 @@ def from_configuration(config: Configuration, rng: random.Random | None = None) 
     try:
         if name == "fixed-delay":
             return FixedDelayRestartBackoffTimeStrategy(
-                int(config.get("restart-strategy.fixed-delay.attempts")),
-                config.get_seconds("restart-strategy.fixed-delay.delay") or 0.0,
+                int(config.get(RestartStrategyOptions.FIXED_DELAY_ATTEMPTS)),
+                config.get_seconds(RestartStrategyOptions.FIXED_DELAY_DELAY) or 0.0,
             )
         if name == "failure-rate":
             return FailureRateRestartBackoffTimeStrategy(
-                int(config.get("restart-strategy.failure-rate.max-failures-per-interval")),
-                config.get_seconds("restart-strategy.failure-rate.failure-rate-interval") or 0.0,
-                config.get_seconds("restart-strategy.failure-rate.delay") or 0.0,
+                int(config.get(RestartStrategyOptions.FAILURE_RATE_MAX_FAILURES_PER_INTERVAL)),
+                config.get_seconds(RestartStrategyOptions.FAILURE_RATE_INTERVAL) or 0.0,
+                config.get_seconds(RestartStrategyOptions.FAILURE_RATE_DELAY) or 0.0,
             )
         if name == "exponential-delay":
             return ExponentialDelayRestartBackoffTimeStrategy(
-                config.get_seconds("restart-strategy.exponential-delay.initial-backoff") or 0.0,
-                config.get_seconds("restart-strategy.exponential-delay.max-backoff") or 0.0,
-                float(config.get("restart-strategy.exponential-delay.backoff-multiplier")),
-                config.get_seconds("restart-strategy.exponential-delay.reset-backoff-threshold") or 0.0,
-                float(config.get("restart-strategy.exponential-delay.jitter-factor")),
-                int(config.get("restart-strategy.exponential-delay.attempts-before-reset-backoff")),
+                config.get_seconds(RestartStrategyOptions.EXPONENTIAL_DELAY_INITIAL_BACKOFF) or 0.0,
+                config.get_seconds(RestartStrategyOptions.EXPONENTIAL_DELAY_MAX_BACKOFF) or 0.0,
+                float(config.get(RestartStrategyOptions.EXPONENTIAL_DELAY_BACKOFF_MULTIPLIER)),
+                config.get_seconds(RestartStrategyOptions.EXPONENTIAL_DELAY_RESET_BACKOFF_THRESHOLD) or 0.0,
+                float(config.get(RestartStrategyOptions.EXPONENTIAL_DELAY_JITTER_FACTOR)),
+                int(config.get(RestartStrategyOptions.EXPONENTIAL_DELAY_ATTEMPTS)),
                 rng,
             )
     except ValueError as e:

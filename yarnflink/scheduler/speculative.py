@@ -34,6 +34,7 @@ from yarnflink.executiongraph.executiongraph import (
     JobStatus,
 )
 from yarnflink.jobmaster.slotpool import SlotRequest
+from yarnflink.scheduler.options import BatchExecutionOptions, SlowTaskDetectorOptions
 from yarnflink.scheduler.scheduler import (
     Action,
     CancelTask,
@@ -68,11 +69,11 @@ class SpeculativeOptions:
     @staticmethod
     def from_configuration(config: Any) -> SpeculativeOptions:
         return SpeculativeOptions(
-            int(config.get("execution.batch.speculative.max-concurrent-executions")),
-            config.get_seconds("slow-task-detector.check-interval") or 0.0,
-            float(config.get("slow-task-detector.execution-time.baseline-ratio")),
-            float(config.get("slow-task-detector.execution-time.baseline-multiplier")),
-            config.get_seconds("slow-task-detector.execution-time.baseline-lower-bound") or 0.0,
+            int(config.get(BatchExecutionOptions.SPECULATIVE_MAX_CONCURRENT_EXECUTIONS)),
+            config.get_seconds(SlowTaskDetectorOptions.CHECK_INTERVAL) or 0.0,
+            float(config.get(SlowTaskDetectorOptions.EXECUTION_TIME_BASELINE_RATIO)),
+            float(config.get(SlowTaskDetectorOptions.EXECUTION_TIME_BASELINE_MULTIPLIER)),
+            config.get_seconds(SlowTaskDetectorOptions.EXECUTION_TIME_BASELINE_LOWER_BOUND) or 0.0,
         )
 
 

@@ -20,17 +20,18 @@ from pathlib import Path
 from yarnflink.common.config import Configuration
 from yarnflink.security.internal import SecurityConfigError, install
 from yarnflink.security.material import ensure_cluster_security
+from yarnflink.security.options import SecurityOptions
 
 __all__ = ["SecurityConfigError", "install_directory_material", "prepare_master", "prepare_taskexecutor"]
 
 log = logging.getLogger(__name__)
-_MATERIAL_KEYS = (
-    "security.rest.token-file",
-    "security.ssl.internal.ca",
-    "security.ssl.internal.cert",
-    "security.ssl.internal.key",
-    "security.ssl.rest.cert",
-    "security.ssl.rest.key",
+_MATERIAL = (
+    SecurityOptions.REST_TOKEN_FILE,
+    SecurityOptions.SSL_INTERNAL_CA,
+    SecurityOptions.SSL_INTERNAL_CERT,
+    SecurityOptions.SSL_INTERNAL_KEY,
+    SecurityOptions.SSL_REST_CERT,
+    SecurityOptions.SSL_REST_KEY,
 )
 
 
@@ -39,7 +40,7 @@ def prepare_master(config: Configuration, workdir: Path) -> Configuration:
     ``<workdir>/security`` if the configuration names none, e.g. a standalone ``yarnflink master
     start``), with the internal TLS material installed for this process."""
     prepared = ensure_cluster_security(config, workdir / "security")
-    generated = {k: prepared.get(k) for k in _MATERIAL_KEYS if prepared.get(k) != config.get(k)}
+    generated = {o.key: prepared.get(o) for o in _MATERIAL if prepared.get(o) != config.get(o)}
     if generated:
         log.info(
             "generated the cluster's security material: %s; TaskExecutors started by hand need "
@@ -64,9 +65,9 @@ def install_directory_material(directory: Path) -> None:
     material in ``directory`` (generated there by the first caller) installed for this process."""
     from yarnflink.security.material import CA_FILE, CERT_FILE, KEY_FILE
 
-    config = Configuration({"security.rest.authentication": "none"})
+    config = Configuration({SecurityOptions.REST_AUTHENTICATION.key: "none"})
     if (directory / KEY_FILE).exists():
-        config.set("security.ssl.internal.ca", str(directory / CA_FILE))
-        config.set("security.ssl.internal.cert", str(directory / CERT_FILE))
-        config.set("security.ssl.internal.key", str(directory / KEY_FILE))
+        config.set(SecurityOptions.SSL_INTERNAL_CA, str(directory / CA_FILE))
+        config.set(SecurityOptions.SSL_INTERNAL_CERT, str(directory / CERT_FILE))
+        config.set(SecurityOptions.SSL_INTERNAL_KEY, str(directory / KEY_FILE))
     install(ensure_cluster_security(config, directory))

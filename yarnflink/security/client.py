@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from yarnflink.common.config import Configuration
 from yarnflink.security.material import read_token
+from yarnflink.security.options import SecurityOptions
 
 TOKEN_ENV, TOKEN_FILE_ENV, CA_ENV = "YARNFLINK_REST_TOKEN", "YARNFLINK_REST_TOKEN_FILE", "YARNFLINK_REST_CA"
 
@@ -41,9 +42,11 @@ class RestCredentials:
     @classmethod
     def from_config(cls, config: Configuration) -> RestCredentials:
         token_file = (
-            config.get("security.rest.token-file") if config.get("security.rest.authentication") == "token" else None
+            config.get(SecurityOptions.REST_TOKEN_FILE)
+            if config.get(SecurityOptions.REST_AUTHENTICATION) == "token"
+            else None
         )
-        ca = config.get("security.ssl.rest.ca") if config.get("security.ssl.rest.enabled") else None
+        ca = config.get(SecurityOptions.SSL_REST_CA) if config.get(SecurityOptions.SSL_REST_ENABLED) else None
         return cls(token_file or None, ca or None)
 
 

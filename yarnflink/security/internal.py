@@ -18,12 +18,9 @@ import ssl
 import tempfile
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from yarnflink.common.config import ConfigError, Configuration
-
-if TYPE_CHECKING:
-    import grpc
+from yarnflink.security.options import SecurityOptions
 
 
 class SecurityConfigError(ConfigError):
@@ -56,10 +53,14 @@ class InternalTls:
     def from_config(cls, config: Configuration) -> InternalTls | None:
         """None if ``security.ssl.internal.enabled`` is false; otherwise the material the
         configuration points at, or SecurityConfigError naming what is missing."""
-        if not config.get("security.ssl.internal.enabled"):
+        if not config.get(SecurityOptions.SSL_INTERNAL_ENABLED):
             return None
-        keys = ("security.ssl.internal.ca", "security.ssl.internal.cert", "security.ssl.internal.key")
-        missing = [k for k in keys if not config.get(k)]
+        material = (
+            SecurityOptions.SSL_INTERNAL_CA,
+            SecurityOptions.SSL_INTERNAL_CERT,
+            SecurityOptions.SSL_INTERNAL_KEY,
+        )
+        missing = [o.key for o in material if not config.get(o)]
         if missing:
             raise SecurityConfigError(
                 f"security.ssl.internal.enabled is true but {', '.join(missing)} "
@@ -68,23 +69,8 @@ class InternalTls:
                 "in <session workdir>/security/; pass them with -D or set "
                 "security.ssl.internal.enabled: false on every process of the cluster)"
             )
-        ca, cert, key = (read_pem(str(config.get(k)), k) for k in keys)
-        return cls(ca, cert, key, str(config.get(keys[1])), str(config.get(keys[2])))
-
-    # ------------------------------------------------------------------ gRPC
-    def grpc_server_credentials(self) -> grpc.ServerCredentials:
-        import grpc
-
-        return grpc.ssl_server_credentials(
-            [(self.key_pem, self.cert_pem)], root_certificates=self.ca_pem, require_client_auth=True
-        )
-
-    def grpc_channel_credentials(self) -> grpc.ChannelCredentials:
-        import grpc
-
-        return grpc.ssl_channel_credentials(
-            root_certificates=self.ca_pem, private_key=self.key_pem, certificate_chain=self.cert_pem
-        )
+        ca, cert, key = (read_pem(str(config.get(o)), o.key) for o in material)
+        return cls(ca, cert, key, str(config.get(material[1])), str(config.get(material[2])))
 
     # ------------------------------------------------------------------ data transport
     def ssl_context(self, server_side: bool) -> ssl.SSLContext:

@@ -25,7 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from yarnflink.common.config import Configuration
+from yarnflink.dispatcher.options import RestOptions
+from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.security.ca import ClusterCA
+from yarnflink.security.options import SecurityOptions
+from yarnflink.taskexecutor.options import TaskManagerOptions
 
 #: File names inside the security directory of a cluster.
 CA_FILE, CERT_FILE, KEY_FILE = "ca.pem", "cluster.pem", "cluster-key.pem"
@@ -105,22 +109,26 @@ class LocalDirectoryHandOver(CredentialHandOver):
 
         # a CA that issued no member certificate only backs the REST certificate
         ca_file = CA_FILE if s.cert_pem is not None else REST_CA_FILE
-        put(ca_file, s.ca_pem, "security.ssl.internal.ca")
-        put(CERT_FILE, s.cert_pem, "security.ssl.internal.cert")
-        put(KEY_FILE, s.key_pem, "security.ssl.internal.key")
-        put(TOKEN_FILE, None if s.token is None else (s.token + "\n").encode("ascii"), "security.rest.token-file")
-        put(REST_CERT_FILE, s.rest_cert_pem, "security.ssl.rest.cert")
-        put(REST_KEY_FILE, s.rest_key_pem, "security.ssl.rest.key")
+        put(ca_file, s.ca_pem, SecurityOptions.SSL_INTERNAL_CA.key)
+        put(CERT_FILE, s.cert_pem, SecurityOptions.SSL_INTERNAL_CERT.key)
+        put(KEY_FILE, s.key_pem, SecurityOptions.SSL_INTERNAL_KEY.key)
+        put(
+            TOKEN_FILE,
+            None if s.token is None else (s.token + "\n").encode("ascii"),
+            SecurityOptions.REST_TOKEN_FILE.key,
+        )
+        put(REST_CERT_FILE, s.rest_cert_pem, SecurityOptions.SSL_REST_CERT.key)
+        put(REST_KEY_FILE, s.rest_key_pem, SecurityOptions.SSL_REST_KEY.key)
         if s.rest_cert_pem is not None:
-            out["security.ssl.rest.ca"] = str(d / ca_file)
+            out[SecurityOptions.SSL_REST_CA.key] = str(d / ca_file)
         return out
 
 
 def _cluster_hosts(config: Configuration) -> list[str]:
     """Hosts a certificate must name besides loopback: the configured addresses."""
     hosts = []
-    for key in ("jobmanager.rpc.address", "taskmanager.host", "rest.address", "rest.bind-address"):
-        value = config.get(key)
+    for address in (JobManagerOptions.ADDRESS, TaskManagerOptions.HOST, RestOptions.ADDRESS, RestOptions.BIND_ADDRESS):
+        value = config.get(address)
         if value:
             hosts.append(str(value))
     return hosts
@@ -133,13 +141,17 @@ def ensure_cluster_security(
     is kept; what is switched on but missing is generated and handed over (by default as private
     files in ``directory``). Returns a new Configuration."""
     config = config.copy()
-    need_internal = bool(config.get("security.ssl.internal.enabled")) and not (
-        config.get("security.ssl.internal.ca")
-        and config.get("security.ssl.internal.cert")
-        and config.get("security.ssl.internal.key")
+    need_internal = bool(config.get(SecurityOptions.SSL_INTERNAL_ENABLED)) and not (
+        config.get(SecurityOptions.SSL_INTERNAL_CA)
+        and config.get(SecurityOptions.SSL_INTERNAL_CERT)
+        and config.get(SecurityOptions.SSL_INTERNAL_KEY)
     )
-    need_token = config.get("security.rest.authentication") == "token" and not config.get("security.rest.token-file")
-    need_rest_cert = bool(config.get("security.ssl.rest.enabled")) and not config.get("security.ssl.rest.cert")
+    need_token = config.get(SecurityOptions.REST_AUTHENTICATION) == "token" and not config.get(
+        SecurityOptions.REST_TOKEN_FILE
+    )
+    need_rest_cert = bool(config.get(SecurityOptions.SSL_REST_ENABLED)) and not config.get(
+        SecurityOptions.SSL_REST_CERT
+    )
     if not (need_internal or need_token or need_rest_cert):
         return config
     hosts = [*_cluster_hosts(config), *extra_hosts, socket.gethostname()]
@@ -156,7 +168,7 @@ def ensure_cluster_security(
     )
     entries = (hand_over or LocalDirectoryHandOver(directory)).hand_over(generated)
     if not need_internal:
-        entries.pop("security.ssl.internal.ca", None)
+        entries.pop(SecurityOptions.SSL_INTERNAL_CA.key, None)
     for key, value in entries.items():
         config.set(key, value)
     return config

@@ -30,8 +30,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from yarnflink.common.config import Configuration
+from yarnflink.dispatcher.options import RestOptions
 from yarnflink.security.internal import SecurityConfigError
 from yarnflink.security.material import read_token
+from yarnflink.security.options import SecurityOptions
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +76,9 @@ class TokenAuth:
 
 def token_auth_from_config(config: Configuration) -> TokenAuth | None:
     """None if authentication is off; SecurityConfigError if it is on without a token."""
-    if config.get("security.rest.authentication") == "none":
+    if config.get(SecurityOptions.REST_AUTHENTICATION) == "none":
         return None
-    path = config.get("security.rest.token-file")
+    path = config.get(SecurityOptions.REST_TOKEN_FILE)
     if not path:
         raise SecurityConfigError(
             "security.rest.authentication is 'token' but security.rest.token-file is not set "
@@ -96,9 +98,9 @@ class UvicornSslOptions(TypedDict, total=False):
 
 def uvicorn_ssl_options(config: Configuration) -> UvicornSslOptions:
     """uvicorn.Config keyword arguments for HTTPS (empty when ``security.ssl.rest.enabled`` is off)."""
-    if not config.get("security.ssl.rest.enabled"):
+    if not config.get(SecurityOptions.SSL_REST_ENABLED):
         return {}
-    cert, key = config.get("security.ssl.rest.cert"), config.get("security.ssl.rest.key")
+    cert, key = config.get(SecurityOptions.SSL_REST_CERT), config.get(SecurityOptions.SSL_REST_KEY)
     if not cert or not key:
         raise SecurityConfigError(
             "security.ssl.rest.enabled is true but security.ssl.rest.cert and "
@@ -220,8 +222,8 @@ def install_rest_security(app: Any, config: Configuration) -> None:
     scheme in the OpenAPI description to a FastAPI ``app``. Raises SecurityConfigError if
     authentication is on without a token."""
     auth = token_auth_from_config(config)
-    https = bool(config.get("security.ssl.rest.enabled"))
-    max_body = int(config.get("rest.server.max-content-length"))
+    https = bool(config.get(SecurityOptions.SSL_REST_ENABLED))
+    max_body = int(config.get(RestOptions.SERVER_MAX_CONTENT_LENGTH))
     app.add_middleware(RestSecurityMiddleware, auth=auth, max_body=max_body)
 
     async def health() -> dict[str, str]:

@@ -33,6 +33,8 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from yarnflink.taskexecutor.options import TaskManagerOptions
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -123,7 +125,7 @@ class SparkSessionHolder:
                 fut = self._future = None
             if fut is not None and not (fut.done() and fut.exception() is not None):
                 return fut
-            threads = self._num_slots or int(config.get("taskmanager.numberOfTaskSlots", 1) or 1)
+            threads = self._num_slots or int(TaskManagerOptions.NUM_TASK_SLOTS.read(config) or 1)
             if self.workdir is None:  # kept after a failed start
                 _remove_stale_workdirs()
                 self.workdir = tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-")

@@ -24,11 +24,12 @@ from yarnflink.common.keygroups import key_group_range
 from yarnflink.state.handles import KeyGroupRange, OperatorSubtaskState, SnapshotResult, TaskStateSnapshot
 from yarnflink.state.heap import SNAPSHOT_MODES, HeapKeyedStateBackend
 from yarnflink.state.operator_state import OperatorStateBackend
+from yarnflink.state.options import StateBackendOptions
 from yarnflink.state.streams import CheckpointStreamFactory, InlineStreamFactory, StateReader, read_inline
 
-STATE_BACKEND_KEY = "state.backend.type"
-SNAPSHOT_MODE_KEY = "state.backend.hashmap.snapshot-mode"
-COMPRESSION_KEY = "execution.checkpointing.snapshot-compression"
+STATE_BACKEND_KEY = StateBackendOptions.STATE_BACKEND.key
+SNAPSHOT_MODE_KEY = StateBackendOptions.SNAPSHOT_MODE.key
+COMPRESSION_KEY = StateBackendOptions.SNAPSHOT_COMPRESSION.key
 SUPPORTED_BACKENDS = ("hashmap",)
 
 

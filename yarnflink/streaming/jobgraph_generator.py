@@ -36,6 +36,7 @@ from yarnflink.jobgraph.jobgraph import (
     OperatorDescriptor,
     new_id,
 )
+from yarnflink.jobgraph.options import ExecutionOptions
 from yarnflink.streaming.graph import StreamEdge, StreamGraph, StreamGraphError, StreamNode
 
 DEFAULT_LOWER_BOUND_MAX_PARALLELISM = 128  # 1 << 7
@@ -245,7 +246,7 @@ def _slot_sharing_group_resources(graph: StreamGraph) -> dict[str, dict[str, flo
 def _result_type(graph: StreamGraph) -> str:
     if graph.runtime_mode != "BATCH":
         return "PIPELINED_BOUNDED"
-    mode = str(graph.config.get("execution.batch-shuffle-mode", "ALL_EXCHANGES_BLOCKING")).upper()
+    mode = ExecutionOptions.BATCH_SHUFFLE_MODE.read(graph.config)
     return "PIPELINED_BOUNDED" if mode == "ALL_EXCHANGES_PIPELINED" else "BLOCKING"
 
 

@@ -17,7 +17,6 @@ import json
 import logging
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from queue import Empty, SimpleQueue
@@ -40,6 +39,7 @@ from yarnflink.checkpoint.barriers import (
 )
 from yarnflink.common.records import Batch
 from yarnflink.executiongraph.executiongraph import ExecutionState
+from yarnflink.jobmaster.gateway import CheckpointMetrics, SerializedThrowable
 from yarnflink.metrics.task import TaskIOMetrics
 from yarnflink.network import (
     BlockingResultPartition,
@@ -53,13 +53,13 @@ from yarnflink.operators.base import OperatorContext
 from yarnflink.operators.chain import OperatorChain
 from yarnflink.operators.partitioners import NetworkOutput
 from yarnflink.operators.watermarks import MAX_WATERMARK, StatusWatermarkValve, Watermark, WatermarkStatus
-from yarnflink.rpc.pb import common_pb2
-from yarnflink.rpc.pb import taskexecutor_pb2 as te_pb
 from yarnflink.state.handles import TaskStateSnapshot
+from yarnflink.taskexecutor.checkpoint_responder import CheckpointResponder, NoCheckpointResponder
+from yarnflink.taskexecutor.gateway import TaskDeploymentDescriptor
 
 log = logging.getLogger(__name__)
 
-StateReporter = Callable[["Task", ExecutionState, common_pb2.SerializedThrowable | None], None]
+StateReporter = Callable[["Task", ExecutionState, SerializedThrowable | None], None]
 
 
 class TaskCancelled(Exception):
@@ -95,11 +95,12 @@ def checkpointing_enabled(config: dict, runtime_mode: str) -> bool:
 class Task:
     def __init__(
         self,
-        tdd: te_pb.TaskDeploymentDescriptor,
+        tdd: TaskDeploymentDescriptor,
         shuffle: ShuffleEnvironment,
         report: StateReporter,
         send_to_coordinator: Callable[[str, bytes], None],
         buffer_timeout_s: float = 0.1,
+        checkpoint_responder: CheckpointResponder | None = None,
     ) -> None:
         self.tdd = tdd
         self.execution_id = tdd.execution_id
@@ -108,6 +109,7 @@ class Task:
         self.shuffle = shuffle
         self._report = report
         self._send = send_to_coordinator
+        self._responder: CheckpointResponder = checkpoint_responder or NoCheckpointResponder()
         self._buffer_timeout_s = buffer_timeout_s
         self.state = ExecutionState.DEPLOYING
         self._cancelled = threading.Event()
@@ -179,7 +181,7 @@ class Task:
             p.release()
 
     # ------------------------------------------------------------------ the task thread
-    def _set_state(self, state: ExecutionState, error: common_pb2.SerializedThrowable | None = None) -> None:
+    def _set_state(self, state: ExecutionState, error: SerializedThrowable | None = None) -> None:
         self.state = state
         self._report(self, state, error)
 
@@ -211,14 +213,7 @@ class Task:
                     self.failed_partition_id = e.partition_id  # the JobMaster restarts its producer
                 # report before failing the partitions: consumers that fail because of it report
                 # after this task, so the JobMaster sees the root cause first
-                self._set_state(
-                    ExecutionState.FAILED,
-                    common_pb2.SerializedThrowable(
-                        exception_class=type(e).__name__,
-                        message=str(e),
-                        traceback="".join(traceback.format_exception(e)),
-                    ),
-                )
+                self._set_state(ExecutionState.FAILED, SerializedThrowable.of(e))
                 for p in self.partitions:
                     p.fail(e)
         finally:
@@ -611,29 +606,27 @@ class Task:
                 return
             async_ms = (time.monotonic() - synced) * 1000.0
             size = snapshot.state_size
-            stats = {
-                "sync_ms": round(sync_ms, 3),
-                "async_ms": round(async_ms, 3),
-                "alignment_ms": round(alignment_ms, 3),
-                "start_delay_ms": start_delay_ms,
-                "state_size": size,
-                "checkpointed_size": size,
-            }
-            if unaligned:
-                stats["persisted_data"] = snapshot.persisted_data
-                stats["unaligned"] = 1
+            metrics = CheckpointMetrics(
+                sync_ms=round(sync_ms, 3),
+                async_ms=round(async_ms, 3),
+                alignment_ms=round(alignment_ms, 3),
+                start_delay_ms=start_delay_ms,
+                state_size=size,
+                checkpointed_size=size,
+                persisted_data=snapshot.persisted_data if unaligned else 0,
+                unaligned=unaligned,
+            )
             self.io_metrics.checkpoint_completed(
                 round(sync_ms + async_ms), size, round(alignment_ms), int(start_delay_ms * 1_000_000)
             )
-            payload = json.dumps(
-                {
-                    "checkpoint_id": checkpoint_id,
-                    "attempt": self.tdd.attempt_number,
-                    "state": snapshot.to_json(),
-                    "metrics": stats,
-                }
-            ).encode("utf-8")
-            _ACKS.submit(self._send_quietly, "checkpoint-ack", payload)
+            _ACKS.submit(
+                self._respond_quietly,
+                "acknowledging",
+                checkpoint_id,
+                lambda: self._responder.acknowledge_checkpoint(
+                    checkpoint_id, self.tdd.attempt_number, snapshot, metrics
+                ),
+            )
 
         future.add_done_callback(acknowledge)
 
@@ -700,16 +693,18 @@ class Task:
             del self._first_barrier[cid]
 
     def _decline(self, checkpoint_id: int, reason: str) -> None:
-        payload = json.dumps(
-            {"checkpoint_id": checkpoint_id, "attempt": self.tdd.attempt_number, "reason": reason}
-        ).encode("utf-8")
-        _ACKS.submit(self._send_quietly, "checkpoint-decline", payload)
+        _ACKS.submit(
+            self._respond_quietly,
+            "declining",
+            checkpoint_id,
+            lambda: self._responder.decline_checkpoint(checkpoint_id, self.tdd.attempt_number, reason),
+        )
 
-    def _send_quietly(self, kind: str, payload: bytes) -> None:
+    def _respond_quietly(self, what: str, checkpoint_id: int, respond: Callable[[], None]) -> None:
         try:
-            self._send(kind, payload)
+            respond()
         except Exception as e:  # noqa: BLE001 - the checkpoint times out instead
-            log.info("task %s: sending %s failed: %s", self.name, kind, e)
+            log.info("task %s: %s checkpoint %d failed: %s", self.name, what, checkpoint_id, e)
 
     def info(self) -> dict[str, Any]:
         return {"execution_id": self.execution_id, "name": self.name, "state": self.state.value}

@@ -25,25 +25,43 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-import grpc
 import psutil
 
+from yarnflink.common.rpc_errors import (
+    RPC_TIMEOUT_S,
+    FencingTokenMismatch,
+    RpcException,
+    RpcRejected,
+    RpcUnreachable,
+    UnknownTarget,
+)
 from yarnflink.executiongraph.executiongraph import ExecutionState
 from yarnflink.highavailability.leaderelection import LeaderInformation
+from yarnflink.jobmaster.gateway import (
+    CoordinationData,
+    OfferSlots,
+    RegisterTaskManager,
+    SerializedThrowable,
+    SlotOffer,
+    TaskExecutionState,
+    TaskManagerHeartbeat,
+)
 from yarnflink.metrics.taskexecutor import fill_info, final_io_metrics
 from yarnflink.network import ShuffleEnvironment
+from yarnflink.resourcemanager.gateway import (
+    DisconnectTaskExecutor,
+    NotifySlotAvailable,
+    RegisterTaskExecutor,
+    ReportedSlot,
+    SlotReport,
+)
 from yarnflink.resourcemanager.heartbeat import HeartbeatMonitor
 from yarnflink.resourcemanager.resources import UNKNOWN, ResourceProfile
 from yarnflink.rpc.endpoint import RpcEndpoint
-from yarnflink.rpc.gateways import RPC_TIMEOUT_S, GatewayPool
-from yarnflink.rpc.pb import (
-    common_pb2,
-    jobmaster_pb2,
-    resourcemanager_pb2,
-    taskexecutor_pb2,
-    taskexecutor_pb2_grpc,
-)
+from yarnflink.rpc.resolver import GatewayResolver
 from yarnflink.spark.session import holder as spark_sessions
+from yarnflink.taskexecutor import gateway as g
+from yarnflink.taskexecutor.checkpoint_responder import RpcCheckpointResponder
 from yarnflink.taskexecutor.leadership import (
     ConnectToResourceManager,
     DisconnectResourceManager,
@@ -63,7 +81,7 @@ class JobManagerConnection:
     job_id: str
     address: str
     jobmaster_id: str
-    updates: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+    updates: asyncio.Queue[TaskExecutionState | None] = field(default_factory=asyncio.Queue)
     sender: asyncio.Task[None] | None = None
 
 
@@ -85,7 +103,9 @@ class TaskExecutor(RpcEndpoint):
         heartbeat_timeout_s: float = 50.0,
         rpc_failure_threshold: int = 2,
         rm_leader_retriever: Any = None,
+        gateways: GatewayResolver | None = None,
     ) -> None:
+        """``gateways``: how it reaches the ResourceManager and JobMasters (default: over gRPC)."""
         super().__init__("TaskExecutor")
         if (resource_manager_address is None) == (rm_leader_retriever is None):
             raise ValueError("a TaskExecutor needs either the ResourceManager's address or its leader retriever")
@@ -107,7 +127,11 @@ class TaskExecutor(RpcEndpoint):
             max_bytes_per_channel=max_bytes_per_channel,
         )
         self.buffer_timeout_s = buffer_timeout_s
-        self.gateways = GatewayPool()
+        if gateways is None:
+            from yarnflink.rpc.clients import GrpcGatewayResolver
+
+            gateways = GrpcGatewayResolver()
+        self.gateways: GatewayResolver = gateways
         self.heartbeat_interval_s = heartbeat_interval_s
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self._last_rm_heartbeat = 0.0
@@ -142,12 +166,9 @@ class TaskExecutor(RpcEndpoint):
         self.registered = asyncio.Event()
         spark_sessions.configure(num_slots=len(self.slot_table.slots))  # Spark steps: a thread per slot
         self.shuffle.start()
-        await self.serve(
-            taskexecutor_pb2_grpc.add_TaskExecutorGatewayServicer_to_server,
-            _Servicer(self),
-            self.host,
-            self._rpc_port_config,
-        )
+        from yarnflink.rpc.servicers import TaskExecutorServicer
+
+        await self.serve(TaskExecutorServicer(self), self.host, self._rpc_port_config)
         self._spawn(self._heartbeats())
         if self.rm_leader_retriever is None:
             self._on_rm_leader(LeaderInformation("", str(self._fixed_rm_address)))
@@ -195,13 +216,10 @@ class TaskExecutor(RpcEndpoint):
             task.cancel()
         if self.rm_token:
             try:
-                await self.gateways.resource_manager(self.rm_address).DisconnectTaskExecutor(
-                    resourcemanager_pb2.DisconnectTaskExecutorRequest(
-                        fencing_token=self.rm_token, resource_id=self.resource_id, cause="TaskExecutor stopped"
-                    ),
-                    timeout=2,
+                await self.gateways.resource_manager(self.rm_address).disconnect_task_executor(
+                    DisconnectTaskExecutor(self.rm_token, self.resource_id, "TaskExecutor stopped"), timeout=2
                 )
-            except grpc.aio.AioRpcError:
+            except RpcException:
                 pass
         for t in list(self._background):
             t.cancel()
@@ -216,15 +234,10 @@ class TaskExecutor(RpcEndpoint):
         return t
 
     # ------------------------------------------------------------------ ResourceManager
-    def _slot_report(self) -> common_pb2.SlotReport:
-        return common_pb2.SlotReport(
-            slots=[
-                common_pb2.SlotStatus(
-                    slot_index=s.index, allocation_id=s.allocation_id, job_id=s.job_id, profile=_profile_pb(s.profile)
-                )
-                for s in self.slot_table.slots
-            ],
-            version=self.slot_table.version,
+    def _slot_report(self) -> SlotReport:
+        return SlotReport(
+            tuple(ReportedSlot(s.index, s.allocation_id, s.job_id, s.profile) for s in self.slot_table.slots),
+            self.slot_table.version,
         )
 
     async def _register(self, leader: LeaderInformation) -> None:
@@ -232,19 +245,18 @@ class TaskExecutor(RpcEndpoint):
         rm = self.gateways.resource_manager(leader.address)
         while self.rm_leader.leader == leader:
             try:
-                resp = await rm.RegisterTaskExecutor(
-                    resourcemanager_pb2.RegisterTaskExecutorRequest(
+                resp = await rm.register_task_executor(
+                    RegisterTaskExecutor(
                         resource_id=self.resource_id,
                         rpc_address=self.address,
                         data_address=self.shuffle.address,
                         num_slots=self.slot_table.num_slots,
-                        total_profile=_profile_pb(self.slot_table.total),
-                        default_slot_profile=_profile_pb(self.slot_table.default_slot),
+                        total_profile=self.slot_table.total,
+                        default_slot_profile=self.slot_table.default_slot,
                         slot_report=self._slot_report(),
                         pid=os.getpid(),
                         hostname=socket.gethostname(),
-                    ),
-                    timeout=RPC_TIMEOUT_S,
+                    )
                 )
                 if self.rm_leader.registered(leader, resp.fencing_token):
                     self._last_rm_heartbeat = time.monotonic()
@@ -257,16 +269,15 @@ class TaskExecutor(RpcEndpoint):
                     leader.session_id[:8],
                     delay,
                 )
-            except grpc.aio.AioRpcError as e:
-                log.info("registration at %s failed (%s); retrying in %.2fs", leader.address, e.code(), delay)
+            except RpcException as e:
+                log.info(
+                    "registration at %s failed (%s); retrying in %.2fs",
+                    leader.address,
+                    e.status or type(e).__name__,
+                    delay,
+                )
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0 if self.rm_leader_retriever is not None else 5.0)
-
-    def heartbeat_from_resource_manager(self, token: str) -> bool:
-        if not self.rm_leader.accepts(token):
-            return False
-        self._last_rm_heartbeat = time.monotonic()
-        return True
 
     async def _heartbeats(self) -> None:
         while True:
@@ -287,23 +298,23 @@ class TaskExecutor(RpcEndpoint):
 
     async def _heartbeat_job_manager(self, conn: JobManagerConnection) -> None:
         try:
-            await self.gateways.job_master(conn.address).HeartbeatFromTaskManager(
-                jobmaster_pb2.TaskManagerHeartbeat(
-                    jobmaster_id=conn.jobmaster_id,
-                    resource_id=self.resource_id,
-                    running_execution_ids=[t.execution_id for t in self.tasks.values() if t.job_id == conn.job_id],
+            await self.gateways.job_master(conn.address).heartbeat_from_task_manager(
+                TaskManagerHeartbeat(
+                    conn.jobmaster_id,
+                    self.resource_id,
+                    tuple(t.execution_id for t in self.tasks.values() if t.job_id == conn.job_id),
                 ),
                 timeout=self.heartbeat_timeout_s,
             )
-        except grpc.aio.AioRpcError as e:
+        except RpcException as e:
             if self.job_managers.get(conn.job_id) is not conn:
                 return
-            if e.code() == grpc.StatusCode.FAILED_PRECONDITION:  # that JobMaster no longer leads the job
-                await self._job_manager_lost(conn.job_id, f"the JobMaster of job {conn.job_id} refused: {e.details()}")
-            elif e.code() == grpc.StatusCode.UNAVAILABLE and self.jm_heartbeats.rpc_failed(conn.job_id):
+            if isinstance(e, FencingTokenMismatch):  # that JobMaster no longer leads the job
+                await self._job_manager_lost(conn.job_id, f"the JobMaster of job {conn.job_id} refused: {e}")
+            elif isinstance(e, RpcUnreachable) and self.jm_heartbeats.rpc_failed(conn.job_id):
                 await self._job_manager_lost(conn.job_id, f"the JobMaster of job {conn.job_id} is unreachable")
             else:
-                log.info("heartbeat to JobMaster of job %s failed: %s", conn.job_id, e.details())
+                log.info("heartbeat to JobMaster of job %s failed: %s", conn.job_id, e)
             return
         if self.job_managers.get(conn.job_id) is conn:
             self.jm_heartbeats.received(conn.job_id, time.monotonic())
@@ -317,11 +328,11 @@ class TaskExecutor(RpcEndpoint):
             return
         log.warning("%s; freeing its %d slots", cause, len(slots))
         for slot in slots:
-            await self.free_slot(slot.allocation_id, cause)
+            await self._free_slot(slot.allocation_id, cause)
 
     # ------------------------------------------------------------------ slots
-    async def request_slot(self, r: taskexecutor_pb2.RequestSlotRequest) -> taskexecutor_pb2.RequestSlotResponse:
-        slot = self.slot_table.allocate(r.slot_index, r.job_id, r.allocation_id, _profile(r.profile))
+    async def _allocate_slot(self, r: g.RequestSlot) -> g.SlotRequestAck:
+        slot = self.slot_table.allocate(r.slot_index, r.job_id, r.allocation_id, r.profile)
         conn = self.job_managers.get(r.job_id)
         if conn is None or conn.jobmaster_id != r.jobmaster_id:
             if conn is not None:
@@ -331,45 +342,31 @@ class TaskExecutor(RpcEndpoint):
             self.job_managers[r.job_id] = conn
             self.jm_heartbeats.monitor(r.job_id, time.monotonic())
         self._spawn(self._offer_slot(conn, r.allocation_id, slot.index, slot.profile))
-        return taskexecutor_pb2.RequestSlotResponse(slot_index=slot.index, slot_report_version=self.slot_table.version)
+        return g.SlotRequestAck(slot.index, self.slot_table.version)
 
     async def _offer_slot(
         self, conn: JobManagerConnection, allocation_id: str, slot_index: int, profile: ResourceProfile = UNKNOWN
     ) -> None:
         jm = self.gateways.job_master(conn.address)
         try:
-            await jm.RegisterTaskManager(
-                jobmaster_pb2.RegisterTaskManagerRequest(
-                    jobmaster_id=conn.jobmaster_id,
-                    job_id=conn.job_id,
-                    resource_id=self.resource_id,
-                    rpc_address=self.address,
-                    data_address=self.shuffle.address,
-                ),
-                timeout=RPC_TIMEOUT_S,
+            await jm.register_task_manager(
+                RegisterTaskManager(
+                    conn.jobmaster_id, conn.job_id, self.resource_id, self.address, self.shuffle.address
+                )
             )
-            resp = await jm.OfferSlots(
-                jobmaster_pb2.OfferSlotsRequest(
-                    jobmaster_id=conn.jobmaster_id,
-                    resource_id=self.resource_id,
-                    offers=[
-                        jobmaster_pb2.SlotOffer(
-                            allocation_id=allocation_id, slot_index=slot_index, profile=_profile_pb(profile)
-                        )
-                    ],
-                ),
-                timeout=RPC_TIMEOUT_S,
+            accepted_ids = await jm.offer_slots(
+                OfferSlots(conn.jobmaster_id, self.resource_id, (SlotOffer(allocation_id, slot_index, profile),))
             )
-            accepted = allocation_id in resp.accepted_allocation_ids
-        except grpc.aio.AioRpcError as e:
-            log.info("offering slot %s to %s failed: %s", allocation_id, conn.address, e.details())
+            accepted = allocation_id in accepted_ids
+        except RpcException as e:
+            log.info("offering slot %s to %s failed: %s", allocation_id, conn.address, e)
             accepted = False
         if accepted:
             self.slot_table.activate(allocation_id)
         else:
-            await self.free_slot(allocation_id, "offer rejected by the JobMaster")
+            await self._free_slot(allocation_id, "offer rejected by the JobMaster")
 
-    async def free_slot(self, allocation_id: str, cause: str) -> None:
+    async def _free_slot(self, allocation_id: str, cause: str) -> None:
         slot = self.slot_table.by_allocation(allocation_id)
         if slot is None:
             return
@@ -382,18 +379,13 @@ class TaskExecutor(RpcEndpoint):
         if not self.slot_table.slots_of_job(freed.job_id):
             self._close_job_connection(freed.job_id)
         try:
-            await self.gateways.resource_manager(self.rm_address).NotifySlotAvailable(
-                resourcemanager_pb2.NotifySlotAvailableRequest(
-                    fencing_token=self.rm_token,
-                    resource_id=self.resource_id,
-                    slot_index=freed.index,
-                    allocation_id=allocation_id,
-                    slot_report_version=self.slot_table.version,
-                ),
-                timeout=RPC_TIMEOUT_S,
+            await self.gateways.resource_manager(self.rm_address).notify_slot_available(
+                NotifySlotAvailable(
+                    self.rm_token, self.resource_id, freed.index, allocation_id, self.slot_table.version
+                )
             )
-        except grpc.aio.AioRpcError as e:
-            log.info("NotifySlotAvailable failed (%s); the next heartbeat reports the slot", e.details())
+        except RpcException as e:
+            log.info("NotifySlotAvailable failed (%s); the next heartbeat reports the slot", e)
 
     def _close_job_connection(self, job_id: str) -> None:
         self.jm_heartbeats.unmonitor(job_id)
@@ -403,7 +395,7 @@ class TaskExecutor(RpcEndpoint):
             conn.updates.put_nowait(None)
 
     # ------------------------------------------------------------------ tasks
-    def submit_task(self, request: taskexecutor_pb2.SubmitTaskRequest) -> None:
+    def _submit(self, request: g.SubmitTask) -> None:
         tdd = request.tdd
         conn = self.job_managers.get(tdd.job_id)
         if conn is None or conn.jobmaster_id != request.jobmaster_id:
@@ -413,14 +405,24 @@ class TaskExecutor(RpcEndpoint):
         self.slot_table.add_task(tdd.allocation_id, tdd.job_id, tdd.execution_id)
         loop = self.loop
 
-        def report(task: Task, state: ExecutionState, error: common_pb2.SerializedThrowable | None) -> None:
+        def report(task: Task, state: ExecutionState, error: SerializedThrowable | None) -> None:
             loop.call_soon_threadsafe(self._on_task_state, task, state, error)
 
         def send_to_coordinator(kind: str, payload: bytes) -> None:
             fut = asyncio.run_coroutine_threadsafe(self._send_coordination(conn, tdd.execution_id, kind, payload), loop)
             fut.result(RPC_TIMEOUT_S * 3)
 
-        task = Task(tdd, self.shuffle, report, send_to_coordinator, buffer_timeout_s=self.buffer_timeout_s)
+        responder = RpcCheckpointResponder(
+            loop, lambda: self.gateways.job_master(conn.address), conn.jobmaster_id, tdd.execution_id
+        )
+        task = Task(
+            tdd,
+            self.shuffle,
+            report,
+            send_to_coordinator,
+            buffer_timeout_s=self.buffer_timeout_s,
+            checkpoint_responder=responder,
+        )
         self.tasks[tdd.execution_id] = task
         self.partitions_by_job.setdefault(tdd.job_id, set()).update(p.partition_id for p in tdd.produced_partitions)
         log.info("received task %s (%s)", task.name, tdd.execution_id)
@@ -429,14 +431,11 @@ class TaskExecutor(RpcEndpoint):
     async def _send_coordination(
         self, conn: JobManagerConnection, execution_id: str, kind: str, payload: bytes
     ) -> None:
-        await self.gateways.job_master(conn.address).SendCoordinationData(
-            jobmaster_pb2.CoordinationData(
-                jobmaster_id=conn.jobmaster_id, execution_id=execution_id, kind=kind, payload=payload
-            ),
-            timeout=RPC_TIMEOUT_S * 3,
+        await self.gateways.job_master(conn.address).send_coordination_data(
+            CoordinationData(conn.jobmaster_id, execution_id, kind, payload), timeout=RPC_TIMEOUT_S * 3
         )
 
-    def _on_task_state(self, task: Task, state: ExecutionState, error: common_pb2.SerializedThrowable | None) -> None:
+    def _on_task_state(self, task: Task, state: ExecutionState, error: SerializedThrowable | None) -> None:
         if state.terminal:
             self.tasks.pop(task.execution_id, None)
             self.slot_table.remove_task(task.execution_id)
@@ -444,10 +443,10 @@ class TaskExecutor(RpcEndpoint):
         if conn is None:
             return
         conn.updates.put_nowait(
-            jobmaster_pb2.TaskExecutionState(
+            TaskExecutionState(
                 jobmaster_id=conn.jobmaster_id,
                 execution_id=task.execution_id,
-                state=state.value,
+                state=state,
                 error=error,
                 io_metrics=final_io_metrics(task) if state.terminal else {},
                 failed_partition_id=task.failed_partition_id if state == ExecutionState.FAILED else "",
@@ -462,12 +461,12 @@ class TaskExecutor(RpcEndpoint):
                 return
             for attempt in range(3):
                 try:
-                    await jm.UpdateTaskExecutionState(update, timeout=RPC_TIMEOUT_S)
+                    await jm.update_task_execution_state(update)
                     break
-                except grpc.aio.AioRpcError as e:
-                    if e.code() == grpc.StatusCode.FAILED_PRECONDITION:
-                        break  # that JobMaster is no longer the job's leader
-                    log.info("task state update failed (%s), attempt %d", e.details(), attempt + 1)
+                except FencingTokenMismatch:
+                    break  # that JobMaster is no longer the job's leader
+                except RpcException as e:
+                    log.info("task state update failed (%s), attempt %d", e, attempt + 1)
                     await asyncio.sleep(0.2 * (attempt + 1))
 
     def knows_jobmaster(self, jobmaster_id: str) -> bool:
@@ -480,14 +479,7 @@ class TaskExecutor(RpcEndpoint):
         conn = self.job_managers.get(task.job_id)
         return conn is not None and conn.jobmaster_id == jobmaster_id
 
-    def cancel_task(self, execution_id: str) -> bool:
-        task = self.tasks.get(execution_id)
-        if task is None:
-            return False
-        task.cancel()
-        return True
-
-    def release_partitions(self, job_id: str, partition_ids: list[str]) -> None:
+    def _release_partitions(self, job_id: str, partition_ids: tuple[str, ...]) -> None:
         known = self.partitions_by_job.get(job_id, set())
         targets = set(partition_ids) & known if partition_ids else set(known)
         for pid in targets:
@@ -496,13 +488,13 @@ class TaskExecutor(RpcEndpoint):
         if not known:
             self.partitions_by_job.pop(job_id, None)
 
-    def info(self) -> taskexecutor_pb2.TaskExecutorInfo:
+    def info(self) -> g.TaskExecutorInfo:
         slot_of = {eid: s.index for s in self.slot_table.slots for eid in s.tasks}
-        return taskexecutor_pb2.TaskExecutorInfo(
+        return g.TaskExecutorInfo(
             resource_id=self.resource_id,
             slot_report=self._slot_report(),
-            tasks=[
-                taskexecutor_pb2.TaskInfo(
+            tasks=tuple(
+                g.TaskInfo(
                     execution_id=t.execution_id,
                     job_id=t.job_id,
                     task_name=t.name,
@@ -514,115 +506,94 @@ class TaskExecutor(RpcEndpoint):
                     attempt_number=t.tdd.attempt_number,
                 )
                 for t in self.tasks.values()
-            ],
+            ),
             rss_bytes=psutil.Process().memory_info().rss,
             network_memory_in_use=self.shuffle.memory_in_use(),
         )
 
-
-class _Servicer(taskexecutor_pb2_grpc.TaskExecutorGatewayServicer):
-    def __init__(self, te: TaskExecutor) -> None:
-        self.te = te
-
-    async def RequestSlot(self, request: Any, context: Any) -> Any:
-        if not self.te.rm_leader.accepts(request.resource_manager_token):
-            await context.abort(
-                grpc.StatusCode.FAILED_PRECONDITION,
-                self.te.reject_stale(
+    # ------------------------------------------------------------------ TaskExecutorGateway (served by rpc.servicers)
+    async def request_slot(self, request: g.RequestSlot, *, timeout: float = RPC_TIMEOUT_S) -> g.SlotRequestAck:
+        if not self.rm_leader.accepts(request.resource_manager_token):
+            raise FencingTokenMismatch(
+                self.reject_stale(
                     "RequestSlot",
                     "ResourceManager",
                     "slot request from a ResourceManager that is not the one this TaskExecutor registered at",
-                ),
+                )
             )
         try:
-            return await self.te.request_slot(request)
+            return await self._allocate_slot(request)
         except SlotAllocationError as e:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
+            raise RpcRejected(str(e)) from None
 
-    async def SubmitTask(self, request: Any, context: Any) -> Any:
-        if not self.te.knows_jobmaster(request.jobmaster_id):
-            await context.abort(
-                grpc.StatusCode.FAILED_PRECONDITION,
-                self.te.reject_stale("SubmitTask", "JobMaster", f"job {request.tdd.job_id}"),
-            )
+    async def submit_task(self, request: g.SubmitTask, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        if not self.knows_jobmaster(request.jobmaster_id):
+            raise FencingTokenMismatch(self.reject_stale("SubmitTask", "JobMaster", f"job {request.tdd.job_id}"))
         try:
-            self.te.submit_task(request)
+            self._submit(request)
         except SlotAllocationError as e:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
-        return common_pb2.Ack()
+            raise RpcRejected(str(e)) from None
 
-    async def CancelTask(self, request: Any, context: Any) -> Any:
-        if not self.te.knows_jobmaster(request.jobmaster_id):
-            await context.abort(
-                grpc.StatusCode.FAILED_PRECONDITION,
-                self.te.reject_stale("CancelTask", "JobMaster", "cancel from an unknown JobMaster"),
-            )
-        if not self.te.cancel_task(request.execution_id):
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"no task {request.execution_id} here")
-        return common_pb2.Ack()
+    async def cancel_task(self, request: g.CancelTask, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        if not self.knows_jobmaster(request.jobmaster_id):
+            raise FencingTokenMismatch(self.reject_stale("CancelTask", "JobMaster", "cancel from an unknown JobMaster"))
+        task = self.tasks.get(request.execution_id)
+        if task is None:
+            raise UnknownTarget(f"no task {request.execution_id} here")
+        task.cancel()
 
-    async def TriggerCheckpoint(self, request: Any, context: Any) -> Any:
-        task = self.te.tasks.get(request.execution_id)  # checkpoints: see yarnflink/taskexecutor/task.py
-        if not self.te.is_task_jobmaster(task, request.jobmaster_id):
-            await context.abort(
-                grpc.StatusCode.FAILED_PRECONDITION, self.te.reject_stale("TriggerCheckpoint", "JobMaster")
-            )
+    def _checkpoint_task(self, rpc: str, execution_id: str, jobmaster_id: str) -> Task | None:
+        """The task a checkpoint call is for (None: not here), if the call comes from its JobMaster."""
+        task = self.tasks.get(execution_id)  # checkpoints: see yarnflink/taskexecutor/task.py
+        if not self.is_task_jobmaster(task, jobmaster_id):
+            raise FencingTokenMismatch(self.reject_stale(rpc, "JobMaster"))
+        return task
+
+    async def trigger_checkpoint(self, request: g.TriggerCheckpoint, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        task = self._checkpoint_task("TriggerCheckpoint", request.execution_id, request.jobmaster_id)
         if task is not None:
             task.trigger_checkpoint(
                 request.checkpoint_id, request.timestamp, request.is_savepoint, request.synchronous, request.drain
             )
-        return common_pb2.Ack()
 
-    async def NotifyCheckpoint(self, request: Any, context: Any) -> Any:
-        task = self.te.tasks.get(request.execution_id)
-        if not self.te.is_task_jobmaster(task, request.jobmaster_id):
-            await context.abort(
-                grpc.StatusCode.FAILED_PRECONDITION, self.te.reject_stale("NotifyCheckpoint", "JobMaster")
-            )
+    async def notify_checkpoint_complete(self, request: g.NotifyCheckpoint, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        task = self._checkpoint_task("NotifyCheckpoint", request.execution_id, request.jobmaster_id)
         if task is not None:
-            task.notify_checkpoint(request.checkpoint_id, request.completed)
-        return common_pb2.Ack()
+            task.notify_checkpoint(request.checkpoint_id, True)
 
-    async def FreeSlot(self, request: Any, context: Any) -> Any:
-        await self.te.free_slot(request.allocation_id, request.cause)
-        return common_pb2.Ack()
+    async def notify_checkpoint_aborted(self, request: g.NotifyCheckpoint, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        task = self._checkpoint_task("NotifyCheckpoint", request.execution_id, request.jobmaster_id)
+        if task is not None:
+            task.notify_checkpoint(request.checkpoint_id, False)
 
-    async def ReleasePartitions(self, request: Any, context: Any) -> Any:
-        self.te.release_partitions(request.job_id, list(request.partition_ids))
-        return common_pb2.Ack()
+    async def free_slot(self, request: g.FreeSlot, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        await self._free_slot(request.allocation_id, request.cause)
 
-    async def DisconnectJobManager(self, request: Any, context: Any) -> Any:
-        for slot in self.te.slot_table.slots_of_job(request.job_id):
-            await self.te.free_slot(slot.allocation_id, request.cause)
-        return common_pb2.Ack()
+    async def release_partitions(self, request: g.ReleasePartitions, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        self._release_partitions(request.job_id, request.partition_ids)
 
-    async def RequestTaskExecutorInfo(self, request: Any, context: Any) -> Any:
-        return fill_info(self.te.info(), self.te, request)  # metrics and logs: yarnflink.metrics
+    async def disconnect_job_manager(self, request: g.DisconnectJobManager, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        for slot in self.slot_table.slots_of_job(request.job_id):
+            await self._free_slot(slot.allocation_id, request.cause)
 
-    async def HeartbeatFromResourceManager(self, request: Any, context: Any) -> Any:
-        if not self.te.heartbeat_from_resource_manager(request.resource_manager_token):
-            await context.abort(
-                grpc.StatusCode.FAILED_PRECONDITION,
-                self.te.reject_stale(
+    async def request_task_executor_info(
+        self, request: g.RequestTaskExecutorInfo, *, timeout: float = RPC_TIMEOUT_S
+    ) -> g.TaskExecutorInfo:
+        return fill_info(self.info(), self, request)  # metrics and logs: yarnflink.metrics
+
+    async def heartbeat_from_resource_manager(
+        self, resource_manager_token: str, *, timeout: float = RPC_TIMEOUT_S
+    ) -> SlotReport:
+        if not self.rm_leader.accepts(resource_manager_token):
+            raise FencingTokenMismatch(
+                self.reject_stale(
                     "HeartbeatFromResourceManager",
                     "ResourceManager",
                     "heartbeat from a ResourceManager this TaskExecutor is not registered at",
-                ),
+                )
             )
-        return taskexecutor_pb2.ResourceManagerHeartbeatResponse(slot_report=self.te._slot_report())
-
-
-def _profile(p: common_pb2.ResourceProfile) -> ResourceProfile:
-    return ResourceProfile(round(p.cpu_cores, 6), p.task_heap_mb, p.task_off_heap_mb, p.managed_memory_mb)
-
-
-def _profile_pb(p: ResourceProfile) -> common_pb2.ResourceProfile:
-    return common_pb2.ResourceProfile(
-        cpu_cores=p.cpu_cores,
-        task_heap_mb=p.task_heap_mb,
-        task_off_heap_mb=p.task_off_heap_mb,
-        managed_memory_mb=p.managed_memory_mb,
-    )
+        self._last_rm_heartbeat = time.monotonic()
+        return self._slot_report()
 
 
 __all__ = ["TaskExecutor", "SlotState"]

@@ -4,7 +4,6 @@ import datetime
 
 import pytest
 
-from yarnflink.common import config as C
 from yarnflink.common.config import (
     OPTIONS,
     ConfigError,
@@ -14,6 +13,9 @@ from yarnflink.common.config import (
     parse_duration,
     parse_memory,
 )
+from yarnflink.dispatcher.options import RestOptions
+from yarnflink.jobgraph.options import CoreOptions
+from yarnflink.resourcemanager.options import HeartbeatManagerOptions
 
 td = datetime.timedelta
 
@@ -105,11 +107,11 @@ def test_required_options_and_defaults():
 
 def test_typed_get_and_set():
     conf = Configuration()
-    conf.set("parallelism.default", 4).set(C.HEARTBEAT_TIMEOUT, "2 min").set("rest.port", "9000")
+    conf.set("parallelism.default", 4).set(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT, "2 min").set("rest.port", "9000")
     conf.set("pipeline.operator-chaining.enabled", "FALSE")
     conf.set("taskmanager.memory.process.size", "1 gb")
     conf.set("execution.runtime-mode", "batch")
-    assert conf.get(C.PARALLELISM_DEFAULT) == 4
+    assert conf.get(CoreOptions.DEFAULT_PARALLELISM) == 4
     assert conf.get("heartbeat.timeout") == td(minutes=2)
     assert conf.get_seconds("heartbeat.timeout") == 120.0
     assert conf.get("rest.port") == 9000
@@ -191,7 +193,7 @@ def test_contains_remove_copy_merge():
     a = Configuration({"rest.port": 1})
     b = a.copy().set("rest.port", 2)
     assert a.get("rest.port") == 1 and b.get("rest.port") == 2
-    assert "rest.port" in a and C.REST_ADDRESS not in a
+    assert "rest.port" in a and RestOptions.ADDRESS not in a
     merged = a.merged({"rest.address": "h"})
     assert merged.to_dict() == {"rest.port": "1", "rest.address": "h"}
     assert a.remove("rest.port") and not a.contains("rest.port")

@@ -102,33 +102,27 @@ def _publish(zk_address: str, ha_config: Configuration, info: LeaderInformation)
 
 
 def _stale_calls(te_address: str, token: str) -> list[grpc.StatusCode]:
-    from yarnflink.rpc.gateways import GatewayPool
-    from yarnflink.rpc.pb import taskexecutor_pb2
+    from yarnflink.common.rpc_errors import RpcException
+    from yarnflink.resourcemanager.resources import UNKNOWN
+    from yarnflink.rpc.clients import GrpcGatewayResolver
+    from yarnflink.taskexecutor.gateway import RequestSlot
 
     async def calls() -> list[grpc.StatusCode]:
-        pool = GatewayPool()
-        gw = pool.task_executor(te_address)
+        gateways = GrpcGatewayResolver()
+        gw = gateways.task_executor(te_address)
         codes = []
-        for rpc, req in (
-            (
-                "RequestSlot",
-                taskexecutor_pb2.RequestSlotRequest(
-                    resource_manager_token=token,
-                    slot_index=0,
-                    job_id="j",
-                    allocation_id="stale-alloc",
-                    jobmaster_address="127.0.0.1:1",
-                    jobmaster_id="jm",
-                ),
+        for call in (
+            lambda: gw.request_slot(
+                RequestSlot(token, 0, "j", "stale-alloc", UNKNOWN, "127.0.0.1:1", "jm"), timeout=10
             ),
-            ("HeartbeatFromResourceManager", taskexecutor_pb2.ResourceManagerHeartbeat(resource_manager_token=token)),
+            lambda: gw.heartbeat_from_resource_manager(token, timeout=10),
         ):
             try:
-                await getattr(gw, rpc)(req, timeout=10)
+                await call()
                 codes.append(grpc.StatusCode.OK)
-            except grpc.aio.AioRpcError as e:
-                codes.append(e.code())
-        await pool.close()
+            except RpcException as e:  # e.status: "StatusCode.<NAME>"
+                codes.append(grpc.StatusCode[e.status.rpartition(".")[2]])
+        await gateways.close()
         return codes
 
     return asyncio.run(calls())

@@ -10,7 +10,6 @@ triggers the synchronous savepoint at the source and sends the completion or abo
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,12 +20,19 @@ import cloudpickle
 import pytest
 
 from yarnflink.common.records import Batch
+from yarnflink.jobmaster.gateway import CheckpointMetrics
 from yarnflink.network import ShuffleEnvironment
 from yarnflink.operators import factory
 from yarnflink.operators.base import StreamOperator
 from yarnflink.operators.specs import SequenceSourceSpec
 from yarnflink.operators.watermarks import MAX_TIMESTAMP, Watermark
-from yarnflink.rpc.pb import taskexecutor_pb2 as te_pb
+from yarnflink.taskexecutor.gateway import (
+    ChainedOperator,
+    InputChannelDescriptor,
+    InputGateDescriptor,
+    ResultPartitionDescriptor,
+    TaskDeploymentDescriptor,
+)
 from yarnflink.taskexecutor.task import Task
 
 CONFIG = {"execution.checkpointing.interval": "1 h"}  # checkpointing on; the test triggers itself
@@ -65,18 +71,33 @@ class Acks:
         self.lock = threading.Lock()
         self.sent: list[tuple[str, int, dict[str, Any]]] = []
 
-    def sender(self, task: str) -> Callable[[str, bytes], None]:
-        def send(kind: str, payload: bytes) -> None:
-            counter = _COUNTERS.get(task)
-            seen = {"rows": counter.rows, "max_watermark": counter.max_watermark} if counter else {}
-            with self.lock:
-                self.sent.append((task, int(json.loads(payload)["checkpoint_id"]), dict(seen, kind=kind)))
+    def responder(self, task: str) -> Responder:
+        return Responder(self, task)
 
-        return send
+    def record(self, task: str, checkpoint_id: int, kind: str) -> None:
+        counter = _COUNTERS.get(task)
+        seen = {"rows": counter.rows, "max_watermark": counter.max_watermark} if counter else {}
+        with self.lock:
+            self.sent.append((task, checkpoint_id, dict(seen, kind=kind)))
 
     def of(self, task: str, checkpoint_id: int) -> dict[str, Any] | None:
         with self.lock:
             return next((s for t, c, s in self.sent if t == task and c == checkpoint_id), None)
+
+
+class Responder:
+    """A task's CheckpointResponder: records each answer, with its kind, in ``Acks``."""
+
+    def __init__(self, acks: Acks, task: str) -> None:
+        self.acks, self.task = acks, task
+
+    def acknowledge_checkpoint(
+        self, checkpoint_id: int, attempt_number: int, subtask_state: Any, metrics: CheckpointMetrics
+    ) -> None:
+        self.acks.record(self.task, checkpoint_id, "checkpoint-ack")
+
+    def decline_checkpoint(self, checkpoint_id: int, attempt_number: int, reason: str) -> None:
+        self.acks.record(self.task, checkpoint_id, "checkpoint-decline")
 
 
 def _wait(predicate: Callable[[], object], what: str, timeout: float = 60.0) -> None:
@@ -97,7 +118,7 @@ def pipeline(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[int], tuple[
 
     def make(n: int) -> tuple[Task, Task, Acks]:
         acks = Acks()
-        src = te_pb.TaskDeploymentDescriptor(
+        src = TaskDeploymentDescriptor(
             job_id="job",
             task_name="source",
             execution_id="exec-source",
@@ -106,20 +127,22 @@ def pipeline(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[int], tuple[
             max_parallelism=128,
             runtime_mode="STREAMING",
             job_config=CONFIG,
+            operators=(
+                ChainedOperator(
+                    node_id=1,
+                    name="source",
+                    kind="source",
+                    spec=cloudpickle.dumps(SequenceSourceSpec(0, n - 1)),
+                    output_datasets=("ds",),
+                ),
+            ),
+            produced_partitions=(
+                ResultPartitionDescriptor(
+                    dataset_id="ds", partition_id="p-source", num_subpartitions=1, partitioning="forward"
+                ),
+            ),
         )
-        src.operators.append(
-            te_pb.ChainedOperator(
-                node_id=1,
-                name="source",
-                kind="source",
-                spec=cloudpickle.dumps(SequenceSourceSpec(0, n - 1)),
-                output_datasets=["ds"],
-            )
-        )
-        src.produced_partitions.add(
-            dataset_id="ds", partition_id="p-source", num_subpartitions=1, partitioning="forward"
-        )
-        sink = te_pb.TaskDeploymentDescriptor(
+        sink = TaskDeploymentDescriptor(
             job_id="job",
             task_name="consumer",
             execution_id="exec-consumer",
@@ -128,17 +151,22 @@ def pipeline(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[int], tuple[
             max_parallelism=128,
             runtime_mode="STREAMING",
             job_config=CONFIG,
+            operators=(
+                ChainedOperator(
+                    node_id=2, name="counter", kind="counter", spec=cloudpickle.dumps(CounterSpec("consumer"))
+                ),
+            ),
+            input_gates=(
+                InputGateDescriptor(
+                    dataset_id="ds",
+                    partitioning="forward",
+                    channels=(InputChannelDescriptor("p-source", 0, env.address),),
+                ),
+            ),
         )
-        sink.operators.append(
-            te_pb.ChainedOperator(
-                node_id=2, name="counter", kind="counter", spec=cloudpickle.dumps(CounterSpec("consumer"))
-            )
-        )
-        sink.input_gates.add(dataset_id="ds", partitioning="forward").channels.add(
-            partition_id="p-source", subpartition=0, producer_data_address=env.address
-        )
-        source = Task(src, env, lambda t, s, e: None, acks.sender("source"))
-        consumer = Task(sink, env, lambda t, s, e: None, acks.sender("consumer"))
+        noop = lambda kind, payload: None  # noqa: E731 - execute_and_collect() is not used here
+        source = Task(src, env, lambda t, s, e: None, noop, checkpoint_responder=acks.responder("source"))
+        consumer = Task(sink, env, lambda t, s, e: None, noop, checkpoint_responder=acks.responder("consumer"))
         tasks.extend([source, consumer])
         source.start()
         _wait(lambda: source.state.value == "RUNNING", "the source running")

@@ -28,7 +28,13 @@ from yarnflink.operators.watermarks import (
     WatermarkStatus,
     WatermarkStrategy,
 )
-from yarnflink.rpc.pb import taskexecutor_pb2 as te_pb
+from yarnflink.taskexecutor.gateway import (
+    ChainedOperator,
+    InputChannelDescriptor,
+    InputGateDescriptor,
+    ResultPartitionDescriptor,
+    TaskDeploymentDescriptor,
+)
 from yarnflink.taskexecutor.task import Task
 
 from .helpers import Recorder, ctx
@@ -84,7 +90,7 @@ def _wait(predicate: Callable[[], object], what: str, timeout: float = 30.0) -> 
 def _consumer(
     env: ShuffleEnvironment, channels: list[tuple[str, str]], log: str, mode: str = "STREAMING", **config: str
 ) -> Task:
-    tdd = te_pb.TaskDeploymentDescriptor(
+    tdd = TaskDeploymentDescriptor(
         job_id="job",
         task_name="consumer",
         execution_id=f"exec-{log}",
@@ -93,13 +99,17 @@ def _consumer(
         max_parallelism=128,
         runtime_mode=mode,
         job_config=config,
+        operators=(
+            ChainedOperator(node_id=1, name="recorder", kind="recorder", spec=cloudpickle.dumps(RecorderSpec(log))),
+        ),
+        input_gates=(
+            InputGateDescriptor(
+                dataset_id="ds",
+                partitioning="forward",
+                channels=tuple(InputChannelDescriptor(pid, 0, address) for pid, address in channels),
+            ),
+        ),
     )
-    tdd.operators.append(
-        te_pb.ChainedOperator(node_id=1, name="recorder", kind="recorder", spec=cloudpickle.dumps(RecorderSpec(log)))
-    )
-    gate = tdd.input_gates.add(dataset_id="ds", partitioning="forward")
-    for pid, address in channels:
-        gate.channels.add(partition_id=pid, subpartition=0, producer_data_address=address)
     return Task(tdd, env, lambda task, state, error: None, lambda kind, payload: None)
 
 
@@ -168,7 +178,7 @@ def test_an_idle_input_partition_is_detected_by_the_task_timer(
     env = envs()
     upstream = env.create_result_partition("p-up", 1)
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_idleness(Duration.of_millis(300))
-    tdd = te_pb.TaskDeploymentDescriptor(
+    tdd = TaskDeploymentDescriptor(
         job_id="job",
         task_name="assigner",
         execution_id="exec-assigner",
@@ -177,20 +187,26 @@ def test_an_idle_input_partition_is_detected_by_the_task_timer(
         max_parallelism=128,
         runtime_mode="STREAMING",
         job_config={"pipeline.auto-watermark-interval": "50 ms"},
+        operators=(
+            ChainedOperator(
+                node_id=1,
+                name="assigner",
+                kind="timestamps_watermarks",
+                spec=cloudpickle.dumps(TimestampsAndWatermarksSpec(strategy)),
+                output_datasets=("out",),
+            ),
+        ),
+        input_gates=(
+            InputGateDescriptor(
+                dataset_id="in", partitioning="forward", channels=(InputChannelDescriptor("p-up", 0, env.address),)
+            ),
+        ),
+        produced_partitions=(
+            ResultPartitionDescriptor(
+                dataset_id="out", partition_id="p-down", num_subpartitions=1, partitioning="forward"
+            ),
+        ),
     )
-    tdd.operators.append(
-        te_pb.ChainedOperator(
-            node_id=1,
-            name="assigner",
-            kind="timestamps_watermarks",
-            spec=cloudpickle.dumps(TimestampsAndWatermarksSpec(strategy)),
-            output_datasets=["out"],
-        )
-    )
-    tdd.input_gates.add(dataset_id="in", partitioning="forward").channels.add(
-        partition_id="p-up", subpartition=0, producer_data_address=env.address
-    )
-    tdd.produced_partitions.add(dataset_id="out", partition_id="p-down", num_subpartitions=1, partitioning="forward")
     task = Task(tdd, env, lambda t, s, e: None, lambda k, p: None)
     consumer = _consumer(env, [("p-down", env.address)], "idle")
     task.start()

@@ -31,8 +31,11 @@ from typing import Any
 
 from yarnflink.client.rest_client import RestClient, RestClientError
 from yarnflink.common.config import Configuration
+from yarnflink.dispatcher.options import RestOptions
+from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.security.client import RestCredentials, register, url_key
 from yarnflink.security.material import ensure_cluster_security, private_directory
+from yarnflink.taskexecutor.options import TaskManagerOptions
 
 
 class ClusterStartError(Exception):
@@ -123,9 +126,9 @@ def start_local_cluster(
     off), and this process's RestClients find the credentials by the URL."""
     private_directory(workdir)
     config = ensure_cluster_security(config, workdir / "security")
-    for key in ("rest.port", "jobmanager.rpc.port"):
-        if not config.contains(key):
-            config.set(key, "0")  # a local cluster takes free ports unless told otherwise
+    for port in (RestOptions.PORT, JobManagerOptions.PORT):
+        if not config.contains(port):
+            config.set(port, "0")  # a local cluster takes free ports unless told otherwise
     info_file = workdir / "master.json"
     info_file.unlink(missing_ok=True)
     cmd = [
@@ -218,7 +221,7 @@ def start_session(config: Configuration, taskexecutors: int, slots: int, standby
     session_id = f"local-{uuid.uuid4().hex[:8]}"
     workdir = sessions_dir() / session_id
     config = config.copy()
-    config.set("taskmanager.numberOfTaskSlots", str(slots))
+    config.set(TaskManagerOptions.NUM_TASK_SLOTS, str(slots))
     if standby > 0 or ha_enabled(config):
         from yarnflink.deployment.local.ha_session import client_ha_config, prepare_ha_config, start_ha_cluster
 

@@ -22,6 +22,7 @@ from typing import IO
 from yarnflink.common.config import Configuration
 from yarnflink.resourcemanager.driver import ResourceEventHandler
 from yarnflink.resourcemanager.resources import WorkerSpec
+from yarnflink.taskexecutor.options import TaskManagerOptions
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +56,11 @@ class LocalProcessDriver:
         conf = self.config.to_dict()
         conf.update(
             {
-                "taskmanager.numberOfTaskSlots": str(spec.num_slots),
-                "taskmanager.cpu.cores": str(spec.total.cpu_cores),
-                "taskmanager.memory.task.heap.size": f"{spec.total.task_heap_mb} mb",
-                "taskmanager.memory.task.off-heap.size": f"{spec.total.task_off_heap_mb} mb",
-                "taskmanager.memory.managed.size": f"{spec.total.managed_memory_mb} mb",
+                TaskManagerOptions.NUM_TASK_SLOTS.key: str(spec.num_slots),
+                TaskManagerOptions.CPU_CORES.key: str(spec.total.cpu_cores),
+                TaskManagerOptions.TASK_HEAP_MEMORY.key: f"{spec.total.task_heap_mb} mb",
+                TaskManagerOptions.TASK_OFF_HEAP_MEMORY.key: f"{spec.total.task_off_heap_mb} mb",
+                TaskManagerOptions.MANAGED_MEMORY_SIZE.key: f"{spec.total.managed_memory_mb} mb",
             }
         )
         cmd = [

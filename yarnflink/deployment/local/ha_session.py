@@ -16,13 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from yarnflink.common.config import Configuration
+from yarnflink.dispatcher.options import RestOptions
 from yarnflink.highavailability import ha_enabled
+from yarnflink.highavailability.options import HighAvailabilityOptions
+from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.security.client import RestCredentials, register
 from yarnflink.security.material import ensure_cluster_security, private_directory
 
 __all__ = ["client_ha_config", "prepare_ha_config", "start_ha_cluster", "start_master", "start_taskexecutor"]
 
-_REQUIRED = ("high-availability.zookeeper.quorum", "high-availability.storageDir")
+_REQUIRED = (HighAvailabilityOptions.HA_ZOOKEEPER_QUORUM, HighAvailabilityOptions.HA_STORAGE_PATH)
 
 
 def prepare_ha_config(config: Configuration, cluster_id: str, masters: int) -> Configuration:
@@ -31,12 +34,13 @@ def prepare_ha_config(config: Configuration, cluster_id: str, masters: int) -> C
     A ``ValueError`` says what is missing."""
     config = config.copy()
     if not ha_enabled(config):
-        if config.contains("high-availability.type"):
+        if config.contains(HighAvailabilityOptions.HA_MODE):
             raise ValueError(
-                f"standby masters need high-availability.type: zookeeper, not {config.get('high-availability.type')}"
+                "standby masters need high-availability.type: zookeeper, not "
+                f"{config.get(HighAvailabilityOptions.HA_MODE)}"
             )
-        config.set("high-availability.type", "ZOOKEEPER")
-    missing = [k for k in _REQUIRED if not config.get(k)]
+        config.set(HighAvailabilityOptions.HA_MODE, "ZOOKEEPER")
+    missing = [o.key for o in _REQUIRED if not config.get(o)]
     if missing:
         raise ValueError(
             "a local session with ZooKeeper HA needs "
@@ -44,14 +48,14 @@ def prepare_ha_config(config: Configuration, cluster_id: str, masters: int) -> C
             + " (e.g. -D high-availability.zookeeper.quorum=127.0.0.1:2181 "
             "-D high-availability.storageDir=file:///tmp/yarnflink-ha)"
         )
-    if not config.contains("high-availability.cluster-id"):
-        config.set("high-availability.cluster-id", cluster_id)
-    for key in ("rest.port", "jobmanager.rpc.port"):
-        if not config.contains(key):
-            config.set(key, "0")
-        elif masters > 1 and str(config.get(key)) != "0":
+    if not config.contains(HighAvailabilityOptions.HA_CLUSTER_ID):
+        config.set(HighAvailabilityOptions.HA_CLUSTER_ID, cluster_id)
+    for port in (RestOptions.PORT, JobManagerOptions.PORT):
+        if not config.contains(port):
+            config.set(port, "0")
+        elif masters > 1 and str(config.get(port)) != "0":
             raise ValueError(
-                f"{key} is {config.get(key)}: {masters} masters on one machine cannot share "
+                f"{port.key} is {config.get(port)}: {masters} masters on one machine cannot share "
                 f"a port (leave it unset or 0)"
             )
     return config
@@ -62,7 +66,7 @@ def client_ha_config(config: Configuration) -> dict[str, str]:
     return {
         k: str(v)
         for k, v in config.to_dict().items()
-        if k.startswith(("high-availability.", "job-result-store.")) or k == "rest.await-leader-timeout"
+        if k.startswith(("high-availability.", "job-result-store.")) or k == RestOptions.AWAIT_LEADER_TIMEOUT.key
     }
 
 

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from yarnflink.common.config import Configuration, load_configuration
+from yarnflink.deployment.local.options import LocalClusterOptions
 from yarnflink.deployment.yarn import YarnDeploymentError
 from yarnflink.deployment.yarn.client import (
     ClientFactory,
@@ -17,7 +18,10 @@ from yarnflink.deployment.yarn.client import (
     stop_cluster,
     submit_cluster,
 )
+from yarnflink.deployment.yarn.options import YarnConfigOptions
 from yarnflink.deployment.yarn.spec import ClusterRequest
+from yarnflink.jobmaster.options import JobManagerOptions
+from yarnflink.taskexecutor.options import TaskManagerOptions
 
 
 def _positive(name: str, value: int | None) -> None:
@@ -29,15 +33,15 @@ def session_config(args: argparse.Namespace, config: Configuration) -> Configura
     """The session's configuration with the command line's YARN options applied."""
     config = config.copy()
     if args.slots:
-        config.set("taskmanager.numberOfTaskSlots", str(args.slots))
+        config.set(TaskManagerOptions.NUM_TASK_SLOTS, str(args.slots))
     if args.jm_memory:
-        config.set("jobmanager.memory.process.size", f"{args.jm_memory}m")
+        config.set(JobManagerOptions.TOTAL_PROCESS_MEMORY, f"{args.jm_memory}m")
     if args.tm_memory:
-        config.set("taskmanager.memory.process.size", f"{args.tm_memory}m")
+        config.set(TaskManagerOptions.TOTAL_PROCESS_MEMORY, f"{args.tm_memory}m")
     if args.queue:
-        config.set("yarn.application.queue", args.queue)
+        config.set(YarnConfigOptions.APPLICATION_QUEUE, args.queue)
     if args.name:
-        config.set("yarn.application.name", args.name)
+        config.set(YarnConfigOptions.APPLICATION_NAME, args.name)
     return config
 
 
@@ -54,12 +58,12 @@ def cmd_yarn_session(args: argparse.Namespace, client_factory: ClientFactory | N
         if args.standby < 0:
             raise YarnDeploymentError(f"--standby must be 0 or more, got {args.standby}")
         config = session_config(args, config)
-        n = args.taskexecutors or int(config.get("local.number-taskmanager"))
+        n = args.taskexecutors or int(config.get(LocalClusterOptions.NUMBER_TASKMANAGER))
         request = ClusterRequest(mode="session", taskexecutors=n, standby=args.standby)
         cluster = submit_cluster(config, request, client_factory=client_factory, wait_rest=not args.detached)
         print(
             f"YARN application {cluster.app_id} submitted: session with {n} TaskExecutors "
-            f"({config.get('taskmanager.numberOfTaskSlots')} slots each)."
+            f"({config.get(TaskManagerOptions.NUM_TASK_SLOTS)} slots each)."
         )
         if cluster.rest_url:
             print(f"REST address: {cluster.rest_url}")
@@ -85,7 +89,7 @@ def submit_job_cluster(
     job file against it (and stops it if no job was submitted); the master ends when the job has
     ended. Application: the job file runs in the ApplicationMaster; returns (exit code, None, None)
     once it is submitted (-d) or has ended."""
-    n = args.taskexecutors or int(config.get("local.number-taskmanager"))
+    n = args.taskexecutors or int(config.get(LocalClusterOptions.NUMBER_TASKMANAGER))
     if args.application:
         request = ClusterRequest(mode="application", taskexecutors=n, job_file=args.job, job_args=list(args.args))
         cluster = submit_cluster(config, request, client_factory=client_factory, wait_rest=False)

@@ -23,6 +23,7 @@ from yarnflink.deployment.yarn.spec import (
     job_files,
     ship_configuration,
 )
+from yarnflink.security.options import SecurityOptions
 
 ClientFactory = Callable[[Configuration], Any]
 LIVE_STATES = ("SUBMITTED", "ACCEPTED", "RUNNING")
@@ -32,8 +33,8 @@ def skein_client(config: Configuration) -> Any:
     """A ``skein.Client`` (its own driver, TLS to the ApplicationMaster by skein's default
     Security), logged in with the Kerberos principal and keytab when configured."""
     skein = import_skein()
-    principal = config.get("security.kerberos.login.principal")
-    keytab = config.get("security.kerberos.login.keytab")
+    principal = config.get(SecurityOptions.KERBEROS_LOGIN_PRINCIPAL)
+    keytab = config.get(SecurityOptions.KERBEROS_LOGIN_KEYTAB)
     if bool(principal) != bool(keytab):
         raise YarnDeploymentError("Kerberos needs both security.kerberos.login.principal and .keytab")
     if keytab and not Path(keytab).is_file():

@@ -19,6 +19,9 @@ from yarnflink.common.config import Configuration
 from yarnflink.deployment.yarn import import_skein
 from yarnflink.deployment.yarn.driver import YarnResourceManagerDriver
 from yarnflink.deployment.yarn.spec import REST_URL_KEY
+from yarnflink.dispatcher.options import RestOptions
+from yarnflink.highavailability.options import HighAvailabilityOptions
+from yarnflink.jobmaster.options import JobManagerOptions
 
 log = logging.getLogger(__name__)
 
@@ -26,18 +29,18 @@ log = logging.getLogger(__name__)
 def yarn_master_config(config: Configuration, env: Mapping[str, str], host: str) -> Configuration:
     """Pure: the master's configuration inside a container of application ``SKEIN_APPLICATION_ID``."""
     config = config.copy()
-    if not config.contains("jobmanager.rpc.address"):
-        config.set("jobmanager.rpc.address", host)
-    if not config.contains("rest.address"):
-        config.set("rest.address", host)
-    if not config.contains("rest.bind-address"):
-        config.set("rest.bind-address", host)
-    for key in ("rest.port", "jobmanager.rpc.port"):
-        if not config.contains(key):
-            config.set(key, "0")  # many masters share a node: take free ports
+    if not config.contains(JobManagerOptions.ADDRESS):
+        config.set(JobManagerOptions.ADDRESS, host)
+    if not config.contains(RestOptions.ADDRESS):
+        config.set(RestOptions.ADDRESS, host)
+    if not config.contains(RestOptions.BIND_ADDRESS):
+        config.set(RestOptions.BIND_ADDRESS, host)
+    for port in (RestOptions.PORT, JobManagerOptions.PORT):
+        if not config.contains(port):
+            config.set(port, "0")  # many masters share a node: take free ports
     app_id = env.get("SKEIN_APPLICATION_ID")
-    if app_id and not config.contains("high-availability.cluster-id"):
-        config.set("high-availability.cluster-id", app_id)
+    if app_id and not config.contains(HighAvailabilityOptions.HA_CLUSTER_ID):
+        config.set(HighAvailabilityOptions.HA_CLUSTER_ID, app_id)
     return config
 
 

@@ -20,21 +20,26 @@ from typing import Any
 
 import yaml
 
-from yarnflink.common.config import Configuration
+from yarnflink.common.config import ConfigOption, Configuration
 from yarnflink.deployment.yarn import YarnDeploymentError, import_skein
+from yarnflink.deployment.yarn.options import YarnConfigOptions
+from yarnflink.highavailability.options import HighAvailabilityOptions
+from yarnflink.jobmaster.options import JobManagerOptions
+from yarnflink.security.options import SecurityOptions
+from yarnflink.taskexecutor.options import TaskManagerOptions
 
 TASKEXECUTOR_SERVICE = "taskexecutor"
 STANDBY_SERVICE = "standby-master"
 CONF_FILE = "yarnflink-conf.yaml"
 REST_URL_KEY = "yarnflink.rest_url"  # skein key-value entry where the master publishes its REST address
 MODES = ("session", "per-job", "application")
-_SECURITY_KEYS = (
-    "security.rest.token-file",
-    "security.ssl.internal.ca",
-    "security.ssl.internal.cert",
-    "security.ssl.internal.key",
-    "security.ssl.rest.cert",
-    "security.ssl.rest.key",
+_SECURITY_OPTIONS = (
+    SecurityOptions.REST_TOKEN_FILE,
+    SecurityOptions.SSL_INTERNAL_CA,
+    SecurityOptions.SSL_INTERNAL_CERT,
+    SecurityOptions.SSL_INTERNAL_KEY,
+    SecurityOptions.SSL_REST_CERT,
+    SecurityOptions.SSL_REST_KEY,
 )
 _MB = 1 << 20
 
@@ -49,12 +54,12 @@ class ClusterRequest:
     extra_files: dict[str, str] = field(default_factory=dict)  # name in the container -> local path
 
 
-def memory_mb(config: Configuration, key: str) -> int:
-    return max(1, int(config.get(key)) // _MB)
+def memory_mb(config: Configuration, option: ConfigOption) -> int:
+    return max(1, int(config.get(option)) // _MB)
 
 
 def python_command(config: Configuration) -> str:
-    exe = config.get("yarn.python.executable")
+    exe = config.get(YarnConfigOptions.PYTHON_EXECUTABLE)
     if exe:
         return str(exe)
     archives = archive_names(config)
@@ -64,7 +69,7 @@ def python_command(config: Configuration) -> str:
 def archive_names(config: Configuration) -> list[str]:
     """Container-side names of ``yarn.ship-archives`` (the basename without .tar.gz/.zip/...)."""
     names = []
-    for a in _split(config.get("yarn.ship-archives")):
+    for a in _split(config.get(YarnConfigOptions.SHIP_ARCHIVES)):
         base = os.path.basename(a.rstrip("/"))
         for suffix in (".tar.gz", ".tgz", ".tar", ".zip"):
             if base.endswith(suffix):
@@ -93,12 +98,12 @@ def ship_configuration(config: Configuration, staging: Path) -> tuple[Configurat
     relative to the container's directory) and the files to ship for it, including the config file."""
     shipped = config.copy()
     files: dict[str, str] = {}
-    for key in _SECURITY_KEYS:
-        value = config.get(key, None)
+    for opt in _SECURITY_OPTIONS:
+        value = config.get(opt, None)
         if value and Path(str(value)).is_file():
             name = f"security-{Path(str(value)).name}"  # skein: file names, no directories
             files[name] = str(value)
-            shipped.set(key, name)
+            shipped.set(opt, name)
     staging.mkdir(parents=True, exist_ok=True)
     conf_path = staging / CONF_FILE
     conf_path.write_text(yaml.safe_dump(shipped.to_dict(), default_flow_style=False))
@@ -143,8 +148,8 @@ def taskexecutor_script(config: Configuration) -> str:
 
 
 def taskexecutor_resources(config: Configuration) -> tuple[int, int]:
-    vcores = config.get("yarn.containers.vcores") or int(config.get("taskmanager.numberOfTaskSlots"))
-    return memory_mb(config, "taskmanager.memory.process.size"), int(vcores)
+    vcores = config.get(YarnConfigOptions.VCORES) or int(config.get(TaskManagerOptions.NUM_TASK_SLOTS))
+    return memory_mb(config, TaskManagerOptions.TOTAL_PROCESS_MEMORY), int(vcores)
 
 
 def build_application_spec(config: Configuration, request: ClusterRequest, files: dict[str, str]) -> Any:
@@ -153,13 +158,13 @@ def build_application_spec(config: Configuration, request: ClusterRequest, files
     if request.mode not in MODES:
         raise YarnDeploymentError(f"unknown mode {request.mode!r}; one of {', '.join(MODES)}")
     shipped: dict[str, Any] = {name: skein.File(source=path) for name, path in files.items()}
-    for src, name in zip(_split(config.get("yarn.ship-archives")), archive_names(config)):
+    for src, name in zip(_split(config.get(YarnConfigOptions.SHIP_ARCHIVES)), archive_names(config)):
         shipped[name] = skein.File(source=src, type="archive")
     shipped.update({name: skein.File(source=path) for name, path in request.extra_files.items()})
     env = {"PYTHONUNBUFFERED": "1"}
-    jm_vcores = max(1, int(config.get("yarn.containers.vcores") or 1))
+    jm_vcores = max(1, int(config.get(YarnConfigOptions.VCORES) or 1))
     master = skein.Master(
-        resources=skein.Resources(memory=memory_mb(config, "jobmanager.memory.process.size"), vcores=jm_vcores),
+        resources=skein.Resources(memory=memory_mb(config, JobManagerOptions.TOTAL_PROCESS_MEMORY), vcores=jm_vcores),
         script=master_script(config, request),
         files=shipped,
         env=env,
@@ -177,7 +182,7 @@ def build_application_spec(config: Configuration, request: ClusterRequest, files
         )
     }
     if request.standby > 0:
-        if str(config.get("high-availability.type")).lower() != "zookeeper":
+        if str(config.get(HighAvailabilityOptions.HA_MODE)).lower() != "zookeeper":
             raise YarnDeploymentError("--standby needs ZooKeeper HA: -D high-availability.type=zookeeper")
         services[STANDBY_SERVICE] = skein.Service(
             resources=master.resources,
@@ -188,14 +193,14 @@ def build_application_spec(config: Configuration, request: ClusterRequest, files
             max_restarts=-1,
             allow_failures=True,
         )
-    name = config.get("yarn.application.name") or f"yarnflink {request.mode}"
+    name = config.get(YarnConfigOptions.APPLICATION_NAME) or f"yarnflink {request.mode}"
     return skein.ApplicationSpec(
         name=name,
-        queue=config.get("yarn.application.queue") or "default",
+        queue=config.get(YarnConfigOptions.APPLICATION_QUEUE) or "default",
         master=master,
         services=services,
         tags={"yarnflink", f"yarnflink-{request.mode}"},
-        max_attempts=int(config.get("yarn.application-attempts")),
+        max_attempts=int(config.get(YarnConfigOptions.APPLICATION_ATTEMPTS)),
     )
 
 

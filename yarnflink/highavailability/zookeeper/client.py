@@ -25,6 +25,7 @@ from kazoo.retry import KazooRetry
 
 from yarnflink.common.config import ConfigError, Configuration
 from yarnflink.highavailability.errors import HighAvailabilityError
+from yarnflink.highavailability.options import HighAvailabilityOptions
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +51,8 @@ class ZooKeeperPaths:
 
     @staticmethod
     def from_config(config: Configuration) -> ZooKeeperPaths:
-        root = str(config.get("high-availability.zookeeper.path.root"))
-        cluster_id = str(config.get("high-availability.cluster-id"))
+        root = str(config.get(HighAvailabilityOptions.HA_ZOOKEEPER_ROOT))
+        cluster_id = str(config.get(HighAvailabilityOptions.HA_CLUSTER_ID))
         try:
             return ZooKeeperPaths(_normalize(posixpath.join(root or "/", cluster_id.lstrip("/"))))
         except ValueError as e:
@@ -95,7 +96,7 @@ class ZooKeeperClientSettings:
 
     @staticmethod
     def from_config(config: Configuration) -> ZooKeeperClientSettings:
-        quorum = config.get("high-availability.zookeeper.quorum")
+        quorum = config.get(HighAvailabilityOptions.HA_ZOOKEEPER_QUORUM)
         if not quorum:
             raise ConfigError(
                 "high-availability.type is ZOOKEEPER but high-availability.zookeeper.quorum "
@@ -103,11 +104,11 @@ class ZooKeeperClientSettings:
             )
         return ZooKeeperClientSettings(
             quorum=str(quorum).replace(";", ","),
-            session_timeout_s=config.get_seconds("high-availability.zookeeper.client.session-timeout") or 60.0,
-            connection_timeout_s=config.get_seconds("high-availability.zookeeper.client.connection-timeout") or 15.0,
-            retry_wait_s=config.get_seconds("high-availability.zookeeper.client.retry-wait") or 5.0,
-            max_retry_attempts=int(config.get("high-availability.zookeeper.client.max-retry-attempts")),
-            tolerate_suspended=bool(config.get("high-availability.zookeeper.client.tolerate-suspended-connections")),
+            session_timeout_s=config.get_seconds(HighAvailabilityOptions.ZOOKEEPER_SESSION_TIMEOUT) or 60.0,
+            connection_timeout_s=config.get_seconds(HighAvailabilityOptions.ZOOKEEPER_CONNECTION_TIMEOUT) or 15.0,
+            retry_wait_s=config.get_seconds(HighAvailabilityOptions.ZOOKEEPER_RETRY_WAIT) or 5.0,
+            max_retry_attempts=int(config.get(HighAvailabilityOptions.ZOOKEEPER_MAX_RETRY_ATTEMPTS)),
+            tolerate_suspended=bool(config.get(HighAvailabilityOptions.ZOOKEEPER_TOLERATE_SUSPENDED_CONNECTIONS)),
         )
 
     def make_client(self, **overrides: Any) -> KazooClient:

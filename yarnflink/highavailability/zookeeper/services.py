@@ -13,6 +13,7 @@ from yarnflink.highavailability.election_service import LeaderElectionService
 from yarnflink.highavailability.filesystem import FileSystemJobResultStore, FileSystemStateStorage
 from yarnflink.highavailability.leaderelection import LeaderFence
 from yarnflink.highavailability.leaderretrieval import LeaderRetrievalService
+from yarnflink.highavailability.options import HighAvailabilityOptions, JobResultStoreOptions
 from yarnflink.highavailability.services import HighAvailabilityServices, job_master_component
 from yarnflink.highavailability.stores import (
     CheckpointIDCounter,
@@ -70,7 +71,7 @@ class ZooKeeperHaServices(HighAvailabilityServices):
     @staticmethod
     def from_config(config: Configuration) -> ZooKeeperHaServices:
         settings = ZooKeeperClientSettings.from_config(config)
-        storage_dir = config.get("high-availability.storageDir")
+        storage_dir = config.get(HighAvailabilityOptions.HA_STORAGE_PATH)
         if not storage_dir:
             raise ConfigError(
                 "high-availability.type is ZOOKEEPER but high-availability.storageDir is not set "
@@ -84,9 +85,9 @@ class ZooKeeperHaServices(HighAvailabilityServices):
             paths,
             str(storage_dir),
             tolerate_suspended=settings.tolerate_suspended,
-            job_result_store_path=config.get("job-result-store.storage-path"),
-            delete_job_results_on_commit=bool(config.get("job-result-store.delete-on-commit")),
-            cluster_id=str(config.get("high-availability.cluster-id")),
+            job_result_store_path=config.get(JobResultStoreOptions.STORAGE_PATH),
+            delete_job_results_on_commit=bool(config.get(JobResultStoreOptions.DELETE_ON_COMMIT)),
+            cluster_id=str(config.get(HighAvailabilityOptions.HA_CLUSTER_ID)),
         )
 
     # ------------------------------------------------------------------ leadership

@@ -70,6 +70,56 @@ class TaskExecutionState(_message.Message):
     failed_partition_id: str
     def __init__(self, jobmaster_id: _Optional[str] = ..., execution_id: _Optional[str] = ..., state: _Optional[str] = ..., error: _Optional[_Union[_common_pb2.SerializedThrowable, _Mapping]] = ..., io_metrics: _Optional[_Mapping[str, float]] = ..., failed_partition_id: _Optional[str] = ...) -> None: ...
 
+class CheckpointMetrics(_message.Message):
+    __slots__ = ("sync_ms", "async_ms", "alignment_ms", "start_delay_ms", "state_size", "checkpointed_size", "persisted_data", "unaligned")
+    SYNC_MS_FIELD_NUMBER: _ClassVar[int]
+    ASYNC_MS_FIELD_NUMBER: _ClassVar[int]
+    ALIGNMENT_MS_FIELD_NUMBER: _ClassVar[int]
+    START_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
+    STATE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINTED_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PERSISTED_DATA_FIELD_NUMBER: _ClassVar[int]
+    UNALIGNED_FIELD_NUMBER: _ClassVar[int]
+    sync_ms: float
+    async_ms: float
+    alignment_ms: float
+    start_delay_ms: float
+    state_size: int
+    checkpointed_size: int
+    persisted_data: int
+    unaligned: bool
+    def __init__(self, sync_ms: _Optional[float] = ..., async_ms: _Optional[float] = ..., alignment_ms: _Optional[float] = ..., start_delay_ms: _Optional[float] = ..., state_size: _Optional[int] = ..., checkpointed_size: _Optional[int] = ..., persisted_data: _Optional[int] = ..., unaligned: _Optional[bool] = ...) -> None: ...
+
+class AcknowledgeCheckpointRequest(_message.Message):
+    __slots__ = ("jobmaster_id", "execution_id", "checkpoint_id", "attempt_number", "subtask_state", "metrics")
+    JOBMASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    SUBTASK_STATE_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    jobmaster_id: str
+    execution_id: str
+    checkpoint_id: int
+    attempt_number: int
+    subtask_state: bytes
+    metrics: CheckpointMetrics
+    def __init__(self, jobmaster_id: _Optional[str] = ..., execution_id: _Optional[str] = ..., checkpoint_id: _Optional[int] = ..., attempt_number: _Optional[int] = ..., subtask_state: _Optional[bytes] = ..., metrics: _Optional[_Union[CheckpointMetrics, _Mapping]] = ...) -> None: ...
+
+class DeclineCheckpointRequest(_message.Message):
+    __slots__ = ("jobmaster_id", "execution_id", "checkpoint_id", "attempt_number", "reason")
+    JOBMASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    jobmaster_id: str
+    execution_id: str
+    checkpoint_id: int
+    attempt_number: int
+    reason: str
+    def __init__(self, jobmaster_id: _Optional[str] = ..., execution_id: _Optional[str] = ..., checkpoint_id: _Optional[int] = ..., attempt_number: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+
 class CoordinationData(_message.Message):
     __slots__ = ("jobmaster_id", "execution_id", "kind", "payload")
     JOBMASTER_ID_FIELD_NUMBER: _ClassVar[int]

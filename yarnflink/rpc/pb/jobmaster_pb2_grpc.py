@@ -50,6 +50,16 @@ class JobMasterGatewayStub:
                 request_serializer=yarnflink_dot_rpc_dot_pb_dot_jobmaster__pb2.TaskExecutionState.SerializeToString,
                 response_deserializer=yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
+        self.AcknowledgeCheckpoint = channel.unary_unary(
+                '/yarnflink.rpc.JobMasterGateway/AcknowledgeCheckpoint',
+                request_serializer=yarnflink_dot_rpc_dot_pb_dot_jobmaster__pb2.AcknowledgeCheckpointRequest.SerializeToString,
+                response_deserializer=yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.FromString,
+                _registered_method=True)
+        self.DeclineCheckpoint = channel.unary_unary(
+                '/yarnflink.rpc.JobMasterGateway/DeclineCheckpoint',
+                request_serializer=yarnflink_dot_rpc_dot_pb_dot_jobmaster__pb2.DeclineCheckpointRequest.SerializeToString,
+                response_deserializer=yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.FromString,
+                _registered_method=True)
         self.SendCoordinationData = channel.unary_unary(
                 '/yarnflink.rpc.JobMasterGateway/SendCoordinationData',
                 request_serializer=yarnflink_dot_rpc_dot_pb_dot_jobmaster__pb2.CoordinationData.SerializeToString,
@@ -88,8 +98,22 @@ class JobMasterGatewayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def SendCoordinationData(self, request, context):
+    def AcknowledgeCheckpoint(self, request, context):
+        """Checkpoints: a task acknowledges (its state written) or declines a checkpoint.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeclineCheckpoint(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SendCoordinationData(self, request, context):
+        """execute_and_collect(): a sink's batches of results (kind "collect").
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -122,6 +146,16 @@ def add_JobMasterGatewayServicer_to_server(servicer, server):
             'UpdateTaskExecutionState': grpc.unary_unary_rpc_method_handler(
                     servicer.UpdateTaskExecutionState,
                     request_deserializer=yarnflink_dot_rpc_dot_pb_dot_jobmaster__pb2.TaskExecutionState.FromString,
+                    response_serializer=yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.SerializeToString,
+            ),
+            'AcknowledgeCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.AcknowledgeCheckpoint,
+                    request_deserializer=yarnflink_dot_rpc_dot_pb_dot_jobmaster__pb2.AcknowledgeCheckpointRequest.FromString,
+                    response_serializer=yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.SerializeToString,
+            ),
+            'DeclineCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeclineCheckpoint,
+                    request_deserializer=yarnflink_dot_rpc_dot_pb_dot_jobmaster__pb2.DeclineCheckpointRequest.FromString,
                     response_serializer=yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.SerializeToString,
             ),
             'SendCoordinationData': grpc.unary_unary_rpc_method_handler(
@@ -220,6 +254,60 @@ class JobMasterGateway:
             target,
             '/yarnflink.rpc.JobMasterGateway/UpdateTaskExecutionState',
             yarnflink_dot_rpc_dot_pb_dot_jobmaster__pb2.TaskExecutionState.SerializeToString,
+            yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AcknowledgeCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yarnflink.rpc.JobMasterGateway/AcknowledgeCheckpoint',
+            yarnflink_dot_rpc_dot_pb_dot_jobmaster__pb2.AcknowledgeCheckpointRequest.SerializeToString,
+            yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeclineCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yarnflink.rpc.JobMasterGateway/DeclineCheckpoint',
+            yarnflink_dot_rpc_dot_pb_dot_jobmaster__pb2.DeclineCheckpointRequest.SerializeToString,
             yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,

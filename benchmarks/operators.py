@@ -1,6 +1,6 @@
 """In-process throughput of operator chains (a script, not a test).
 
-    .venv/bin/python tests/unit/operators/bench_operators.py [rows] [keys] [--tune-malloc]
+    scripts/bench --suite operators [rows] [keys] [--tune-malloc]
 
 ``--tune-malloc`` first calls ``yarnflink.operators.memory.tune_allocator()``.
 

@@ -1,6 +1,6 @@
 """Throughput micro-benchmark of the shuffle stack (not a test).
 
-    python -m yarnflink.network.bench [--rows 65536] [--cols 4] [--seconds 3] [--tls DIR]
+    scripts/bench --suite network [--rows 65536] [--cols 4] [--seconds 3] [--tls DIR]
 
 Prints MB/s and rows/s for: a local channel, a remote channel with producer and consumer in this
 process (they share one GIL), and a remote channel whose producer is a separate process (the
@@ -14,11 +14,13 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from yarnflink.network import InputChannelSpec, ShuffleEnvironment
+from yarnflink.security import install_directory_material
 
 #: ``--tls DIR`` for the producer process too (mutual TLS as in a cluster, material in DIR)
 _TLS_ARGS: list[str] = []
@@ -92,7 +94,7 @@ def bench_cross_process(rows: int, cols: int, seconds: float) -> None:
         [
             sys.executable,
             "-m",
-            "yarnflink.network.bench",
+            "benchmarks.network",
             "--producer",
             "--rows",
             str(rows),
@@ -105,6 +107,7 @@ def bench_cross_process(rows: int, cols: int, seconds: float) -> None:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        cwd=Path(__file__).resolve().parents[1],  # the repository, where ``benchmarks`` is importable
     )
     assert proc.stdin and proc.stdout
     address = proc.stdout.readline().strip()
@@ -129,10 +132,6 @@ def main() -> None:
     ap.add_argument("--tls", metavar="DIR", help="mutual TLS on the data sockets, with a cluster's material in DIR")
     args = ap.parse_args()
     if args.tls:
-        from pathlib import Path
-
-        from yarnflink.security import install_directory_material
-
         install_directory_material(Path(args.tls))
         _TLS_ARGS[:] = ["--tls", args.tls]
     if args.producer:

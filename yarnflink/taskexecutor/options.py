@@ -1,0 +1,65 @@
+"""Options of a TaskExecutor process (Flink's ``TaskManagerOptions``)."""
+
+from __future__ import annotations
+
+from yarnflink.common.config import ConfigOption
+
+__all__ = ["TaskManagerOptions"]
+
+
+class TaskManagerOptions:
+    """A TaskExecutor's slots, address and the resources it offers."""
+
+    NUM_TASK_SLOTS = ConfigOption(
+        "taskmanager.numberOfTaskSlots",
+        "int",
+        1,
+        "Number of task slots each TaskManager offers.",
+        min_value=1,
+    )
+    TOTAL_PROCESS_MEMORY = ConfigOption(
+        "taskmanager.memory.process.size",
+        "memory",
+        "1728m",
+        "Total process memory of a TaskManager.",
+    )
+    HOST = ConfigOption(
+        "taskmanager.host",
+        "str",
+        None,
+        "Address the TaskManager advertises to the cluster (default: detected).",
+    )
+    RPC_PORT = ConfigOption(
+        "taskmanager.rpc.port",
+        "int",
+        0,
+        "Port of the TaskManager's RPC endpoint; 0 picks a free port.",
+        min_value=0,
+        max_value=65535,
+    )
+    CPU_CORES = ConfigOption(
+        "taskmanager.cpu.cores",
+        "float",
+        None,
+        "CPU cores a TaskManager offers to its slots (default: its number of slots).",
+        min_value=0,
+    )
+    TASK_HEAP_MEMORY = ConfigOption(
+        "taskmanager.memory.task.heap.size",
+        "memory",
+        None,
+        "Task heap a TaskManager offers to its slots (default: derived from taskmanager.memory.process.size "
+        "as Flink does; 384 mb for 1728m).",
+    )
+    TASK_OFF_HEAP_MEMORY = ConfigOption(
+        "taskmanager.memory.task.off-heap.size",
+        "memory",
+        "0 bytes",
+        "Task off-heap memory a TaskManager offers to its slots.",
+    )
+    MANAGED_MEMORY_SIZE = ConfigOption(
+        "taskmanager.memory.managed.size",
+        "memory",
+        None,
+        "Managed memory a TaskManager offers to its slots (default: 0.4 of its Flink memory; 512 mb for 1728m).",
+    )
