@@ -5,8 +5,9 @@ ended job, while every savepoint's result stays readable from the job's archive.
 A real master (ResourceManager, Dispatcher with its REST server, a JobMaster per job) and one
 TaskExecutor run in this process on loopback; jobs are handed to the Dispatcher directly. Half of
 the jobs are stopped with a savepoint (which ends them), the other half take a savepoint and are
-then cancelled. With HA (``EmbeddedHaServices``) the jobs' HA data and published JobMaster
-addresses are released too."""
+then cancelled. The ResourceManager (requirements, heartbeats) and the Dispatcher's metric store
+keep nothing of the ended jobs either; with HA (``EmbeddedHaServices``) their HA data and published
+JobMaster addresses are gone too."""
 
 from __future__ import annotations
 
@@ -166,7 +167,17 @@ def test_a_session_keeps_nothing_of_its_ended_jobs_but_their_archives(session: S
     assert _live(CheckpointDriver, job_ids) == []
     assert threading.active_count() <= threads_before + SLACK, [t.name for t in threading.enumerate()]
     assert _open_loops() <= loops_before + SLACK
-    d = s.dispatcher
+    d, rm = s.dispatcher, s.master.rm
+
+    async def known_to_the_resource_manager() -> list[str]:  # requirements, heartbeats
+        return [j for j in job_ids if j in rm.slot_manager.jobs or j in rm.jm_heartbeats]
+
+    _until(lambda: not rm.call(known_to_the_resource_manager), what="the ResourceManager forgot the ended jobs")
+
+    async def with_live_metrics() -> list[str]:
+        return [j for j in job_ids if d.metric_store.job_tasks(j)]
+
+    assert s.on_dispatcher(with_live_metrics) == []
     for job_id, trigger_id in ended.items():  # the savepoints' results: read from the archives
         result = s.on_dispatcher(lambda: d.savepoint_status(job_id, trigger_id))  # noqa: B023
         assert result is not None and result["status"]["id"] == "COMPLETED", (job_id, result)
