@@ -1,2 +1,3 @@
-"""Fakes for unit tests: testing gateways and a resolver that hands them out (``gateways``), and
-waiting on conditions with deadlines (``conditions``)."""
+"""Fakes for unit tests: testing gateways and the resolver that hands them out (``gateways``), a
+real endpoint run without its gRPC server (``endpoints``), and waiting on conditions with
+deadlines (``conditions``)."""

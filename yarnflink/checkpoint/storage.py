@@ -82,7 +82,7 @@ def _remove_if_exists(fs: Any, path: str) -> None:
         fs.rm_file(path)
 
 
-def storage_options_from_config(conf: Configuration | Mapping[str, Any] | None, url: str) -> dict[str, Any]:
+def storage_options_from_config(conf: Mapping[str, Any] | Configuration | None, url: str) -> dict[str, Any]:
     """fsspec storage options for ``url`` from Flink's keys (``s3.endpoint``, ``s3.access-key``,
     ``s3.secret-key``, ``s3.path.style.access``)."""
     conf = conf or {}
@@ -606,4 +606,6 @@ def resolve_restore_location(location: str, storage_options: Mapping[str, Any] |
 def make_config_reader(conf: Mapping[str, Any] | None) -> Callable[[StreamStateHandle], bytes]:
     """A state reader that finds the storage options of each file's own URL (a savepoint on S3
     restored by a job whose checkpoints go elsewhere)."""
-    return lambda h: read_stream_handle(h, storage_options_from_config(conf, getattr(h, "path", "")))
+    return lambda h: read_stream_handle(
+        h, storage_options_from_config(conf, h.path if isinstance(h, FileStateHandle) else "")
+    )

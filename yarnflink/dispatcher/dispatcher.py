@@ -21,6 +21,7 @@ from yarnflink.jobmaster.local_gateway import LocalJobMasterGateway
 from yarnflink.jobmaster.views import exceptions_json, job_overview, monitoring_snapshot, savepoint_results
 from yarnflink.metrics.store import MetricStore, TaskMetricsEntry, merge_entries
 from yarnflink.resourcemanager.resourcemanager import ResourceManager
+from yarnflink.rpc.clients import GrpcGatewayResolver
 from yarnflink.rpc.endpoint import RpcEndpoint
 from yarnflink.rpc.resolver import GatewayResolver
 
@@ -67,8 +68,10 @@ class Dispatcher(RpcEndpoint):
         rest_port: int,
         on_shutdown_request: Callable[[], None] = lambda: None,
         gateways: GatewayResolver | None = None,
+        job_master_gateways: Callable[[], GatewayResolver] | None = None,
     ) -> None:
-        """``gateways``: how it reaches TaskExecutors (metrics, logs; default: over gRPC)."""
+        """``gateways``: how it reaches TaskExecutors (metrics, logs); ``job_master_gateways``
+        makes each JobMaster's (a resolver belongs to one loop). Default: over gRPC."""
         super().__init__("Dispatcher")
         self.config = config
         self.rm = resource_manager
@@ -87,6 +90,7 @@ class Dispatcher(RpcEndpoint):
         self.metric_store = MetricStore()
         self.metric_fetcher: MetricFetcher | None = None
         self._gateways: GatewayResolver | None = gateways
+        self._job_master_gateways = job_master_gateways
         self._metric_reporter: Any = None
         #: HA (yarnflink.dispatcher.leadership.DispatcherLeadership): None without HA
         self.leadership: Any = None
@@ -106,8 +110,6 @@ class Dispatcher(RpcEndpoint):
         from yarnflink.dispatcher.rest import start_rest_server
 
         if self._gateways is None:
-            from yarnflink.rpc.clients import GrpcGatewayResolver
-
             self._gateways = GrpcGatewayResolver()
         self.metric_fetcher = MetricFetcher(
             self.rm,
@@ -241,6 +243,7 @@ class Dispatcher(RpcEndpoint):
             heartbeat_interval_s=cfg.get_seconds("heartbeat.interval"),
             heartbeat_timeout_s=cfg.get_seconds("heartbeat.timeout"),
             config=cfg,  # restart and failover strategies, slot.idle.timeout (the job's config wins)
+            gateways=self._job_master_gateways() if self._job_master_gateways is not None else None,
             **ha_kwargs,
         )
         entry.master = jm

@@ -138,10 +138,10 @@ def failure_json(f: Failure, concurrent: bool = True) -> dict[str, Any]:
     return out
 
 
-def exceptions_json(eg: ExecutionGraph, size: int = 16) -> dict[str, Any]:
+def exceptions_json(eg: ExecutionGraph) -> dict[str, Any]:
     """Every failure of the job, newest first (``web.exception-history-size`` of them); the root
     exception is the newest one (the one that failed the job, once it failed)."""
-    size = getattr(eg, "exception_history_size", size)
+    size = eg.exception_history_size
     entries = [failure_json(f) for f in reversed(eg.failures)]
     root = eg.failures[-1] if eg.failures else None
     return {

@@ -7,7 +7,7 @@ place is visible to the sibling branches of a fan-out).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from yarnflink.common.records import Batch
@@ -85,7 +85,7 @@ class OperatorChain:
     def __init__(
         self,
         descriptors: Sequence[OperatorDescriptorLike],
-        network_outputs: dict[str, Output],
+        network_outputs: Mapping[str, Output],
         ctx_factory: Callable[[str], OperatorContext],
     ):
         if not descriptors:

@@ -1,8 +1,9 @@
 """The real JobMaster, on its own thread as in production, driven through every call of its
-JobMasterGateway, with a TestingResourceManagerGateway and TestingTaskExecutorGateways as its peers
-(no other process, no gRPC): registration at the ResourceManager, slot offers, deployment, task
-state updates, checkpoint acknowledgements and declines, lost and unreachable TaskExecutors, and
-stale fencing tokens."""
+JobMasterGateway (and of the JobMasterControlGateway the Dispatcher holds), with a
+TestingResourceManagerGateway and TestingTaskExecutorGateways as its peers (no other process, no
+gRPC): registration at the ResourceManager, slot offers, deployment, task state updates, checkpoint
+acknowledgements and declines, savepoints, lost and unreachable TaskExecutors, and stale fencing
+tokens."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from yarnflink.common.rpc_errors import (
     RpcRejected,
     RpcTimeout,
     RpcUnreachable,
+    UnknownTarget,
 )
 from yarnflink.executiongraph.executiongraph import ExecutionState, JobStatus
 from yarnflink.jobgraph.jobgraph import JobGraph
@@ -39,6 +41,7 @@ from yarnflink.jobmaster.gateway import (
     CoordinationData,
     DeclineCheckpoint,
     DisconnectTaskManager,
+    JobMasterControlGateway,
     JobMasterGateway,
     OfferSlots,
     RegisterTaskManager,
@@ -48,6 +51,7 @@ from yarnflink.jobmaster.gateway import (
     TaskManagerHeartbeat,
 )
 from yarnflink.jobmaster.jobmaster import JobMaster
+from yarnflink.jobmaster.local_gateway import LocalJobMasterGateway
 from yarnflink.state.handles import TaskStateSnapshot
 from yarnflink.taskexecutor.gateway import CancelTask, NotifyCheckpoint, SubmitTask, TriggerCheckpoint
 
@@ -203,15 +207,35 @@ def test_a_failed_registration_at_the_resource_manager_is_retried(start_jobmaste
     assert h.rm.requests("declare_required_resources")[0].fencing_token == "rm-token-1"
 
 
-def test_heartbeats_go_to_the_resource_manager_and_a_forgotten_job_registers_again(start_jobmaster: Any) -> None:
+@pytest.mark.parametrize(
+    "answer",
+    [lambda r: False, raises(RpcUnreachable("connection refused"))],
+    ids=["job-forgotten", "unreachable"],
+)
+def test_heartbeats_go_to_the_resource_manager_and_a_lost_connection_registers_again(
+    start_jobmaster: Any, answer: Callable[[Any], bool]
+) -> None:
     h = start_jobmaster()
     wait_until(lambda: h.rm.count("heartbeat_from_job_master") >= 1, what="a heartbeat")
     beat = h.rm.requests("heartbeat_from_job_master")[0]
     assert (beat.fencing_token, beat.job_id, beat.jobmaster_id) == ("rm-token-1", h.jm.job_id, h.token)
 
-    h.rm.heartbeat_from_job_master_function = lambda r: False  # "I do not know this job" (a restarted RM)
+    h.rm.heartbeat_from_job_master_function = answer  # False: "I do not know this job" (a restarted RM)
+
     wait_until(lambda: h.rm.count("register_job_master") >= 2, what="registered again")
     wait_until(lambda: h.rm.count("declare_required_resources") >= 2, what="declared again")
+
+
+def test_a_failed_declaration_is_made_again_with_a_new_registration(start_jobmaster: Any) -> None:
+    h = start_jobmaster(start=False)
+    h.rm.declare_required_resources_function = lambda r: (
+        raises(RpcTimeout("deadline exceeded"))(r) if h.rm.count("declare_required_resources") == 1 else None
+    )
+    h.jm.start()
+
+    wait_until(lambda: h.rm.count("declare_required_resources") == 2, what="declared again")
+    assert h.rm.count("register_job_master") == 2
+    wait_until(lambda: h.rm.count("heartbeat_from_job_master") >= 1, what="connected: heartbeats")
 
 
 def test_a_new_resource_manager_leader_is_registered_at_with_its_new_token(start_jobmaster: Any) -> None:
@@ -346,17 +370,21 @@ def test_a_refused_or_timed_out_deployment_fails_the_task_but_keeps_the_task_exe
     assert h.rm.count("disconnect_task_executor") == 0  # it answered: not lost
 
 
-def test_a_task_executor_unreachable_while_cancelling_is_lost_and_the_task_counts_as_canceled(
-    start_jobmaster: Any,
-) -> None:
+@pytest.mark.parametrize(
+    "refusal", [RpcUnreachable("connection refused"), UnknownTarget("no task here")], ids=["unreachable", "task-gone"]
+)
+def test_a_cancel_that_fails_counts_the_task_as_canceled(start_jobmaster: Any, refusal: Exception) -> None:
     h, te = _running_with_one_slot(start_jobmaster)
-    te.down = RpcUnreachable("connection refused")
+    te.cancel_task_function = raises(refusal)
 
     assert h.call(lambda: _cancel(h.jm))
 
-    assert h.terminated.wait(10)  # nobody reports CANCELED: the failed cancel does
+    assert h.terminated.wait(10)  # nobody reports CANCELED: the failed cancels do
     assert h.jm.eg.status == JobStatus.CANCELED
-    wait_until(lambda: h.rm.count("disconnect_task_executor") >= 1, what="the ResourceManager told")
+    if isinstance(refusal, RpcUnreachable):  # its process is gone: lost at once
+        wait_until(lambda: h.rm.count("disconnect_task_executor") >= 1, what="the ResourceManager told")
+    else:  # it answered: still there
+        assert h.rm.count("disconnect_task_executor") == 0 and "te-1" in h.jm.slot_pool.task_managers
 
 
 async def _cancel(jm: JobMaster) -> bool:
@@ -413,16 +441,20 @@ def test_a_batch_job_runs_region_by_region_and_releases_the_blocking_results_at_
     assert any(partition in r.partition_ids or not r.partition_ids for r in released)
 
 
-@pytest.mark.parametrize("probe_answers", [True, False], ids=["alive", "unreachable"])
+@pytest.mark.parametrize(
+    "probe",
+    [None, RpcTimeout("deadline exceeded"), RpcUnreachable("connection refused")],
+    ids=["alive", "slow", "unreachable"],
+)
 def test_a_consumer_that_lost_its_producers_data_connection_has_the_producers_task_executor_probed(
-    start_jobmaster: Any, probe_answers: bool
+    start_jobmaster: Any, probe: Exception | None
 ) -> None:
     h, te = _running_with_one_slot(
         start_jobmaster,
         config={"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": "1 h"},
     )
-    if not probe_answers:
-        te.request_task_executor_info_function = raises(RpcUnreachable("connection refused"))
+    if probe is not None:
+        te.request_task_executor_info_function = raises(probe)
     src = next(s.tdd for s in h.deployed(te) if s.tdd.task_name == "src")
     sink = next(s.tdd for s in h.deployed(te) if s.tdd.task_name == "sink")
     partition = src.produced_partitions[0].partition_id
@@ -440,9 +472,9 @@ def test_a_consumer_that_lost_its_producers_data_connection_has_the_producers_ta
     )
 
     wait_until(lambda: te.count("request_task_executor_info") == 1, what="the producer's TaskExecutor probed")
-    (probe,) = [c for c in te.calls if c.method == "request_task_executor_info"]
-    assert probe.timeout <= 5  # a probe is short
-    if probe_answers:
+    (probing,) = [c for c in te.calls if c.method == "request_task_executor_info"]
+    assert probing.timeout <= 5  # a probe is short
+    if not isinstance(probe, RpcUnreachable):  # answered, or slow: there
         assert h.rm.count("disconnect_task_executor") == 0
         assert "te-1" in h.jm.slot_pool.task_managers
     else:
@@ -574,3 +606,106 @@ def test_acknowledgements_of_an_ended_attempt_are_dropped(start_jobmaster: Any, 
     h.call(lambda: h.jm.acknowledge_checkpoint(ack))  # no error: dropped
 
     assert te.count("notify_checkpoint_complete") == 0
+
+
+# ---------------------------------------------------------------------------- the Dispatcher's calls
+
+
+def _control(h: Harness) -> JobMasterControlGateway:
+    """The JobMasterControlGateway the Dispatcher holds (it hops onto the JobMaster's loop)."""
+    return LocalJobMasterGateway(h.jm)
+
+
+def _savepoint(h: Harness, te: TestingTaskExecutorGateway, target: Path, **kind: bool) -> tuple[str, int]:
+    """Triggers a savepoint through the control gateway; the id of its trigger and of its checkpoint."""
+    before = te.count("trigger_checkpoint")
+    trigger_id = asyncio.run(_control(h).trigger_savepoint(str(target), **kind))
+    assert trigger_id is not None
+    wait_until(lambda: te.count("trigger_checkpoint") > before, what="the savepoint triggered at the source")
+    trigger: TriggerCheckpoint = te.requests("trigger_checkpoint")[-1]
+    assert trigger.is_savepoint and trigger.synchronous == kind.get("stop", False)
+    return trigger_id, trigger.checkpoint_id
+
+
+def _result(h: Harness, trigger_id: str) -> dict[str, Any]:
+    """The savepoint's result (Flink's operation: its ``location`` or ``failure-cause``); {} while in progress."""
+    status = asyncio.run(_control(h).request_savepoint_status(trigger_id))
+    assert status is not None
+    return dict(status["operation"]) if status["status"]["id"] == "COMPLETED" else {}
+
+
+def test_the_control_gateway_answers_the_dispatchers_views(start_jobmaster: Any) -> None:
+    h, te = _running_with_one_slot(start_jobmaster)
+
+    details = asyncio.run(_control(h).request_job_details())
+    snapshot = asyncio.run(_control(h).request_monitoring_snapshot())
+    exceptions = asyncio.run(_control(h).request_job_exceptions())
+
+    assert details["jid"] == h.jm.job_id and details["state"] == "RUNNING"
+    assert snapshot["details"]["state"] == "RUNNING"
+    assert exceptions["exceptionHistory"]["entries"] == []
+    assert asyncio.run(_control(h).trigger_savepoint(None)) is None  # no checkpointing: no savepoint
+
+
+def test_a_savepoint_triggered_through_the_control_gateway_completes_and_the_job_goes_on(
+    start_jobmaster: Any, tmp_path: Path
+) -> None:
+    config = _checkpointing(tmp_path) | {"execution.checkpointing.interval": "1 h"}
+    h, te = _running_with_one_slot(start_jobmaster, config=config)
+
+    trigger_id, cid = _savepoint(h, te, tmp_path / "savepoints")
+    assert _result(h, trigger_id) == {}
+    _acknowledge_all(h, te, cid)
+
+    wait_until(lambda: _result(h, trigger_id), what="the savepoint completed")
+    assert str(_result(h, trigger_id)["location"]).startswith(f"file://{tmp_path}/savepoints/")
+    assert h.jm.eg.status == JobStatus.RUNNING and te.count("cancel_task") == 0
+
+
+def test_a_stop_with_savepoint_through_the_control_gateway_finishes_the_job(
+    start_jobmaster: Any, tmp_path: Path
+) -> None:
+    config = _checkpointing(tmp_path) | {"execution.checkpointing.interval": "1 h"}
+    h, te = _running_with_one_slot(start_jobmaster, config=config)
+
+    trigger_id, cid = _savepoint(h, te, tmp_path / "savepoints", stop=True)
+    _acknowledge_all(h, te, cid)
+    wait_until(
+        lambda: (
+            {n.execution_id for n in te.requests("notify_checkpoint_complete")}
+            == {s.tdd.execution_id for s in h.deployed(te)}
+        ),
+        what="every task told: it finishes",
+    )
+    assert _result(h, trigger_id) == {}  # until the job has finished
+    for submit in h.deployed(te):
+        h.update(submit.tdd.execution_id, ExecutionState.FINISHED)
+
+    assert h.terminated.wait(10) and h.jm.eg.status == JobStatus.FINISHED
+    wait_until(lambda: _result(h, trigger_id), what="the stop completed")
+    assert "location" in _result(h, trigger_id)
+
+
+def test_a_declined_savepoint_fails_and_the_job_goes_on(start_jobmaster: Any, tmp_path: Path) -> None:
+    config = _checkpointing(tmp_path) | {"execution.checkpointing.interval": "1 h"}
+    h, te = _running_with_one_slot(start_jobmaster, config=config)
+
+    trigger_id, cid = _savepoint(h, te, tmp_path / "savepoints", stop=True)
+    sink = next(s.tdd.execution_id for s in h.deployed(te) if s.tdd.task_name == "sink")
+    h.call(lambda: h.jm.decline_checkpoint(DeclineCheckpoint(h.token, sink, cid, 0, "the snapshot failed")))
+
+    wait_until(lambda: _result(h, trigger_id), what="the savepoint failed")
+    assert "the snapshot failed" in _result(h, trigger_id)["failure-cause"]["stack-trace"]
+    assert cid in {n.checkpoint_id for n in te.requests("notify_checkpoint_aborted")}
+    assert h.jm.eg.status == JobStatus.RUNNING  # a failed stop leaves the job running
+
+
+def test_a_job_cancelled_through_the_control_gateway_cancels_its_tasks(start_jobmaster: Any) -> None:
+    h, te = _running_with_one_slot(start_jobmaster)
+    h.reports_cancellations(te)
+
+    assert asyncio.run(_control(h).cancel())
+
+    assert h.terminated.wait(10) and h.jm.eg.status == JobStatus.CANCELED
+    assert {c.execution_id for c in te.requests("cancel_task")} == {s.tdd.execution_id for s in h.deployed(te)}
+    assert {c.jobmaster_id for c in te.requests("cancel_task")} == {h.token}

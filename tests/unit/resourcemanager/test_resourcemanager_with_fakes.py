@@ -199,6 +199,7 @@ def test_a_task_executor_failing_heartbeats_is_lost_and_its_jobs_are_told(
     jm = h.register_job_master(slots=1)
     wait_until(lambda: h.allocations("te-1"), what="a slot allocated")
 
+    answered = te.count("heartbeat_from_resource_manager")  # (a heartbeat in flight now may still succeed)
     te.heartbeat_from_resource_manager_function = raises(failure)
 
     wait_until(lambda: "te-1" not in h.rm.slot_manager.task_executors, what="te-1 lost")
@@ -206,7 +207,7 @@ def test_a_task_executor_failing_heartbeats_is_lost_and_its_jobs_are_told(
     notice = jm.requests("disconnect_task_manager")[0]
     assert (notice.jobmaster_id, notice.resource_id) == (jm.jobmaster_id, "te-1")
     assert "heartbeats failed" in notice.cause
-    assert te.count("heartbeat_from_resource_manager") == 2  # the threshold
+    assert te.count("heartbeat_from_resource_manager") - answered in (2, 3)  # the threshold (2) failed in a row
     assert "te-1:6122" in h.resolver.forgotten
 
 

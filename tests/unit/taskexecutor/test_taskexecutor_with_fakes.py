@@ -143,6 +143,15 @@ def _source(execution_id: str, allocation_id: str, end: int, config: dict[str, s
     )
 
 
+def _collecting(execution_id: str, allocation_id: str) -> TaskDeploymentDescriptor:
+    """One task: a sequence source 0 .. 99 chained to a collect sink (``execute_and_collect()``)."""
+    source = ChainedOperator(
+        node_id=1, name="source", kind="source", spec=cloudpickle.dumps(SequenceSourceSpec(0, 99)), chained_outputs=(2,)
+    )
+    sink = ChainedOperator(node_id=2, name="collect", kind="sink", spec=cloudpickle.dumps(CollectSinkSpec()))
+    return dataclasses.replace(_source(execution_id, allocation_id, 99, {}), operators=(source, sink))
+
+
 @pytest.fixture
 def start_task_executor() -> Iterator[Callable[..., Harness]]:
     started: list[TaskExecutorUnderTest] = []
@@ -537,11 +546,7 @@ def test_a_stopping_task_executor_says_goodbye_to_the_resource_manager(start_tas
 def test_a_collect_sinks_results_go_to_the_jobmaster(start_task_executor: Any) -> None:
     h = start_task_executor()
     h.active_slot("alloc-1")
-    source = ChainedOperator(
-        node_id=1, name="source", kind="source", spec=cloudpickle.dumps(SequenceSourceSpec(0, 99)), chained_outputs=(2,)
-    )
-    sink = ChainedOperator(node_id=2, name="collect", kind="sink", spec=cloudpickle.dumps(CollectSinkSpec()))
-    tdd = dataclasses.replace(_source("exec-1", "alloc-1", 99, {}), operators=(source, sink))
+    tdd = _collecting("exec-1", "alloc-1")
 
     h.call(lambda: h.te.submit_task(SubmitTask(JM_TOKEN, tdd)))
 
@@ -551,3 +556,46 @@ def test_a_collect_sinks_results_go_to_the_jobmaster(start_task_executor: Any) -
     # every batch arrived before the task's end was reported
     methods = [c.method for c in h.jm.calls if c.method in ("send_coordination_data", "update_task_execution_state")]
     assert methods[-1] == "update_task_execution_state"
+
+
+def test_a_freed_slot_the_resource_manager_did_not_hear_of_is_free_in_the_next_heartbeats_report(
+    start_task_executor: Any,
+) -> None:
+    h = start_task_executor()
+    h.active_slot("alloc-1")
+    h.rm.notify_slot_available_function = raises(RpcUnreachable("connection refused"))
+
+    h.call(lambda: h.te.free_slot(FreeSlot("alloc-1", "the job ended")))
+
+    assert len(h.freed()) == 1  # tried once, not retried: the report repairs it
+    report = h.call(lambda: h.te.heartbeat_from_resource_manager(RM_TOKEN))
+    assert [s.allocation_id for s in report.slots] == ["", ""]
+    assert report.version >= h.freed()[0].slot_report_version
+
+
+def test_a_state_update_refused_by_a_jobmaster_that_no_longer_leads_is_not_sent_again(
+    start_task_executor: Any,
+) -> None:
+    h = start_task_executor()
+    h.active_slot("alloc-1")
+    h.jm.update_task_execution_state_function = raises(FencingTokenMismatch("not the leader of the job"))
+
+    h.submit("exec-1", end=999)
+
+    wait_until(lambda: "exec-1" not in h.te.tasks, what="the task finished")
+    # each update tried once (the next one goes to the same sender after it): no retries
+    wait_until(lambda: ExecutionState.FINISHED in h.states("exec-1"), what="the last update tried")
+    assert h.states("exec-1") == [ExecutionState.INITIALIZING, ExecutionState.RUNNING, ExecutionState.FINISHED]
+
+
+def test_a_collect_sink_whose_results_the_jobmaster_refuses_fails(start_task_executor: Any) -> None:
+    h = start_task_executor()
+    h.active_slot("alloc-1")
+    h.jm.send_coordination_data_function = raises(RpcRejected("results exceed the limit"))
+    tdd = _collecting("exec-1", "alloc-1")
+
+    h.call(lambda: h.te.submit_task(SubmitTask(JM_TOKEN, tdd)))
+
+    h.wait_state("exec-1", ExecutionState.FAILED)
+    failed = [u for u in h.jm.requests("update_task_execution_state") if u.state == ExecutionState.FAILED][0]
+    assert failed.error is not None and "results exceed the limit" in failed.error.message
