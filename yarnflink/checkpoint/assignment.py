@@ -48,9 +48,9 @@ def assign_state(
     are absent)."""
     where = checkpoint.external_pointer or f"checkpoint {checkpoint.checkpoint_id} of job {checkpoint.job_id}"
     owner: dict[str, RestoreVertex] = {}
-    for v in vertices:
-        for op in v.operator_ids:
-            owner[op] = v
+    for vertex in vertices:
+        for op in vertex.operator_ids:
+            owner[op] = vertex
     unclaimed = [op for op, st in checkpoint.operator_states.items() if op not in owner and st.subtask_states]
     if unclaimed and not allow_non_restored_state:
         raise CheckpointMetadataError(

@@ -29,15 +29,31 @@ Protocol (Flink's):
    job goes on). Its completion aborts the checkpoints still pending (the tasks finish after it,
    and a finished task must not count as acknowledging an older checkpoint). A task failing
    after the completion (the job fails over instead of finishing) lifts it too.
+7. ``RequestSavepoint`` is a savepoint asked for by trigger id (REST): refused (no target
+   directory, checkpointing off, a cancel- or stop-with-savepoint in progress, tasks not running)
+   or triggered; its result by trigger id is kept in ``savepoints`` (``SavepointTracker``), with
+   the stop's outcome (``StopTaskFailed`` may decide ``FailWithoutRestart``). Cancel-with-savepoint
+   suspends periodic checkpoints like a stop; its completion is notified with ``cancel_job``
+   (the driver cancels the job once the tasks have it), its abort lifts the suspension.
+8. Restore (the driver reads the files, these decide): ``CheckpointsRecovered`` takes over the
+   checkpoints a job resumes from and continues the ids; ``CheckpointIdReserved`` moves the ids
+   past what the HA counter handed out; ``CheckpointUnrestorable`` drops a damaged latest
+   checkpoint for the previous retained one (``RestoreFallback``). ``Rescaled``: the graph was
+   rebuilt at another parallelism; every pending checkpoint is aborted (one being finalized too:
+   the tasks that took it are gone) and ``CheckpointCoordinator.continuing`` builds the
+   coordinator of the new tasks, with the completed checkpoints and the ids.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Union
 
 from yarnflink.checkpoint.config import CheckpointConfig
 from yarnflink.checkpoint.metadata import CompletedCheckpoint, OperatorState
+from yarnflink.checkpoint.savepoints import NO_TARGET_DIRECTORY, SavepointTracker, savepoint_directory
+from yarnflink.checkpoint.stop_with_savepoint import FailWithoutRestart
 from yarnflink.state.handles import StreamStateHandle, TaskStateSnapshot
 
 CREATED, RUNNING, FINISHED = "CREATED", "RUNNING", "FINISHED"
@@ -108,6 +124,15 @@ class TaskFailed:
 
 
 @dataclass(frozen=True)
+class TaskDeployed:
+    """A (re)deployed attempt: a task that ran before counts as failed, and pending checkpoints
+    cannot complete (the new attempt never saw their barriers)."""
+
+    task_id: str
+    now: int = 0
+
+
+@dataclass(frozen=True)
 class AcknowledgeCheckpoint:
     checkpoint_id: int
     task_id: str
@@ -150,18 +175,89 @@ class JobTerminated:
     status: str  # FINISHED | CANCELED | FAILED | SUSPENDED
 
 
+@dataclass(frozen=True)
+class RequestSavepoint:
+    """A savepoint asked for (REST), known by ``trigger_id``: ``stop``: stop-with-savepoint
+    (``drain``: MAX_WATERMARK first); ``cancel_job``: cancel-with-savepoint. ``target_directory``
+    None: none given and none configured (refused)."""
+
+    trigger_id: str
+    target_directory: str | None
+    now: int
+    stop: bool = False
+    drain: bool = False
+    cancel_job: bool = False
+
+
+@dataclass(frozen=True)
+class StopTaskFailed:
+    """A task failed (``task``: its name with subtask; ``cause``: one line), before the job
+    decides on a failover."""
+
+    task: str
+    cause: str
+
+
+@dataclass(frozen=True)
+class StopTaskEnded:
+    """A task ended FAILED or CANCELED (``state``)."""
+
+    task: str
+    state: str
+
+
+@dataclass(frozen=True)
+class Rescaled:
+    """The ExecutionGraph was rebuilt at another parallelism (``reason`` names it)."""
+
+    now: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class CheckpointsRecovered:
+    """The job resumes: new checkpoints get ids from ``next_checkpoint_id`` on; ``completed``
+    (None: unchanged) are the checkpoints it owns now, oldest first (HA: the retained ones)."""
+
+    next_checkpoint_id: int
+    completed: tuple[CompletedCheckpoint, ...] | None = None
+
+
+@dataclass(frozen=True)
+class CheckpointIdReserved:
+    """The HA counter handed out ``checkpoint_id`` for the next checkpoint."""
+
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
+class CheckpointUnrestorable:
+    """Checking the files of a completed checkpoint before a restore failed (``reason``)."""
+
+    checkpoint_id: int
+    reason: str
+
+
 Event = Union[
     Tick,
     TriggerSavepoint,
     TaskRunning,
     TaskFinished,
     TaskFailed,
+    TaskDeployed,
     AcknowledgeCheckpoint,
     DeclineCheckpoint,
     CheckpointTimeout,
     MetadataWritten,
     MetadataWriteFailed,
     JobTerminated,
+    RequestSavepoint,
+    StopTaskFailed,
+    StopTaskEnded,
+    Rescaled,
+    CheckpointsRecovered,
+    CheckpointIdReserved,
+    CheckpointUnrestorable,
 ]
 
 
@@ -191,8 +287,12 @@ class WriteMetadata:
 
 @dataclass(frozen=True)
 class NotifyCheckpointComplete:
+    """``cancel_job``: a cancel-with-savepoint's savepoint; once every task has the
+    notification (its sinks commit what the savepoint covers), the job is cancelled."""
+
     checkpoint_id: int
     tasks: tuple[str, ...]
+    cancel_job: bool = False
 
 
 @dataclass(frozen=True)
@@ -222,6 +322,15 @@ class FailJob:
     reason: str
 
 
+@dataclass(frozen=True)
+class RestoreFallback:
+    """Checkpoint ``checkpoint_id`` was dropped as unrestorable; ``fallback_id`` is restored."""
+
+    checkpoint_id: int
+    fallback_id: int
+    reason: str
+
+
 Action = Union[
     TriggerCheckpoint,
     ScheduleTimeout,
@@ -231,6 +340,8 @@ Action = Union[
     DiscardState,
     DiscardCheckpoint,
     FailJob,
+    FailWithoutRestart,
+    RestoreFallback,
 ]
 
 
@@ -296,6 +407,32 @@ class CheckpointCoordinator:
         self.periodic_suspended = False
         #: the synchronous savepoint (stop-with-savepoint) pending or completed, 0: none
         self.stop_checkpoint_id = 0
+        #: a cancel-with-savepoint's savepoint pending or completed, 0: none
+        self.cancel_checkpoint_id = 0
+        #: savepoint results by trigger id (REST), stop-with-savepoint outcomes
+        self.savepoints = SavepointTracker(job_id)
+
+    @classmethod
+    def continuing(
+        cls, previous: CheckpointCoordinator, tasks: list[CheckpointTask], start_time: int
+    ) -> CheckpointCoordinator:
+        """The coordinator of a rescaled graph's ``tasks`` (after ``Rescaled`` aborted what was
+        pending): the completed checkpoints, the ids, the last completion, savepoint results and
+        a stop- or cancel-with-savepoint's suspension carry on."""
+        fresh = cls(
+            previous.job_id,
+            tasks,
+            previous.config,
+            completed=list(previous.completed),
+            next_checkpoint_id=previous.next_checkpoint_id,
+            start_time=start_time,
+        )
+        fresh.last_completion = previous.last_completion
+        fresh.periodic_suspended = previous.periodic_suspended
+        fresh.stop_checkpoint_id = previous.stop_checkpoint_id
+        fresh.cancel_checkpoint_id = previous.cancel_checkpoint_id
+        fresh.savepoints = previous.savepoints
+        return fresh
 
     # ------------------------------------------------------------------ queries
     def latest_completed(self) -> CompletedCheckpoint | None:
@@ -335,7 +472,7 @@ class CheckpointCoordinator:
 
     # ------------------------------------------------------------------ dispatch
     def handle(self, event: Event) -> list[Action]:
-        method = getattr(self, "_on_" + type(event).__name__, None)
+        method: Callable[[Event], list[Action]] | None = getattr(self, "_on_" + type(event).__name__, None)
         if method is None:
             raise TypeError(f"unknown event {event!r}")
         return method(event)
@@ -426,6 +563,11 @@ class CheckpointCoordinator:
                 actions += self._abort(cid, TASK_FAILURE, e.now, f"task {e.task_id} failed")
         return actions
 
+    def _on_TaskDeployed(self, e: TaskDeployed) -> list[Action]:
+        if self.status.get(e.task_id) == CREATED and not self.pending:
+            return []
+        return self._on_TaskFailed(TaskFailed(e.task_id, e.now))
+
     def _on_AcknowledgeCheckpoint(self, e: AcknowledgeCheckpoint) -> list[Action]:
         self._check_task(e.task_id)
         p = self.pending.get(e.checkpoint_id)
@@ -435,7 +577,7 @@ class CheckpointCoordinator:
             or e.attempt != self.attempts[e.task_id]
             or e.task_id not in p.not_yet_acknowledged
         )
-        if late:
+        if p is None or late:
             handles = tuple(e.state.stream_handles()) if e.state is not None else ()
             return [DiscardState(e.checkpoint_id, handles)] if handles else []
         return self._acknowledged(p, e.task_id, e.state)
@@ -498,6 +640,7 @@ class CheckpointCoordinator:
         if p is None or p.finalizing is None:
             return []
         del self.pending[e.checkpoint_id]
+        self.savepoints.completed(e.checkpoint_id, e.external_pointer)  # (a stop: the tasks finish on the notice)
         done = p.finalizing
         done.external_pointer = e.external_pointer
         done.completion_timestamp = e.now
@@ -514,7 +657,7 @@ class CheckpointCoordinator:
                 if self.pending[cid].finalizing is None:
                     actions += self._abort(cid, SUBSUMED, e.now, f"the job stops with savepoint {e.checkpoint_id}")
         notify = tuple(sorted(t for t in p.acknowledged if self.status[t] == RUNNING))
-        actions.append(NotifyCheckpointComplete(e.checkpoint_id, notify))
+        actions.append(NotifyCheckpointComplete(e.checkpoint_id, notify, e.checkpoint_id == self.cancel_checkpoint_id))
         if not p.is_savepoint:
             self.completed.append(done)
             while len(self.completed) > self.config.num_retained:
@@ -523,6 +666,7 @@ class CheckpointCoordinator:
 
     def _on_JobTerminated(self, e: JobTerminated) -> list[Action]:
         self.shutdown = True
+        self.savepoints.job_terminated(e.status)  # before the aborts: a stop's result names the status
         actions: list[Action] = []
         for cid in sorted(self.pending):
             actions += self._abort(cid, COORDINATOR_SHUTDOWN, 0, f"the job is {e.status}")
@@ -531,12 +675,78 @@ class CheckpointCoordinator:
             self.completed = []
         return actions
 
+    # ------------------------------------------------------------------ savepoints by trigger id
+    def _on_RequestSavepoint(self, e: RequestSavepoint) -> list[Action]:
+        self.savepoints.requested(e.trigger_id, e.stop, e.drain, e.cancel_job)  # ValueError: not a valid kind
+        refusal = self._request_refusal(e)
+        actions: list[Action] = []
+        if refusal is None and e.target_directory:
+            target = savepoint_directory(e.target_directory, self.job_id, e.trigger_id)
+            actions = self._on_TriggerSavepoint(TriggerSavepoint(e.now, target, synchronous=e.stop, drain=e.drain))
+        trigger = next((a for a in actions if isinstance(a, TriggerCheckpoint)), None)
+        if trigger is None:
+            self.savepoints.refused(e.trigger_id, refusal or "the savepoint could not be triggered")
+            return []
+        self.savepoints.triggered(e.trigger_id, trigger.checkpoint_id)
+        if e.cancel_job:  # no checkpoint after it: its sinks would commit what the savepoint misses
+            self.cancel_checkpoint_id = trigger.checkpoint_id
+            self.periodic_suspended = True
+        return actions
+
+    def _request_refusal(self, e: RequestSavepoint) -> str | None:
+        if not e.target_directory:
+            return NO_TARGET_DIRECTORY
+        if not self.config.periodic:
+            return "checkpointing is not enabled for this job (execution.checkpointing.interval)"
+        if self.cancel_checkpoint_id in self.pending:
+            return "a cancel-with-savepoint of this job is in progress"
+        return self.savepoint_refusal(e.stop)
+
+    def _on_StopTaskFailed(self, e: StopTaskFailed) -> list[Action]:
+        decision = self.savepoints.task_failed(e.task, e.cause)
+        return [decision] if decision is not None else []
+
+    def _on_StopTaskEnded(self, e: StopTaskEnded) -> list[Action]:
+        self.savepoints.task_ended(e.task, e.state)
+        return []
+
+    # ------------------------------------------------------------------ restore and rescale
+    def _on_Rescaled(self, e: Rescaled) -> list[Action]:
+        actions: list[Action] = []
+        for cid in sorted(self.pending):
+            if cid in self.pending:
+                actions += self._abort(cid, TASK_FAILURE, e.now, e.reason)
+        return actions
+
+    def _on_CheckpointsRecovered(self, e: CheckpointsRecovered) -> list[Action]:
+        if e.completed is not None:
+            self.completed = sorted(e.completed, key=lambda c: c.checkpoint_id)
+        self.next_checkpoint_id = max(self.next_checkpoint_id, e.next_checkpoint_id)
+        return []
+
+    def _on_CheckpointIdReserved(self, e: CheckpointIdReserved) -> list[Action]:
+        self.next_checkpoint_id = max(self.next_checkpoint_id, e.checkpoint_id)
+        return []
+
+    def _on_CheckpointUnrestorable(self, e: CheckpointUnrestorable) -> list[Action]:
+        """Flink's fallback: a damaged latest checkpoint is left out when an older one is
+        retained; the only one is restored anyway (the task then fails, naming the problem)."""
+        latest = self.latest_completed()
+        if latest is None or latest.checkpoint_id != e.checkpoint_id or len(self.completed) < 2:
+            return []
+        self.completed.pop()
+        return [RestoreFallback(e.checkpoint_id, self.completed[-1].checkpoint_id, e.reason)]
+
     # ------------------------------------------------------------------ aborting
     def _abort(self, cid: int, reason: str, now: int, message: str) -> list[Action]:
         p = self.pending.pop(cid)
         if p.synchronous and cid == self.stop_checkpoint_id:  # the stop failed: the job goes on
             self.stop_checkpoint_id = 0
             self.periodic_suspended = False
+        if cid == self.cancel_checkpoint_id:  # the cancel-with-savepoint failed: the job goes on
+            self.cancel_checkpoint_id = 0
+            self.periodic_suspended = False
+        self.savepoints.aborted(cid, f"{reason}: {message}")
         tasks = tuple(sorted(t for t in set(p.acknowledged) | p.not_yet_acknowledged if self.status[t] == RUNNING))
         actions: list[Action] = [NotifyCheckpointAborted(cid, tasks, f"{reason}: {message}")]
         handles = p.handles()

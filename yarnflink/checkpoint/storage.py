@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import functools
 import io
 import itertools
 import posixpath
@@ -40,6 +41,7 @@ from yarnflink.checkpoint.metadata import (
     serialize_metadata,
 )
 from yarnflink.checkpoint.options import S3Options
+from yarnflink.common.config import Configuration
 from yarnflink.state.handles import ByteStreamStateHandle, FileStateHandle, StreamStateHandle
 from yarnflink.state.snapshot_serializer import BufferPieces
 from yarnflink.state.streams import EXCLUSIVE, SHARED, TASKOWNED
@@ -75,7 +77,12 @@ def _io(path: str, what: str, fn: Callable[[], T]) -> T:
         raise CheckpointStorageError(path, f"{what} failed: {_describe(e)}") from e
 
 
-def storage_options_from_config(conf: Mapping[str, Any] | None, url: str) -> dict[str, Any]:
+def _remove_if_exists(fs: Any, path: str) -> None:
+    if fs.exists(path):
+        fs.rm_file(path)
+
+
+def storage_options_from_config(conf: Mapping[str, Any] | Configuration | None, url: str) -> dict[str, Any]:
     """fsspec storage options for ``url`` from Flink's keys (``s3.endpoint``, ``s3.access-key``,
     ``s3.secret-key``, ``s3.path.style.access``)."""
     conf = conf or {}
@@ -338,7 +345,11 @@ class FsCheckpointStorage:
         """Create the job's directories; fails fast with a clear error if the storage is
         unreachable."""
         for p in (self.job_path, self.shared_path, self.taskowned_path):
-            _io(_url(self.fs, p), "creating the checkpoint directory", lambda p=p: self.fs.makedirs(p, exist_ok=True))
+            _io(
+                _url(self.fs, p),
+                "creating the checkpoint directory",
+                functools.partial(self.fs.makedirs, p, exist_ok=True),
+            )
 
     def connect(self) -> None:
         """Create the file system's client now (s3fs: the botocore client, whose service model
@@ -444,11 +455,7 @@ class FsCheckpointStorage:
         for h in handles:
             if isinstance(h, FileStateHandle):
                 fs, path = filesystem_for(h.path, self.storage_options)
-                _io(
-                    h.path,
-                    "deleting a state file",
-                    lambda fs=fs, path=path: fs.rm_file(path) if fs.exists(path) else None,
-                )
+                _io(h.path, "deleting a state file", functools.partial(_remove_if_exists, fs, path))
 
     def discard_incomplete(self, checkpoint_id: int) -> None:
         """Delete the directory of a checkpoint that never completed."""
@@ -599,4 +606,6 @@ def resolve_restore_location(location: str, storage_options: Mapping[str, Any] |
 def make_config_reader(conf: Mapping[str, Any] | None) -> Callable[[StreamStateHandle], bytes]:
     """A state reader that finds the storage options of each file's own URL (a savepoint on S3
     restored by a job whose checkpoints go elsewhere)."""
-    return lambda h: read_stream_handle(h, storage_options_from_config(conf, getattr(h, "path", "")))
+    return lambda h: read_stream_handle(
+        h, storage_options_from_config(conf, h.path if isinstance(h, FileStateHandle) else "")
+    )

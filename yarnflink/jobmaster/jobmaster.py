@@ -20,7 +20,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from yarnflink.common.config import ConfigError, Configuration
 from yarnflink.common.rpc_errors import (
@@ -51,10 +51,12 @@ from yarnflink.jobmaster.gateway import (
     TaskExecutionState,
     TaskManagerHeartbeat,
 )
-from yarnflink.jobmaster.slotpool import SlotPool
+from yarnflink.jobmaster.slotpool import SlotPool, SlotRequest
 from yarnflink.resourcemanager.gateway import DisconnectJobMaster, DisconnectTaskExecutor
+from yarnflink.rpc.clients import GrpcGatewayResolver
 from yarnflink.rpc.endpoint import RpcEndpoint
 from yarnflink.rpc.resolver import GatewayResolver
+from yarnflink.rpc.servicers import JobMasterServicer
 from yarnflink.scheduler import restart
 from yarnflink.scheduler.adaptive_batch import AdaptiveBatchOptions
 from yarnflink.scheduler.scheduler import (
@@ -71,6 +73,11 @@ from yarnflink.scheduler.scheduler import (
 )
 from yarnflink.scheduler.slotsharing import ExecutionSlotSharingGroup
 from yarnflink.taskexecutor import gateway as te
+
+if TYPE_CHECKING:
+    from yarnflink.highavailability.checkpoints import JobCheckpointRecovery
+    from yarnflink.jobmaster.checkpointing import CheckpointDriver
+    from yarnflink.jobmaster.rm_connection import ResourceManagerConnection
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +146,7 @@ class JobMaster(RpcEndpoint):
         heartbeat_timeout_s: float = 50.0,
         config: Configuration | None = None,
         jobmaster_id: str | None = None,
-        checkpoint_ha: Any = None,
+        checkpoint_ha: JobCheckpointRecovery | None = None,
         gateways: GatewayResolver | None = None,
     ) -> None:
         """With HA, ``jobmaster_id`` is the leader session id and ``checkpoint_ha`` the job's
@@ -197,8 +204,6 @@ class JobMaster(RpcEndpoint):
         self.slot_pool = self.scheduler.pool
         self.eg.exception_history_size = int(self.config.get("web.exception-history-size"))
         if gateways is None:
-            from yarnflink.rpc.clients import GrpcGatewayResolver
-
             gateways = GrpcGatewayResolver()
         self.gateways: GatewayResolver = gateways
         #: collected results (execute_and_collect) by sink subtask: (attempt id, payload)
@@ -213,7 +218,9 @@ class JobMaster(RpcEndpoint):
         self._declare_again = False
         self._terminated_notified = False
         #: checkpoints of a STREAMING job with execution.checkpointing.interval (None: off)
-        self.checkpoints = None
+        self.checkpoints: CheckpointDriver | None = None
+        #: the connection to the ResourceManager (None until the JobMaster started)
+        self.rm_connection: ResourceManagerConnection | None = None
         from yarnflink.taskexecutor.task import checkpointing_enabled
 
         if checkpointing_enabled(
@@ -243,12 +250,12 @@ class JobMaster(RpcEndpoint):
         return self.eg.num_restarts
 
     @property
-    def shared_slots(self) -> list[ExecutionSlotSharingGroup]:
+    def shared_slots(self) -> list[ExecutionSlotSharingGroup | SlotRequest]:
         """The shared slots the job needs now (held or waited for): what it declares."""
         needed = self.slot_pool.needed_keys()
-        groups = [g for g in self.scheduler.groups if g.key in needed]
+        groups: list[ExecutionSlotSharingGroup | SlotRequest] = [g for g in self.scheduler.groups if g.key in needed]
         # slots of speculative attempts, and those an adaptive job would like beyond what it runs
-        extra = getattr(self.scheduler, "extra_slot_requests", {})
+        extra = self.scheduler.extra_slot_requests
         keys = {g.key for g in groups}
         return (
             groups
@@ -258,8 +265,6 @@ class JobMaster(RpcEndpoint):
 
     # ------------------------------------------------------------------ lifecycle
     async def on_start(self) -> None:
-        from yarnflink.rpc.servicers import JobMasterServicer
-
         await self.serve(JobMasterServicer(self), self.host, 0)
         if self.checkpoints is not None:
             try:
@@ -371,7 +376,7 @@ class JobMaster(RpcEndpoint):
 
         while self._declare_again:
             self._declare_again = False
-            connection = getattr(self, "rm_connection", None)
+            connection = self.rm_connection
             if connection is None:
                 return  # not connected yet: the connection declares shared_slots when it starts
             try:

@@ -18,6 +18,9 @@ from yarnflink.metrics.store import TaskMetricsEntry
 
 log = logging.getLogger(__name__)
 
+#: Savepoint results an ended job's archive keeps (the newest).
+MAX_ARCHIVED_SAVEPOINTS = 64
+
 
 def job_details(eg: ExecutionGraph) -> dict[str, Any]:
     now = now_ms()
@@ -135,10 +138,10 @@ def failure_json(f: Failure, concurrent: bool = True) -> dict[str, Any]:
     return out
 
 
-def exceptions_json(eg: ExecutionGraph, size: int = 16) -> dict[str, Any]:
+def exceptions_json(eg: ExecutionGraph) -> dict[str, Any]:
     """Every failure of the job, newest first (``web.exception-history-size`` of them); the root
     exception is the newest one (the one that failed the job, once it failed)."""
-    size = getattr(eg, "exception_history_size", size)
+    size = eg.exception_history_size
     entries = [failure_json(f) for f in reversed(eg.failures)]
     root = eg.failures[-1] if eg.failures else None
     return {
@@ -186,7 +189,7 @@ def monitoring_snapshot(jm: Any) -> dict[str, Any]:
         return _monitoring_snapshot(jm)
     except Exception:  # noqa: BLE001
         log.warning("monitoring data of job %s not read", getattr(jm, "job_id", "?"), exc_info=True)
-        return {"finals": [], "checkpoints": empty_checkpoint_stats(), "num_restarts": 0}
+        return {"finals": [], "checkpoints": empty_checkpoint_stats(), "num_restarts": 0, "savepoints": {}}
 
 
 def _monitoring_snapshot(jm: Any) -> dict[str, Any]:
@@ -208,4 +211,20 @@ def _monitoring_snapshot(jm: Any) -> dict[str, Any]:
                             final=True,
                         )
                     )
-    return {"finals": finals, "checkpoints": checkpoint_stats_of(jm), "num_restarts": num_restarts_of(jm)}
+    return {
+        "finals": finals,
+        "checkpoints": checkpoint_stats_of(jm),
+        "num_restarts": num_restarts_of(jm),
+        "savepoints": savepoint_results(jm),
+    }
+
+
+def savepoint_results(jm: Any) -> dict[str, dict[str, Any]]:
+    """The results of the job's savepoints by trigger id, the newest ``MAX_ARCHIVED_SAVEPOINTS``,
+    as plain values: an ended job's archive keeps them (a client polls a stop-with-savepoint's
+    result after the job ended), and nothing of the JobMaster."""
+    driver = jm.checkpoints
+    if driver is None:
+        return {}
+    newest = list(driver.savepoints.items())[-MAX_ARCHIVED_SAVEPOINTS:]
+    return {trigger_id: dict(result) for trigger_id, result in newest}

@@ -5,6 +5,10 @@ a listener (called after every put into their queue, or when they fail), which a
 channel index to the gate's availability deque -- so ``next()`` never scans idle channels and
 serves channels with data round-robin, like Flink's ``inputChannelsWithData``.
 
+A task thread reads with the non-blocking ``poll_next()`` and, finding nothing, asks
+``notify_when_available(callback)`` to be told (its callback puts a mail into the task's mailbox,
+``yarnflink/taskexecutor/mailbox.py``); ``next()`` blocks instead (tests, benchmarks).
+
 Lock order: gate lock -> local channel lock -> queue / partition / registry locks. Listeners (and
 registry callbacks) are called outside those locks
 and only then take the gate lock, so the order is never inverted.
@@ -212,6 +216,10 @@ class InputGate:
         self._closed = False
         self._failure: PartitionException | None = None
         self._on_close = on_close
+        #: called once when input may be available (``notify_when_available``)
+        self._listener: Callable[[], None] | None = None
+        #: threads blocked in ``next()`` (only they need the condition notified)
+        self._sleepers = 0
         self.channels: list[InputChannel] = []
         for i, spec in enumerate(specs):
             notify = self._notifier(i)
@@ -235,7 +243,11 @@ class InputGate:
                 if not self._queued[index]:
                     self._queued[index] = True
                     self._available.append(index)
-                    self._cond.notify()
+                    if self._sleepers:  # a task polling with poll_next never sleeps here
+                        self._cond.notify()
+                listener, self._listener = self._listener, None
+            if listener is not None:
+                listener()  # outside the gate lock: it takes the task mailbox's lock
 
         return notify
 
@@ -251,45 +263,93 @@ class InputGate:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while True:
-                if self._closed:
-                    raise CancelledTransfer("input gate was closed")
-                if self._failure is not None:
-                    raise self._failure
-                if self._num_finished == self.num_channels:
-                    return None
                 now = time.monotonic()
-                while self._available:
-                    index = self._available.popleft()
-                    self._queued[index] = False
-                    ch = self.channels[index]
-                    if ch.finished:
-                        continue
-                    try:
-                        item = ch.poll(now)
-                    except PartitionException as e:
-                        self._failure = e
-                        raise
-                    if item is None:
-                        continue
-                    if ch.has_more() and not self._queued[index]:
-                        self._queued[index] = True
-                        self._available.append(index)
-                    kind = item[0]
-                    if kind == KIND_END:
-                        ch.finished = True
-                        self._num_finished += 1
-                        if self._num_finished == self.num_channels:
-                            return None
-                        continue
-                    if kind == KIND_DATA:
-                        return BufferOrEvent(index, batch=item[1])
-                    return BufferOrEvent(index, event=item[1])
+                item = self._poll_locked(now)
+                if item is not None or self._num_finished == self.num_channels:
+                    return item
                 wait = self._wait_time(now, deadline)
                 if wait is not None and wait <= 0:
                     if deadline is not None and now >= deadline:
                         raise TimeoutError(f"no input within {timeout}s")
                     continue  # a pending local channel expired: poll it to raise
-                self._cond.wait(wait)
+                self._sleepers += 1
+                try:
+                    self._cond.wait(wait)
+                finally:
+                    self._sleepers -= 1
+
+    def poll_next(self, on_available: Callable[[], None] | None = None) -> BufferOrEvent | None:
+        """Next batch or event of any channel without waiting: None if nothing is available now
+        (``is_finished`` tells whether every channel has ended). Raises as ``next()``; a local
+        channel whose partition did not appear within its request timeout raises here too once
+        that time (``pending_deadline()``) has passed. With ``on_available``, returning None also
+        registers it as ``notify_when_available`` would, atomically with finding nothing."""
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                item = self._poll_locked(now)
+                if item is not None or self._num_finished == self.num_channels:
+                    return item
+                wait = self._wait_time(now, None)
+                if wait is None or wait > 0:
+                    if on_available is not None:
+                        self._listener = on_available
+                    return None
+
+    def notify_when_available(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once (from whichever thread makes it so, or from this one at once)
+        when ``poll_next()`` may return something or raise: a channel has data or an event, a
+        channel failed or ended, or the gate was closed. A later registration replaces an
+        earlier one that has not fired."""
+        with self._cond:
+            ready = self._closed or self._failure is not None or bool(self._available)
+            ready = ready or self._num_finished == self.num_channels
+            self._listener = None if ready else callback
+        if ready:
+            callback()
+
+    def pending_deadline(self) -> float | None:
+        """Earliest monotonic time at which a still-unresolved local channel fails (None: none)."""
+        with self._cond:
+            deadlines = [d for ch in self.channels if (d := ch.pending_deadline()) is not None]
+        return min(deadlines) if deadlines else None
+
+    def _poll_locked(self, now: float) -> BufferOrEvent | None:
+        """The next element of a channel with data, or None if there is none (or every channel
+        has ended). Gate lock held."""
+        if self._closed:
+            raise CancelledTransfer("input gate was closed")
+        if self._failure is not None:
+            raise self._failure
+        if self._num_finished == self.num_channels:
+            return None
+        while self._available:
+            index = self._available.popleft()
+            self._queued[index] = False
+            ch = self.channels[index]
+            if ch.finished:
+                continue
+            try:
+                item = ch.poll(now)
+            except PartitionException as e:
+                self._failure = e
+                raise
+            if item is None:
+                continue
+            if ch.has_more() and not self._queued[index]:
+                self._queued[index] = True
+                self._available.append(index)
+            kind = item[0]
+            if kind == KIND_END:
+                ch.finished = True
+                self._num_finished += 1
+                if self._num_finished == self.num_channels:
+                    return None
+                continue
+            if kind == KIND_DATA:
+                return BufferOrEvent(index, batch=item[1])
+            return BufferOrEvent(index, event=item[1])
+        return None
 
     def _wait_time(self, now: float, deadline: float | None) -> float | None:
         """How long to sleep: until the caller's deadline or the earliest pending local channel's
@@ -311,6 +371,9 @@ class InputGate:
                 return
             self._closed = True
             self._cond.notify_all()
+            listener, self._listener = self._listener, None
+        if listener is not None:
+            listener()
         for ch in self.channels:
             ch.close()
         if self._on_close is not None:

@@ -51,8 +51,10 @@ from yarnflink.resourcemanager.slotmanager import (
     StopWorker,
     TaskExecutorRecord,
 )
+from yarnflink.rpc.clients import GrpcGatewayResolver
 from yarnflink.rpc.endpoint import RpcEndpoint
 from yarnflink.rpc.resolver import GatewayResolver
+from yarnflink.rpc.servicers import ResourceManagerServicer
 from yarnflink.taskexecutor.gateway import RequestSlot
 
 log = logging.getLogger(__name__)
@@ -100,8 +102,6 @@ class ResourceManager(RpcEndpoint):
         self.te_heartbeats = HeartbeatMonitor(self.heartbeat_timeout_s, self.rpc_failure_threshold)
         self.jm_heartbeats = HeartbeatMonitor(self.heartbeat_timeout_s, self.rpc_failure_threshold)
         if gateways is None:
-            from yarnflink.rpc.clients import GrpcGatewayResolver
-
             gateways = GrpcGatewayResolver()
         self.gateways: GatewayResolver = gateways
         self._loop_task: asyncio.Task[None] | None = None
@@ -130,8 +130,6 @@ class ResourceManager(RpcEndpoint):
         self.fencing_token = ""
 
     async def on_start(self) -> None:
-        from yarnflink.rpc.servicers import ResourceManagerServicer
-
         await self.serve(ResourceManagerServicer(self), self.host, self._port)
         if self.driver is not None:
             self.driver.initialize(_DriverEvents(self), self.address)

@@ -34,7 +34,7 @@ from yarnflink.executiongraph.executiongraph import (
     JobStatus,
     LogicalSlot,
 )
-from yarnflink.jobmaster.slotpool import Offer, SlotPool
+from yarnflink.jobmaster.slotpool import Offer, SlotPool, SlotRequest
 from yarnflink.resourcemanager.resources import ResourceProfile
 from yarnflink.scheduler.adaptive_batch import AdaptiveBatchOptions, adaptive_vertices, decide_parallelism
 from yarnflink.scheduler.failover import create_failover_strategy
@@ -165,6 +165,9 @@ class DefaultScheduler:
         self._declared = -1
         self._out: list[Action] = []
         self._release: dict[str, list[str]] = {}  # rpc address -> partition ids to release
+        #: SlotPool key -> slots wanted beyond the shared slots of the tasks (the speculative and
+        #: adaptive schedulers' extra attempts or scale-up); none here
+        self.extra_slot_requests: dict[str, SlotRequest] = {}
 
     # ------------------------------------------------------------------ queries
     def is_available(self, p: IntermediateResultPartition) -> bool:

@@ -57,8 +57,10 @@ from yarnflink.resourcemanager.gateway import (
 )
 from yarnflink.resourcemanager.heartbeat import HeartbeatMonitor
 from yarnflink.resourcemanager.resources import UNKNOWN, ResourceProfile
+from yarnflink.rpc.clients import GrpcGatewayResolver
 from yarnflink.rpc.endpoint import RpcEndpoint
 from yarnflink.rpc.resolver import GatewayResolver
+from yarnflink.rpc.servicers import TaskExecutorServicer
 from yarnflink.spark.session import holder as spark_sessions
 from yarnflink.taskexecutor import gateway as g
 from yarnflink.taskexecutor.checkpoint_responder import RpcCheckpointResponder
@@ -128,8 +130,6 @@ class TaskExecutor(RpcEndpoint):
         )
         self.buffer_timeout_s = buffer_timeout_s
         if gateways is None:
-            from yarnflink.rpc.clients import GrpcGatewayResolver
-
             gateways = GrpcGatewayResolver()
         self.gateways: GatewayResolver = gateways
         self.heartbeat_interval_s = heartbeat_interval_s
@@ -166,8 +166,6 @@ class TaskExecutor(RpcEndpoint):
         self.registered = asyncio.Event()
         spark_sessions.configure(num_slots=len(self.slot_table.slots))  # Spark steps: a thread per slot
         self.shuffle.start()
-        from yarnflink.rpc.servicers import TaskExecutorServicer
-
         await self.serve(TaskExecutorServicer(self), self.host, self._rpc_port_config)
         self._spawn(self._heartbeats())
         if self.rm_leader_retriever is None:

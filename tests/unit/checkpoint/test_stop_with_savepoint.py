@@ -33,7 +33,7 @@ from yarnflink.checkpoint.coordinator import (
     TriggerSavepoint,
     WriteMetadata,
 )
-from yarnflink.jobmaster.stop_with_savepoint import (
+from yarnflink.checkpoint.stop_with_savepoint import (
     SAVEPOINT,
     STOPPING_EXCEPTION,
     SUSPEND,
@@ -295,6 +295,6 @@ def test_the_result_module_imports_no_io_library() -> None:
                 raise ImportError("forbidden import: " + name)
             return real(name, *args, **kwargs)
         builtins.__import__ = guard
-        import yarnflink.jobmaster.stop_with_savepoint
+        import yarnflink.checkpoint.stop_with_savepoint
     """)
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -29,7 +29,6 @@ ROOT = PACKAGE.parent
 EXCEPTIONS: dict[str, str] = {
     # TEMPORARY, converted last (being rewritten on other branches of issue 16)
     "yarnflink/dispatcher/dispatcher.py": "TEMPORARY",
-    "yarnflink/jobmaster/checkpointing.py": "TEMPORARY",
     "yarnflink/jobmaster/jobmaster.py": "TEMPORARY",
     "yarnflink/resourcemanager/resourcemanager.py": "TEMPORARY",
     "yarnflink/taskexecutor/task.py": "TEMPORARY",

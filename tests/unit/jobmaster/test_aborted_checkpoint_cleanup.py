@@ -34,7 +34,7 @@ def test_an_aborted_checkpoints_directory_is_deleted(tmp_path: Path) -> None:
 
         # once the job ended, aborts leave the directory: a checkpoint being finalized then may
         # already be in ZooKeeper for the next leader
-        driver.coordinator.shutdown = True
+        assert driver.coordinator.handle(cc.JobTerminated("CANCELED")) == []
         assert not jm._io  # the deletion above is done
         driver._apply([cc.NotifyCheckpointAborted(6, (), "the job is CANCELED")])
         assert not jm._io, "an abort after the job ended started a deletion"

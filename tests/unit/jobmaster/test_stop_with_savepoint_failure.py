@@ -11,13 +11,11 @@ from typing import Any
 import pytest
 
 from tests.unit.scheduler.helpers import Driver, ev, graph
+from yarnflink.checkpoint import coordinator as cc
+from yarnflink.checkpoint.stop_with_savepoint import IN_PROGRESS, STOPPING_EXCEPTION
 from yarnflink.executiongraph.executiongraph import ExecutionState, JobStatus
+from yarnflink.jobmaster.checkpointing import task_id_of
 from yarnflink.jobmaster.jobmaster import JobMaster
-from yarnflink.jobmaster.stop_with_savepoint import (
-    IN_PROGRESS,
-    STOPPING_EXCEPTION,
-    StopWithSavepointTerminationHandler,
-)
 from yarnflink.jobmaster.views import exceptions_json
 from yarnflink.rpc.pb import common_pb2
 from yarnflink.scheduler.scheduler import CancelTask, DeployTask, JobTerminated
@@ -48,12 +46,19 @@ class Job:
         assert self.jm.eg.status == JobStatus.RUNNING
         self.checkpoints = self.jm.checkpoints
         assert self.checkpoints is not None
-        self.checkpoints._stops[TRIGGER] = StopWithSavepointTerminationHandler(self.jm.job_id)
-        self.checkpoints.savepoints[TRIGGER] = dict(IN_PROGRESS)
+        self.jm._spawn = lambda coro: coro.close()  # type: ignore[method-assign]  # no task serves the RPCs
+        coordinator = self.checkpoints.coordinator
+        (trigger, *_) = coordinator.handle(cc.RequestSavepoint(TRIGGER, "file:///sp", 0, stop=True))
+        assert isinstance(trigger, cc.TriggerCheckpoint)
+        self.savepoint_id = trigger.checkpoint_id
+        assert self.status() == IN_PROGRESS
         self.actions.clear()
 
     def savepoint_completed(self) -> None:
-        self.checkpoints._savepoint_completed(TRIGGER, SAVEPOINT)  # type: ignore[union-attr]
+        coordinator = self.checkpoints.coordinator  # type: ignore[union-attr]
+        for tid in coordinator.tasks:
+            coordinator.handle(cc.AcknowledgeCheckpoint(self.savepoint_id, tid, None, 0, 0))
+        coordinator.handle(cc.MetadataWritten(self.savepoint_id, SAVEPOINT, 0))
 
     def report(self, v: Any, state: ExecutionState, error: common_pb2.SerializedThrowable | None = None) -> None:
         self.jm.update_task_state(v.current.attempt_id, state, error)
@@ -134,7 +139,7 @@ def test_a_lost_taskexecutor_after_the_stops_savepoint_completed_fails_the_job_w
 def test_a_task_failing_before_the_stops_savepoint_completed_fails_over_as_before(aborted: bool) -> None:
     job = Job()
     if aborted:  # the savepoint was aborted by the failure: the stop failed, the job keeps running
-        job.checkpoints._savepoint_failed(TRIGGER, "TASK_FAILURE: task sink#0 failed")  # type: ignore[union-attr]
+        job.checkpoints.coordinator.handle(cc.TaskFailed(task_id_of(ev(job.jm.eg, "sink", 0))))  # type: ignore[union-attr]
     job.fail(ev(job.jm.eg, "sink", 0))
     eg = job.jm.eg
     assert eg.status == JobStatus.RUNNING and eg.num_restarts == 1

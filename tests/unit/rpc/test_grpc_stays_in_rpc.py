@@ -4,6 +4,9 @@ generated from proto/ (``yarnflink.rpc.pb``), not even inside a function or for 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[3] / "yarnflink"
@@ -71,3 +74,31 @@ if TYPE_CHECKING:
         "yarnflink.rpc.pb",
         "yarnflink.rpc.pb.jobmaster_pb2",
     ]
+
+
+#: what an endpoint and its fakes need to talk about calls, without the transport
+CONTRACTS = [
+    "yarnflink.common.rpc_errors",
+    "yarnflink.jobmaster.gateway",
+    "yarnflink.resourcemanager.gateway",
+    "yarnflink.taskexecutor.gateway",
+    "yarnflink.dispatcher.gateway",
+    "yarnflink.rpc.resolver",
+]
+
+
+def test_the_gateways_and_their_exceptions_import_without_grpc() -> None:
+    code = textwrap.dedent(f"""
+        import sys
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name.split('.')[0] == 'grpc' or name.startswith('yarnflink.rpc.pb'):
+                    raise ImportError('gRPC imported by a gateway contract: ' + name)
+        sys.meta_path.insert(0, Block())
+        for m in {CONTRACTS!r}:
+            __import__(m)
+        print('ok')
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
