@@ -46,10 +46,10 @@ from yarnflink.resourcemanager.gateway import (
     RegisterJobMaster,
     RegisterTaskExecutor,
     ResourceOverview,
+    SlotReport,
     TaskExecutorRegistrationSuccess,
     TaskManagerInfo,
 )
-from yarnflink.resourcemanager.slotmanager import SlotReport
 from yarnflink.taskexecutor.gateway import (
     CancelTask,
     DisconnectJobManager,

@@ -218,6 +218,8 @@ class InputGate:
         self._on_close = on_close
         #: called once when input may be available (``notify_when_available``)
         self._listener: Callable[[], None] | None = None
+        #: threads blocked in ``next()`` (only they need the condition notified)
+        self._sleepers = 0
         self.channels: list[InputChannel] = []
         for i, spec in enumerate(specs):
             notify = self._notifier(i)
@@ -241,7 +243,8 @@ class InputGate:
                 if not self._queued[index]:
                     self._queued[index] = True
                     self._available.append(index)
-                    self._cond.notify()
+                    if self._sleepers:  # a task polling with poll_next never sleeps here
+                        self._cond.notify()
                 listener, self._listener = self._listener, None
             if listener is not None:
                 listener()  # outside the gate lock: it takes the task mailbox's lock
@@ -269,13 +272,18 @@ class InputGate:
                     if deadline is not None and now >= deadline:
                         raise TimeoutError(f"no input within {timeout}s")
                     continue  # a pending local channel expired: poll it to raise
-                self._cond.wait(wait)
+                self._sleepers += 1
+                try:
+                    self._cond.wait(wait)
+                finally:
+                    self._sleepers -= 1
 
-    def poll_next(self) -> BufferOrEvent | None:
+    def poll_next(self, on_available: Callable[[], None] | None = None) -> BufferOrEvent | None:
         """Next batch or event of any channel without waiting: None if nothing is available now
         (``is_finished`` tells whether every channel has ended). Raises as ``next()``; a local
         channel whose partition did not appear within its request timeout raises here too once
-        that time (``pending_deadline()``) has passed."""
+        that time (``pending_deadline()``) has passed. With ``on_available``, returning None also
+        registers it as ``notify_when_available`` would, atomically with finding nothing."""
         with self._cond:
             while True:
                 now = time.monotonic()
@@ -284,6 +292,8 @@ class InputGate:
                     return item
                 wait = self._wait_time(now, None)
                 if wait is None or wait > 0:
+                    if on_available is not None:
+                        self._listener = on_available
                     return None
 
     def notify_when_available(self, callback: Callable[[], None]) -> None:

@@ -7,7 +7,7 @@ place is visible to the sibling branches of a fan-out).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from yarnflink.common.records import Batch
@@ -41,6 +41,7 @@ class _ChainOutput:
     def __init__(self, targets: list[StreamOperator], networks: list[Output]):
         self.targets = targets
         self.networks = networks
+        self._single: Callable[[Batch], None] | None
         if len(targets) == 1 and not networks:
             self._single = targets[0].process_batch
         elif len(networks) == 1 and not targets:
@@ -84,7 +85,7 @@ class OperatorChain:
     def __init__(
         self,
         descriptors: Sequence[OperatorDescriptorLike],
-        network_outputs: dict[str, Output],
+        network_outputs: Mapping[str, Output],
         ctx_factory: Callable[[str], OperatorContext],
     ):
         if not descriptors:
@@ -167,9 +168,10 @@ class OperatorChain:
             self._opened.append(nid)
 
     def source_batches(self) -> Iterator[Batch]:
-        if not self.is_source:
-            raise TypeError(f"the chain head {type(self.head).__name__} is not a source")
-        return self.head.batches()
+        head = self.head
+        if not isinstance(head, SourceOperator):
+            raise TypeError(f"the chain head {type(head).__name__} is not a source")
+        return head.batches()
 
     def push(self, batch: Batch) -> None:
         self.head.process_batch(batch)
@@ -194,8 +196,12 @@ class OperatorChain:
     def next_processing_time(self) -> int | None:
         """Earliest wall-clock time (ms) at which an operator wants ``on_processing_time``
         (processing-time timers, periodic watermarks and idleness checks), or None."""
-        times = [t for op in self._processing_time_operators() if (t := op.next_processing_time()) is not None]
-        return min(times) if times else None
+        earliest = None  # a loop, not min() over a list: the Task asks after every batch
+        for op in self._processing_time_operators():
+            t = op.next_processing_time()
+            if t is not None and (earliest is None or t < earliest):
+                earliest = t
+        return earliest
 
     def on_processing_time(self, now_ms: int) -> None:
         """The Task's timer: every operator whose processing time is due at ``now_ms`` runs it,
@@ -260,9 +266,13 @@ class OperatorChain:
 
     def next_flush_deadline(self) -> float | None:
         """Earliest ``time.monotonic()`` at which an operator or a network output has rows due, or None."""
-        deadlines = [
-            d
-            for net in [*self._timed_operators(), *self.network_outputs]
-            if (d := getattr(net, "next_flush_deadline", lambda: None)()) is not None
-        ]
-        return min(deadlines) if deadlines else None
+        fns = self.__dict__.get("_deadline_fns")
+        if fns is None:
+            nets = [*self._timed_operators(), *self.network_outputs]
+            fns = self._deadline_fns = [f for net in nets if (f := getattr(net, "next_flush_deadline", None))]
+        earliest = None  # a loop, not min() over a list: the Task asks after every batch
+        for f in fns:
+            d = f()
+            if d is not None and (earliest is None or d < earliest):
+                earliest = d
+        return earliest

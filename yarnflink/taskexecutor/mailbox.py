@@ -27,6 +27,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from queue import Empty, SimpleQueue
 from typing import Protocol
 
 __all__ = [
@@ -81,28 +82,35 @@ class TaskMailbox:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
         self._queue: deque[Mail] = deque()
         self._timers: list[_Timer] = []
         self._seq = itertools.count()
         #: due time of the earliest live timer (inf: none), read without the lock by ``has_mail``
         self._next_due = _NEVER
         self.state = OPEN
+        # A blocked ``take`` sleeps in ``_wakeups.get`` (C code, no Python-level Condition: a mail
+        # per input batch must stay cheap); whoever changes what it waits for while ``_waiting``
+        # is set (under the lock) clears the flag and puts one token. A stale token only makes
+        # ``take`` look again.
+        self._waiting = False
+        self._wakeups: SimpleQueue[None] = SimpleQueue()
 
     # ------------------------------------------------------------------ any thread
     def put(self, mail: Mail) -> None:
         """Queue ``mail`` behind the others; raises MailboxClosed unless the mailbox is open."""
-        with self._cond:
+        with self._lock:
             self._check_open()
             self._queue.append(mail)
-            self._cond.notify()
+            if self._waiting:
+                self._wake()
 
     def put_first(self, mail: Mail) -> None:
         """Queue ``mail`` before every other (e.g. cancellation)."""
-        with self._cond:
+        with self._lock:
             self._check_open()
             self._queue.appendleft(mail)
-            self._cond.notify()
+            if self._waiting:
+                self._wake()
 
     def try_put(self, mail: Mail, first: bool = False) -> bool:
         """``put`` (``first``: ``put_first``) that returns False instead of raising once the
@@ -119,23 +127,29 @@ class TaskMailbox:
     def schedule(self, due: float, mail: Mail) -> ScheduledMail:
         """Queue ``mail`` once the clock reaches ``due``."""
         scheduled = ScheduledMail(due, mail)
-        with self._cond:
+        with self._lock:
             self._check_open()
             heapq.heappush(self._timers, _Timer(due, next(self._seq), scheduled))
             if due < self._next_due:
                 self._next_due = due
-                self._cond.notify()  # a blocked take waits for an earlier time now
+                if self._waiting:
+                    self._wake()  # a blocked take waits for an earlier time now
         return scheduled
 
     def cancel(self, scheduled: ScheduledMail) -> None:
         """The timer will not run (nothing happens if it ran already)."""
-        with self._cond:
+        with self._lock:
             scheduled.cancelled = True
             self._drop_cancelled_timers()
 
     def _check_open(self) -> None:
         if self.state != OPEN:
             raise MailboxClosed(f"the mailbox is {self.state.lower()}")
+
+    def _wake(self) -> None:
+        """Lock held, ``_waiting`` set: the blocked ``take`` looks again."""
+        self._waiting = False
+        self._wakeups.put(None)
 
     # ------------------------------------------------------------------ the task thread
     def has_mail(self) -> bool:
@@ -147,7 +161,7 @@ class TaskMailbox:
 
     def try_take(self) -> Mail | None:
         """The next ready mail, or None."""
-        with self._cond:
+        with self._lock:
             if self.state == CLOSED:
                 raise MailboxClosed("the mailbox is closed")
             self._enqueue_due_timers()
@@ -156,8 +170,9 @@ class TaskMailbox:
     def take(self) -> Mail:
         """The next ready mail, blocking until one is put or a timer is due. Raises MailboxClosed
         once the mailbox is closed, or quiesced with nothing left to run."""
-        with self._cond:
-            while True:
+        while True:
+            with self._lock:
+                self._waiting = False
                 if self.state == CLOSED:
                     raise MailboxClosed("the mailbox is closed")
                 self._enqueue_due_timers()
@@ -166,19 +181,24 @@ class TaskMailbox:
                 if self.state == QUIESCED and not self._timers:
                     raise MailboxClosed("the mailbox is quiesced and empty")
                 wait = None if not self._timers else max(0.0, self._next_due - self._clock())
-                self._cond.wait(wait)
+                self._waiting = True
+            try:
+                self._wakeups.get(timeout=wait)
+            except Empty:
+                pass  # a timer is due
 
     def quiesce(self) -> None:
         """Refuse new mails; the queued ones (and timers) still run."""
-        with self._cond:
+        with self._lock:
             if self.state == OPEN:
                 self.state = QUIESCED
-            self._cond.notify_all()
+            if self._waiting:
+                self._wake()
 
     def close(self) -> list[Mail]:
         """Refuse new mails and drop the queued ones (returned, in order, unrun; timers are
         dropped silently); a blocked ``take`` raises MailboxClosed."""
-        with self._cond:
+        with self._lock:
             self.state = CLOSED
             dropped = list(self._queue)
             self._queue.clear()
@@ -186,12 +206,15 @@ class TaskMailbox:
                 t.scheduled.cancelled = True
             self._timers.clear()
             self._next_due = _NEVER
-            self._cond.notify_all()
+            if self._waiting:
+                self._wake()
         return dropped
 
     def _enqueue_due_timers(self) -> None:
-        now = self._clock()
         timers = self._timers
+        if not timers:
+            return
+        now = self._clock()
         while timers and timers[0].due <= now:
             scheduled = heapq.heappop(timers).scheduled
             if not scheduled.cancelled:

@@ -34,6 +34,8 @@ class StopWithSavepoint:
     def __init__(self, task_name: str) -> None:
         self.task_name = task_name
         self.latch = StopWithSavepointLatch()
+        #: the latch's ``processing_suspended``, kept as a plain flag (asked after every batch)
+        self.processing_suspended = False
         self._waiting: list[CheckpointTrigger] = []
         self._controller: MailboxController | None = None
 
@@ -49,10 +51,6 @@ class StopWithSavepoint:
     def is_finishing(self) -> bool:
         return self.latch.is_finishing
 
-    @property
-    def processing_suspended(self) -> bool:
-        return self.latch.processing_suspended
-
     def defer(self, trigger: CheckpointTrigger) -> bool:
         """While processing is suspended a trigger waits (taken up again if the savepoint is
         aborted); True if it does."""
@@ -67,6 +65,7 @@ class StopWithSavepoint:
 
     def on_snapshot_taken(self, checkpoint_id: int, synchronous: bool) -> None:
         self.latch.on_snapshot_taken(checkpoint_id, synchronous)
+        self.processing_suspended = self.latch.processing_suspended
         if self.latch.is_suspended and self._controller is not None:
             self._controller.suspend_default_action()
 
@@ -76,6 +75,7 @@ class StopWithSavepoint:
             actions = self.latch.on_checkpoint_complete(checkpoint_id)
         else:
             actions = self.latch.on_checkpoint_aborted(checkpoint_id)
+        self.processing_suspended = self.latch.processing_suspended
         resumed: list[CheckpointTrigger] = []
         for a in actions:
             if isinstance(a, ResumeProcessing):

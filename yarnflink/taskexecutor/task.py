@@ -380,9 +380,13 @@ class Task:
         self._replay_channel_state(chain)
         timer = self._timer
         assert timer is not None
+        mailbox, input_available = self.mailbox, self._input_available
+
+        def available() -> None:  # on the thread that made input available
+            mailbox.try_put(input_available)
 
         def process_next(controller: MailboxController) -> None:
-            item = gate.poll_next()
+            item = gate.poll_next(available)  # with nothing there, the gate calls ``available`` later
             if item is not None:
                 consume(item)
                 timer.reschedule()
@@ -397,9 +401,9 @@ class Task:
             checkpointed.end_of_input(gate.num_channels)
 
     def _await_input(self, gate: InputGate) -> None:
-        """The gate puts "input available" into the mailbox when it has something; a local
-        channel still waiting for its partition wakes the task at its request deadline."""
-        gate.notify_when_available(self._signal_input_available)
+        """Nothing to read: the gate puts "input available" into the mailbox when it has something
+        (``poll_next`` registered that); a local channel still waiting for its partition wakes
+        the task at its request deadline."""
         if self._channels_resolved:
             return
         deadline = gate.pending_deadline()
@@ -409,10 +413,6 @@ class Task:
             if self._input_deadline is not None:
                 self.mailbox.cancel(self._input_deadline)
             self._input_deadline = self.mailbox.schedule(deadline, self._input_available)
-
-    def _signal_input_available(self) -> None:
-        """From any thread (the gate's listener)."""
-        self.mailbox.try_put(self._input_available)
 
     # ------------------------------------------------------------------ checkpoint mails
     def _on_trigger(self, trigger: CheckpointTrigger) -> None:
