@@ -50,6 +50,8 @@ def consume(env: ShuffleEnvironment, spec: InputChannelSpec) -> tuple[int, int, 
         if start is None:
             start = time.perf_counter()  # exclude connection setup
             continue
+        if boe.batch is None:  # an event
+            continue
         rows += boe.batch.num_rows
         nbytes += boe.batch.nbytes
     gate.close()

@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -73,7 +74,7 @@ WORKLOADS: dict[str, Callable[[StreamExecutionEnvironment, int, int], None]] = {
 }
 
 
-def run_one(name: str, rows: int, keys: int, workdir: Path, repeat: int) -> dict[str, object]:
+def run_one(name: str, rows: int, keys: int, workdir: Path, repeat: int) -> dict[str, Any]:
     config = Configuration()
     config.set("taskmanager.numberOfTaskSlots", "1")
     proc, info = start_local_cluster(config, taskexecutors=2, workdir=workdir / name, detached=False)
@@ -125,7 +126,7 @@ def main() -> None:
             if args.json:
                 print(json.dumps(r))
             else:
-                mem = ", ".join(f"{k} {v} MB" for k, v in r["peak_rss_mb"].items())  # type: ignore[union-attr]
+                mem = ", ".join(f"{k} {v} MB" for k, v in r["peak_rss_mb"].items())
                 print(
                     f"{r['workload']:<11} {r['rows']:>11,} rows in {r['seconds']:>7.2f} s "
                     f"= {r['rows_per_s']:>12,} rows/s (wall {r['wall_seconds']:.2f} s)   peak RSS: {mem}"

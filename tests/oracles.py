@@ -24,7 +24,7 @@ def running_sums(n: int, key: Callable[[int], int]) -> list[tuple[int, int]]:
 
 def committed(path: Path | str) -> list[tuple[int, int]]:
     """The sorted records in the committed ``part-*`` files under ``path`` (in-progress files are hidden)."""
-    out = []
+    out: list[tuple[int, int]] = []
     for f in sorted(glob.glob(os.path.join(path, "part-*"))):
         with open(f) as fh:
             out.extend(tuple(json.loads(line)) for line in fh)

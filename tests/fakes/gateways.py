@@ -45,9 +45,9 @@ from yarnflink.resourcemanager.gateway import (
     NotifySlotAvailable,
     RegisterJobMaster,
     RegisterTaskExecutor,
+    SlotReport,
     TaskExecutorRegistrationSuccess,
 )
-from yarnflink.resourcemanager.slotmanager import SlotReport
 from yarnflink.taskexecutor.gateway import (
     CancelTask,
     DisconnectJobManager,

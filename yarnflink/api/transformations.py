@@ -78,7 +78,11 @@ def generate_stream_graph(
             stack.extend(i.transformation for i in t.inputs)
     for t in sorted(closure.values(), key=lambda t: t.id):
         spec = t.spec
-        if dataclasses.is_dataclass(spec) and any(f.name == "runtime_mode" for f in dataclasses.fields(spec)):
+        if (
+            dataclasses.is_dataclass(spec)
+            and not isinstance(spec, type)
+            and any(f.name == "runtime_mode" for f in dataclasses.fields(spec))
+        ):
             spec = dataclasses.replace(spec, runtime_mode=runtime_mode)
         ssg = determine_slot_sharing_group(graph, t.slot_sharing_group, [i.transformation.id for i in t.inputs])
         if t.slot_sharing_group_spec is not None:

@@ -96,7 +96,7 @@ class ChannelStateComplete:
     channels with nothing recorded are absent)."""
 
     checkpoint_id: int
-    recorded: dict
+    recorded: dict[int, list[Any]]
 
 
 HandlerAction = Union[ProcessBuffer, TriggerCheckpointOnBarrier, AbortCheckpointOnBarrier, ChannelStateComplete]
@@ -239,7 +239,7 @@ class BarrierTracker(_Base):
         super().__init__(num_channels)
         self._seen: dict[int, tuple[CheckpointBarrier, set[int]]] = {}  # pending checkpoints
 
-    blocked: frozenset = frozenset()
+    blocked: frozenset[int] = frozenset()
 
     def on_buffer(self, channel: int, item: Any) -> list[HandlerAction]:
         self._check(channel)

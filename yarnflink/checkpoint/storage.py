@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import functools
 import io
 import itertools
 import posixpath
@@ -74,6 +75,11 @@ def _io(path: str, what: str, fn: Callable[[], T]) -> T:
         raise CheckpointStorageError(path, f"{what} failed: not found ({e})") from e
     except Exception as e:  # noqa: BLE001 - every file system error becomes one clear error
         raise CheckpointStorageError(path, f"{what} failed: {_describe(e)}") from e
+
+
+def _remove_if_exists(fs: Any, path: str) -> None:
+    if fs.exists(path):
+        fs.rm_file(path)
 
 
 def storage_options_from_config(conf: Mapping[str, Any] | Configuration | None, url: str) -> dict[str, Any]:
@@ -339,7 +345,11 @@ class FsCheckpointStorage:
         """Create the job's directories; fails fast with a clear error if the storage is
         unreachable."""
         for p in (self.job_path, self.shared_path, self.taskowned_path):
-            _io(_url(self.fs, p), "creating the checkpoint directory", lambda p=p: self.fs.makedirs(p, exist_ok=True))
+            _io(
+                _url(self.fs, p),
+                "creating the checkpoint directory",
+                functools.partial(self.fs.makedirs, p, exist_ok=True),
+            )
 
     def connect(self) -> None:
         """Create the file system's client now (s3fs: the botocore client, whose service model
@@ -445,11 +455,7 @@ class FsCheckpointStorage:
         for h in handles:
             if isinstance(h, FileStateHandle):
                 fs, path = filesystem_for(h.path, self.storage_options)
-                _io(
-                    h.path,
-                    "deleting a state file",
-                    lambda fs=fs, path=path: fs.rm_file(path) if fs.exists(path) else None,
-                )
+                _io(h.path, "deleting a state file", functools.partial(_remove_if_exists, fs, path))
 
     def discard_incomplete(self, checkpoint_id: int) -> None:
         """Delete the directory of a checkpoint that never completed."""

@@ -608,11 +608,11 @@ def cmd_session(args: argparse.Namespace) -> int:
                 f"{s.taskexecutors}x{s.slots} slots  {pids}"
             )
         return EXIT_OK
-    s = find_session(args.session_id)
-    if s is None:
+    session = find_session(args.session_id)
+    if session is None:
         raise CliError(f"no session {args.session_id!r}; see 'yarnflink session list'")
-    stop_session(s)
-    print(f"Session {s.id} stopped.")
+    stop_session(session)
+    print(f"Session {session.id} stopped.")
     return EXIT_OK
 
 

@@ -43,7 +43,7 @@ import io
 import pickle
 from collections.abc import Callable
 from operator import itemgetter
-from typing import Any, Union
+from typing import Any, NoReturn, Union
 
 import pyarrow as pa
 
@@ -149,12 +149,14 @@ class Batch:
 
     def arrow(self) -> pa.RecordBatch:
         if self._rb is None:
+            assert self._rows is not None  # a batch holds rows, Arrow or both
             self._rb = records_to_arrow(self._rows)
         return self._rb
 
     def __len__(self) -> int:
         if self._rows is not None:
             return len(self._rows)
+        assert self._rb is not None
         return self._rb.num_rows
 
     def __repr__(self) -> str:
@@ -451,15 +453,15 @@ def replace_field(record: Any, field: Field, value: Any) -> Any:
     if isinstance(record, tuple):
         pos = _tuple_position(field)
         if pos is None or not 0 <= pos < len(record):
-            get_field(record, field)  # raises the clear error
+            _bad_field(record, field)
         return record[:pos] + (value,) + record[pos + 1 :]
     if isinstance(record, list):
         pos = _tuple_position(field)
         if pos is None or not 0 <= pos < len(record):
-            get_field(record, field)
-        out = list(record)
-        out[pos] = value
-        return out
+            _bad_field(record, field)
+        items = list(record)
+        items[pos] = value
+        return items
     if isinstance(record, dict):
         out = dict(record)
         if field in record:
@@ -470,11 +472,15 @@ def replace_field(record: Any, field: Field, value: Any) -> Any:
             if 0 <= field < len(keys):
                 out[keys[field]] = value
                 return out
-        get_field(record, field)
+        _bad_field(record, field)
     if field == 0 or field == "f0":
         return value
-    get_field(record, field)
-    raise AssertionError("unreachable")
+    _bad_field(record, field)
+
+
+def _bad_field(record: Any, field: Field) -> NoReturn:
+    get_field(record, field)  # raises the clear error
+    raise AssertionError(f"field {field!r} of {record!r} was expected to be invalid")
 
 
 def replace_fields(rows: list, field: Field, values: list) -> list:

@@ -18,7 +18,7 @@ from yarnflink.jobgraph.jobgraph import JobGraph
 from yarnflink.jobmaster.gateway import JobMasterControlGateway
 from yarnflink.jobmaster.jobmaster import JobMaster
 from yarnflink.jobmaster.local_gateway import LocalJobMasterGateway
-from yarnflink.jobmaster.views import exceptions_json, job_overview, monitoring_snapshot
+from yarnflink.jobmaster.views import exceptions_json, job_overview, monitoring_snapshot, savepoint_results
 from yarnflink.metrics.store import MetricStore, TaskMetricsEntry, merge_entries
 from yarnflink.resourcemanager.resourcemanager import ResourceManager
 from yarnflink.rpc.clients import GrpcGatewayResolver
@@ -26,6 +26,9 @@ from yarnflink.rpc.endpoint import RpcEndpoint
 from yarnflink.rpc.resolver import GatewayResolver
 
 log = logging.getLogger(__name__)
+
+#: How long an ended job's JobMaster runs on to free its slots before it is stopped.
+JOB_MASTER_LINGER_S = 2.0
 
 
 class DuplicateJobSubmission(Exception):
@@ -76,7 +79,9 @@ class Dispatcher(RpcEndpoint):
         self._rest_port_config = rest_port
         self.rest_port = 0
         self.jobs: dict[str, JobEntry] = {}
-        self._savepoint_drivers: dict[tuple[str, str], Any] = {}  # (job id, trigger id) -> CheckpointDriver
+        #: the JobMasters of ended jobs until they are stopped (they answer savepoint queries until
+        #: then); afterwards nothing here refers to an ended job's JobMaster: its archive has the rest
+        self._ending: dict[str, JobMasterControlGateway] = {}
         self.on_shutdown_request = on_shutdown_request
         self._rest_server: Any = None
         self._server_task: asyncio.Task[Any] | None = None
@@ -281,24 +286,35 @@ class Dispatcher(RpcEndpoint):
                 str(exc.get("root-exception") or "") or None,
             )
         if jm is not None:
-            # give the JobMaster a moment to free its slots, then stop its thread
-            async def stop_later() -> None:
-                await asyncio.sleep(2.0)
-                await self._archive_late_metrics(entry, jm)
-                await asyncio.get_running_loop().run_in_executor(None, jm.stop)
+            self._ending[job_id] = LocalJobMasterGateway(jm)
+            asyncio.ensure_future(self._stop_ended_job_master(entry, jm))
 
-            asyncio.ensure_future(stop_later())
-
-    async def _archive_late_metrics(self, entry: JobEntry, jm: JobMaster) -> None:
-        """Final task metrics that reached the JobMaster after the job ended (a task that finished
-        while it was being cancelled) join the archive."""
+    async def _stop_ended_job_master(self, entry: JobEntry, jm: JobMaster) -> None:
+        """Gives the JobMaster of an ended job a moment to free its slots, then stops it and lets
+        go of it: what reached it meanwhile (final task metrics, the result of a savepoint that was
+        being written when the job ended) joins the archive, and no reference to it stays here."""
+        await asyncio.sleep(JOB_MASTER_LINGER_S)
         try:
-            late = (await LocalJobMasterGateway(jm).request_monitoring_snapshot())["finals"]
+            await self._archive_late_results(entry, LocalJobMasterGateway(jm))
+        finally:
+            # from here on savepoint queries read the archive, never a JobMaster that is stopping
+            self._ending.pop(entry.job_id, None)
+        await asyncio.get_running_loop().run_in_executor(None, jm.stop)
+        if entry.archive is not None and jm.loop.is_closed():  # its thread has ended: its state is final
+            entry.archive["savepoints"] = savepoint_results(jm)
+
+    async def _archive_late_results(self, entry: JobEntry, gateway: JobMasterControlGateway) -> None:
+        """Final task metrics that reached the JobMaster after the job ended (a task that finished
+        while it was being cancelled) and the savepoints' latest results join the archive."""
+        try:
+            snap = await gateway.request_monitoring_snapshot()
         except Exception:  # noqa: BLE001 - the archive keeps what it has
-            log.debug("late metrics of job %s not read", entry.job_id, exc_info=True)
+            log.debug("late results of job %s not read", entry.job_id, exc_info=True)
             return
-        if entry.archive is not None and late:
-            entry.archive["metrics"] = merge_entries(entry.archive["metrics"].values(), late)
+        if entry.archive is not None:
+            entry.archive["savepoints"] = snap["savepoints"]
+            if snap["finals"]:
+                entry.archive["metrics"] = merge_entries(entry.archive["metrics"].values(), snap["finals"])
 
     def entry(self, job_id: str) -> JobEntry:
         e = self.jobs.get(job_id)
@@ -337,24 +353,23 @@ class Dispatcher(RpcEndpoint):
         job ends FINISHED; ``drain``: MAX_WATERMARK first); ``cancel_job``: cancel-with-savepoint
         (the job is cancelled once the savepoint completed)."""
         e = self.entry(job_id)
-        jm, gateway = e.master, e.gateway
-        if e.archive is not None or jm is None or gateway is None:
+        gateway = e.gateway
+        if e.archive is not None or gateway is None:
             return None
-        driver = jm.checkpoints
-        trigger_id = await gateway.trigger_savepoint(target_directory, stop=stop, drain=drain, cancel_job=cancel_job)
-        if trigger_id is None:
-            return None
-        # the result stays readable after the job ended (stop-with-savepoint ends it)
-        self._savepoint_drivers[(job_id, trigger_id)] = driver
-        return trigger_id
+        return await gateway.trigger_savepoint(target_directory, stop=stop, drain=drain, cancel_job=cancel_job)
 
     async def savepoint_status(self, job_id: str, trigger_id: str) -> dict[str, Any] | None:
+        """The savepoint's result: asked of the JobMaster while it runs (also in the moment an
+        ended job's JobMaster runs on), then read from the job's archive (stop-with-savepoint
+        ends the job, and its client polls the result after that)."""
         e = self.entry(job_id)
-        jm, gateway = e.master, e.gateway
-        driver = self._savepoint_drivers.get((job_id, trigger_id))
-        if jm is None or gateway is None or jm.checkpoints is None:
-            return dict(driver.savepoints[trigger_id]) if driver is not None else None
-        return await gateway.request_savepoint_status(trigger_id)
+        gateway = e.gateway or self._ending.get(job_id)
+        if gateway is not None:
+            return await gateway.request_savepoint_status(trigger_id)
+        if e.archive is None:
+            return None
+        result = e.archive.get("savepoints", {}).get(trigger_id)
+        return dict(result) if result is not None else None
 
     async def cancel_job(self, job_id: str) -> bool:
         e = self.entry(job_id)

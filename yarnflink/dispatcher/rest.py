@@ -407,7 +407,7 @@ async def start_rest_server(
         lifespan="off",
         timeout_graceful_shutdown=2,
         **uvicorn_ssl_options(dispatcher.config),
-    )  # type: ignore[arg-type]
+    )
     server = uvicorn.Server(config)
     task = asyncio.ensure_future(server.serve(sockets=[sock]))
     while not server.started:

@@ -108,7 +108,7 @@ class JobGraph:
         return [e for e in self.edges if e.target == vertex_id]
 
     def outputs_of(self, vertex_id: str) -> list[tuple[IntermediateDataSet, JobEdge]]:
-        out = []
+        out: list[tuple[IntermediateDataSet, JobEdge]] = []
         for d in self.datasets:
             if d.producer == vertex_id:
                 out.extend((d, e) for e in self.edges if e.source == d.id)

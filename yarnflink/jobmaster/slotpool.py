@@ -195,7 +195,7 @@ class SlotPool:
         fulfilled: list[tuple[str, LogicalSlot]] = []
         for offer in offers:
             allocation_id, slot_index = offer[0], offer[1]
-            profile = offer[2] if len(offer) > 2 else UNKNOWN  # type: ignore[misc]
+            profile = offer[2] if len(offer) > 2 else UNKNOWN
             if allocation_id in self.slots:
                 accepted.append(allocation_id)  # a repeated offer is idempotent
                 continue

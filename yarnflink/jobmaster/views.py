@@ -18,6 +18,9 @@ from yarnflink.metrics.store import TaskMetricsEntry
 
 log = logging.getLogger(__name__)
 
+#: Savepoint results an ended job's archive keeps (the newest).
+MAX_ARCHIVED_SAVEPOINTS = 64
+
 
 def job_details(eg: ExecutionGraph) -> dict[str, Any]:
     now = now_ms()
@@ -186,7 +189,7 @@ def monitoring_snapshot(jm: Any) -> dict[str, Any]:
         return _monitoring_snapshot(jm)
     except Exception:  # noqa: BLE001
         log.warning("monitoring data of job %s not read", getattr(jm, "job_id", "?"), exc_info=True)
-        return {"finals": [], "checkpoints": empty_checkpoint_stats(), "num_restarts": 0}
+        return {"finals": [], "checkpoints": empty_checkpoint_stats(), "num_restarts": 0, "savepoints": {}}
 
 
 def _monitoring_snapshot(jm: Any) -> dict[str, Any]:
@@ -208,4 +211,20 @@ def _monitoring_snapshot(jm: Any) -> dict[str, Any]:
                             final=True,
                         )
                     )
-    return {"finals": finals, "checkpoints": checkpoint_stats_of(jm), "num_restarts": num_restarts_of(jm)}
+    return {
+        "finals": finals,
+        "checkpoints": checkpoint_stats_of(jm),
+        "num_restarts": num_restarts_of(jm),
+        "savepoints": savepoint_results(jm),
+    }
+
+
+def savepoint_results(jm: Any) -> dict[str, dict[str, Any]]:
+    """The results of the job's savepoints by trigger id, the newest ``MAX_ARCHIVED_SAVEPOINTS``,
+    as plain values: an ended job's archive keeps them (a client polls a stop-with-savepoint's
+    result after the job ended), and nothing of the JobMaster."""
+    driver = jm.checkpoints
+    if driver is None:
+        return {}
+    newest = list(driver.savepoints.items())[-MAX_ARCHIVED_SAVEPOINTS:]
+    return {trigger_id: dict(result) for trigger_id, result in newest}

@@ -7,7 +7,7 @@ place is visible to the sibling branches of a fan-out).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from yarnflink.common.records import Batch
@@ -41,6 +41,7 @@ class _ChainOutput:
     def __init__(self, targets: list[StreamOperator], networks: list[Output]):
         self.targets = targets
         self.networks = networks
+        self._single: Callable[[Batch], None] | None
         if len(targets) == 1 and not networks:
             self._single = targets[0].process_batch
         elif len(networks) == 1 and not targets:
@@ -84,7 +85,7 @@ class OperatorChain:
     def __init__(
         self,
         descriptors: Sequence[OperatorDescriptorLike],
-        network_outputs: dict[str, Output],
+        network_outputs: Mapping[str, Output],
         ctx_factory: Callable[[str], OperatorContext],
     ):
         if not descriptors:
@@ -167,9 +168,10 @@ class OperatorChain:
             self._opened.append(nid)
 
     def source_batches(self) -> Iterator[Batch]:
-        if not self.is_source:
-            raise TypeError(f"the chain head {type(self.head).__name__} is not a source")
-        return self.head.batches()
+        head = self.head
+        if not isinstance(head, SourceOperator):
+            raise TypeError(f"the chain head {type(head).__name__} is not a source")
+        return head.batches()
 
     def push(self, batch: Batch) -> None:
         self.head.process_batch(batch)

@@ -84,7 +84,7 @@ class ReduceOperator(StreamOperator):
                 cur = get(k, _MISSING)
                 st[k] = r if cur is _MISSING else fn(cur, r)
             return
-        out = []
+        out: list[Any] = []
         append = out.append
         for k, r in zip(keys, rows):
             cur = get(k, _MISSING)
@@ -143,7 +143,7 @@ class _SlotTable:
     def lookup(self, uniq: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         """``(slots, is_new)`` for distinct keys ``uniq`` (an Arrow array); new keys are added."""
         m = len(uniq)
-        if self.indexed:
+        if self.index is not None:  # the first ``indexed`` keys
             slots = self.index.get_indexer(uniq.to_numpy(zero_copy_only=False)).astype(np.int64)
             miss = np.flatnonzero(slots < 0)
         else:
@@ -292,7 +292,7 @@ class AggregateOperator(StreamOperator):
         values = self._values_of(rows)
         st = self.rec_state
         get = st.get
-        aggs = []
+        aggs: list[Any] = []
         append = aggs.append
         if self.agg == "sum":
             for k, v in zip(keys, values):
@@ -318,6 +318,7 @@ class AggregateOperator(StreamOperator):
         """Process ``rb`` vectorized; False (nothing done) if it is not eligible."""
         if record_kind(rb) == KIND_PICKLE:
             return False
+        assert self.keys.field is not None  # called for keys that are fields only
         ki = column_of(rb, self.keys.field)[0]
         vi, vname = column_of(rb, self.field)
         kcol, vcol = rb.column(ki), rb.column(vi)

@@ -41,11 +41,12 @@ class KeyExtractor:
         self.spec = spec
         self.field = spec.field
         self.rich: Any | None = None
+        self.fn: Callable[..., Any] | None = None
         if spec.fn is not None:
-            self.fn, self.rich = unwrap_function(spec.fn, "get_key")
-            self._rows_keys: Callable[[list], list] = lambda rows: list(map(self.fn, rows))
+            fn, self.rich = unwrap_function(spec.fn, "get_key")
+            self.fn = fn
+            self._rows_keys: Callable[[list], list] = lambda rows: list(map(fn, rows))
         elif spec.field is not None:
-            self.fn = None
             self._rows_keys = field_getter(spec.field)
         else:
             raise ValueError("KeySelectorSpec needs a field or a fn")
@@ -68,6 +69,7 @@ class KeyExtractor:
         (not pickled); None otherwise."""
         if self.fn is not None or record_kind(rb) == KIND_PICKLE:
             return None
+        assert self.field is not None  # a key is a field or a function
         return column_of(rb, self.field)[0]
 
     def keys_of_batch(self, batch: Batch) -> pa.Array | list:

@@ -91,7 +91,7 @@ class NetworkOutput:
         self.batch_rows = max(int(batch_rows), 1)
         self.buffer_timeout_s = buffer_timeout_s
         self.clock = clock
-        self.keys = KeyExtractor(key_selector) if partitioning == "hash" else None
+        self.keys = KeyExtractor(key_selector) if partitioning == "hash" and key_selector is not None else None
         if partitioning == "forward":
             if producer_parallelism is not None:
                 same = producer_parallelism == num_channels
@@ -269,6 +269,7 @@ class NetworkOutput:
             off += c
 
     def _hash(self, batch: Batch) -> None:
+        assert self.keys is not None  # hash partitioning has a key selector
         keys = self.keys.keys_of_batch(batch)
         channels = operator_indices_for_keys(keys, self.max_parallelism, self.num_channels)
         self._scatter(batch.wire_arrow(), channels)

@@ -78,8 +78,8 @@ class FileSink(SinkOperator):
         if spec.format not in FILE_EXTENSIONS:
             raise ValueError(f"FileSink: unknown format {spec.format!r} (jsonl, parquet, csv)")
         self.spec = spec
-        self._file = None
-        self._writer = None
+        self._file: Any = None  # a file of the path's fsspec file system, while one is open
+        self._writer: Any = None  # pyarrow's ParquetWriter or CSVWriter on it (parquet, csv)
         self._schema: pa.Schema | None = None
         self.path: str | None = None
         self.exactly_once = False

@@ -44,6 +44,7 @@ class _SplitSource(SourceOperator):
 
     num_splits = 0
     _planned = False
+    batch_rows: int  # set by each kind of source
 
     def open(self, ctx: OperatorContext) -> None:
         super().open(ctx)

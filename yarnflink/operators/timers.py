@@ -176,7 +176,7 @@ class TimestampedProcessOperator(ProcessOperator):
     def __init__(self, spec: ProcessSpec):
         super().__init__(spec)
         self.watermark = MIN_TIMESTAMP
-        self.pctx = _Context(_NoTimers(lambda: self.watermark))
+        self.pctx: _Context = _Context(_NoTimers(lambda: self.watermark))
 
     def process_batch(self, batch: Batch) -> None:
         ts = batch.timestamps
@@ -220,7 +220,7 @@ class KeyedProcessOperator(ProcessOperator):
         self.timers = InternalTimerService(
             self.backend, "user-timers", self._event_timer, self._processing_timer, clock=lambda: self.clock()
         )
-        self.pctx = _Context(_UserTimerService(self.timers))
+        self.pctx: _Context = _Context(_UserTimerService(self.timers))
         if self.rich is not None:
             rc = RuntimeContext(ctx)
             rc._keyed_backend = self.backend  # type: ignore[attr-defined]

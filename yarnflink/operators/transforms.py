@@ -40,7 +40,7 @@ class UserFunctionOperator(StreamOperator):
             self._opened = True
 
     def close(self) -> None:
-        if self._opened:
+        if self._opened and self.rich is not None:
             self._opened = False
             self.rich.close()
 
@@ -161,7 +161,7 @@ class ProcessOperator(UserFunctionOperator):
         super().__init__(spec.fn)
         self.keys: KeyExtractor | None = KeyExtractor(spec.key_selector) if spec.key_selector is not None else None
         self.with_ctx = callable(getattr(spec.fn, "process_element", None))
-        self.pctx = KeyedProcessFunction.Context() if self.keys else ProcessFunction.Context()
+        self.pctx: ProcessFunction.Context = KeyedProcessFunction.Context() if self.keys else ProcessFunction.Context()
         if self.keys is not None and self.keys.rich is not None:
             self._key_rich = self.keys.rich
         else:
@@ -185,6 +185,7 @@ class ProcessOperator(UserFunctionOperator):
         extend = out.extend
         pctx = self.pctx
         if self.keys is not None:
+            assert isinstance(pctx, KeyedProcessFunction.Context)  # made so when keyed
             keys = self.keys.keys_of_rows(rows)
             for k, r in zip(keys, rows):
                 pctx._current_key = k

@@ -254,7 +254,7 @@ class TimestampsAndWatermarksOperator(StreamOperator):
             self.interval_ms = int(interval.total_seconds() * 1000)
         if self.strategy.idle_timeout_ms is not None:
             self.idleness = IdlenessTimer(self.strategy.idle_timeout_ms, lambda: self.clock())
-        rich = self.extract.__self__ if hasattr(self.extract, "__self__") else None
+        rich = getattr(self.extract, "__self__", None)  # a bound method of a rich function
         if rich is not None and callable(getattr(rich, "open", None)):
             from yarnflink.operators.functions import RuntimeContext
 
@@ -345,7 +345,7 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         self.output.end_input()
 
     def close(self) -> None:
-        rich = self.extract.__self__ if hasattr(self.extract, "__self__") else None
+        rich = getattr(self.extract, "__self__", None)  # a bound method of a rich function
         if rich is not None and callable(getattr(rich, "close", None)):
             rich.close()
 

@@ -28,6 +28,8 @@ GRPC_OPTIONS = [
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     ("grpc.so_reuseport", 0),
 ]
+#: How long a stopped component's remaining tasks get to end once cancelled.
+_CLOSE_TIMEOUT_S = 1.0
 
 
 class Service(Protocol):
@@ -69,7 +71,24 @@ class RpcEndpoint:
         try:
             self.loop.run_forever()
         finally:
+            self._close_loop()
             self._stopped.set()
+
+    def _close_loop(self) -> None:
+        """Ends what still runs on the stopped loop and closes it, so that a stopped component
+        keeps no thread (the loop's executor) or file descriptor: gRPC keeps every loop it served
+        on for the life of the process, and a session starts a JobMaster per job."""
+        pending = [t for t in asyncio.all_tasks(self.loop) if not t.done()]
+        for t in pending:
+            t.cancel()
+        try:
+            if pending:
+                self.loop.run_until_complete(asyncio.wait(pending, timeout=_CLOSE_TIMEOUT_S))
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        except Exception:  # noqa: BLE001 - closing goes on
+            log.debug("%s: ending its tasks failed", self.name, exc_info=True)
+        finally:
+            self.loop.close()  # its default executor too, without waiting for a call in flight
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stops the component from any thread other than its own and waits for it."""

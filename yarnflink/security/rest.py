@@ -21,7 +21,7 @@ import html
 import json
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import parse_qs, urlsplit
 
 from starlette.datastructures import Headers
@@ -91,7 +91,12 @@ def token_auth_from_config(config: Configuration) -> TokenAuth | None:
         raise SecurityConfigError(f"cannot read the REST token from {path!r}: {e}") from None
 
 
-def uvicorn_ssl_options(config: Configuration) -> dict[str, str]:
+class UvicornSslOptions(TypedDict, total=False):
+    ssl_certfile: str
+    ssl_keyfile: str
+
+
+def uvicorn_ssl_options(config: Configuration) -> UvicornSslOptions:
     """uvicorn.Config keyword arguments for HTTPS (empty when ``security.ssl.rest.enabled`` is off)."""
     if not config.get(SecurityOptions.SSL_REST_ENABLED):
         return {}

@@ -115,7 +115,9 @@ class OperatorStateBackend:
         def write() -> SnapshotResult:
             if not copies:
                 return SnapshotResult()
-            names, values, states = [], [], {}
+            names: list[str] = []
+            values: list[bytes] = []
+            states: dict[str, tuple[str, tuple[int, ...]]] = {}
             for name, mode, items in copies:
                 states[name] = (mode, tuple(range(len(items))))
                 names.extend([name] * len(items))

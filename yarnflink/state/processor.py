@@ -31,7 +31,7 @@ import pickle
 import posixpath
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from yarnflink.common.keygroups import key_group_ids, key_group_range, operator_index_for_key_group
@@ -255,7 +255,7 @@ def bootstrap_savepoint(
         raise CheckpointStorageError(target, "a savepoint already exists there")
     _io(target, "creating the savepoint directory", lambda: fs.makedirs(directory, exist_ok=True))
 
-    def with_groups(part: Iterator[Any]) -> Iterator[tuple[int, tuple[int, Any, Any]]]:
+    def with_groups(part: Iterable[Any]) -> Iterator[tuple[int, tuple[int, Any, Any]]]:
         rows = [(r[0], r[1]) for r in part]
         if not rows:
             return
@@ -264,7 +264,7 @@ def bootstrap_savepoint(
         for (k, v), kg, sub in zip(rows, groups.tolist(), subtasks.tolist()):
             yield sub, (kg, k, v)
 
-    def write(index: int, part: Iterator[Any]) -> Iterator[tuple[int, dict]]:
+    def write(index: int, part: Iterable[Any]) -> Iterator[tuple[int, dict]]:
         return _write_subtask(
             index,
             (row for _, row in part),

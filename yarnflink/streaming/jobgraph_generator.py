@@ -87,12 +87,12 @@ def compute_node_hashes(graph: StreamGraph) -> dict[int, bytes]:
                     local[j] = ((local[j] * 37) ^ other[j]) & 0xFF
             h = bytes(local)
         if h in used_by:
-            other = used_by[h]
+            clash = used_by[h]
             if node.uid is not None:
                 raise StreamGraphError(
-                    f"uid {node.uid!r} of {node.label()} collides with {other.label()}; uids must be unique"
+                    f"uid {node.uid!r} of {node.label()} collides with {clash.label()}; uids must be unique"
                 )
-            raise StreamGraphError(f"hash collision between {node.label()} and {other.label()}")
+            raise StreamGraphError(f"hash collision between {node.label()} and {clash.label()}")
         used_by[h] = node
         hashes[node.id] = h
         for e in node.out_edges:

@@ -7,22 +7,16 @@ lost TaskExecutors, and leadership (fencing tokens)."""
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-from collections.abc import Callable, Coroutine, Iterator
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
 
 from tests.fakes.conditions import wait_until
-from tests.fakes.endpoints import NoGrpcServer
 from tests.fakes.gateways import (
-    TestingGatewayResolver,
-    TestingJobMasterGateway,
-    TestingTaskExecutorGateway,
     raises,
 )
-from yarnflink.common.config import Configuration
+from tests.unit.resourcemanager.harness import FAST, JOB, StartResourceManager
 from yarnflink.common.rpc_errors import (
     FencingTokenMismatch,
     InvalidRequest,
@@ -39,114 +33,26 @@ from yarnflink.resourcemanager.gateway import (
     RegisterJobMaster,
     RegisterTaskExecutor,
     ReportedSlot,
-    ResourceManagerGateway,
     ResourceRequirement,
     SlotReport,
-    TaskExecutorRegistrationSuccess,
 )
 from yarnflink.resourcemanager.resourcemanager import ResourceManager
 from yarnflink.resourcemanager.resources import UNKNOWN
 from yarnflink.resourcemanager.slotmanager import AllocationState
 from yarnflink.taskexecutor.gateway import RequestSlot, SlotRequestAck
 
-T = TypeVar("T")
-JOB = "job-1"
-#: fast heartbeats, so that losing a peer takes a fraction of a second
-FAST = {"heartbeat.interval": "50 ms", "heartbeat.timeout": "600 ms", "heartbeat.rpc-failure-threshold": "2"}
-
-
-class ResourceManagerUnderTest(NoGrpcServer, ResourceManager):
-    pass
-
-
-def _static_check(rm: ResourceManagerUnderTest) -> ResourceManagerGateway:
-    return rm  # mypy: the ResourceManager is a ResourceManagerGateway
-
-
-@dataclass
-class Harness:
-    rm: ResourceManagerUnderTest
-    resolver: TestingGatewayResolver
-    #: what the test runs on the ResourceManager's loop in its peers' place (cancelled at the end)
-    background: list[concurrent.futures.Future[None]] = field(default_factory=list)
-
-    def call(self, fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
-        """Calls the ResourceManager on its own loop, as its servicer does."""
-        return self.rm.call(fn, timeout=10)
-
-    @property
-    def token(self) -> str:
-        return self.rm.fencing_token
-
-    def register_task_executor(
-        self, name: str, num_slots: int = 2, report: SlotReport | None = None
-    ) -> tuple[TestingTaskExecutorGateway, TaskExecutorRegistrationSuccess]:
-        te = self.resolver.add_task_executor(f"{name}:6122", resource_id=name)
-        te.slot_report = report or SlotReport(tuple(ReportedSlot(i) for i in range(num_slots)), 0)
-        request = RegisterTaskExecutor(name, te.address, f"{name}:9000", num_slots, slot_report=te.slot_report)
-        return te, self.call(lambda: self.rm.register_task_executor(request))
-
-    def register_job_master(self, job_id: str = JOB, slots: int = 0) -> TestingJobMasterGateway:
-        jm = self.resolver.add_job_master(f"jm-{job_id}:6123", jobmaster_id=f"jm-token-{job_id}")
-        self.call(lambda: self.rm.register_job_master(RegisterJobMaster(job_id, jm.address, jm.jobmaster_id)))
-        if slots:
-            self.declare(jm, job_id, slots)
-        return jm
-
-    def declare(self, jm: TestingJobMasterGateway, job_id: str, slots: int, token: str | None = None) -> None:
-        request = DeclareRequiredResources(
-            self.token if token is None else token,
-            job_id,
-            jm.address,
-            (ResourceRequirement(UNKNOWN, slots, "default"),),
-            jm.jobmaster_id,
-        )
-        self.call(lambda: self.rm.declare_required_resources(request))
-
-    def keep_alive(self, jm: TestingJobMasterGateway, job_id: str = JOB) -> None:
-        """``jm`` heartbeats the ResourceManager every heartbeat interval from now on, as a JobMaster does."""
-
-        async def heartbeats() -> None:
-            while True:
-                await self.rm.heartbeat_from_job_master(JobMasterHeartbeat(self.token, job_id, jm.jobmaster_id))
-                await asyncio.sleep(self.rm.heartbeat_interval_s)
-
-        self.background.append(asyncio.run_coroutine_threadsafe(heartbeats(), self.rm.loop))
-
-    def allocations(self, resource_id: str) -> dict[str, AllocationState]:
-        te = self.rm.slot_manager.task_executors.get(resource_id)
-        return {} if te is None else {a.allocation_id: a.state for a in list(te.allocations.values())}
-
-
-@pytest.fixture
-def start_resource_manager() -> Iterator[Callable[..., Harness]]:
-    started: list[Harness] = []
-
-    def start(config: dict[str, str] | None = None, **kwargs: Any) -> Harness:
-        resolver = TestingGatewayResolver()
-        rm = ResourceManagerUnderTest("127.0.0.1", config=Configuration(config or {}), gateways=resolver, **kwargs)
-        h = Harness(rm, resolver)
-        started.append(h)
-        rm.start()
-        return h
-
-    yield start
-    for h in started:
-        for f in h.background:
-            f.cancel()
-        h.rm.stop()
-
-
 # ---------------------------------------------------------------------------- TaskExecutors
 
 
-def test_a_registered_task_executor_gets_the_leaders_token_and_is_heartbeaten(start_resource_manager: Any) -> None:
+def test_a_registered_task_executor_gets_the_leaders_token_and_is_heartbeaten(
+    start_resource_manager: StartResourceManager,
+) -> None:
     h = start_resource_manager(FAST)
 
     te, success = h.register_task_executor("te-1", num_slots=3)
 
     assert success.fencing_token == h.token and success.resource_manager_resource_id == h.rm.resource_id
-    assert (success.heartbeat_interval_ms, success.heartbeat_timeout_ms) == (50, 600)
+    assert (success.heartbeat_interval_ms, success.heartbeat_timeout_ms) == (50, 5000)
     assert h.rm.slot_manager.totals() == (3, 3)
     wait_until(lambda: te.count("heartbeat_from_resource_manager") >= 3, what="heartbeats")
     assert set(te.requests("heartbeat_from_resource_manager")) == {h.token}
@@ -162,7 +68,9 @@ def test_a_registered_task_executor_gets_the_leaders_token_and_is_heartbeaten(st
         RegisterTaskExecutor("", "te-1:6122", "te-1:9000", num_slots=1),
     ],
 )
-def test_an_invalid_registration_is_refused(start_resource_manager: Any, request_: RegisterTaskExecutor) -> None:
+def test_an_invalid_registration_is_refused(
+    start_resource_manager: StartResourceManager, request_: RegisterTaskExecutor
+) -> None:
     h = start_resource_manager(FAST)
 
     with pytest.raises(InvalidRequest):
@@ -171,7 +79,9 @@ def test_an_invalid_registration_is_refused(start_resource_manager: Any, request
     assert not h.rm.slot_manager.task_executors
 
 
-def test_a_task_executor_registering_from_a_new_address_replaces_the_old_one(start_resource_manager: Any) -> None:
+def test_a_task_executor_registering_from_a_new_address_replaces_the_old_one(
+    start_resource_manager: StartResourceManager,
+) -> None:
     h = start_resource_manager(FAST)
     h.register_task_executor("te-1")
     moved = h.resolver.add_task_executor("te-1-restarted:6122", resource_id="te-1")
@@ -192,7 +102,7 @@ def test_a_task_executor_registering_from_a_new_address_replaces_the_old_one(sta
     "failure", [RpcUnreachable("connection refused"), FencingTokenMismatch("registered elsewhere")]
 )
 def test_a_task_executor_failing_heartbeats_is_lost_and_its_jobs_are_told(
-    start_resource_manager: Any, failure: Exception
+    start_resource_manager: StartResourceManager, failure: Exception
 ) -> None:
     h = start_resource_manager(FAST | {"heartbeat.timeout": "1 h"})  # the failure threshold decides
     te, _ = h.register_task_executor("te-1", num_slots=1)
@@ -212,9 +122,9 @@ def test_a_task_executor_failing_heartbeats_is_lost_and_its_jobs_are_told(
 
 
 def test_a_task_executor_whose_heartbeats_time_out_is_lost_after_the_heartbeat_timeout(
-    start_resource_manager: Any,
+    start_resource_manager: StartResourceManager,
 ) -> None:
-    h = start_resource_manager(FAST)
+    h = start_resource_manager(FAST | {"heartbeat.timeout": "1 s"})  # (its JobMaster keeps heartbeating)
     te, _ = h.register_task_executor("te-1", num_slots=1)
     jm = h.register_job_master(slots=1)
     h.keep_alive(jm)
@@ -228,7 +138,9 @@ def test_a_task_executor_whose_heartbeats_time_out_is_lost_after_the_heartbeat_t
     assert "timed out" in jm.requests("disconnect_task_manager")[0].cause
 
 
-def test_the_slot_report_of_a_heartbeat_corrects_the_resource_managers_view(start_resource_manager: Any) -> None:
+def test_the_slot_report_of_a_heartbeat_corrects_the_resource_managers_view(
+    start_resource_manager: StartResourceManager,
+) -> None:
     h = start_resource_manager(FAST)
     te, _ = h.register_task_executor("te-1", num_slots=2)
 
@@ -239,7 +151,7 @@ def test_the_slot_report_of_a_heartbeat_corrects_the_resource_managers_view(star
     assert h.rm.slot_manager.totals() == (2, 1)
 
 
-def test_a_task_executor_that_disconnects_is_lost_at_once(start_resource_manager: Any) -> None:
+def test_a_task_executor_that_disconnects_is_lost_at_once(start_resource_manager: StartResourceManager) -> None:
     h = start_resource_manager(FAST | {"heartbeat.timeout": "1 h"})
     h.register_task_executor("te-1", num_slots=1)
     jm = h.register_job_master(slots=1)
@@ -255,7 +167,9 @@ def test_a_task_executor_that_disconnects_is_lost_at_once(start_resource_manager
 # ---------------------------------------------------------------------------- slot requests
 
 
-def test_declared_requirements_become_slot_requests_to_task_executors(start_resource_manager: Any) -> None:
+def test_declared_requirements_become_slot_requests_to_task_executors(
+    start_resource_manager: StartResourceManager,
+) -> None:
     h = start_resource_manager(FAST)
     te, _ = h.register_task_executor("te-1", num_slots=2)
 
@@ -271,7 +185,7 @@ def test_declared_requirements_become_slot_requests_to_task_executors(start_reso
     assert h.rm.slot_manager.allocated_to(JOB) == 2
 
 
-def test_a_slot_request_in_flight_is_pending_until_acknowledged(start_resource_manager: Any) -> None:
+def test_a_slot_request_in_flight_is_pending_until_acknowledged(start_resource_manager: StartResourceManager) -> None:
     h = start_resource_manager(FAST)
     te, _ = h.register_task_executor("te-1", num_slots=1)
     answer = asyncio.Event()
@@ -295,7 +209,7 @@ def test_a_slot_request_in_flight_is_pending_until_acknowledged(start_resource_m
     ids=["refused", "unreachable", "timeout"],
 )
 def test_a_failed_slot_request_is_tried_at_another_task_executor(
-    start_resource_manager: Any, failure: Exception
+    start_resource_manager: StartResourceManager, failure: Exception
 ) -> None:
     h = start_resource_manager(FAST)
     bad, _ = h.register_task_executor("te-1", num_slots=1)
@@ -310,7 +224,7 @@ def test_a_failed_slot_request_is_tried_at_another_task_executor(
     assert h.allocations("te-1") == {}
 
 
-def test_a_freed_slot_goes_to_a_job_still_waiting(start_resource_manager: Any) -> None:
+def test_a_freed_slot_goes_to_a_job_still_waiting(start_resource_manager: StartResourceManager) -> None:
     h = start_resource_manager(FAST)
     te, _ = h.register_task_executor("te-1", num_slots=1)
     h.register_job_master("job-1", slots=1)
@@ -332,7 +246,7 @@ def test_a_freed_slot_goes_to_a_job_still_waiting(start_resource_manager: Any) -
 
 
 def test_a_job_master_registers_and_its_heartbeats_find_its_job_known_until_it_disconnects(
-    start_resource_manager: Any,
+    start_resource_manager: StartResourceManager,
 ) -> None:
     h = start_resource_manager(FAST)
     te, _ = h.register_task_executor("te-1", num_slots=1)
@@ -341,7 +255,7 @@ def test_a_job_master_registers_and_its_heartbeats_find_its_job_known_until_it_d
     success = h.call(lambda: h.rm.register_job_master(RegisterJobMaster(JOB, jm.address, jm.jobmaster_id)))
 
     assert success.fencing_token == h.token
-    assert (success.heartbeat_interval_ms, success.heartbeat_timeout_ms) == (50, 600)
+    assert (success.heartbeat_interval_ms, success.heartbeat_timeout_ms) == (50, 5000)
     assert success.heartbeat_rpc_failure_threshold == 2
     beat = JobMasterHeartbeat(h.token, JOB, jm.jobmaster_id)
     assert h.call(lambda: h.rm.heartbeat_from_job_master(beat)) is True
@@ -354,8 +268,10 @@ def test_a_job_master_registers_and_its_heartbeats_find_its_job_known_until_it_d
     assert JOB not in h.rm.slot_manager.jobs
 
 
-def test_a_silent_job_master_loses_its_requirements_after_the_heartbeat_timeout(start_resource_manager: Any) -> None:
-    h = start_resource_manager(FAST)
+def test_a_silent_job_master_loses_its_requirements_after_the_heartbeat_timeout(
+    start_resource_manager: StartResourceManager,
+) -> None:
+    h = start_resource_manager(FAST | {"heartbeat.timeout": "600 ms"})
     h.register_task_executor("te-1", num_slots=1)
     h.register_job_master("job-1", slots=2)  # one slot missing
     assert h.rm.slot_manager.missing_slots("job-1") >= 1
@@ -369,13 +285,15 @@ def test_a_silent_job_master_loses_its_requirements_after_the_heartbeat_timeout(
     "request_",
     [RegisterJobMaster("", "jm:1", "t"), RegisterJobMaster(JOB, "", "t"), RegisterJobMaster(JOB, "jm:1", "")],
 )
-def test_an_invalid_job_master_registration_is_refused(start_resource_manager: Any, request_: Any) -> None:
+def test_an_invalid_job_master_registration_is_refused(
+    start_resource_manager: StartResourceManager, request_: Any
+) -> None:
     h = start_resource_manager(FAST)
     with pytest.raises(InvalidRequest):
         h.call(lambda: h.rm.register_job_master(request_))
 
 
-def test_an_invalid_requirement_is_refused(start_resource_manager: Any) -> None:
+def test_an_invalid_requirement_is_refused(start_resource_manager: StartResourceManager) -> None:
     h = start_resource_manager(FAST)
     jm = h.register_job_master()
     with pytest.raises(InvalidRequest):
@@ -405,7 +323,7 @@ FENCED = ["notify_slot_available", "disconnect_task_executor", "declare_required
 
 @pytest.mark.parametrize("index", range(5), ids=FENCED + ["heartbeat_from_job_master"])
 def test_every_fenced_call_with_a_stale_token_is_refused_and_changes_nothing(
-    start_resource_manager: Any, index: int
+    start_resource_manager: StartResourceManager, index: int
 ) -> None:
     h = start_resource_manager(FAST | {"heartbeat.timeout": "1 h"})
     te, _ = h.register_task_executor("te-1", num_slots=1)
@@ -422,7 +340,7 @@ def test_every_fenced_call_with_a_stale_token_is_refused_and_changes_nothing(
 
 
 def test_a_standby_refuses_registrations_and_acts_only_after_leadership_is_granted(
-    start_resource_manager: Any,
+    start_resource_manager: StartResourceManager,
 ) -> None:
     h = start_resource_manager(FAST, high_availability=True)
     te = h.resolver.add_task_executor("te-1:6122", resource_id="te-1")
@@ -447,7 +365,7 @@ def test_a_standby_refuses_registrations_and_acts_only_after_leadership_is_grant
     assert te.requests("request_slot")[0].resource_manager_token == "session-2"
 
 
-def test_a_revoked_leader_refuses_everything(start_resource_manager: Any) -> None:
+def test_a_revoked_leader_refuses_everything(start_resource_manager: StartResourceManager) -> None:
     h = start_resource_manager(FAST)
     te, _ = h.register_task_executor("te-1", num_slots=1)
     jm = h.register_job_master()

@@ -1,6 +1,6 @@
-"""The testing gateways (tests/fakes/gateways.py) are the gateways' Protocols: mypy checks the
-assignments below (a fake that drifts from its Protocol fails the type gate), and the tests check
-the same at run time, and that the fakes record, answer and fail as set."""
+"""The testing gateways (tests/fakes/gateways.py) and drivers (tests/fakes/driver.py, leadership.py)
+are their Protocols: mypy checks the assignments below (a fake that drifts from its Protocol fails the type
+gate), and the tests check the same at run time, and that the fakes record, answer and fail as set."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import inspect
 
 import pytest
 
+from tests.fakes.driver import TestingResourceManagerDriver
 from tests.fakes.gateways import (
     TestingGatewayResolver,
     TestingJobMasterGateway,
@@ -16,8 +17,11 @@ from tests.fakes.gateways import (
     TestingTaskExecutorGateway,
     raises,
 )
+from tests.fakes.leadership import TestingLeaderRetrievalDriver
 from yarnflink.common.rpc_errors import FencingTokenMismatch, RpcTimeout, RpcUnreachable
+from yarnflink.highavailability.leaderretrieval import LeaderRetrievalDriver
 from yarnflink.jobmaster.gateway import JobMasterGateway, OfferSlots, SlotOffer
+from yarnflink.resourcemanager.driver import ResourceManagerDriver
 from yarnflink.resourcemanager.gateway import RegisterJobMaster, ResourceManagerGateway
 from yarnflink.resourcemanager.resources import UNKNOWN
 from yarnflink.rpc.resolver import GatewayResolver
@@ -28,6 +32,8 @@ _task_executor: TaskExecutorGateway = TestingTaskExecutorGateway()
 _job_master: JobMasterGateway = TestingJobMasterGateway()
 _resource_manager: ResourceManagerGateway = TestingResourceManagerGateway()
 _resolver: GatewayResolver = TestingGatewayResolver()
+_driver: ResourceManagerDriver = TestingResourceManagerDriver()
+_leader_retrieval: LeaderRetrievalDriver = TestingLeaderRetrievalDriver()
 
 
 def _protocol_methods(protocol: type) -> dict[str, inspect.Signature]:
@@ -45,6 +51,8 @@ def _protocol_methods(protocol: type) -> dict[str, inspect.Signature]:
         (JobMasterGateway, TestingJobMasterGateway),
         (ResourceManagerGateway, TestingResourceManagerGateway),
         (GatewayResolver, TestingGatewayResolver),
+        (ResourceManagerDriver, TestingResourceManagerDriver),
+        (LeaderRetrievalDriver, TestingLeaderRetrievalDriver),
     ],
 )
 def test_each_fake_has_every_method_of_its_protocol_with_the_same_parameters(protocol: type, fake: type) -> None:

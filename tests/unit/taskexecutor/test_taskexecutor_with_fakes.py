@@ -7,21 +7,24 @@ checkpoints, a JobMaster that disappears, and stale fencing tokens."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Coroutine, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import cloudpickle
 import pytest
 
 from tests.fakes.conditions import wait_until
-from tests.fakes.endpoints import NoGrpcServer
 from tests.fakes.gateways import (
-    TestingGatewayResolver,
-    TestingJobMasterGateway,
-    TestingResourceManagerGateway,
     raises,
+)
+from tests.unit.taskexecutor.harness import (
+    ENDLESS,
+    JM_TOKEN,
+    JOB,
+    RM_TOKEN,
+    StartTaskExecutor,
+    collecting_task,
+    source_task,
 )
 from yarnflink.common.rpc_errors import (
     FencingTokenMismatch,
@@ -31,8 +34,7 @@ from yarnflink.common.rpc_errors import (
     UnknownTarget,
 )
 from yarnflink.executiongraph.executiongraph import ExecutionState
-from yarnflink.operators.specs import CollectSinkSpec, SequenceSourceSpec
-from yarnflink.resourcemanager.gateway import NotifySlotAvailable, RegisterTaskExecutor
+from yarnflink.resourcemanager.gateway import RegisterTaskExecutor
 from yarnflink.resourcemanager.resources import UNKNOWN
 from yarnflink.taskexecutor.gateway import (
     CancelTask,
@@ -43,145 +45,17 @@ from yarnflink.taskexecutor.gateway import (
     ReleasePartitions,
     RequestSlot,
     RequestTaskExecutorInfo,
-    SlotRequestAck,
     SubmitTask,
-    TaskDeploymentDescriptor,
-    TaskExecutorGateway,
     TriggerCheckpoint,
 )
 from yarnflink.taskexecutor.slottable import SlotState
 from yarnflink.taskexecutor.taskexecutor import TaskExecutor
 
-T = TypeVar("T")
-RM_ADDRESS = "rm-1:6124"
-RM_TOKEN = "rm-token-1"
-JOB = "job-1"
-JM_ADDRESS = "jm-1:6123"
-JM_TOKEN = "jm-token-1"
-ENDLESS = 10**12  # a source that runs until it is cancelled
-
-
-class TaskExecutorUnderTest(NoGrpcServer, TaskExecutor):
-    pass
-
-
-def _static_check(te: TaskExecutorUnderTest) -> TaskExecutorGateway:
-    return te  # mypy: the TaskExecutor is a TaskExecutorGateway
-
-
-@dataclass
-class Harness:
-    te: TaskExecutorUnderTest
-    resolver: TestingGatewayResolver
-    rm: TestingResourceManagerGateway
-    jm: TestingJobMasterGateway
-
-    def call(self, fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
-        """Calls the TaskExecutor on its own loop, as its servicer does."""
-        return self.te.call(fn, timeout=10)
-
-    def request_slot(
-        self, allocation_id: str = "alloc-1", slot_index: int = 0, token: str = RM_TOKEN, jobmaster_id: str = JM_TOKEN
-    ) -> SlotRequestAck:
-        request = RequestSlot(token, slot_index, JOB, allocation_id, UNKNOWN, JM_ADDRESS, jobmaster_id)
-        return self.call(lambda: self.te.request_slot(request))
-
-    def slot_state(self, allocation_id: str) -> SlotState | None:
-        slot = self.te.slot_table.by_allocation(allocation_id)
-        return None if slot is None else slot.state
-
-    def active_slot(self, allocation_id: str = "alloc-1") -> None:
-        """A slot of job-1, offered to and accepted by its JobMaster."""
-        self.request_slot(allocation_id, slot_index=int(allocation_id.rpartition("-")[2]) - 1)
-        wait_until(lambda: self.slot_state(allocation_id) == SlotState.ACTIVE, what=f"{allocation_id} active")
-
-    def submit(self, execution_id: str, end: int = ENDLESS, allocation_id: str = "alloc-1", **config: str) -> None:
-        tdd = _source(execution_id, allocation_id, end, config)
-        self.call(lambda: self.te.submit_task(SubmitTask(JM_TOKEN, tdd)))
-
-    def states(self, execution_id: str) -> list[ExecutionState]:
-        return [u.state for u in self.jm.requests("update_task_execution_state") if u.execution_id == execution_id]
-
-    def wait_state(self, execution_id: str, state: ExecutionState) -> None:
-        def reached() -> bool:
-            updates = [u for u in self.jm.requests("update_task_execution_state") if u.execution_id == execution_id]
-            if any(u.state == state for u in updates):
-                return True
-            ended = [u for u in updates if u.state.terminal]
-            assert not ended, f"{execution_id} ended {ended[0].state.value}, not {state.value}: {ended[0].error}"
-            return False
-
-        wait_until(reached, timeout=30, what=f"{execution_id} {state.value}")
-
-    def freed(self) -> list[NotifySlotAvailable]:
-        return self.rm.requests("notify_slot_available")
-
-
-def _source(execution_id: str, allocation_id: str, end: int, config: dict[str, str]) -> TaskDeploymentDescriptor:
-    """One task: a sequence source 0 .. ``end`` (its records go nowhere)."""
-    return TaskDeploymentDescriptor(
-        job_id=JOB,
-        job_name="test",
-        vertex_id="v" * 32,
-        task_name="source",
-        execution_id=execution_id,
-        subtask_index=0,
-        parallelism=1,
-        max_parallelism=128,
-        attempt_number=0,
-        allocation_id=allocation_id,
-        operators=(
-            ChainedOperator(
-                node_id=1,
-                name="source",
-                kind="source",
-                uid="source",
-                spec=cloudpickle.dumps(SequenceSourceSpec(0, end)),
-            ),
-        ),
-        job_config=config,
-    )
-
-
-def _collecting(execution_id: str, allocation_id: str) -> TaskDeploymentDescriptor:
-    """One task: a sequence source 0 .. 99 chained to a collect sink (``execute_and_collect()``)."""
-    source = ChainedOperator(
-        node_id=1, name="source", kind="source", spec=cloudpickle.dumps(SequenceSourceSpec(0, 99)), chained_outputs=(2,)
-    )
-    sink = ChainedOperator(node_id=2, name="collect", kind="sink", spec=cloudpickle.dumps(CollectSinkSpec()))
-    return dataclasses.replace(_source(execution_id, allocation_id, 99, {}), operators=(source, sink))
-
-
-@pytest.fixture
-def start_task_executor() -> Iterator[Callable[..., Harness]]:
-    started: list[TaskExecutorUnderTest] = []
-
-    def start(registered: bool = True, start: bool = True, **kwargs: Any) -> Harness:
-        """``registered``: wait for its registration at the ResourceManager. ``start`` False: the
-        test sets its fakes' behaviour first, then calls ``h.te.start()``."""
-        resolver = TestingGatewayResolver()
-        rm = resolver.add_resource_manager(RM_ADDRESS, fencing_token=RM_TOKEN)
-        jm = resolver.add_job_master(JM_ADDRESS, jobmaster_id=JM_TOKEN)
-        options: dict[str, Any] = {"num_slots": 2, "resource_id": "te-1", "heartbeat_interval_s": 0.05}
-        te = TaskExecutorUnderTest(RM_ADDRESS, gateways=resolver, **(options | kwargs))
-        started.append(te)
-        h = Harness(te, resolver, rm, jm)
-        if start:
-            te.start()
-            if registered:
-                wait_until(lambda: bool(te.rm_token), what="registered at the ResourceManager")
-        return h
-
-    yield start
-    for te in started:
-        te.stop()
-
-
 # ---------------------------------------------------------------------------- ResourceManager
 
 
 def test_it_registers_at_the_resource_manager_with_its_slots_and_answers_its_heartbeats(
-    start_task_executor: Any,
+    start_task_executor: StartTaskExecutor,
 ) -> None:
     h = start_task_executor()
 
@@ -198,7 +72,7 @@ def test_it_registers_at_the_resource_manager_with_its_slots_and_answers_its_hea
 @pytest.mark.parametrize(
     "refusal", [RpcUnreachable("connection refused"), RpcTimeout("deadline exceeded"), FencingTokenMismatch("standby")]
 )
-def test_a_failed_registration_is_retried(start_task_executor: Any, refusal: Exception) -> None:
+def test_a_failed_registration_is_retried(start_task_executor: StartTaskExecutor, refusal: Exception) -> None:
     h = start_task_executor(start=False)
     succeed = h.rm.register_task_executor_function
     h.rm.register_task_executor_function = lambda r: (
@@ -211,7 +85,7 @@ def test_a_failed_registration_is_retried(start_task_executor: Any, refusal: Exc
     assert h.rm.count("register_task_executor") == 2
 
 
-def test_a_heartbeat_with_a_stale_resource_manager_token_is_refused(start_task_executor: Any) -> None:
+def test_a_heartbeat_with_a_stale_resource_manager_token_is_refused(start_task_executor: StartTaskExecutor) -> None:
     h = start_task_executor()
 
     for stale in ("an-old-session", ""):
@@ -221,7 +95,9 @@ def test_a_heartbeat_with_a_stale_resource_manager_token_is_refused(start_task_e
     assert h.te.stale_rpcs_rejected == 2
 
 
-def test_without_heartbeats_from_the_resource_manager_it_registers_again(start_task_executor: Any) -> None:
+def test_without_heartbeats_from_the_resource_manager_it_registers_again(
+    start_task_executor: StartTaskExecutor,
+) -> None:
     h = start_task_executor(heartbeat_timeout_s=0.3)
 
     wait_until(lambda: h.rm.count("register_task_executor") >= 2, what="registered again")
@@ -230,7 +106,9 @@ def test_without_heartbeats_from_the_resource_manager_it_registers_again(start_t
 # ---------------------------------------------------------------------------- slots
 
 
-def test_a_requested_slot_is_offered_to_the_jobmaster_and_active_once_accepted(start_task_executor: Any) -> None:
+def test_a_requested_slot_is_offered_to_the_jobmaster_and_active_once_accepted(
+    start_task_executor: StartTaskExecutor,
+) -> None:
     h = start_task_executor()
 
     ack = h.request_slot("alloc-1", slot_index=1)
@@ -248,7 +126,7 @@ def test_a_requested_slot_is_offered_to_the_jobmaster_and_active_once_accepted(s
     assert [(s.allocation_id, s.job_id) for s in report.slots] == [("", ""), ("alloc-1", JOB)]
 
 
-def test_a_slot_request_from_a_stale_resource_manager_is_refused(start_task_executor: Any) -> None:
+def test_a_slot_request_from_a_stale_resource_manager_is_refused(start_task_executor: StartTaskExecutor) -> None:
     h = start_task_executor()
 
     with pytest.raises(FencingTokenMismatch, match="stale ResourceManager"):
@@ -257,7 +135,7 @@ def test_a_slot_request_from_a_stale_resource_manager_is_refused(start_task_exec
     assert h.slot_state("alloc-1") is None and h.jm.count("offer_slots") == 0
 
 
-def test_a_request_for_a_taken_slot_is_refused(start_task_executor: Any) -> None:
+def test_a_request_for_a_taken_slot_is_refused(start_task_executor: StartTaskExecutor) -> None:
     h = start_task_executor()
     h.active_slot("alloc-1")
 
@@ -273,7 +151,7 @@ def test_a_request_for_a_taken_slot_is_refused(start_task_executor: Any) -> None
     ids=["rejected", "unreachable", "fenced"],
 )
 def test_an_offer_the_jobmaster_does_not_accept_frees_the_slot_and_tells_the_resource_manager(
-    start_task_executor: Any, answer: Callable[[Any], tuple[str, ...]]
+    start_task_executor: StartTaskExecutor, answer: Callable[[Any], tuple[str, ...]]
 ) -> None:
     h = start_task_executor()
     h.jm.offer_slots_function = answer
@@ -289,7 +167,7 @@ def test_an_offer_the_jobmaster_does_not_accept_frees_the_slot_and_tells_the_res
 # ---------------------------------------------------------------------------- tasks
 
 
-def test_a_submitted_task_runs_and_reports_its_states_in_order(start_task_executor: Any) -> None:
+def test_a_submitted_task_runs_and_reports_its_states_in_order(start_task_executor: StartTaskExecutor) -> None:
     h = start_task_executor()
     h.active_slot("alloc-1")
 
@@ -303,11 +181,11 @@ def test_a_submitted_task_runs_and_reports_its_states_in_order(start_task_execut
 
 
 def test_a_submission_from_an_unknown_jobmaster_or_for_a_task_already_here_is_refused(
-    start_task_executor: Any,
+    start_task_executor: StartTaskExecutor,
 ) -> None:
     h = start_task_executor()
     h.active_slot("alloc-1")
-    tdd = _source("exec-1", "alloc-1", ENDLESS, {})
+    tdd = source_task("exec-1", "alloc-1", ENDLESS, {})
 
     with pytest.raises(FencingTokenMismatch, match="stale JobMaster"):
         h.call(lambda: h.te.submit_task(SubmitTask("an-old-jobmaster", tdd)))
@@ -318,7 +196,7 @@ def test_a_submission_from_an_unknown_jobmaster_or_for_a_task_already_here_is_re
         h.submit("exec-1")
 
 
-def test_a_cancelled_task_reports_canceled(start_task_executor: Any) -> None:
+def test_a_cancelled_task_reports_canceled(start_task_executor: StartTaskExecutor) -> None:
     h = start_task_executor()
     h.active_slot("alloc-1")
     h.submit("exec-1")
@@ -331,7 +209,7 @@ def test_a_cancelled_task_reports_canceled(start_task_executor: Any) -> None:
         h.call(lambda: h.te.cancel_task(CancelTask(JM_TOKEN, "exec-1")))
 
 
-def test_a_cancel_from_an_unknown_jobmaster_is_refused(start_task_executor: Any) -> None:
+def test_a_cancel_from_an_unknown_jobmaster_is_refused(start_task_executor: StartTaskExecutor) -> None:
     h = start_task_executor()
     h.active_slot("alloc-1")
     h.submit("exec-1")
@@ -343,7 +221,9 @@ def test_a_cancel_from_an_unknown_jobmaster_is_refused(start_task_executor: Any)
     assert h.te.tasks["exec-1"].state == ExecutionState.RUNNING
 
 
-def test_freeing_a_slot_cancels_its_tasks_and_tells_the_resource_manager(start_task_executor: Any) -> None:
+def test_freeing_a_slot_cancels_its_tasks_and_tells_the_resource_manager(
+    start_task_executor: StartTaskExecutor,
+) -> None:
     h = start_task_executor()
     h.active_slot("alloc-1")
     h.submit("exec-1")
@@ -359,7 +239,7 @@ def test_freeing_a_slot_cancels_its_tasks_and_tells_the_resource_manager(start_t
     assert len(h.freed()) == 1
 
 
-def test_the_info_lists_the_running_tasks(start_task_executor: Any) -> None:
+def test_the_info_lists_the_running_tasks(start_task_executor: StartTaskExecutor) -> None:
     h = start_task_executor()
     h.active_slot("alloc-1")
     h.submit("exec-1")
@@ -371,7 +251,7 @@ def test_the_info_lists_the_running_tasks(start_task_executor: Any) -> None:
     assert [(t.execution_id, t.allocation_id, t.state) for t in info.tasks] == [("exec-1", "alloc-1", "RUNNING")]
 
 
-def test_released_partitions_are_forgotten(start_task_executor: Any) -> None:
+def test_released_partitions_are_forgotten(start_task_executor: StartTaskExecutor) -> None:
     h = start_task_executor()
     h.te.partitions_by_job[JOB] = {"p-1", "p-2"}  # (what a producer's deployment registers)
 
@@ -394,7 +274,7 @@ def test_released_partitions_are_forgotten(start_task_executor: Any) -> None:
     ids=["unreachable", "no-longer-leader", "silent"],
 )
 def test_a_jobmaster_that_disappears_loses_its_tasks_and_slots(
-    start_task_executor: Any, failure: Exception, options: dict[str, Any]
+    start_task_executor: StartTaskExecutor, failure: Exception, options: dict[str, Any]
 ) -> None:
     h = start_task_executor(**options)
     h.active_slot("alloc-1")
@@ -411,7 +291,7 @@ def test_a_jobmaster_that_disappears_loses_its_tasks_and_slots(
     assert JOB not in h.te.job_managers
 
 
-def test_a_disconnected_jobmaster_loses_its_slots(start_task_executor: Any) -> None:
+def test_a_disconnected_jobmaster_loses_its_slots(start_task_executor: StartTaskExecutor) -> None:
     h = start_task_executor()
     h.active_slot("alloc-1")
     h.active_slot("alloc-2")
@@ -422,7 +302,9 @@ def test_a_disconnected_jobmaster_loses_its_slots(start_task_executor: Any) -> N
     assert sorted(n.allocation_id for n in h.freed()) == ["alloc-1", "alloc-2"]
 
 
-def test_a_slot_for_a_new_jobmaster_of_the_job_replaces_the_old_connection(start_task_executor: Any) -> None:
+def test_a_slot_for_a_new_jobmaster_of_the_job_replaces_the_old_connection(
+    start_task_executor: StartTaskExecutor,
+) -> None:
     h = start_task_executor()
     h.active_slot("alloc-1")
     new = h.resolver.add_job_master("jm-2:6123", jobmaster_id="jm-token-2")
@@ -432,17 +314,19 @@ def test_a_slot_for_a_new_jobmaster_of_the_job_replaces_the_old_connection(start
 
     wait_until(lambda: new.count("offer_slots") == 1, what="offered to the new JobMaster")
     with pytest.raises(FencingTokenMismatch):  # the old JobMaster's calls are stale now
-        h.call(lambda: h.te.submit_task(SubmitTask(JM_TOKEN, _source("exec-1", "alloc-1", ENDLESS, {}))))
+        h.call(lambda: h.te.submit_task(SubmitTask(JM_TOKEN, source_task("exec-1", "alloc-1", ENDLESS, {}))))
 
 
 # ---------------------------------------------------------------------------- checkpoints
 
 
-def test_a_triggered_checkpoint_is_acknowledged_to_the_jobmaster(start_task_executor: Any, tmp_path: Path) -> None:
+def test_a_triggered_checkpoint_is_acknowledged_to_the_jobmaster(
+    start_task_executor: StartTaskExecutor, tmp_path: Path
+) -> None:
     h = start_task_executor()
     h.active_slot("alloc-1")
     config = {"execution.checkpointing.interval": "1 h", "execution.checkpointing.dir": f"file://{tmp_path}"}
-    h.submit("exec-1", **config)
+    h.submit("exec-1", config=config)
     h.wait_state("exec-1", ExecutionState.RUNNING)
 
     h.call(lambda: h.te.trigger_checkpoint(TriggerCheckpoint(JM_TOKEN, "exec-1", 1, 1_700_000_000_000)))
@@ -465,7 +349,7 @@ CHECKPOINT_CALLS: list[tuple[str, Callable[[TaskExecutor, str], Coroutine[Any, A
 
 @pytest.mark.parametrize("name, call", CHECKPOINT_CALLS, ids=[n for n, _ in CHECKPOINT_CALLS])
 def test_a_checkpoint_call_from_a_stale_jobmaster_is_refused(
-    start_task_executor: Any, name: str, call: Callable[[TaskExecutor, str], Coroutine[Any, Any, None]]
+    start_task_executor: StartTaskExecutor, name: str, call: Callable[[TaskExecutor, str], Coroutine[Any, Any, None]]
 ) -> None:
     h = start_task_executor()
     h.active_slot("alloc-1")
@@ -479,11 +363,11 @@ def test_a_checkpoint_call_from_a_stale_jobmaster_is_refused(
     assert h.te.tasks["exec-1"].state == ExecutionState.RUNNING
 
 
-def test_a_task_that_fails_reports_failed_with_its_error(start_task_executor: Any) -> None:
+def test_a_task_that_fails_reports_failed_with_its_error(start_task_executor: StartTaskExecutor) -> None:
     h = start_task_executor()
     h.active_slot("alloc-1")
     broken = dataclasses.replace(
-        _source("exec-1", "alloc-1", ENDLESS, {}),
+        source_task("exec-1", "alloc-1", ENDLESS, {}),
         operators=(ChainedOperator(node_id=1, name="source", kind="source", uid="source", spec=b"not a pickle"),),
     )
 
@@ -494,7 +378,7 @@ def test_a_task_that_fails_reports_failed_with_its_error(start_task_executor: An
     assert failed.error is not None and failed.error.exception_class and failed.error.traceback
 
 
-def test_a_state_update_the_jobmaster_could_not_take_is_sent_again(start_task_executor: Any) -> None:
+def test_a_state_update_the_jobmaster_could_not_take_is_sent_again(start_task_executor: StartTaskExecutor) -> None:
     h = start_task_executor()
     h.active_slot("alloc-1")
     take = h.jm.update_task_execution_state_function
@@ -514,14 +398,14 @@ def test_a_state_update_the_jobmaster_could_not_take_is_sent_again(start_task_ex
 
 
 def test_a_checkpoint_the_task_cannot_write_is_declined_to_the_jobmaster(
-    start_task_executor: Any, tmp_path: Path
+    start_task_executor: StartTaskExecutor, tmp_path: Path
 ) -> None:
     h = start_task_executor()
     h.active_slot("alloc-1")
     not_a_directory = tmp_path / "a-file"
     not_a_directory.write_text("")
     config = {"execution.checkpointing.interval": "1 h", "execution.checkpointing.dir": f"file://{not_a_directory}"}
-    h.submit("exec-1", **config)
+    h.submit("exec-1", config=config)
     h.wait_state("exec-1", ExecutionState.RUNNING)
 
     h.call(lambda: h.te.trigger_checkpoint(TriggerCheckpoint(JM_TOKEN, "exec-1", 1, 1_700_000_000_000)))
@@ -534,7 +418,7 @@ def test_a_checkpoint_the_task_cannot_write_is_declined_to_the_jobmaster(
     assert h.te.tasks["exec-1"].state == ExecutionState.RUNNING  # the job goes on
 
 
-def test_a_stopping_task_executor_says_goodbye_to_the_resource_manager(start_task_executor: Any) -> None:
+def test_a_stopping_task_executor_says_goodbye_to_the_resource_manager(start_task_executor: StartTaskExecutor) -> None:
     h = start_task_executor()
 
     h.te.stop()
@@ -543,10 +427,10 @@ def test_a_stopping_task_executor_says_goodbye_to_the_resource_manager(start_tas
     assert (goodbye.fencing_token, goodbye.resource_id) == (RM_TOKEN, "te-1")
 
 
-def test_a_collect_sinks_results_go_to_the_jobmaster(start_task_executor: Any) -> None:
+def test_a_collect_sinks_results_go_to_the_jobmaster(start_task_executor: StartTaskExecutor) -> None:
     h = start_task_executor()
     h.active_slot("alloc-1")
-    tdd = _collecting("exec-1", "alloc-1")
+    tdd = collecting_task("exec-1", "alloc-1")
 
     h.call(lambda: h.te.submit_task(SubmitTask(JM_TOKEN, tdd)))
 
@@ -559,7 +443,7 @@ def test_a_collect_sinks_results_go_to_the_jobmaster(start_task_executor: Any) -
 
 
 def test_a_freed_slot_the_resource_manager_did_not_hear_of_is_free_in_the_next_heartbeats_report(
-    start_task_executor: Any,
+    start_task_executor: StartTaskExecutor,
 ) -> None:
     h = start_task_executor()
     h.active_slot("alloc-1")
@@ -574,7 +458,7 @@ def test_a_freed_slot_the_resource_manager_did_not_hear_of_is_free_in_the_next_h
 
 
 def test_a_state_update_refused_by_a_jobmaster_that_no_longer_leads_is_not_sent_again(
-    start_task_executor: Any,
+    start_task_executor: StartTaskExecutor,
 ) -> None:
     h = start_task_executor()
     h.active_slot("alloc-1")
@@ -588,11 +472,11 @@ def test_a_state_update_refused_by_a_jobmaster_that_no_longer_leads_is_not_sent_
     assert h.states("exec-1") == [ExecutionState.INITIALIZING, ExecutionState.RUNNING, ExecutionState.FINISHED]
 
 
-def test_a_collect_sink_whose_results_the_jobmaster_refuses_fails(start_task_executor: Any) -> None:
+def test_a_collect_sink_whose_results_the_jobmaster_refuses_fails(start_task_executor: StartTaskExecutor) -> None:
     h = start_task_executor()
     h.active_slot("alloc-1")
     h.jm.send_coordination_data_function = raises(RpcRejected("results exceed the limit"))
-    tdd = _collecting("exec-1", "alloc-1")
+    tdd = collecting_task("exec-1", "alloc-1")
 
     h.call(lambda: h.te.submit_task(SubmitTask(JM_TOKEN, tdd)))
 

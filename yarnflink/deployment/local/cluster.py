@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from yarnflink.client.rest_client import RestClient, RestClientError
 from yarnflink.common.config import Configuration
@@ -119,7 +120,7 @@ def start_local_cluster(
     timeout: float = 90.0,
     master_args: Sequence[str] = (),
     wait_for_taskexecutors: bool = True,
-) -> tuple[subprocess.Popen[bytes], dict[str, object]]:
+) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
     """Starts the master (which starts the TaskExecutors) and waits until all have registered.
     The returned info has ``rest_url``, ``rpc_address``, ``token_file`` and ``rest_ca`` ("" when
     off), and this process's RestClients find the credentials by the URL."""
