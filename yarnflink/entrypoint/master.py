@@ -29,6 +29,7 @@ from pathlib import Path
 
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.local.driver import LocalProcessDriver
+from yarnflink.deployment.yarn.master import prepare as prepare_yarn
 from yarnflink.dispatcher.dispatcher import Dispatcher
 from yarnflink.dispatcher.leadership import DispatcherLeadership
 from yarnflink.dispatcher.options import RestOptions
@@ -229,8 +230,6 @@ def run_master(
     driver: ResourceManagerDriver | None = None
     publish = None
     if yarn:  # inside a skein ApplicationMaster: TaskExecutors are YARN containers
-        from yarnflink.deployment.yarn.master import prepare as prepare_yarn
-
         config, driver, publish = prepare_yarn(config, standby=yarn_standby)
     config = prepare_master(config, workdir or Path.cwd())  # the cluster's TLS material and REST token
     try:
