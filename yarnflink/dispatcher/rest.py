@@ -26,6 +26,7 @@ from yarnflink.dispatcher.options import RestOptions, WebOptions
 from yarnflink.dispatcher.rest_errors import NotFound, RestError, parse_job_id
 from yarnflink.dispatcher.rest_monitoring import monitoring_router
 from yarnflink.dispatcher.rest_openapi import doc, install_openapi_fixups
+from yarnflink.dispatcher.views import task_manager_json
 from yarnflink.jobgraph.jobgraph import JobGraph, JobGraphError
 from yarnflink.jobmaster.jobmaster import JobSubmissionException
 from yarnflink.metrics.prometheus import active_reporter_address
@@ -121,12 +122,12 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
 
     @app.get("/overview", summary="Cluster overview", response_model=None, responses=doc(m.ClusterOverview))
     async def overview() -> dict[str, Any]:
-        tms, total, free = await dispatcher.rm.call_async(dispatcher.rm.slot_totals)
+        resources = await dispatcher.resource_manager_gateway.request_resource_overview()
         states = [o["state"] for o in await dispatcher.overviews()]
         return {
-            "taskmanagers": tms,
-            "slots-total": total,
-            "slots-available": free,
+            "taskmanagers": resources.number_task_managers,
+            "slots-total": resources.number_registered_slots,
+            "slots-available": resources.number_free_slots,
             "jobs-running": sum(s not in ("FINISHED", "CANCELED", "FAILED") for s in states),
             "jobs-finished": states.count("FINISHED"),
             "jobs-cancelled": states.count("CANCELED"),
@@ -142,7 +143,8 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
         responses=doc(m.TaskManagersList),
     )
     async def taskmanagers() -> dict[str, Any]:
-        return {"taskmanagers": await dispatcher.rm.call_async(dispatcher.rm.task_managers_info)}
+        infos = await dispatcher.resource_manager_gateway.request_task_manager_info()
+        return {"taskmanagers": [task_manager_json(tm) for tm in infos]}
 
     @app.delete("/cluster", summary="Shut the cluster down", response_model=None, responses=doc(m.Empty))
     async def shutdown() -> dict[str, Any]:

@@ -46,6 +46,7 @@ from yarnflink.metrics.store import (
     parse_get,
     parse_subtasks,
 )
+from yarnflink.resourcemanager.gateway import TaskManagerInfo
 
 if TYPE_CHECKING:
     from yarnflink.dispatcher.dispatcher import Dispatcher
@@ -268,12 +269,12 @@ def monitoring_router(dispatcher: Dispatcher) -> APIRouter:
     )
     async def jobmanager_metrics(get: str | None = Query(None)) -> Any:
         values = process_metrics().snapshot()
-        tms, total, free = await dispatcher.rm.call_async(dispatcher.rm.slot_totals)
+        cluster = await dispatcher.resource_manager_gateway.request_resource_overview()
         values.update(
             {
-                n.NUM_REGISTERED_TASK_MANAGERS: float(tms),
-                n.TASK_SLOTS_TOTAL: float(total),
-                n.TASK_SLOTS_AVAILABLE: float(free),
+                n.NUM_REGISTERED_TASK_MANAGERS: float(cluster.number_task_managers),
+                n.TASK_SLOTS_TOTAL: float(cluster.number_registered_slots),
+                n.TASK_SLOTS_AVAILABLE: float(cluster.number_free_slots),
                 n.NUM_RUNNING_JOBS: float(sum(1 for e in dispatcher.jobs.values() if e.archive is None)),
             }
         )
@@ -314,13 +315,13 @@ def monitoring_router(dispatcher: Dispatcher) -> APIRouter:
         return master_log(logfiles.stdout_name())
 
     # ------------------------------------------------------------------ TaskExecutors
-    async def tm_info(tm_id: str, **kw: Any) -> tuple[dict[str, Any], Any]:
+    async def tm_info(tm_id: str, **kw: Any) -> tuple[TaskManagerInfo, Any]:
         try:
             tm = await fetcher.find_task_manager(tm_id)
         except UnknownTaskManager:
             raise NotFound(f"TaskManager {tm_id} not found") from None
         try:
-            return tm, await fetcher.request_info(tm["path"], **kw)
+            return tm, await fetcher.request_info(tm.rpc_address, **kw)
         except RpcException as e:
             raise RestError(503, f"TaskManager {tm_id} did not answer: {e}") from None
 

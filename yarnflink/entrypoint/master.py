@@ -38,6 +38,7 @@ from yarnflink.highavailability.errors import HighAvailabilityError
 from yarnflink.highavailability.services import HighAvailabilityServices, create_ha_services, ha_enabled
 from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.resourcemanager.driver import ResourceManagerDriver
+from yarnflink.resourcemanager.local_gateway import LocalResourceManagerGateway
 from yarnflink.resourcemanager.options import ResourceManagerOptions
 from yarnflink.resourcemanager.resourcemanager import ResourceManager
 from yarnflink.security import prepare_master
@@ -100,7 +101,7 @@ class MasterProcess:
             rest_host = "127.0.0.1"
         self.dispatcher = Dispatcher(
             config,
-            self.rm,
+            LocalResourceManagerGateway(self.rm),
             rest_host=rest_host,
             rest_port=int(config.get(RestOptions.PORT)),
             on_shutdown_request=self._stop.set,
