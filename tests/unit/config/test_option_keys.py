@@ -27,11 +27,6 @@ ROOT = PACKAGE.parent
 #: Keys under PASSTHROUGH_PREFIXES that no option declares (``spark.master``, ``env.java.opts``) are
 #: not registered keys, so they need no entry here.
 EXCEPTIONS: dict[str, str] = {
-    # TEMPORARY, converted last (being rewritten on other branches of issue 16)
-    "yarnflink/dispatcher/dispatcher.py": "TEMPORARY",
-    "yarnflink/jobmaster/jobmaster.py": "TEMPORARY",
-    "yarnflink/resourcemanager/resourcemanager.py": "TEMPORARY",
-    "yarnflink/taskexecutor/task.py": "TEMPORARY",
 }
 
 
