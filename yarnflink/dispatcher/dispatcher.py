@@ -11,15 +11,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from yarnflink.common.config import Configuration
+from yarnflink.common.config import ConfigOption, Configuration
 from yarnflink.dispatcher.metric_fetcher import MetricFetcher
 from yarnflink.dispatcher.views import job_config_json, plan_json, with_metrics
 from yarnflink.jobgraph.jobgraph import JobGraph
 from yarnflink.jobmaster.gateway import JobMasterControlGateway
 from yarnflink.jobmaster.jobmaster import JobMaster
 from yarnflink.jobmaster.local_gateway import LocalJobMasterGateway
+from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.jobmaster.views import exceptions_json, job_overview, monitoring_snapshot, savepoint_results
 from yarnflink.metrics.store import MetricStore, TaskMetricsEntry, merge_entries
+from yarnflink.resourcemanager.options import HeartbeatManagerOptions
 from yarnflink.resourcemanager.resourcemanager import ResourceManager
 from yarnflink.rpc.clients import GrpcGatewayResolver
 from yarnflink.rpc.endpoint import RpcEndpoint
@@ -240,9 +242,9 @@ class Dispatcher(RpcEndpoint):
             self.rest_host if self.rest_host not in ("0.0.0.0", "") else "127.0.0.1",
             self.rm.address,
             on_terminated=lambda m: self._job_terminated_on_jm_loop(m),
-            slot_request_timeout_s=cfg.get_seconds("slot.request.timeout"),
-            heartbeat_interval_s=cfg.get_seconds("heartbeat.interval"),
-            heartbeat_timeout_s=cfg.get_seconds("heartbeat.timeout"),
+            slot_request_timeout_s=_seconds(cfg, JobManagerOptions.SLOT_REQUEST_TIMEOUT),
+            heartbeat_interval_s=_seconds(cfg, HeartbeatManagerOptions.HEARTBEAT_INTERVAL),
+            heartbeat_timeout_s=_seconds(cfg, HeartbeatManagerOptions.HEARTBEAT_TIMEOUT),
             config=cfg,  # restart and failover strategies, slot.idle.timeout (the job's config wins)
             gateways=self._job_master_gateways() if self._job_master_gateways is not None else None,
             **ha_kwargs,
@@ -411,3 +413,10 @@ class Dispatcher(RpcEndpoint):
     async def job_details_with_metrics(self, job_id: str) -> dict[str, Any]:
         snap = await self.job_monitoring(job_id)
         return with_metrics(snap["details"], snap["metrics"], self.entry(job_id).plan)
+
+
+def _seconds(config: Configuration, option: ConfigOption) -> float:
+    """A duration option that has a default, in seconds."""
+    seconds = config.get_seconds(option)
+    assert seconds is not None, f"{option.key} has a default"
+    return seconds
