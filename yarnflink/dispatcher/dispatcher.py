@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from yarnflink.common.config import Configuration
+from yarnflink.common.config import ConfigOption, Configuration
 from yarnflink.dispatcher.metric_fetcher import MetricFetcher
 from yarnflink.dispatcher.views import job_config_json, plan_json, with_metrics
 from yarnflink.jobgraph.jobgraph import JobGraph
@@ -254,9 +254,9 @@ class Dispatcher(RpcEndpoint):
             self.rest_host if self.rest_host not in ("0.0.0.0", "") else "127.0.0.1",
             self.resource_manager_gateway.address,
             on_terminated=lambda m: self._job_terminated_on_jm_loop(m),
-            slot_request_timeout_s=cfg.get_seconds(JobManagerOptions.SLOT_REQUEST_TIMEOUT),
-            heartbeat_interval_s=cfg.get_seconds(HeartbeatManagerOptions.HEARTBEAT_INTERVAL),
-            heartbeat_timeout_s=cfg.get_seconds(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT),
+            slot_request_timeout_s=_seconds(cfg, JobManagerOptions.SLOT_REQUEST_TIMEOUT),
+            heartbeat_interval_s=_seconds(cfg, HeartbeatManagerOptions.HEARTBEAT_INTERVAL),
+            heartbeat_timeout_s=_seconds(cfg, HeartbeatManagerOptions.HEARTBEAT_TIMEOUT),
             config=cfg,  # restart and failover strategies, slot.idle.timeout (the job's config wins)
             gateways=self._job_master_gateways() if self._job_master_gateways is not None else None,
             **ha_kwargs,
@@ -420,3 +420,10 @@ class Dispatcher(RpcEndpoint):
     async def job_details_with_metrics(self, job_id: str) -> dict[str, Any]:
         snap = await self.job_monitoring(job_id)
         return with_metrics(snap["details"], snap["metrics"], self.entry(job_id).plan)
+
+
+def _seconds(config: Configuration, option: ConfigOption) -> float:
+    """A duration option that has a default, in seconds."""
+    seconds = config.get_seconds(option)
+    assert seconds is not None, f"{option.key} has a default"
+    return seconds
