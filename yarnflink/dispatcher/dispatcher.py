@@ -12,16 +12,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from yarnflink.checkpoint.config import CheckpointConfig
 from yarnflink.common.config import ConfigOption, Configuration
+from yarnflink.dispatcher.errors import DuplicateJobSubmission, UnknownJob
+from yarnflink.dispatcher.leadership import NotLeader
 from yarnflink.dispatcher.metric_fetcher import MetricFetcher
+from yarnflink.dispatcher.monitoring import start_master_reporter
+from yarnflink.dispatcher.rest import start_rest_server
 from yarnflink.dispatcher.views import job_config_json, plan_json, with_metrics
 from yarnflink.jobgraph.jobgraph import JobGraph
 from yarnflink.jobmaster.gateway import JobMasterControlGateway
-from yarnflink.jobmaster.jobmaster import JobMaster
+from yarnflink.jobmaster.jobmaster import JobMaster, job_configuration
 from yarnflink.jobmaster.local_gateway import LocalJobMasterGateway
 from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.jobmaster.views import job_archive, job_overview, savepoint_results
 from yarnflink.metrics.options import MetricOptions
+from yarnflink.metrics.prometheus import stop_reporter
 from yarnflink.metrics.store import MetricStore, TaskMetricsEntry, merge_entries
 from yarnflink.resourcemanager.gateway import ResourceManagerControlGateway
 from yarnflink.resourcemanager.options import HeartbeatManagerOptions
@@ -34,14 +40,6 @@ log = logging.getLogger(__name__)
 
 #: How long an ended job's JobMaster runs on to free its slots before it is stopped.
 JOB_MASTER_LINGER_S = 2.0
-
-
-class DuplicateJobSubmission(Exception):
-    pass
-
-
-class UnknownJob(KeyError):
-    pass
 
 
 @dataclass
@@ -113,9 +111,6 @@ class Dispatcher(RpcEndpoint):
         return f"{scheme}://{self.rest_host}:{self.rest_port}"
 
     async def on_start(self) -> None:
-        from yarnflink.dispatcher.monitoring import start_master_reporter
-        from yarnflink.dispatcher.rest import start_rest_server
-
         if self._gateways is None:
             self._gateways = GrpcGatewayResolver()
         self.metric_fetcher = MetricFetcher(
@@ -130,8 +125,6 @@ class Dispatcher(RpcEndpoint):
         self._metric_reporter = start_master_reporter(self)
 
     async def on_stop(self) -> None:
-        from yarnflink.metrics.prometheus import stop_reporter
-
         masters = [e.master for e in self.jobs.values() if e.master is not None]
         loop = asyncio.get_running_loop()
         if self._metric_reporter is not None:
@@ -234,10 +227,6 @@ class Dispatcher(RpcEndpoint):
         ha = self.leadership
         session: str | None = None
         if ha is not None:
-            from yarnflink.checkpoint.config import CheckpointConfig
-            from yarnflink.dispatcher.leadership import NotLeader
-            from yarnflink.jobmaster.jobmaster import job_configuration
-
             session = ha.state.session_id  # the current grant (recovering jobs: not yet accepting)
             if session is None:
                 raise NotLeader(ha.leader_rest_url)
