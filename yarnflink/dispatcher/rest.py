@@ -22,6 +22,7 @@ from yarnflink.dispatcher import rest_models as m
 from yarnflink.dispatcher.options import RestOptions, WebOptions
 from yarnflink.dispatcher.rest_monitoring import NotFound, monitoring_router
 from yarnflink.dispatcher.rest_openapi import doc, install_openapi_fixups
+from yarnflink.highavailability.errors import LeadershipLostError
 from yarnflink.jobgraph.jobgraph import JobGraph, JobGraphError
 from yarnflink.security.limits import JobGraphTooLarge, check_job_graph_size
 from yarnflink.security.rest import install_rest_security, uvicorn_ssl_options
@@ -92,8 +93,19 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
         msgs = [f"{'.'.join(str(p) for p in err.get('loc', ()))}: {err.get('msg')}" for err in e.errors()]
         return JSONResponse({"errors": msgs or ["bad request"]}, status_code=400)
 
+    @app.exception_handler(NotLeader)
+    @app.exception_handler(LeadershipLostError)
+    async def _leadership_lost(_: Request, e: Exception) -> JSONResponse:
+        # e.g. a leader resuming from a freeze handles requests before it learns it was deposed:
+        # its fenced writes fail and nothing of the request stays; the client asks the leader
+        log.info("REST request refused, this master does not lead: %s", e)
+        return _not_leader(dispatcher)
+
     @app.exception_handler(Exception)
     async def _internal(_: Request, e: Exception) -> JSONResponse:
+        if _lost_leadership(e):  # wrapped (an ExceptionGroup, a chained cause): still a 503
+            log.info("REST request refused, this master does not lead: %s", e)
+            return _not_leader(dispatcher)
         log.exception("REST handler failed")
         return _error(500, f"Internal server error: {type(e).__name__}: {e}")
 
@@ -374,10 +386,33 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
 
 
 def _not_leader(dispatcher: Dispatcher) -> JSONResponse:
+    """503 naming the leader's REST URL as leader retrieval knows it, never this master's own:
+    a deposed leader may answer before its own, now stale, publication is replaced."""
     from yarnflink.dispatcher.leadership import NotLeader
 
     url = dispatcher.leadership.leader_rest_url if dispatcher.leadership is not None else None
+    if url is not None and url.rstrip("/") == dispatcher.rest_url.rstrip("/"):
+        url = None
     return JSONResponse({"errors": [str(NotLeader(url))], "leader": url}, status_code=503)
+
+
+def _lost_leadership(error: BaseException) -> bool:
+    """Whether ``error`` is, wraps or was caused by a fenced action of a master that no longer leads."""
+    from yarnflink.dispatcher.leadership import NotLeader
+
+    seen: set[int] = set()
+    pending = [error]
+    while pending:
+        e = pending.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, (LeadershipLostError, NotLeader)):
+            return True
+        pending += [c for c in (e.__cause__, e.__context__) if c is not None]
+        if isinstance(e, BaseExceptionGroup):
+            pending += list(e.exceptions)
+    return False
 
 
 def _job_id(value: str) -> str:
