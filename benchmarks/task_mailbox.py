@@ -10,7 +10,9 @@ loopback in this one process (no cluster: the figures are the task's own).
 * ``idle notify->operator``: ``notify_checkpoint`` to a consumer blocked on empty input, until its
   operator's ``notify_checkpoint_complete`` runs (a sink's commit).
 * ``throughput``: rows/s from a source to a counting consumer until both finish, with 64 Ki-row
-  batches and checkpointing off, and with 1 Ki-row batches and checkpointing on.
+  batches and checkpointing off, and with 1 Ki-row batches and checkpointing on; and rows per CPU
+  second of the two task threads (``time.thread_time``), which a loaded machine disturbs far less
+  (pinned to one core with ``taskset -c 1``, run to run within a few percent).
 
     python -m benchmarks.task_mailbox [--runs 3] [--triggers 40] [--rows 50000000] [--json]
 """
@@ -36,6 +38,7 @@ from yarnflink.common.records import Batch
 from yarnflink.network import ShuffleEnvironment
 from yarnflink.operators import factory
 from yarnflink.operators.base import StreamOperator
+from yarnflink.operators.memory import tune_allocator
 from yarnflink.operators.sources import SequenceSource
 from yarnflink.operators.specs import SequenceSourceSpec
 from yarnflink.taskexecutor.task import Task
@@ -266,23 +269,40 @@ def idle_task_latencies(triggers: int, rng: random.Random) -> tuple[list[float],
         Counter.instances.clear()
 
 
+class TaskCpu:
+    """A task state reporter (called on the task's thread) that sums the CPU time each task
+    thread spends from RUNNING to its end: the tasks' own cost, apart from the rest of the
+    process and from other processes on the machine."""
+
+    def __init__(self) -> None:
+        self.started: dict[str, float] = {}
+        self.seconds = 0.0
+
+    def __call__(self, task: Task, state: Any, error: Any) -> None:
+        if state.value == "RUNNING":
+            self.started[task.name] = time.thread_time()
+        elif state.value in ("FINISHED", "FAILED", "CANCELED") and task.name in self.started:
+            self.seconds += time.thread_time() - self.started.pop(task.name)
+
+
 def throughput(rows: int, batch_rows: int, config: dict[str, str]) -> tuple[float, float]:
-    """(rows per second, rows per CPU second of this process) from a source task to a counting
-    consumer task, start to both finished. The second holds up better on a loaded machine."""
+    """(rows per second, rows per CPU second of the two task threads) from a source task to a
+    counting consumer task, start to both finished. The second holds up on a loaded machine."""
     env = ShuffleEnvironment("127.0.0.1", 0)
     env.start()
-    source = _task(source_tdd("src", rows, batch_rows, config), env)
-    consumer = _task(counter_tdd("sink", "p-src", env.address, config), env)
+    cpu = TaskCpu()
+    source = Task(source_tdd("src", rows, batch_rows, config), env, cpu, lambda kind, payload: None)
+    consumer = Task(counter_tdd("sink", "p-src", env.address, config), env, cpu, lambda kind, payload: None)
     try:
-        started, cpu = time.perf_counter(), time.process_time()
+        started = time.perf_counter()
         source.start()
         consumer.start()
         source.join(600)
         consumer.join(600)
-        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+        elapsed = time.perf_counter() - started
         if consumer.state.value != "FINISHED" or Counter.instances["sink"].rows != rows:
             raise RuntimeError(f"the consumer ended {consumer.state.value} with {Counter.instances['sink'].rows} rows")
-        return rows / elapsed, rows / max(cpu, 1e-9)
+        return rows / elapsed, rows / max(cpu.seconds, 1e-9)
     finally:
         for t in (source, consumer):
             t.cancel()
@@ -306,6 +326,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--json", action="store_true", help="one JSON object instead of the table")
     args = parser.parse_args(argv)
+    # as a TaskExecutor process does (yarnflink/entrypoint/taskexecutor.py): without it, glibc's
+    # trimming makes page faults of 64 Ki-row batches, and how many depends on when each batch
+    # happens to be freed rather than on the task's work
+    tune_allocator()
     _register_operators()
     rng = random.Random(args.seed)
     latencies: dict[str, list[float]] = {
@@ -342,7 +366,7 @@ def main(argv: list[str] | None = None) -> None:
         cpu = [c for _, c in runs]
         print(
             f"throughput {name:26s} rows/s: {'  '.join(f'{x / 1e6:.1f}M' for x in wall)}"
-            f" (median {statistics.median(wall) / 1e6:.1f}M);  rows/CPU-s: {'  '.join(f'{x / 1e6:.1f}M' for x in cpu)}"
+            f" (median {statistics.median(wall) / 1e6:.1f}M);  rows/task-CPU-s: {'  '.join(f'{x / 1e6:.1f}M' for x in cpu)}"
             f" (median {statistics.median(cpu) / 1e6:.1f}M)"
         )
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from yarnflink.deployment.local.cluster import _pid_alive
+from yarnflink.client.sessions import pid_alive as _pid_alive
 
 from .conftest import wait_until
 

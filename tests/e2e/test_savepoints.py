@@ -270,7 +270,7 @@ def test_state_processor_api_bootstrap_run_savepoint_read(sp_cluster: Cluster, t
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
-    from yarnflink.state import bootstrap_savepoint, read_savepoint
+    from yarnflink.state_processor import bootstrap_savepoint, read_savepoint
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     spark = (

@@ -45,8 +45,10 @@ from yarnflink.resourcemanager.gateway import (
     NotifySlotAvailable,
     RegisterJobMaster,
     RegisterTaskExecutor,
+    ResourceOverview,
     SlotReport,
     TaskExecutorRegistrationSuccess,
+    TaskManagerInfo,
 )
 from yarnflink.taskexecutor.gateway import (
     CancelTask,
@@ -246,8 +248,10 @@ class TestingJobMasterGateway(_TestingGateway):
 
 
 class TestingResourceManagerGateway(_TestingGateway):
-    """A ResourceManager as TaskExecutors and JobMasters see it. Default answers: registrations
-    succeed with ``fencing_token`` and fast heartbeats; a JobMaster's heartbeat finds its job known."""
+    """A ResourceManager as TaskExecutors and JobMasters see it (ResourceManagerGateway), and as the
+    Dispatcher does (ResourceManagerControlGateway). Default answers: registrations succeed with
+    ``fencing_token`` and fast heartbeats; a JobMaster's heartbeat finds its job known; no
+    TaskExecutor is registered. The control calls' request is ``None``."""
 
     __test__ = False
 
@@ -279,6 +283,10 @@ class TestingResourceManagerGateway(_TestingGateway):
         self.declare_required_resources_function: Callable[[DeclareRequiredResources], Answer[None]] = _ack
         self.disconnect_job_master_function: Callable[[DisconnectJobMaster], Answer[None]] = _ack
         self.heartbeat_from_job_master_function: Callable[[JobMasterHeartbeat], Answer[bool]] = lambda r: True
+        self.request_task_manager_info_function: Callable[[None], Answer[tuple[TaskManagerInfo, ...]]] = lambda r: ()
+        self.request_resource_overview_function: Callable[[None], Answer[ResourceOverview]] = lambda r: (
+            ResourceOverview(0, 0, 0)
+        )
 
     async def register_task_executor(
         self, request: RegisterTaskExecutor, *, timeout: float = RPC_TIMEOUT_S
@@ -309,6 +317,17 @@ class TestingResourceManagerGateway(_TestingGateway):
     async def heartbeat_from_job_master(self, request: JobMasterHeartbeat, *, timeout: float = RPC_TIMEOUT_S) -> bool:
         return await self._answer(
             "heartbeat_from_job_master", request, self.heartbeat_from_job_master_function, timeout
+        )
+
+    # ------------------------------------------------------------------ ResourceManagerControlGateway
+    async def request_task_manager_info(self) -> tuple[TaskManagerInfo, ...]:
+        return await self._answer(
+            "request_task_manager_info", None, self.request_task_manager_info_function, RPC_TIMEOUT_S
+        )
+
+    async def request_resource_overview(self) -> ResourceOverview:
+        return await self._answer(
+            "request_resource_overview", None, self.request_resource_overview_function, RPC_TIMEOUT_S
         )
 
 

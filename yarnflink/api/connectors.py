@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from yarnflink.operators.specs import DiscardingSinkSpec, FileSinkSpec, FileSourceSpec
+
 SOURCE_FORMATS = ("parquet", "csv", "jsonl")
 SINK_FORMATS = ("jsonl", "parquet", "csv")
 _EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
@@ -58,8 +60,6 @@ class FileSource:
         self.storage_options = _check_storage_options(self.storage_options, "FileSource")
 
     def to_spec(self) -> Any:
-        from yarnflink.operators.specs import FileSourceSpec
-
         return FileSourceSpec(path=self.path, format=self.format, storage_options=dict(self.storage_options))  # type: ignore[arg-type]
 
 
@@ -78,8 +78,6 @@ class FileSink:
         self.storage_options = _check_storage_options(self.storage_options, "FileSink")
 
     def to_spec(self) -> Any:
-        from yarnflink.operators.specs import FileSinkSpec
-
         return FileSinkSpec(path=self.path, format=self.format, storage_options=dict(self.storage_options))  # type: ignore[arg-type]
 
 
@@ -88,6 +86,4 @@ class DiscardingSink:
     """Drops every record (Flink's DiscardingSink), e.g. for benchmarks."""
 
     def to_spec(self) -> Any:
-        from yarnflink.operators.specs import DiscardingSinkSpec
-
         return DiscardingSinkSpec()

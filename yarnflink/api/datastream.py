@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from yarnflink.api.common import SlotSharingGroup
 from yarnflink.api.connectors import DiscardingSink, FileSink
 from yarnflink.api.transformations import Input, Transformation
+from yarnflink.api.windowing import WindowedStream
 from yarnflink.jobgraph.jobgraph import MAX_PARALLELISM_LIMIT
 from yarnflink.operators.specs import (
     AggregateSpec,
@@ -30,6 +31,8 @@ from yarnflink.operators.specs import (
     ReduceSpec,
     SparkSpec,
 )
+from yarnflink.operators.watermarks import TimestampsAndWatermarksSpec, WatermarkStrategy
+from yarnflink.operators.windows import OutputTag, SideOutputSelectSpec
 from yarnflink.streaming.graph import ChainingStrategy
 
 if TYPE_CHECKING:
@@ -275,8 +278,6 @@ class DataStream(_OperatorSettings):
     # ------------------------------------------------------------------ event time (yarnflink.api.windowing)
     def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> DataStream:
         """Give records timestamps and emit watermarks: a ``WatermarkStrategy``."""
-        from yarnflink.operators.watermarks import TimestampsAndWatermarksSpec, WatermarkStrategy
-
         if not isinstance(watermark_strategy, WatermarkStrategy):
             raise TypeError(
                 f"assign_timestamps_and_watermarks() needs a WatermarkStrategy, got {_describe(watermark_strategy)}"
@@ -285,12 +286,25 @@ class DataStream(_OperatorSettings):
 
     def get_side_output(self, output_tag: Any) -> DataStream:
         """The records this operator sent to the side output ``output_tag`` (an ``OutputTag``)."""
-        from yarnflink.api.windowing import side_output
-
-        return side_output(self, output_tag)
+        if not isinstance(output_tag, OutputTag):
+            raise TypeError(f"get_side_output() needs an OutputTag, got {type(output_tag).__name__} {output_tag!r}")
+        producer = self._side_output_producer()
+        t = self._env._add_transformation(
+            f"Side Output '{output_tag.tag_id}'", SideOutputSelectSpec(output_tag.tag_id), "operator", [Input(producer)]
+        )
+        t.parallelism = producer.parallelism
+        return DataStream(self._env, t)
 
     def _side_output_producer(self) -> Transformation:
         return self._op("get_side_output")
+
+    def _stream_of(self, t: Transformation, with_side_outputs: bool = False) -> DataStream:
+        """The stream of operator ``t`` (added after this one); ``with_side_outputs``: its main output
+        goes through a chained selector that drops the side records (see ``SideOutputStream``)."""
+        if not with_side_outputs:
+            return DataStream(self._env, t)
+        main_t = self._env._add_transformation("Main Output", SideOutputSelectSpec(None), "operator", [Input(t)])
+        return SideOutputStream(self._env, main_t, t)
 
     # ------------------------------------------------------------------ partitioning
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
@@ -410,9 +424,59 @@ class KeyedStream(DataStream):
     def window(self, window_assigner: Any) -> Any:
         """Keyed windows: ``window(TumblingEventTimeWindows.of(Time.seconds(5)))`` then
         ``reduce`` / ``aggregate`` / ``process`` / ``apply`` (a ``WindowedStream``)."""
-        from yarnflink.api.windowing import WindowedStream
-
         return WindowedStream(self, window_assigner)
+
+
+class SideOutputStream(DataStream):
+    """The main output of an operator with side outputs: operator settings apply to the
+    producing operator (and to the chained selector, so that they stay chained).
+
+    Side outputs without graph support: an operator with side outputs emits side records wrapped in
+    ``SideOutputRecord`` in its one output stream; its main output is that stream through a chained
+    ``SideOutputSelectOperator`` that drops them, and ``get_side_output(tag)`` adds one that keeps
+    (and unwraps) the records of that tag. The selector is only added when a side output is declared.
+    """
+
+    def __init__(self, env: Any, main: Transformation, producer: Transformation):
+        super().__init__(env, main)
+        self._producer = producer
+
+    def _side_output_producer(self) -> Transformation:
+        return self._producer
+
+    def _both(self, method: str, *args: Any) -> Any:
+        getattr(DataStream(self._env, self._producer), method)(*args)
+        getattr(DataStream(self._env, self._t), method)(*args)
+        return self
+
+    def set_parallelism(self, parallelism: int) -> Any:
+        return self._both("set_parallelism", parallelism)
+
+    def set_max_parallelism(self, max_parallelism: int) -> Any:
+        return self._both("set_max_parallelism", max_parallelism)
+
+    def force_non_parallel(self) -> Any:
+        return self._both("force_non_parallel")
+
+    def slot_sharing_group(self, slot_sharing_group: Any) -> Any:
+        return self._both("slot_sharing_group", slot_sharing_group)
+
+    def name(self, name: str) -> Any:
+        DataStream(self._env, self._producer).name(name)
+        return self
+
+    def uid(self, uid: str) -> Any:
+        DataStream(self._env, self._producer).uid(uid)
+        DataStream(self._env, self._t).uid(f"{uid}-main-output")
+        return self
+
+    def disable_chaining(self) -> Any:
+        DataStream(self._env, self._producer).disable_chaining()
+        return self
+
+    def start_new_chain(self) -> Any:
+        DataStream(self._env, self._producer).start_new_chain()
+        return self
 
 
 class DataStreamSink(_OperatorSettings):

@@ -28,6 +28,7 @@ from yarnflink.common.config import Configuration
 from yarnflink.jobgraph.jobgraph import JobGraph
 from yarnflink.jobgraph.options import CoreOptions, ExecutionOptions, PipelineOptions
 from yarnflink.operators.specs import CollectionSourceSpec, SequenceSourceSpec
+from yarnflink.streaming.describe import job_graph_summary_json
 from yarnflink.streaming.graph import StreamGraph
 from yarnflink.streaming.jobgraph_generator import create_job_graph
 
@@ -263,8 +264,6 @@ class StreamExecutionEnvironment:
 
     def get_execution_plan(self) -> str:
         """JSON plan (Flink's ``/jobs/:id/plan`` shape) of the operators defined so far."""
-        from yarnflink.streaming.describe import job_graph_summary_json
-
         return json.dumps(job_graph_summary_json(self.get_job_graph()), indent=2)
 
     # ------------------------------------------------------------------ execution

@@ -1,23 +1,12 @@
-"""``WindowedStream`` (``key_by(...).window(assigner)``) and the side-output plumbing of the
-DataStream API (PyFlink's names).
-
-Side outputs without graph support: an operator with side outputs emits side records wrapped in
-``SideOutputRecord`` in its one output stream; its main output is that stream through a chained
-``SideOutputSelectOperator`` that drops them, and ``get_side_output(tag)`` adds one that keeps
-(and unwraps) the records of that tag. The selector is only added when a side output is declared.
-"""
+"""``WindowedStream`` (``key_by(...).window(assigner)``) of the DataStream API (PyFlink's names).
+The window operator's streams (and its late-data side output) are made by the KeyedStream it
+windows (``yarnflink.api.datastream``), which this module knows only as a type."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from yarnflink.api.transformations import Input, Transformation
-from yarnflink.operators.windows import (
-    OutputTag,
-    SideOutputSelectSpec,
-    WindowAssigner,
-    WindowSpec,
-)
+from yarnflink.operators.windows import OutputTag, WindowAssigner, WindowSpec
 from yarnflink.state.descriptors import check_aggregate_function, to_millis
 
 if TYPE_CHECKING:
@@ -98,8 +87,6 @@ class WindowedStream:
         return self._result("apply", None, _window_fn(window_function, optional=False))
 
     def _result(self, kind: str, function: Any, window_function: Any) -> DataStream:
-        from yarnflink.api.datastream import DataStream
-
         spec = WindowSpec(
             assigner=self._assigner,
             key_selector=self._keyed.get_key_selector(),
@@ -111,11 +98,7 @@ class WindowedStream:
         )
         name = f"Window({self._assigner!r}, {kind})"
         window_t = self._keyed._add(name, spec)
-        if self._late_tag is None:
-            return DataStream(self._keyed._env, window_t)
-        env = self._keyed._env
-        main_t = env._add_transformation("Main Output", SideOutputSelectSpec(None), "operator", [Input(window_t)])
-        return SideOutputStream(env, main_t, window_t)
+        return self._keyed._stream_of(window_t, with_side_outputs=self._late_tag is not None)
 
 
 def _window_fn(fn: Any, optional: bool) -> Any:
@@ -128,79 +111,3 @@ def _window_fn(fn: Any, optional: bool) -> Any:
     if callable(getattr(fn, "process", None)) or callable(getattr(fn, "apply", None)) or callable(fn):
         return fn
     raise TypeError(f"expected a ProcessWindowFunction or WindowFunction, got {_describe(fn)}")
-
-
-def side_output(stream: DataStream, output_tag: OutputTag) -> DataStream:
-    """``stream.get_side_output(tag)``: the records the operator of ``stream`` sent to ``tag``."""
-    from yarnflink.api.datastream import DataStream
-
-    if not isinstance(output_tag, OutputTag):
-        raise TypeError(f"get_side_output() needs an OutputTag, got {_describe(output_tag)}")
-    producer = stream._side_output_producer()
-    env = stream._env
-    t = env._add_transformation(
-        f"Side Output '{output_tag.tag_id}'", SideOutputSelectSpec(output_tag.tag_id), "operator", [Input(producer)]
-    )
-    t.parallelism = producer.parallelism
-    return DataStream(env, t)
-
-
-def _make_side_output_stream_class() -> type:
-    from yarnflink.api.datastream import DataStream
-
-    class SideOutputStream(DataStream):
-        """The main output of an operator with side outputs: operator settings apply to the
-        producing operator (and to the chained selector, so that they stay chained)."""
-
-        def __init__(self, env: Any, main: Transformation, producer: Transformation):
-            super().__init__(env, main)
-            self._producer = producer
-
-        def _side_output_producer(self) -> Transformation:
-            return self._producer
-
-        def _both(self, method: str, *args: Any) -> Any:
-            getattr(DataStream(self._env, self._producer), method)(*args)
-            getattr(DataStream(self._env, self._t), method)(*args)
-            return self
-
-        def set_parallelism(self, parallelism: int) -> Any:
-            return self._both("set_parallelism", parallelism)
-
-        def set_max_parallelism(self, max_parallelism: int) -> Any:
-            return self._both("set_max_parallelism", max_parallelism)
-
-        def force_non_parallel(self) -> Any:
-            return self._both("force_non_parallel")
-
-        def slot_sharing_group(self, slot_sharing_group: Any) -> Any:
-            return self._both("slot_sharing_group", slot_sharing_group)
-
-        def name(self, name: str) -> Any:
-            DataStream(self._env, self._producer).name(name)
-            return self
-
-        def uid(self, uid: str) -> Any:
-            DataStream(self._env, self._producer).uid(uid)
-            DataStream(self._env, self._t).uid(f"{uid}-main-output")
-            return self
-
-        def disable_chaining(self) -> Any:
-            DataStream(self._env, self._producer).disable_chaining()
-            return self
-
-        def start_new_chain(self) -> Any:
-            DataStream(self._env, self._producer).start_new_chain()
-            return self
-
-    return SideOutputStream
-
-
-class _Lazy:
-    cls: type | None = None
-
-
-def SideOutputStream(env: Any, main: Transformation, producer: Transformation) -> DataStream:  # noqa: N802
-    if _Lazy.cls is None:
-        _Lazy.cls = _make_side_output_stream_class()
-    return _Lazy.cls(env, main, producer)

@@ -54,3 +54,10 @@ class CheckpointConfig:
             inline_threshold=conf.get(CheckpointingOptions.FS_SMALL_FILE_THRESHOLD),
             unaligned=bool(conf.get(CheckpointingOptions.ENABLE_UNALIGNED)),
         )
+
+
+def checkpointing_enabled(config: Mapping[str, Any], runtime_mode: str) -> bool:
+    """Periodic checkpoints run in STREAMING jobs with ``execution.checkpointing.interval`` set
+    (the JobMaster and every Task decide alike)."""
+    interval = (config.get(CheckpointingOptions.INTERVAL.key) or "").strip()
+    return bool(interval) and interval not in ("0", "0 ms", "0ms") and (runtime_mode or "STREAMING") == "STREAMING"

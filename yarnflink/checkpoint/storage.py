@@ -105,7 +105,7 @@ def storage_options_from_config(conf: Mapping[str, Any] | Configuration | None, 
 def filesystem_for(url: str, storage_options: Mapping[str, Any] | None = None) -> tuple[Any, str]:
     """``(fsspec file system, path without protocol)`` for ``url``; CheckpointStorageError if
     the file system cannot be created (unknown scheme, missing s3fs / Hadoop client, ...)."""
-    import fsspec.core
+    import fsspec.core  # deferred: fsspec loads on the first file system use
 
     if url.startswith("s3a://"):
         url = "s3://" + url[len("s3a://") :]
@@ -261,7 +261,7 @@ def put_s3_object(fs: Any, path: str, views: Sequence[memoryview]) -> None:
     below ``2 * S3_PART_SIZE``, else a multipart upload (parts in parallel, up to
     ``fs.max_concurrency``; aborted on failure). botocore's default checksum (CRC32 of every
     request body, checked by S3) is kept."""
-    from fsspec.asyn import sync
+    from fsspec.asyn import sync  # deferred: fsspec loads on the first file system use
 
     sync(fs.loop, _put_s3_object, fs, path, views)
     fs.invalidate_cache(path)

@@ -27,12 +27,34 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from yarnflink.api.common import ProgramAbortException
+from yarnflink.api.environment import PlanCaptureExecutor, set_default_executor
 from yarnflink.api.options import DeploymentOptions
 from yarnflink.checkpoint.options import SavepointConfigOptions
+from yarnflink.client.executor import JobExecutionException, RestClusterExecutor
+from yarnflink.client.leader import RestLeaderResolver, register_ha
+from yarnflink.client.logs import LogsError, run_logs
+from yarnflink.client.rest_client import RestClient, RestClientError
+from yarnflink.client.sessions import find_session, list_sessions
 from yarnflink.common.config import ConfigError, Configuration, load_configuration
+from yarnflink.deployment.local.cluster import (
+    ClusterStartError,
+    start_local_cluster,
+    start_session,
+    stop_process,
+    stop_session,
+)
 from yarnflink.deployment.local.options import LocalClusterOptions
+from yarnflink.deployment.yarn import YarnDeploymentError
+from yarnflink.deployment.yarn.cli import cmd_yarn_session, submit_job_cluster
+from yarnflink.deployment.yarn.client import rest_url_of, stop_cluster
+from yarnflink.entrypoint.application import run_application_cluster
+from yarnflink.entrypoint.master import run_master
+from yarnflink.entrypoint.taskexecutor import run_taskexecutor
+from yarnflink.highavailability import HighAvailabilityError, ha_enabled
 from yarnflink.highavailability.options import HighAvailabilityOptions
 from yarnflink.jobgraph.options import CoreOptions
+from yarnflink.streaming.describe import describe_job_graph, job_graph_summary_json
 from yarnflink.taskexecutor.options import TaskManagerOptions
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -284,8 +306,6 @@ def _validate_positive(name: str, value: int | None) -> None:
 
 # ---------------------------------------------------------------------- commands
 def _cluster_url(args: argparse.Namespace, config: Configuration) -> str | None:
-    from yarnflink.deployment.local.cluster import find_session
-
     if getattr(args, "jobmanager", None):
         url = args.jobmanager
         url = url if url.startswith("http") else f"http://{url}"
@@ -298,8 +318,6 @@ def _cluster_url(args: argparse.Namespace, config: Configuration) -> str | None:
     ):
         return _follow_ha_leader(config, None)  # the cluster of the configuration, found in ZooKeeper
     if getattr(args, "application_id", None) or getattr(args, "target", "local") == "yarn":
-        from yarnflink.deployment.yarn.client import rest_url_of
-
         return rest_url_of(config, getattr(args, "application_id", None))
     session = find_session(getattr(args, "session", None))
     if getattr(args, "session", None) and session is None:
@@ -312,12 +330,8 @@ def _cluster_url(args: argparse.Namespace, config: Configuration) -> str | None:
 def _follow_ha_leader(config: Configuration, url: str | None) -> str | None:
     """With ZooKeeper HA in ``config``: the REST clients of this process follow the cluster's
     leader (from ``url`` on, or from the leader ZooKeeper names now)."""
-    from yarnflink.highavailability import ha_enabled
-
     if not ha_enabled(config):
         return url
-    from yarnflink.client.leader import RestLeaderResolver, register_ha
-    from yarnflink.highavailability import HighAvailabilityError
 
     if url is None:
         resolver = RestLeaderResolver(config)
@@ -349,11 +363,6 @@ def _run_job_file(job: str, job_args: Sequence[str]) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from yarnflink.api.environment import set_default_executor
-    from yarnflink.client.executor import JobExecutionException, RestClusterExecutor
-    from yarnflink.client.rest_client import RestClientError
-    from yarnflink.deployment.local.cluster import start_local_cluster, stop_process
-
     _validate_positive("-p/--parallelism", args.parallelism)
     _validate_positive("-n/--taskexecutors", args.taskexecutors)
     config = _config(args)
@@ -368,8 +377,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         config.set(SavepointConfigOptions.SAVEPOINT_IGNORE_UNCLAIMED_STATE, "true")
     yarn_app_id = None  # a per-job YARN application, stopped if this client submits no job to it
     if args.target == "yarn" and (args.application or args.per_job):
-        from yarnflink.deployment.yarn.cli import submit_job_cluster
-
         code, url, yarn_app_id = submit_job_cluster(args, config)
         if code is not None:
             return code
@@ -434,14 +441,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if cluster_proc is not None:
             stop_process(cluster_proc.pid)
         if yarn_app_id is not None and not executor.submitted:
-            from yarnflink.deployment.yarn.client import stop_cluster
-
             stop_cluster(config, yarn_app_id)
 
 
 def _run_application(args: argparse.Namespace, config: Configuration) -> int:
-    from yarnflink.entrypoint.application import run_application_cluster
-
     if not Path(args.job).is_file():
         raise CliError(f"job file {args.job} does not exist")
     n = args.taskexecutors or int(config.get(LocalClusterOptions.NUMBER_TASKMANAGER))
@@ -452,10 +455,6 @@ def _run_application(args: argparse.Namespace, config: Configuration) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from yarnflink.api.common import ProgramAbortException
-    from yarnflink.api.environment import PlanCaptureExecutor, set_default_executor
-    from yarnflink.streaming.describe import describe_job_graph, job_graph_summary_json
-
     config = _config(args)
     if args.parallelism is not None:
         _validate_positive("-p/--parallelism", args.parallelism)
@@ -481,8 +480,6 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def _rest(args: argparse.Namespace) -> Any:
-    from yarnflink.client.rest_client import RestClient
-
     url = _cluster_url(args, _config(args))
     if url is None:
         raise CliError("no cluster: start one with 'yarnflink session start' or pass -m URL")
@@ -504,8 +501,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from yarnflink.client.rest_client import RestClientError
-
     with _rest(args) as rest:
         try:
             rest.cancel(args.job_id)
@@ -516,8 +511,6 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def _savepoint(args: argparse.Namespace, target: str | None, stop: bool) -> int:
-    from yarnflink.client.rest_client import RestClientError
-
     if args.timeout <= 0:
         raise CliError(f"--timeout must be positive, got {args.timeout}")
     if target is not None and "://" not in target:
@@ -549,8 +542,6 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    from yarnflink.client.logs import LogsError, run_logs
-
     url = args.jobmanager if args.jobmanager else None
     if url and not url.startswith("http"):
         url = f"http://{url}"
@@ -562,8 +553,6 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def cmd_session(args: argparse.Namespace) -> int:
-    from yarnflink.deployment.local.cluster import find_session, list_sessions, start_session, stop_session
-
     if (
         args.session_command == "start"
         and args.target == "yarn"
@@ -572,8 +561,6 @@ def cmd_session(args: argparse.Namespace) -> int:
         or args.session_command == "stop"
         and args.session_id.startswith("application_")
     ):
-        from yarnflink.deployment.yarn.cli import cmd_yarn_session
-
         return cmd_yarn_session(args)
     if args.session_command == "start":
         _validate_positive("-n/--taskexecutors", args.taskexecutors)
@@ -617,8 +604,6 @@ def cmd_session(args: argparse.Namespace) -> int:
 
 
 def cmd_master(args: argparse.Namespace) -> int:
-    from yarnflink.entrypoint.master import run_master
-
     _setup_logging(args.log_file)
     config = _config(args)
     if args.ha is not None:
@@ -638,8 +623,6 @@ def cmd_master(args: argparse.Namespace) -> int:
 
 
 def cmd_taskexecutor(args: argparse.Namespace) -> int:
-    from yarnflink.entrypoint.taskexecutor import run_taskexecutor
-
     _setup_logging(args.log_file)
     return run_taskexecutor(_config(args), args.master, resource_id=args.resource_id, parent_pid=args.parent_pid)
 
@@ -659,10 +642,6 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from yarnflink.client.rest_client import RestClientError
-    from yarnflink.deployment.local.cluster import ClusterStartError
-    from yarnflink.deployment.yarn import YarnDeploymentError
-
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)

@@ -17,8 +17,10 @@ import logging
 import threading
 from typing import Any
 
+from yarnflink.client.sessions import session_ha_config
 from yarnflink.common.config import Configuration
 from yarnflink.dispatcher.options import RestOptions
+from yarnflink.highavailability import create_ha_services
 from yarnflink.security.client import url_key
 
 log = logging.getLogger(__name__)
@@ -42,7 +44,6 @@ def ha_config_for(url: str) -> Configuration | None:
     with _LOCK:
         if key in _REGISTERED:
             return _REGISTERED[key]
-    from yarnflink.deployment.local.cluster import session_ha_config
 
     return session_ha_config(url)
 
@@ -65,8 +66,6 @@ class RestLeaderResolver:
     def _started(self) -> Any:
         with self._lock:
             if self._retriever is None:
-                from yarnflink.highavailability import create_ha_services
-
                 self._ha = create_ha_services(self.config)
                 self._retriever = self._ha.rest_endpoint_leader_retriever().start()
                 try:  # the first read of the leader node, unless none is published

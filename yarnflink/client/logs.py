@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from yarnflink.client.rest_client import RestClient, RestClientError
+from yarnflink.client.sessions import find_session
 
 
 class LogsError(Exception):
@@ -92,8 +93,6 @@ def local_list(workdir: Path) -> list[tuple[str, str, int]]:
 # ---------------------------------------------------------------------------- the command
 def run_logs(args: Any, rest_url: str | None, out: TextIO = sys.stdout) -> None:
     """``args``: taskexecutor, stdout, lines, list, workdir, session (see ``yarnflink logs -h``)."""
-    from yarnflink.deployment.local.cluster import find_session
-
     workdir: Path | None = args.workdir
     if workdir is None and rest_url is None:
         session = find_session(args.session)

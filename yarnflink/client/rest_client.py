@@ -17,7 +17,9 @@ from typing import Any
 
 import httpx
 
-from yarnflink.security.client import RestCredentials, from_environment, process_default, registered
+from yarnflink.client.leader import register_ha, resolver_for
+from yarnflink.client.sessions import session_credentials
+from yarnflink.security.client import RestCredentials, from_environment, process_default, register, registered
 
 TERMINAL_STATES = ("FINISHED", "FAILED", "CANCELED")
 
@@ -35,8 +37,6 @@ class RestClientError(Exception):
 def find_credentials(url: str) -> RestCredentials:
     """The credentials for the cluster at ``url``: one this process started, a local session,
     the environment, or (in a master process) its own cluster's; empty if none is known."""
-    from yarnflink.deployment.local.cluster import session_credentials
-
     return registered(url) or session_credentials(url) or from_environment() or process_default() or RestCredentials()
 
 
@@ -51,8 +51,6 @@ class RestClient:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         if leader_resolver is None:
-            from yarnflink.client.leader import resolver_for
-
             leader_resolver = resolver_for(self.base_url)
         #: HA: a RestLeaderResolver (yarnflink.client.leader); None for a cluster without HA
         self.leader_resolver = leader_resolver
@@ -123,9 +121,6 @@ class RestClient:
 
     def _remember(self, url: str) -> None:
         """Later clients of this process find the new leader's credentials and HA by its URL."""
-        from yarnflink.client.leader import register_ha
-        from yarnflink.security.client import register
-
         register(url, self._credentials)
         register_ha([url], self.leader_resolver.config)
 
@@ -199,8 +194,6 @@ class RestClient:
     def wait_for_savepoint(self, job_id: str, trigger_id: str, timeout: float = 600.0) -> str:
         """The savepoint's location once it completed; RestClientError with the cause if it failed
         or did not complete within ``timeout`` seconds."""
-        import time
-
         deadline = time.monotonic() + timeout
         delay = 0.05
         while True:

@@ -27,6 +27,7 @@ from typing import Any, Union
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.types as pat
 from pandas.util import hash_array
 
@@ -174,8 +175,6 @@ def _hash_arrow(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if arr.null_count == 0:
         if pat.is_integer(t):
             if pat.is_uint64(t):
-                import pyarrow.compute as pc
-
                 if pc.max(arr).as_py() > _INT64_MAX:
                     return _hash_list(arr.to_pylist())
             return _hash_int64(arr.to_numpy(zero_copy_only=False).astype(np.int64, copy=False))

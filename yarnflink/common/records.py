@@ -45,6 +45,7 @@ from collections.abc import Callable
 from operator import itemgetter
 from typing import Any, NoReturn, Union
 
+import cloudpickle
 import pyarrow as pa
 
 Field = Union[int, str]
@@ -169,8 +170,6 @@ def _pickle_one(value: Any) -> bytes:
     try:
         return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:
-        import cloudpickle
-
         return cloudpickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 

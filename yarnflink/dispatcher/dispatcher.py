@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from yarnflink.jobmaster.jobmaster import JobMaster
 from yarnflink.jobmaster.local_gateway import LocalJobMasterGateway
 from yarnflink.jobmaster.views import exceptions_json, job_overview, monitoring_snapshot, savepoint_results
 from yarnflink.metrics.store import MetricStore, TaskMetricsEntry, merge_entries
-from yarnflink.resourcemanager.resourcemanager import ResourceManager
+from yarnflink.resourcemanager.gateway import ResourceManagerControlGateway
 from yarnflink.rpc.clients import GrpcGatewayResolver
 from yarnflink.rpc.endpoint import RpcEndpoint
 from yarnflink.rpc.resolver import GatewayResolver
@@ -62,7 +63,7 @@ class Dispatcher(RpcEndpoint):
     def __init__(
         self,
         config: Configuration,
-        resource_manager: ResourceManager,
+        resource_manager: ResourceManagerControlGateway,
         *,
         rest_host: str,
         rest_port: int,
@@ -70,11 +71,13 @@ class Dispatcher(RpcEndpoint):
         gateways: GatewayResolver | None = None,
         job_master_gateways: Callable[[], GatewayResolver] | None = None,
     ) -> None:
-        """``gateways``: how it reaches TaskExecutors (metrics, logs); ``job_master_gateways``
-        makes each JobMaster's (a resolver belongs to one loop). Default: over gRPC."""
+        """``resource_manager``: the ResourceManager of this process (``LocalResourceManagerGateway``);
+        its JobMasters register at its ``address``. ``gateways``: how it reaches TaskExecutors
+        (metrics, logs); ``job_master_gateways`` makes each JobMaster's (a resolver belongs to one
+        loop). Default: over gRPC."""
         super().__init__("Dispatcher")
         self.config = config
-        self.rm = resource_manager
+        self.resource_manager_gateway = resource_manager
         self.rest_host = rest_host
         self._rest_port_config = rest_port
         self.rest_port = 0
@@ -112,7 +115,7 @@ class Dispatcher(RpcEndpoint):
         if self._gateways is None:
             self._gateways = GrpcGatewayResolver()
         self.metric_fetcher = MetricFetcher(
-            self.rm,
+            self.resource_manager_gateway,
             self.metric_store,
             self._gateways,
             self.config.get_seconds("metrics.fetcher.update-interval") or 0.0,
@@ -195,19 +198,26 @@ class Dispatcher(RpcEndpoint):
                 e.master.jobmaster_id = ""
 
     def suspend_jobs(self, cause: str, timeout: float = 2.0) -> None:
-        """HA, from a thread running no event loop (the step-down thread): suspend every running
-        JobMaster through its gateway (tasks cancelled, slots freed, the jobs' HA data kept: not a
-        terminal state) and stop it, within about ``timeout``."""
+        """HA, from any thread but the Dispatcher's own (the step-down thread): suspend every
+        running JobMaster through its gateway (tasks cancelled, slots freed, the jobs' HA data
+        kept: not a terminal state) and stop it, within about ``timeout``. The gateway calls run on
+        the Dispatcher's loop (it still runs while the master steps down); if that loop is gone,
+        the JobMasters are only stopped."""
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("suspend_jobs() blocks: call it from another thread than the Dispatcher's")
         masters = [e.master for e in list(self.jobs.values()) if e.master is not None]
 
         async def suspend_all() -> None:
             calls = [LocalJobMasterGateway(jm).suspend(cause, timeout) for jm in masters if not jm.loop.is_closed()]
             await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), timeout + 0.5)
 
-        try:
-            asyncio.run(suspend_all())
-        except Exception:  # noqa: BLE001 - the process is being replaced anyway
-            log.debug("suspending the JobMasters did not finish", exc_info=True)
+        if self.loop.is_running():
+            try:
+                self.call(suspend_all, timeout=timeout + 1.0)
+            except Exception:  # noqa: BLE001 - the process is being replaced anyway
+                log.debug("suspending the JobMasters did not finish", exc_info=True)
+        else:
+            log.warning("the Dispatcher runs no longer: its JobMasters are stopped without suspending them")
         for jm in masters:
             try:
                 jm.stop(timeout=1.0)
@@ -238,7 +248,7 @@ class Dispatcher(RpcEndpoint):
         jm = JobMaster(
             job_graph,
             self.rest_host if self.rest_host not in ("0.0.0.0", "") else "127.0.0.1",
-            self.rm.address,
+            self.resource_manager_gateway.address,
             on_terminated=lambda m: self._job_terminated_on_jm_loop(m),
             slot_request_timeout_s=cfg.get_seconds("slot.request.timeout"),
             heartbeat_interval_s=cfg.get_seconds("heartbeat.interval"),

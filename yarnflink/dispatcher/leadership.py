@@ -14,6 +14,7 @@ its own thread.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import threading
 import time
@@ -82,8 +83,6 @@ _JOB_MASTER_MODULES = (
 
 
 def _warm_up() -> None:
-    import importlib
-
     for name in _JOB_MASTER_MODULES:
         try:
             importlib.import_module(name)

@@ -9,15 +9,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
 
 from yarnflink.common.rpc_errors import RpcException
 from yarnflink.metrics.store import MetricStore, TaskManagerMetrics, TaskMetricsEntry
+from yarnflink.resourcemanager.gateway import ResourceManagerControlGateway, TaskManagerInfo
 from yarnflink.rpc.resolver import GatewayResolver
 from yarnflink.taskexecutor.gateway import RequestTaskExecutorInfo, TaskExecutorInfo
-
-if TYPE_CHECKING:
-    from yarnflink.resourcemanager.resourcemanager import ResourceManager
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +28,13 @@ class UnknownTaskManager(KeyError):
 
 class MetricFetcher:
     def __init__(
-        self, rm: ResourceManager, store: MetricStore, gateways: GatewayResolver, update_interval_s: float
+        self,
+        resource_manager: ResourceManagerControlGateway,
+        store: MetricStore,
+        gateways: GatewayResolver,
+        update_interval_s: float,
     ) -> None:
-        self.rm = rm
+        self.resource_manager = resource_manager
         self.store = store
         self.gateways = gateways
         self.update_interval_s = max(0.0, update_interval_s)
@@ -43,8 +44,8 @@ class MetricFetcher:
         #: job ids whose metrics are archived: late answers about them are dropped
         self.ended_jobs: set[str] = set()
 
-    async def task_managers(self) -> list[dict[str, Any]]:
-        return await self.rm.call_async(self.rm.task_managers_info)
+    async def task_managers(self) -> tuple[TaskManagerInfo, ...]:
+        return await self.resource_manager.request_task_manager_info()
 
     async def update(self) -> None:
         """Starts a fetch if the last one is older than the update interval. Like Flink's, the
@@ -69,20 +70,20 @@ class MetricFetcher:
         try:
             tms = await self.task_managers()
             await asyncio.gather(*(self._fetch_one(tm) for tm in tms))
-            self.store.retain_task_managers(tm["id"] for tm in tms)
+            self.store.retain_task_managers(tm.resource_id for tm in tms)
         finally:
             self._last = time.monotonic()
 
-    async def _fetch_one(self, tm: dict[str, Any]) -> None:
+    async def _fetch_one(self, tm: TaskManagerInfo) -> None:
         try:
-            info = await self.request_info(tm["path"], include_metrics=True)
+            info = await self.request_info(tm.rpc_address, include_metrics=True)
         except RpcException as e:
-            log.info("metrics of TaskExecutor %s not fetched: %s", tm["id"], e)
+            log.info("metrics of TaskExecutor %s not fetched: %s", tm.resource_id, e)
             return
         except Exception:  # noqa: BLE001 - one bad answer must not fail every metrics request
-            log.warning("metrics of TaskExecutor %s not fetched", tm["id"], exc_info=True)
+            log.warning("metrics of TaskExecutor %s not fetched", tm.resource_id, exc_info=True)
             return
-        self.store.task_managers[tm["id"]] = TaskManagerMetrics(
+        self.store.task_managers[tm.resource_id] = TaskManagerMetrics(
             dict(info.process_metrics), info.metric_reporter_address, int(time.time() * 1000)
         )
         for t in info.task_metrics:
@@ -90,7 +91,13 @@ class MetricFetcher:
                 continue
             self.store.put_task(
                 TaskMetricsEntry(
-                    t.job_id, t.vertex_id, t.subtask_index, t.attempt_number, t.execution_id, tm["id"], dict(t.metrics)
+                    t.job_id,
+                    t.vertex_id,
+                    t.subtask_index,
+                    t.attempt_number,
+                    t.execution_id,
+                    tm.resource_id,
+                    dict(t.metrics),
                 )
             )
 
@@ -101,8 +108,8 @@ class MetricFetcher:
             RequestTaskExecutorInfo(include_metrics, log_name, log_max_bytes), timeout=FETCH_TIMEOUT_S
         )
 
-    async def find_task_manager(self, tm_id: str) -> dict[str, Any]:
+    async def find_task_manager(self, tm_id: str) -> TaskManagerInfo:
         for tm in await self.task_managers():
-            if tm["id"] == tm_id:
+            if tm.resource_id == tm_id:
                 return tm
         raise UnknownTaskManager(tm_id)

@@ -6,6 +6,7 @@ restarts, checkpoints). Task metrics are exported by the TaskExecutors' own endp
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from yarnflink.dispatcher.views import job_metrics
@@ -15,13 +16,16 @@ from yarnflink.metrics.prometheus import PrometheusReporter, Sample, start_repor
 
 if TYPE_CHECKING:
     from yarnflink.dispatcher.dispatcher import Dispatcher
+    from yarnflink.resourcemanager.gateway import ResourceOverview
+
+JobFigures = tuple[str, str, dict[str, float]]  # job id, job name, its jobmanager_job metrics
 
 
 def start_master_reporter(d: Dispatcher) -> PrometheusReporter | None:
     return start_reporter(d.config, lambda: master_samples(d))
 
 
-async def _running_jobs(d: Dispatcher) -> list[tuple[str, str, dict[str, float]]]:
+async def _running_jobs(d: Dispatcher) -> list[JobFigures]:
     out = []
     for e in list(d.jobs.values()):
         gateway = e.gateway
@@ -35,15 +39,19 @@ async def _running_jobs(d: Dispatcher) -> list[tuple[str, str, dict[str, float]]
     return out
 
 
+async def _cluster_figures(d: Dispatcher) -> tuple[ResourceOverview, list[JobFigures]]:
+    """On the Dispatcher's loop: the ResourceManager and the JobMasters answer through their gateways."""
+    return await d.resource_manager_gateway.request_resource_overview(), await _running_jobs(d)
+
+
 def master_samples(d: Dispatcher) -> list[Sample]:
-    """Called on the reporter's HTTP thread; reads the components on their own loops."""
+    """Called on the reporter's HTTP thread: hands over to the Dispatcher's loop once and waits."""
     samples = [Sample("jobmanager_" + k, v) for k, v in process_metrics().snapshot().items()]
-    tms, total, free = d.rm.call(d.rm.slot_totals, timeout=5.0)
-    jobs = d.call(lambda: _running_jobs(d), timeout=5.0)
+    cluster, jobs = d.call(partial(_cluster_figures, d), timeout=5.0)
     samples += [
-        Sample("jobmanager_" + n.NUM_REGISTERED_TASK_MANAGERS, float(tms)),
-        Sample("jobmanager_" + n.TASK_SLOTS_TOTAL, float(total)),
-        Sample("jobmanager_" + n.TASK_SLOTS_AVAILABLE, float(free)),
+        Sample("jobmanager_" + n.NUM_REGISTERED_TASK_MANAGERS, float(cluster.number_task_managers)),
+        Sample("jobmanager_" + n.TASK_SLOTS_TOTAL, float(cluster.number_registered_slots)),
+        Sample("jobmanager_" + n.TASK_SLOTS_AVAILABLE, float(cluster.number_free_slots)),
         Sample("jobmanager_" + n.NUM_RUNNING_JOBS, float(len(jobs))),
     ]
     for job_id, name, metrics in jobs:

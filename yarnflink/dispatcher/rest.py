@@ -19,12 +19,17 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from yarnflink.dispatcher import rest_models as m
+from yarnflink.dispatcher.leadership import NotLeader
+from yarnflink.dispatcher.limits import JobGraphTooLarge, check_job_graph_size
 from yarnflink.dispatcher.options import RestOptions, WebOptions
-from yarnflink.dispatcher.rest_monitoring import NotFound, monitoring_router
+from yarnflink.dispatcher.rest_errors import NotFound, RestError, parse_job_id
+from yarnflink.dispatcher.rest_monitoring import monitoring_router
 from yarnflink.dispatcher.rest_openapi import doc, install_openapi_fixups
+from yarnflink.dispatcher.views import task_manager_json
 from yarnflink.highavailability.errors import LeadershipLostError
 from yarnflink.jobgraph.jobgraph import JobGraph, JobGraphError
-from yarnflink.security.limits import JobGraphTooLarge, check_job_graph_size
+from yarnflink.jobmaster.jobmaster import JobSubmissionException
+from yarnflink.metrics.prometheus import active_reporter_address
 from yarnflink.security.rest import install_rest_security, uvicorn_ssl_options
 from yarnflink.version import __version__
 
@@ -38,21 +43,12 @@ JOB_ID_PATTERN = "^[0-9a-f]{32}$"
 STOP_FIELDS = frozenset({"targetDirectory", "target-directory", "drain"})
 
 
-class RestError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"errors": [message]}, status_code=status)
 
 
 def create_app(dispatcher: Dispatcher) -> FastAPI:
     from yarnflink.dispatcher.dispatcher import DuplicateJobSubmission, UnknownJob
-    from yarnflink.dispatcher.leadership import NotLeader
-    from yarnflink.jobmaster.jobmaster import JobSubmissionException
 
     app = FastAPI(
         title="yarnflink REST API",
@@ -112,8 +108,6 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
     # ------------------------------------------------------------------ cluster
     @app.get("/config", summary="Dashboard configuration", response_model=None, responses=doc(m.DashboardConfiguration))
     async def config() -> dict[str, Any]:
-        from yarnflink.metrics.prometheus import active_reporter_address
-
         refresh = dispatcher.config.get_seconds(WebOptions.REFRESH_INTERVAL) or 3.0
         prom = active_reporter_address()
         return {
@@ -141,12 +135,12 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
 
     @app.get("/overview", summary="Cluster overview", response_model=None, responses=doc(m.ClusterOverview))
     async def overview() -> dict[str, Any]:
-        tms, total, free = await dispatcher.rm.call_async(dispatcher.rm.slot_totals)
+        resources = await dispatcher.resource_manager_gateway.request_resource_overview()
         states = [o["state"] for o in await dispatcher.overviews()]
         return {
-            "taskmanagers": tms,
-            "slots-total": total,
-            "slots-available": free,
+            "taskmanagers": resources.number_task_managers,
+            "slots-total": resources.number_registered_slots,
+            "slots-available": resources.number_free_slots,
             "jobs-running": sum(s not in ("FINISHED", "CANCELED", "FAILED") for s in states),
             "jobs-finished": states.count("FINISHED"),
             "jobs-cancelled": states.count("CANCELED"),
@@ -162,7 +156,8 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
         responses=doc(m.TaskManagersList),
     )
     async def taskmanagers() -> dict[str, Any]:
-        return {"taskmanagers": await dispatcher.rm.call_async(dispatcher.rm.task_managers_info)}
+        infos = await dispatcher.resource_manager_gateway.request_task_manager_info()
+        return {"taskmanagers": [task_manager_json(tm) for tm in infos]}
 
     @app.delete("/cluster", summary="Shut the cluster down", response_model=None, responses=doc(m.Empty))
     async def shutdown() -> dict[str, Any]:
@@ -229,7 +224,7 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
         responses=doc(m.JobDetails),
     )
     async def job(jobid: str) -> dict[str, Any]:
-        return await dispatcher.job_details_with_metrics(_job_id(jobid))
+        return await dispatcher.job_details_with_metrics(parse_job_id(jobid))
 
     @app.patch(
         "/jobs/{jobid}",
@@ -241,7 +236,7 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
     async def cancel(jobid: str, mode: str | None = Query(default="cancel")) -> dict[str, Any]:
         if mode not in ("cancel", None):
             raise RestError(400, f"unsupported mode {mode!r}; supported: cancel")
-        job_id = _job_id(jobid)
+        job_id = parse_job_id(jobid)
         if not await dispatcher.cancel_job(job_id):
             details = await dispatcher.job_details(job_id)
             if details["state"] in ("FINISHED", "FAILED", "CANCELED"):
@@ -255,7 +250,7 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
         responses=doc(m.JobExceptions),
     )
     async def exceptions(jobid: str) -> dict[str, Any]:
-        return await dispatcher.job_exceptions(_job_id(jobid))
+        return await dispatcher.job_exceptions(parse_job_id(jobid))
 
     async def _json_body(request: Request) -> dict[str, Any]:
         try:
@@ -290,7 +285,7 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
         cancel_job = body.get("cancel-job", False)
         if not isinstance(cancel_job, bool):
             raise RestError(400, "cancel-job must be true or false")
-        trigger_id = await dispatcher.trigger_savepoint(_job_id(jobid), target, cancel_job=cancel_job)
+        trigger_id = await dispatcher.trigger_savepoint(parse_job_id(jobid), target, cancel_job=cancel_job)
         if trigger_id is None:
             raise RestError(409, f"Job {jobid} is not running with checkpointing enabled")
         return {"request-id": trigger_id}
@@ -318,7 +313,7 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
         drain = body.get("drain", False)
         if not isinstance(drain, bool):
             raise RestError(400, f"drain must be true or false, got {drain!r}")
-        trigger_id = await dispatcher.trigger_savepoint(_job_id(jobid), target, stop=True, drain=drain)
+        trigger_id = await dispatcher.trigger_savepoint(parse_job_id(jobid), target, stop=True, drain=drain)
         if trigger_id is None:
             raise RestError(409, f"Job {jobid} is not running with checkpointing enabled")
         return {"request-id": trigger_id}
@@ -330,7 +325,7 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
         responses=doc(m.Empty),
     )
     async def savepoint_status(jobid: str, triggerid: str) -> dict[str, Any]:
-        status = await dispatcher.savepoint_status(_job_id(jobid), triggerid)
+        status = await dispatcher.savepoint_status(parse_job_id(jobid), triggerid)
         if status is None:
             raise RestError(404, f"no savepoint {triggerid} of job {jobid}")
         return status
@@ -342,7 +337,7 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
         responses=doc(m.JobExecutionResult),
     )
     async def execution_result(jobid: str) -> dict[str, Any]:
-        job_id = _job_id(jobid)
+        job_id = parse_job_id(jobid)
         entry = dispatcher.entry(job_id)
         if entry.archive is None:
             return {"status": {"id": "IN_PROGRESS"}}
@@ -377,7 +372,7 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
         responses=doc(m.JobPlan),
     )
     async def plan(jobid: str) -> dict[str, Any]:
-        return {"plan": dispatcher.entry(_job_id(jobid)).plan}
+        return {"plan": dispatcher.entry(parse_job_id(jobid)).plan}
 
     app.include_router(monitoring_router(dispatcher))  # dashboard, metrics, logs
     install_openapi_fixups(app)
@@ -388,8 +383,6 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
 def _not_leader(dispatcher: Dispatcher) -> JSONResponse:
     """503 naming the leader's REST URL as leader retrieval knows it, never this master's own:
     a deposed leader may answer before its own, now stale, publication is replaced."""
-    from yarnflink.dispatcher.leadership import NotLeader
-
     url = dispatcher.leadership.leader_rest_url if dispatcher.leadership is not None else None
     if url is not None and url.rstrip("/") == dispatcher.rest_url.rstrip("/"):
         url = None
@@ -398,8 +391,6 @@ def _not_leader(dispatcher: Dispatcher) -> JSONResponse:
 
 def _lost_leadership(error: BaseException) -> bool:
     """Whether ``error`` is, wraps or was caused by a fenced action of a master that no longer leads."""
-    from yarnflink.dispatcher.leadership import NotLeader
-
     seen: set[int] = set()
     pending = [error]
     while pending:
@@ -413,13 +404,6 @@ def _lost_leadership(error: BaseException) -> bool:
         if isinstance(e, BaseExceptionGroup):
             pending += list(e.exceptions)
     return False
-
-
-def _job_id(value: str) -> str:
-    v = value.strip().lower()
-    if len(v) != 32 or any(c not in "0123456789abcdef" for c in v):
-        raise RestError(400, f"{value!r} is not a job id (32 hex characters)")
-    return v
 
 
 async def start_rest_server(

@@ -25,6 +25,7 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 from yarnflink.common.rpc_errors import RpcException
 from yarnflink.dispatcher import rest_models as m
 from yarnflink.dispatcher.metric_fetcher import UnknownTaskManager
+from yarnflink.dispatcher.rest_errors import NotFound, RestError, parse_job_id
 from yarnflink.dispatcher.views import (
     backpressure_json,
     find_vertex,
@@ -45,6 +46,7 @@ from yarnflink.metrics.store import (
     parse_get,
     parse_subtasks,
 )
+from yarnflink.resourcemanager.gateway import TaskManagerInfo
 
 if TYPE_CHECKING:
     from yarnflink.dispatcher.dispatcher import Dispatcher
@@ -65,10 +67,6 @@ _E: Responses = {**_E400, **_E404}
 _TEXT: dict[str, Any] = {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "the file's text"}
 
 
-class NotFound(Exception):
-    """Answered with 404 and the message (see rest.py)."""
-
-
 def _doc(model: Any, description: str = "OK") -> Responses:
     return {200: {"model": model, "description": description}, **_E}
 
@@ -81,8 +79,6 @@ def _query(fn: Any, *args: Any) -> Any:
     try:
         return fn(*args)
     except MetricQueryError as e:
-        from yarnflink.dispatcher.rest import RestError
-
         raise RestError(400, str(e)) from None
 
 
@@ -94,8 +90,6 @@ def _text(content: bytes, truncated: bool) -> PlainTextResponse:
 
 
 def monitoring_router(dispatcher: Dispatcher) -> APIRouter:
-    from yarnflink.dispatcher.rest import _job_id
-
     r = APIRouter()
     fetcher = dispatcher.metric_fetcher
     assert fetcher is not None
@@ -130,7 +124,7 @@ def monitoring_router(dispatcher: Dispatcher) -> APIRouter:
     async def vertex_and_metrics(
         jobid: str, vertexid: str
     ) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, float]]]:
-        snap = await dispatcher.job_monitoring(_job_id(jobid))
+        snap = await dispatcher.job_monitoring(parse_job_id(jobid))
         vertex = find_vertex(snap["details"], vertexid.strip().lower())
         if vertex is None:
             raise NotFound(f"Vertex {vertexid} not found in job {jobid}")
@@ -143,7 +137,7 @@ def monitoring_router(dispatcher: Dispatcher) -> APIRouter:
         responses=_doc(m.VertexDetails),
     )
     async def vertex_details(jobid: str, vertexid: str) -> dict[str, Any]:
-        job_id = _job_id(jobid)
+        job_id = parse_job_id(jobid)
         details = await dispatcher.job_details_with_metrics(job_id)
         vertex = find_vertex(details, vertexid.strip().lower())
         if vertex is None:
@@ -223,7 +217,7 @@ def monitoring_router(dispatcher: Dispatcher) -> APIRouter:
         summary="Job metrics: uptime, numRestarts, checkpoint counts, sizes and durations",
     )
     async def job_metrics_route(jobid: str, get: str | None = Query(None)) -> Any:
-        snap = await dispatcher.job_monitoring(_job_id(jobid))
+        snap = await dispatcher.job_monitoring(parse_job_id(jobid))
         return metric_values(job_metrics(snap["details"], snap["checkpoints"], snap["num_restarts"]), parse_get(get))
 
     @r.get(
@@ -233,7 +227,7 @@ def monitoring_router(dispatcher: Dispatcher) -> APIRouter:
         summary="Checkpoint statistics and history of a job",
     )
     async def checkpoints(jobid: str) -> dict[str, Any]:
-        snap = await dispatcher.job_monitoring(_job_id(jobid))
+        snap = await dispatcher.job_monitoring(parse_job_id(jobid))
         return public_stats(snap["checkpoints"])
 
     @r.get(
@@ -243,7 +237,7 @@ def monitoring_router(dispatcher: Dispatcher) -> APIRouter:
         summary="One checkpoint of the history, with its vertices",
     )
     async def checkpoint_details_route(jobid: str, checkpointid: int) -> dict[str, Any]:
-        snap = await dispatcher.job_monitoring(_job_id(jobid))
+        snap = await dispatcher.job_monitoring(parse_job_id(jobid))
         details = checkpoint_details(snap["checkpoints"], checkpointid)
         if details is None:
             raise NotFound(f"checkpoint {checkpointid} is not in the job's checkpoint history")
@@ -256,7 +250,7 @@ def monitoring_router(dispatcher: Dispatcher) -> APIRouter:
         summary="One checkpoint of one vertex, subtask by subtask",
     )
     async def task_checkpoint_details_route(jobid: str, checkpointid: int, vertexid: str) -> dict[str, Any]:
-        snap = await dispatcher.job_monitoring(_job_id(jobid))
+        snap = await dispatcher.job_monitoring(parse_job_id(jobid))
         details = task_checkpoint_details(snap["checkpoints"], checkpointid, vertexid)
         if details is None:
             raise NotFound(f"no checkpoint {checkpointid} of vertex {vertexid!r} in the job's checkpoint history")
@@ -264,7 +258,7 @@ def monitoring_router(dispatcher: Dispatcher) -> APIRouter:
 
     @r.get("/jobs/{jobid}/config", response_model=None, responses=_doc(m.JobConfig), summary="Configuration of a job")
     async def job_config(jobid: str) -> dict[str, Any]:
-        return dict(dispatcher.entry(_job_id(jobid)).job_config)
+        return dict(dispatcher.entry(parse_job_id(jobid)).job_config)
 
     # ------------------------------------------------------------------ master
     @r.get(
@@ -275,12 +269,12 @@ def monitoring_router(dispatcher: Dispatcher) -> APIRouter:
     )
     async def jobmanager_metrics(get: str | None = Query(None)) -> Any:
         values = process_metrics().snapshot()
-        tms, total, free = await dispatcher.rm.call_async(dispatcher.rm.slot_totals)
+        cluster = await dispatcher.resource_manager_gateway.request_resource_overview()
         values.update(
             {
-                n.NUM_REGISTERED_TASK_MANAGERS: float(tms),
-                n.TASK_SLOTS_TOTAL: float(total),
-                n.TASK_SLOTS_AVAILABLE: float(free),
+                n.NUM_REGISTERED_TASK_MANAGERS: float(cluster.number_task_managers),
+                n.TASK_SLOTS_TOTAL: float(cluster.number_registered_slots),
+                n.TASK_SLOTS_AVAILABLE: float(cluster.number_free_slots),
                 n.NUM_RUNNING_JOBS: float(sum(1 for e in dispatcher.jobs.values() if e.archive is None)),
             }
         )
@@ -321,16 +315,14 @@ def monitoring_router(dispatcher: Dispatcher) -> APIRouter:
         return master_log(logfiles.stdout_name())
 
     # ------------------------------------------------------------------ TaskExecutors
-    async def tm_info(tm_id: str, **kw: Any) -> tuple[dict[str, Any], Any]:
+    async def tm_info(tm_id: str, **kw: Any) -> tuple[TaskManagerInfo, Any]:
         try:
             tm = await fetcher.find_task_manager(tm_id)
         except UnknownTaskManager:
             raise NotFound(f"TaskManager {tm_id} not found") from None
         try:
-            return tm, await fetcher.request_info(tm["path"], **kw)
+            return tm, await fetcher.request_info(tm.rpc_address, **kw)
         except RpcException as e:
-            from yarnflink.dispatcher.rest import RestError
-
             raise RestError(503, f"TaskManager {tm_id} did not answer: {e}") from None
 
     _E503: Responses = {503: {"model": m.ErrorResponse, "description": "the TaskExecutor did not answer"}}

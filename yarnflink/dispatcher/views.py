@@ -13,6 +13,7 @@ from yarnflink.jobgraph.jobgraph import JobGraph
 from yarnflink.jobgraph.options import CoreOptions
 from yarnflink.metrics import names as n
 from yarnflink.metrics.store import TaskMetricsEntry, backpressure_level, vertex_aggregate
+from yarnflink.resourcemanager.gateway import TaskManagerInfo
 from yarnflink.scheduler.options import RestartStrategyOptions
 from yarnflink.taskexecutor.gateway import TaskExecutorInfo
 
@@ -213,7 +214,33 @@ def job_metrics(details: dict[str, Any], checkpoints: dict[str, Any], num_restar
 
 
 # ---------------------------------------------------------------------------- TaskExecutors
-def taskmanager_details(tm: dict[str, Any], info: TaskExecutorInfo) -> dict[str, Any]:
+def task_manager_json(tm: TaskManagerInfo) -> dict[str, Any]:
+    """Flink's TaskManagerInfoWithSlots: a TaskExecutor as the ResourceManager knows it."""
+    return {
+        "id": tm.resource_id,
+        "path": tm.rpc_address,
+        "dataPort": tm.data_port,
+        "timeSinceLastHeartbeat": tm.time_since_last_heartbeat_ms,
+        "slotsNumber": tm.number_slots,
+        "freeSlots": tm.number_available_slots,
+        "totalResource": tm.total_resource.to_json(),
+        "freeResource": tm.free_resource.to_json(),
+        "hardware": {"pid": tm.pid, "host": tm.hostname, "cpuCores": tm.total_resource.cpu_cores},
+        "allocatedSlots": [{"jobId": a.job_id, "resource": a.resource.to_json()} for a in tm.allocated_slots],
+        "slots": [
+            {
+                "index": s.index,
+                "allocationId": s.allocation_id,
+                "jobId": s.job_id,
+                "status": s.status,
+                "resource": s.resource.to_json(),
+            }
+            for s in tm.slots
+        ],
+    }
+
+
+def taskmanager_details(tm: TaskManagerInfo, info: TaskExecutorInfo) -> dict[str, Any]:
     """Flink's TaskManagerDetailsInfo with a Python process's memory and the tasks in each slot."""
     pm = dict(info.process_metrics)
     task_metrics = {t.execution_id: dict(t.metrics) for t in info.task_metrics}
@@ -241,7 +268,7 @@ def taskmanager_details(tm: dict[str, Any], info: TaskExecutorInfo) -> dict[str,
         for s in info.slot_report.slots
     ]
     gcs = [{"name": f"gen{i}", "count": int(pm.get(n.GC_COUNT.format(i), 0)), "time": -1} for i in range(3)]
-    out = dict(tm)
+    out = task_manager_json(tm)
     out.update(
         {
             "metrics": {

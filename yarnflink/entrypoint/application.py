@@ -21,7 +21,12 @@ import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from yarnflink.api.environment import set_default_executor
+from yarnflink.client.executor import RestClusterExecutor
+from yarnflink.client.rest_client import TERMINAL_STATES
 from yarnflink.common.config import Configuration
+from yarnflink.deployment.local.cluster import start_local_cluster
+from yarnflink.security.client import RestCredentials, register
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +55,6 @@ class ApplicationRunner:
         threading.Thread(target=run, name="application", daemon=True).start()
 
     def _run(self, rest_url: str) -> bool:
-        from yarnflink.api.environment import set_default_executor
-        from yarnflink.client.executor import RestClusterExecutor
-        from yarnflink.client.rest_client import TERMINAL_STATES
-        from yarnflink.security.client import RestCredentials, register
-
         register(rest_url, RestCredentials.from_config(self.config))
         executor = RestClusterExecutor(rest_url, self.config, progress=sys.stderr)
         set_default_executor(executor)
@@ -94,8 +94,6 @@ def run_application_cluster(
 ) -> int:
     """Starts a local application cluster for ``script`` and waits for it to end (its exit status),
     or returns 0 once it runs (``detached``)."""
-    from yarnflink.deployment.local.cluster import start_local_cluster
-
     workdir = workdir or Path(tempfile.mkdtemp(prefix="yarnflink-application-"))
     master_args = ["--application", str(Path(script).resolve()), *[f"--application-arg={a}" for a in args]]
     proc, info = start_local_cluster(

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.local.driver import LocalProcessDriver
+from yarnflink.deployment.yarn.master import prepare as prepare_yarn
 from yarnflink.dispatcher.dispatcher import Dispatcher
 from yarnflink.dispatcher.leadership import DispatcherLeadership
 from yarnflink.dispatcher.options import RestOptions
@@ -37,6 +38,7 @@ from yarnflink.highavailability.errors import HighAvailabilityError
 from yarnflink.highavailability.services import HighAvailabilityServices, create_ha_services, ha_enabled
 from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.resourcemanager.driver import ResourceManagerDriver
+from yarnflink.resourcemanager.local_gateway import LocalResourceManagerGateway
 from yarnflink.resourcemanager.options import ResourceManagerOptions
 from yarnflink.resourcemanager.resourcemanager import ResourceManager
 from yarnflink.security import prepare_master
@@ -99,7 +101,7 @@ class MasterProcess:
             rest_host = "127.0.0.1"
         self.dispatcher = Dispatcher(
             config,
-            self.rm,
+            LocalResourceManagerGateway(self.rm),
             rest_host=rest_host,
             rest_port=int(config.get(RestOptions.PORT)),
             on_shutdown_request=self._stop.set,
@@ -228,8 +230,6 @@ def run_master(
     driver: ResourceManagerDriver | None = None
     publish = None
     if yarn:  # inside a skein ApplicationMaster: TaskExecutors are YARN containers
-        from yarnflink.deployment.yarn.master import prepare as prepare_yarn
-
         config, driver, publish = prepare_yarn(config, standby=yarn_standby)
     config = prepare_master(config, workdir or Path.cwd())  # the cluster's TLS material and REST token
     try:

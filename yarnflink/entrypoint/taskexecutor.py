@@ -22,6 +22,7 @@ from yarnflink.operators.memory import tune_allocator
 from yarnflink.resourcemanager.options import HeartbeatManagerOptions
 from yarnflink.resourcemanager.resources import worker_spec_from_config
 from yarnflink.security import prepare_taskexecutor
+from yarnflink.spark.session import holder as spark_sessions
 from yarnflink.taskexecutor.options import TaskManagerOptions
 from yarnflink.taskexecutor.taskexecutor import TaskExecutor
 
@@ -39,7 +40,6 @@ def run_taskexecutor(
     # fewer page faults for the large temporary Arrow buffers of vectorized operators
     tune_allocator()
     prepare_taskexecutor(config)  # mutual TLS with the cluster's CA (security.ssl.internal.*)
-    from yarnflink.spark.session import holder as spark_sessions
 
     spark_sessions.set_process_config(config.to_dict())  # its spark.* keys reach its SparkSession
     host = config.get(TaskManagerOptions.HOST) or "127.0.0.1"

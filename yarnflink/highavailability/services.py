@@ -240,6 +240,8 @@ def create_ha_services(
     the connection timeout is a ``HighAvailabilityError``; a missing key a ``ConfigError``."""
     if not ha_enabled(config):
         return StandaloneHaServices(addresses)
-    from yarnflink.highavailability.zookeeper.services import ZooKeeperHaServices
+    from yarnflink.highavailability.zookeeper.services import (
+        ZooKeeperHaServices,  # deferred: kazoo, with ZooKeeper HA only
+    )
 
     return ZooKeeperHaServices.from_config(config)

@@ -30,6 +30,7 @@ from typing import Any, Self, TypeVar
 
 from yarnflink.highavailability.errors import HaStoreError
 from yarnflink.highavailability.leaderelection import LeaderFence
+from yarnflink.jobgraph.jobgraph import JobGraph
 
 __all__ = [
     "APPLICATION_STATUS",
@@ -252,8 +253,6 @@ class InMemoryJobGraphStore(JobGraphStore, _Fenced):
             self._graphs[job_graph.job_id] = job_graph.to_json()
 
     def recover_job_graph(self, job_id: str) -> Any | None:
-        from yarnflink.jobgraph.jobgraph import JobGraph
-
         with self._lock:
             data = self._graphs.get(job_id)
         return None if data is None else JobGraph.from_json(data)

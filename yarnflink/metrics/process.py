@@ -9,6 +9,7 @@ import threading
 import time
 
 import psutil
+import pyarrow
 
 from yarnflink.metrics import names as n
 
@@ -68,10 +69,8 @@ class ProcessMetrics:
 
 def _arrow_allocated() -> int:
     try:
-        import pyarrow
-
         return int(pyarrow.total_allocated_bytes())
-    except Exception:  # noqa: BLE001 - pyarrow missing or broken: report nothing
+    except Exception:  # noqa: BLE001 - pyarrow broken: report nothing
         return 0
 
 

@@ -78,6 +78,7 @@ class _Collector:
         self._collect = collect
 
     def collect(self) -> Iterator[Any]:
+        # deferred: prometheus_client, with a Prometheus reporter only
         from prometheus_client.core import GaugeMetricFamily
 
         try:
@@ -114,6 +115,7 @@ class PrometheusReporter:
 
     def start(self) -> bool:
         """Binds the first free port of ``ports``; False (and a warning) if none is free."""
+        # deferred: prometheus_client, with a Prometheus reporter only
         from prometheus_client import CollectorRegistry, start_http_server
 
         registry = CollectorRegistry(auto_describe=False)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
+import cloudpickle
+
 from yarnflink.common.records import Batch
 from yarnflink.operators.base import OperatorContext, Output, SourceOperator, StreamOperator
 from yarnflink.operators.factory import create_operator
@@ -101,8 +103,6 @@ class OperatorChain:
         for d in self.descriptors:
             spec = d.spec
             if isinstance(spec, (bytes, bytearray, memoryview)):
-                import cloudpickle
-
                 spec = cloudpickle.loads(spec)
             self.operators[d.node_id] = create_operator(spec)
         # topological order (head first)

@@ -16,6 +16,7 @@ from typing import Any
 
 from yarnflink.common.keygroups import key_group_of, key_group_range
 from yarnflink.state.descriptors import ListStateDescriptor
+from yarnflink.state.task_state import operator_state_backend_for
 
 
 class CheckpointedValue:
@@ -23,14 +24,12 @@ class CheckpointedValue:
     restored elements are in ``self.legacy`` and it is not checkpointed again."""
 
     def __init__(self, ctx: Any, name: str, union: bool = False, legacy: str | None = None) -> None:
-        self.enabled = getattr(ctx, "state", None) is not None
+        self.enabled = ctx.state is not None
         self._backend: Any = None
         self._list: Any = None
         self.restored: list = []
         self.legacy: list = []
         if self.enabled:
-            from yarnflink.state.task_state import operator_state_backend_for
-
             self._backend = operator_state_backend_for(ctx)
             desc = ListStateDescriptor(name)
             self._list = self._backend.get_union_list_state(desc) if union else self._backend.get_list_state(desc)

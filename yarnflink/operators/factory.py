@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import cloudpickle
+
 from yarnflink.operators import specs as S
 from yarnflink.operators.base import StreamOperator
 from yarnflink.operators.keyed import AggregateOperator, ReduceOperator
@@ -68,8 +70,6 @@ def create_partitioner_output(
     """The Output at a chain's end for one output data set (see ``partitioners.NetworkOutput``).
     ``key_selector`` may also be given as the cloudpickled bytes of a JobEdge."""
     if isinstance(key_selector, (bytes, bytearray)):
-        import cloudpickle
-
         key_selector = cloudpickle.loads(key_selector)
     return NetworkOutput(
         writer,

@@ -6,6 +6,7 @@ context. ``yarnflink.api`` re-exports them.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -111,8 +112,6 @@ class TimerService:
     """Timers are not supported yet; every method raises."""
 
     def current_processing_time(self) -> int:
-        import time
-
         return int(time.time() * 1000)
 
     def current_watermark(self) -> int:

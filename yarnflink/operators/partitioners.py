@@ -44,6 +44,7 @@ from yarnflink.common.keygroups import operator_indices_for_keys
 from yarnflink.common.records import Batch
 from yarnflink.operators.keys import KeyExtractor
 from yarnflink.operators.specs import KeySelectorSpec
+from yarnflink.operators.watermarks import MAX_WATERMARK
 
 PARTITIONINGS = ("forward", "rebalance", "rescale", "shuffle", "broadcast", "hash")
 REBALANCE_SPLIT_MIN_ROWS = 1024
@@ -146,8 +147,6 @@ class NetworkOutput:
             if self.end_watermark and self.current_watermark < _MAX_WATERMARK:
                 send = getattr(self.writer, "emit_event", None)
                 if send is not None:
-                    from yarnflink.operators.watermarks import MAX_WATERMARK
-
                     self.current_watermark = _MAX_WATERMARK
                     send(MAX_WATERMARK)
             self._finished = True

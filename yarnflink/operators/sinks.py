@@ -6,6 +6,7 @@ import base64
 import datetime
 import json
 import sys
+import uuid
 from typing import Any
 
 import pyarrow as pa
@@ -86,7 +87,7 @@ class FileSink(SinkOperator):
 
     def open(self, ctx: OperatorContext) -> None:
         super().open(ctx)
-        import fsspec
+        import fsspec  # deferred: fsspec loads on the first file system use
 
         fs, root = fsspec.core.url_to_fs(self.spec.path, **self.spec.storage_options)
         self._fs = fs
@@ -114,8 +115,6 @@ class FileSink(SinkOperator):
         return f"{self._root.rstrip('/')}/part-{i}-{n}.{FILE_EXTENSIONS[self.spec.format]}"
 
     def _restore_exactly_once(self) -> None:
-        import uuid
-
         self._pending: dict[int, list[tuple[str, int]]] = {}  # checkpoint id -> [(in-progress file, n)]
         self._counter = 0
         self._uid = uuid.uuid4().hex[:8]
@@ -198,7 +197,7 @@ class FileSink(SinkOperator):
                 self._commit_file(tmp, n)
 
     def _open_parquet(self, schema: pa.Schema) -> None:
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # deferred: pyarrow's Parquet reader/writer, for that format only
 
         self._file = self._fs.open(self.path, "wb")
         self._writer = pq.ParquetWriter(self._file, schema)
@@ -245,7 +244,7 @@ class FileSink(SinkOperator):
                 self._open_parquet(rb.schema)
             self._writer.write_batch(rb)
         else:
-            import pyarrow.csv as pcsv
+            import pyarrow.csv as pcsv  # deferred: pyarrow's CSV reader/writer, for that format only
 
             if self._writer is None:
                 self._writer = pcsv.CSVWriter(self._file, rb.schema)

@@ -213,7 +213,7 @@ class SequenceSource(_SplitSource):
 def list_files(path: str, storage_options: dict | None = None) -> tuple[object, list[str]]:
     """``(fs, sorted files)``: the file itself, or every file below a directory, skipping
     hidden/bookkeeping files whose name starts with ``.`` or ``_`` (Flink's default filter)."""
-    import fsspec
+    import fsspec  # deferred: fsspec loads on the first file system use
 
     fs, root = fsspec.core.url_to_fs(path, **(storage_options or {}))
     if fs.isdir(root):
@@ -315,16 +315,16 @@ class FileSource(_SplitSource):
         fmt = self.spec.format
         with fs.open(path, "rb") as f:
             if fmt == "parquet":
-                import pyarrow.parquet as pq
+                import pyarrow.parquet as pq  # deferred: pyarrow's Parquet reader/writer, for that format only
 
                 yield from pq.ParquetFile(f).iter_batches(batch_size=self.batch_rows)
             elif fmt == "csv":
-                import pyarrow.csv as pcsv
+                import pyarrow.csv as pcsv  # deferred: pyarrow's CSV reader/writer, for that format only
 
                 reader = pcsv.open_csv(f, read_options=pcsv.ReadOptions(block_size=8 << 20))
                 yield from _rechunk(reader, self.batch_rows)
             else:
-                import pyarrow.json as pjson
+                import pyarrow.json as pjson  # deferred: pyarrow's JSON reader, for that format only
 
                 reader = pjson.open_json(f, read_options=pjson.ReadOptions(block_size=8 << 20))
                 yield from _rechunk(reader, self.batch_rows)

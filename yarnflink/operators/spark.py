@@ -206,7 +206,7 @@ class SparkOperator(StreamOperator):
         # the session first: the thread starting it imports pyspark, and importing pyspark from two
         # threads at once can end in an import deadlock
         spark = self._session()
-        from pyspark.sql.pandas.types import from_arrow_schema
+        from pyspark.sql.pandas.types import from_arrow_schema  # deferred: pyspark, in Spark steps only
 
         struct = self._resolve_struct()
         if struct is None:
@@ -293,7 +293,7 @@ class SparkOperator(StreamOperator):
 
     def _resolve_struct(self) -> Any:
         if self._struct is None and self.spec.schema is not None:
-            from pyspark.sql.types import DataType, StructType
+            from pyspark.sql.types import DataType, StructType  # deferred: pyspark, in Spark steps only
 
             s = self.spec.schema
             struct = DataType.fromDDL(s) if isinstance(s, str) else s
@@ -306,6 +306,7 @@ class SparkOperator(StreamOperator):
 
     def _spark_schema(self, spark: SparkSession, arrow_schema: pa.Schema) -> tuple[pa.Schema, Any]:
         """(Arrow schema the data takes in Spark, Spark StructType) for input of ``arrow_schema``."""
+        # deferred: pyspark, in Spark steps only
         from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
         struct = self._resolve_struct()
@@ -326,6 +327,7 @@ class SparkOperator(StreamOperator):
 
     def _to_spark_arrow(self, spark: SparkSession, table: pa.Table, struct: Any, target: pa.Schema) -> pa.Table:
         """What ``createDataFrame(table, struct)`` makes of ``table`` before it enters the JVM."""
+        # deferred: pyspark, in Spark steps only
         from pyspark.sql.pandas.types import _check_arrow_table_timestamps_localize
 
         table = table.rename_columns(target.names)
@@ -362,7 +364,7 @@ class SparkOperator(StreamOperator):
         if self.spec.query is not None:
             df.createOrReplaceTempView(INPUT_VIEW)
             return spark.sql(self.spec.query)
-        from pyspark.sql import DataFrame
+        from pyspark.sql import DataFrame  # deferred: pyspark, in Spark steps only
 
         out = self.spec.fn(df)  # type: ignore[misc]
         if not isinstance(out, DataFrame):

@@ -26,6 +26,7 @@ import numpy as np
 from yarnflink.common.records import Batch
 from yarnflink.jobgraph.options import PipelineOptions
 from yarnflink.operators.base import OperatorContext, StreamOperator
+from yarnflink.operators.functions import RuntimeContext
 from yarnflink.state.descriptors import to_millis
 
 MIN_TIMESTAMP = -(2**63)  # Long.MIN_VALUE: "no watermark yet"
@@ -256,8 +257,6 @@ class TimestampsAndWatermarksOperator(StreamOperator):
             self.idleness = IdlenessTimer(self.strategy.idle_timeout_ms, lambda: self.clock())
         rich = getattr(self.extract, "__self__", None)  # a bound method of a rich function
         if rich is not None and callable(getattr(rich, "open", None)):
-            from yarnflink.operators.functions import RuntimeContext
-
             rich.open(RuntimeContext(ctx))
 
     def process_batch(self, batch: Batch) -> None:

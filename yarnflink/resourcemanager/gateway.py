@@ -6,6 +6,10 @@ registrations, which return it; a stale token, or a ResourceManager that does no
 call with ``FencingTokenMismatch``. The ResourceManager heartbeats TaskExecutors
 (``TaskExecutorGateway.heartbeat_from_resource_manager``, answered with the slot report); JobMasters
 heartbeat the ResourceManager (``heartbeat_from_job_master``).
+
+``ResourceManagerControlGateway``: what the Dispatcher in the master's process reads for the REST
+API, the dashboard and the metrics (Flink's ``requestTaskManagerInfo`` and
+``requestResourceOverview``); ``LocalResourceManagerGateway`` implements it.
 """
 
 from __future__ import annotations
@@ -27,10 +31,15 @@ __all__ = [
     "RegisterJobMaster",
     "RegisterTaskExecutor",
     "ReportedSlot",
+    "ResourceManagerControlGateway",
     "ResourceManagerGateway",
+    "ResourceOverview",
     "ResourceRequirement",
+    "SlotInfo",
     "SlotReport",
     "TaskExecutorRegistrationSuccess",
+    "TaskManagerInfo",
+    "TaskManagerSlot",
 ]
 
 
@@ -145,3 +154,63 @@ class ResourceManagerGateway(Protocol):
     async def heartbeat_from_job_master(self, request: JobMasterHeartbeat, *, timeout: float = RPC_TIMEOUT_S) -> bool:
         """False: the ResourceManager lost this job's registration (register again)."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceOverview:
+    """The registered TaskExecutors and their slots (Flink's ResourceOverview)."""
+
+    number_task_managers: int
+    number_registered_slots: int
+    number_free_slots: int
+
+
+@dataclass(frozen=True, slots=True)
+class SlotInfo:
+    """A slot allocated to a job (Flink's SlotInfo in TaskManagerInfoWithSlots)."""
+
+    job_id: str
+    resource: ResourceProfile
+
+
+@dataclass(frozen=True, slots=True)
+class TaskManagerSlot:
+    """One slot of a TaskExecutor: an allocation, or a free default slot (``allocation_id`` None)."""
+
+    index: int  # -1: a dynamic (fine-grained) slot
+    allocation_id: str | None
+    job_id: str | None
+    status: str  # the allocation's state; FREE for a free slot
+    resource: ResourceProfile
+
+
+@dataclass(frozen=True, slots=True)
+class TaskManagerInfo:
+    """A registered TaskExecutor as the ResourceManager knows it (Flink's TaskManagerInfo)."""
+
+    resource_id: str
+    rpc_address: str  # host:port of its TaskExecutorGateway
+    data_port: int
+    time_since_last_heartbeat_ms: int
+    number_slots: int
+    number_available_slots: int
+    total_resource: ResourceProfile
+    free_resource: ResourceProfile
+    pid: int
+    hostname: str
+    allocated_slots: tuple[SlotInfo, ...]  # in allocation order
+    slots: tuple[TaskManagerSlot, ...]  # allocations by index, then the free default slots
+
+
+class ResourceManagerControlGateway(Protocol):
+    """Called by the Dispatcher on the ResourceManager in its own process: the views of the REST
+    API, the dashboard and the master's metrics. Not fenced: they read, and answer as a standby does."""
+
+    @property
+    def address(self) -> str:
+        """host:port of its ResourceManagerGateway (Flink's ``RpcGateway.getAddress``)."""
+        ...
+
+    async def request_task_manager_info(self) -> tuple[TaskManagerInfo, ...]: ...
+
+    async def request_resource_overview(self) -> ResourceOverview: ...

@@ -38,7 +38,11 @@ from yarnflink.resourcemanager.gateway import (
     NotifySlotAvailable,
     RegisterJobMaster,
     RegisterTaskExecutor,
+    ResourceOverview,
+    SlotInfo,
     TaskExecutorRegistrationSuccess,
+    TaskManagerInfo,
+    TaskManagerSlot,
 )
 from yarnflink.resourcemanager.heartbeat import HeartbeatMonitor
 from yarnflink.resourcemanager.resources import ResourceProfile, worker_spec_from_config
@@ -307,57 +311,43 @@ class ResourceManager(RpcEndpoint):
         self._execute(self.slot_manager.slot_report(resource_id, report, now))
 
     # ------------------------------------------------------------------ views (for the Dispatcher)
-    def _task_manager_json(self, te: TaskExecutorRecord, now: float) -> dict[str, Any]:
+    def _task_manager_info(self, te: TaskExecutorRecord, now: float) -> TaskManagerInfo:
         sm = self.slot_manager
         _, _, port = te.data_address.rpartition(":")
         taken = {a.slot_index for a in te.allocations.values()}
-        return {
-            "id": te.resource_id,
-            "path": te.rpc_address,
-            "dataPort": int(port or 0),
-            "timeSinceLastHeartbeat": int(
+        allocated = sorted(te.allocations.values(), key=lambda a: (a.slot_index < 0, a.slot_index))
+        return TaskManagerInfo(
+            resource_id=te.resource_id,
+            rpc_address=te.rpc_address,
+            data_port=int(port or 0),
+            time_since_last_heartbeat_ms=int(
                 min(self.te_heartbeats.since_last_heard(te.resource_id, now), now - te.registered_at) * 1000
             ),
-            "slotsNumber": te.num_slots,
-            "freeSlots": te.free_slots(sm.fine_grained),
-            "totalResource": te.total.to_json(),
-            "freeResource": (te.total - te.used).to_json(),
-            "hardware": {"pid": te.pid, "host": te.hostname, "cpuCores": te.total.cpu_cores},
-            "allocatedSlots": [{"jobId": a.job_id, "resource": a.profile.to_json()} for a in te.allocations.values()],
-            "slots": [
-                {
-                    "index": a.slot_index,
-                    "allocationId": a.allocation_id,
-                    "jobId": a.job_id,
-                    "status": a.state.value,
-                    "resource": a.profile.to_json(),
-                }
-                for a in sorted(te.allocations.values(), key=lambda a: (a.slot_index < 0, a.slot_index))
-            ]
-            + [
-                {
-                    "index": i,
-                    "allocationId": None,
-                    "jobId": None,
-                    "status": "FREE",
-                    "resource": te.default_slot.to_json(),
-                }
+            number_slots=te.num_slots,
+            number_available_slots=te.free_slots(sm.fine_grained),
+            total_resource=te.total,
+            free_resource=te.total - te.used,
+            pid=te.pid,
+            hostname=te.hostname,
+            allocated_slots=tuple(SlotInfo(a.job_id, a.profile) for a in te.allocations.values()),
+            slots=tuple(
+                TaskManagerSlot(a.slot_index, a.allocation_id, a.job_id, a.state.value, a.profile) for a in allocated
+            )
+            + tuple(
+                TaskManagerSlot(i, None, None, "FREE", te.default_slot)
                 for i in range(te.num_slots)
                 if i not in taken and (te.slot_counted or not sm.fine_grained)
-            ],
-        }
+            ),
+        )
 
-    async def task_managers_info(self) -> list[dict[str, Any]]:
+    # ------------------------------------------------------------------ ResourceManagerControlGateway (on its loop)
+    async def request_task_manager_info(self) -> tuple[TaskManagerInfo, ...]:
         now = time.monotonic()
-        return [self._task_manager_json(te, now) for te in self.slot_manager.task_executors.values()]
+        return tuple(self._task_manager_info(te, now) for te in self.slot_manager.task_executors.values())
 
-    async def task_manager_info(self, resource_id: str) -> dict[str, Any] | None:
-        te = self.slot_manager.task_executors.get(resource_id)
-        return None if te is None else self._task_manager_json(te, time.monotonic())
-
-    async def slot_totals(self) -> tuple[int, int, int]:
+    async def request_resource_overview(self) -> ResourceOverview:
         total, free = self.slot_manager.totals()
-        return len(self.slot_manager.task_executors), total, free
+        return ResourceOverview(len(self.slot_manager.task_executors), total, free)
 
     # ------------------------------------------------------------------ ResourceManagerGateway (served by rpc.servicers)
     def _require_leader(self) -> None:

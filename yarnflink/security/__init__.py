@@ -18,8 +18,9 @@ import logging
 from pathlib import Path
 
 from yarnflink.common.config import Configuration
+from yarnflink.security.client import RestCredentials, set_process_default
 from yarnflink.security.internal import SecurityConfigError, install
-from yarnflink.security.material import ensure_cluster_security
+from yarnflink.security.material import CA_FILE, CERT_FILE, KEY_FILE, ensure_cluster_security
 from yarnflink.security.options import SecurityOptions
 
 __all__ = ["SecurityConfigError", "install_directory_material", "prepare_master", "prepare_taskexecutor"]
@@ -48,7 +49,6 @@ def prepare_master(config: Configuration, workdir: Path) -> Configuration:
             generated,
         )
     install(prepared)
-    from yarnflink.security.client import RestCredentials, set_process_default
 
     set_process_default(RestCredentials.from_config(prepared))  # e.g. an application's main() in the master
     return prepared
@@ -63,8 +63,6 @@ def prepare_taskexecutor(config: Configuration) -> None:
 def install_directory_material(directory: Path) -> None:
     """Internal TLS for processes that run cluster members in-process (benchmarks, tools): the
     material in ``directory`` (generated there by the first caller) installed for this process."""
-    from yarnflink.security.material import CA_FILE, CERT_FILE, KEY_FILE
-
     config = Configuration({SecurityOptions.REST_AUTHENTICATION.key: "none"})
     if (directory / KEY_FILE).exists():
         config.set(SecurityOptions.SSL_INTERNAL_CA, str(directory / CA_FILE))

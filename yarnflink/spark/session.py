@@ -33,6 +33,7 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from yarnflink.common.config import OPTIONS
 from yarnflink.taskexecutor.options import TaskManagerOptions
 
 if TYPE_CHECKING:
@@ -67,8 +68,6 @@ WORKDIR_PREFIX = "yarnflink-spark-"
 
 def spark_keys(config: Mapping[str, str]) -> dict[str, str]:
     """The ``spark.*`` keys of a yarnflink configuration that are meant for Spark."""
-    from yarnflink.common.config import OPTIONS
-
     return {k: str(v) for k, v in config.items() if k.startswith("spark.") and k not in OPTIONS}
 
 
@@ -141,7 +140,7 @@ class SparkSessionHolder:
 
     def _create(self, fut: Future[SparkSession], conf: dict[str, str]) -> None:
         try:
-            from pyspark.sql import SparkSession
+            from pyspark.sql import SparkSession  # deferred: pyspark, in Spark steps only
 
             # Spark looks up this host's address even when told to bind to loopback
             os.environ.setdefault("SPARK_LOCAL_IP", conf.get("spark.driver.bindAddress", "127.0.0.1"))
@@ -285,7 +284,7 @@ def _pid_alive(pid: int) -> bool:
 
 def _usable(session: SparkSession) -> bool:
     """False once the session was stopped (by a step's function, say) or its JVM died."""
-    from pyspark import SparkContext
+    from pyspark import SparkContext  # deferred: pyspark, in Spark steps only
 
     proc = getattr(SparkContext._gateway, "proc", None)
     return session.sparkContext._jsc is not None and (proc is None or proc.poll() is None)
@@ -294,8 +293,8 @@ def _usable(session: SparkSession) -> bool:
 def _discard(session: SparkSession) -> None:
     """Forget a broken session so that the next ``getOrCreate`` makes a new one (and a new JVM
     if the old one died: stopping then fails half-way, leaving PySpark's singletons set)."""
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
+    from pyspark import SparkContext  # deferred: pyspark, in Spark steps only
+    from pyspark.sql import SparkSession  # deferred: pyspark, in Spark steps only
 
     try:
         session.stop()
@@ -312,7 +311,7 @@ def _discard(session: SparkSession) -> None:
 
 def _shutdown_gateway() -> None:
     """End the JVM behind PySpark's gateway (it exits when its stdin closes)."""
-    from pyspark import SparkContext
+    from pyspark import SparkContext  # deferred: pyspark, in Spark steps only
 
     gateway = SparkContext._gateway
     if gateway is None:

@@ -4,9 +4,10 @@
 * ``heap``: ``HeapKeyedStateBackend`` (key-grouped, changelog and shadow copy, asynchronous snapshots);
 * ``keyed_states``: the state objects; ``operator_state``: list and union list state;
 * ``handles``: state handles and ``TaskStateSnapshot`` (pure data);
-* ``task_state``: the Task seam (``TaskStateManager``, ``snapshot_chain``);
-* ``processor``: the State Processor API on Spark (``read_savepoint``, ``bootstrap_savepoint``;
-  pyspark is imported when they are called).
+* ``task_state``: the Task seam (``TaskStateManager``, ``snapshot_chain``).
+
+The State Processor API (savepoints read and written on Spark) is ``yarnflink.state_processor``:
+it reads checkpoint metadata, and ``yarnflink.checkpoint`` depends on this package, not the reverse.
 """
 
 from yarnflink.state.descriptors import (
@@ -29,7 +30,6 @@ from yarnflink.state.handles import (
 )
 from yarnflink.state.heap import HeapKeyedStateBackend, StateMigrationError
 from yarnflink.state.operator_state import OperatorStateBackend
-from yarnflink.state.processor import StateProcessorError, bootstrap_savepoint, read_savepoint
 from yarnflink.state.task_state import TaskStateManager, snapshot_chain
 
 __all__ = [
@@ -46,13 +46,10 @@ __all__ = [
     "ReducingStateDescriptor",
     "SnapshotResult",
     "StateMigrationError",
-    "StateProcessorError",
     "StateTtlConfig",
     "TaskStateManager",
     "TaskStateSnapshot",
     "Types",
     "ValueStateDescriptor",
-    "bootstrap_savepoint",
-    "read_savepoint",
     "snapshot_chain",
 ]

@@ -7,6 +7,7 @@ PyFlink takes is accepted and ignored: values are Python objects (pickled in sna
 
 from __future__ import annotations
 
+import datetime
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,8 +17,6 @@ from typing import Any, Union
 def to_millis(value: Any, what: str) -> int:
     """Milliseconds of a ``Time`` / ``Duration`` (anything with ``to_milliseconds()``), a
     ``datetime.timedelta`` or an int of milliseconds."""
-    import datetime
-
     if hasattr(value, "to_milliseconds"):
         return int(value.to_milliseconds())
     if isinstance(value, datetime.timedelta):

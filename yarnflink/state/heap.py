@@ -2,7 +2,7 @@
 organised by key group so that a snapshot can be split and redistributed when the parallelism
 changes.
 
-Layout: one ``_StateTable`` per registered state; a table holds one ``_KGMap`` per key group whose
+Layout: one ``StateTable`` per registered state; a table holds one ``KeyGroupMap`` per key group whose
 ``data`` dict maps the entry key (``entry_key(key, namespace)``: the plain key alone for the void
 namespace, ``(key, namespace)`` otherwise) to the stored value. Timers live in key-grouped priority
 queues of the same backend.
@@ -25,11 +25,12 @@ image of the heap is the snapshot; it keeps no changelog.
 from __future__ import annotations
 
 import collections
-import copy
 import heapq
 import itertools
 import os
 import pickle
+import signal
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -47,6 +48,7 @@ from yarnflink.state.handles import (
     SnapshotResult,
     StateMetaInfo,
 )
+from yarnflink.state.keyed_states import STATE_CLASSES
 from yarnflink.state.snapshot_serializer import (
     BufferPieces,
     entry_key,
@@ -56,10 +58,9 @@ from yarnflink.state.snapshot_serializer import (
 )
 from yarnflink.state.snapshot_serializer import dumps as _dumps  # noqa: F401 - operator_state.py imports it
 from yarnflink.state.streams import CheckpointStreamFactory, InlineStreamFactory, StateReader, read_inline
+from yarnflink.state.tables import MISSING, KeyGroupMap, StateTable, TtlValue
 
-_MISSING: Any = object()
 TIMERS = "timers"
-_IMMUTABLE = frozenset({int, float, str, bytes, bool, type(None), complex, frozenset})
 SNAPSHOT_FORMAT = "yarnflink-keyed-v1"
 SNAPSHOT_MODES = ("thread", "fork")
 
@@ -74,61 +75,6 @@ class KeyGroupRangeError(RuntimeError):
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _copy_value(v: Any) -> Any:
-    t = type(v)
-    if t in _IMMUTABLE:
-        return v
-    if t is tuple and all(type(x) in _IMMUTABLE for x in v):
-        return v
-    if t is TtlValue:
-        return TtlValue(_copy_value(v.value), v.ts)
-    return copy.deepcopy(v)
-
-
-class TtlValue:
-    """A value with the processing time (ms) of its last access that counts for its TTL."""
-
-    __slots__ = ("value", "ts")
-
-    def __init__(self, value: Any, ts: int):
-        self.value = value
-        self.ts = ts
-
-    def __reduce__(self) -> Any:
-        return (TtlValue, (self.value, self.ts))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, TtlValue) and other.value == self.value and other.ts == self.ts
-
-    def __repr__(self) -> str:
-        return f"TtlValue({self.value!r}, ts={self.ts})"
-
-
-# ----------------------------------------------------------------------------- tables
-class _KGMap:
-    """One state's entries in one key group. ``data``: the live entries (the task's);
-    ``changes`` / ``removed``: the entries written / removed since the last synchronous point
-    (``changes`` is None when no changelog is kept); ``shadow``: the snapshot side's copy, as of
-    the last changelog applied (touched by the snapshot thread only)."""
-
-    __slots__ = ("data", "changes", "removed", "shadow")
-
-    def __init__(self, track: bool) -> None:
-        self.data: dict = {}
-        self.changes: dict | None = {} if track else None
-        self.removed: set | None = None
-        self.shadow: dict = {}
-
-
-class _StateTable:
-    __slots__ = ("meta", "maps", "descriptor")
-
-    def __init__(self, meta: StateMetaInfo) -> None:
-        self.meta = meta
-        self.maps: dict[int, _KGMap] = {}
-        self.descriptor: StateDescriptor | None = None
 
 
 # ----------------------------------------------------------------------------- timer queues
@@ -278,7 +224,7 @@ class HeapKeyedStateBackend:
         #: Arrow IPC buffer compression of snapshots (None, "lz4" or "zstd"; Flink: off by default)
         self.compression = compression
         self._own_executor: ThreadPoolExecutor | None = None
-        self._tables: dict[str, _StateTable] = {}
+        self._tables: dict[str, StateTable] = {}
         self._queues: dict[str, KeyGroupedTimerQueue] = {}
         self._states: dict[str, Any] = {}
         self._key: Any = None
@@ -316,13 +262,13 @@ class HeapKeyedStateBackend:
         return self._kg
 
     # ------------------------------------------------------------------ writes (changelog)
-    def _new_map(self, table: _StateTable) -> _KGMap:
+    def _new_map(self, table: StateTable) -> KeyGroupMap:
         if self._kg < 0:
             raise RuntimeError("no current key: keyed state is accessed outside of a keyed context")
-        m = table.maps[self._kg] = _KGMap(self._track)
+        m = table.maps[self._kg] = KeyGroupMap(self._track)
         return m
 
-    def _put_entry(self, table: _StateTable, ek: Any, value: Any) -> None:
+    def _put_entry(self, table: StateTable, ek: Any, value: Any) -> None:
         """``value`` for the entry ``ek`` of the current key group (and in its changelog)."""
         m = table.maps.get(self._kg)
         if m is None:
@@ -337,9 +283,9 @@ class HeapKeyedStateBackend:
             if self._writes >= HAND_OFF_WRITES:
                 self._maybe_hand_off()
 
-    def _remove_entry(self, table: _StateTable, ek: Any) -> None:
+    def _remove_entry(self, table: StateTable, ek: Any) -> None:
         m = table.maps.get(self._kg)
-        if m is None or m.data.pop(ek, _MISSING) is _MISSING:
+        if m is None or m.data.pop(ek, MISSING) is MISSING:
             return
         changes = m.changes
         if changes is not None:
@@ -351,7 +297,7 @@ class HeapKeyedStateBackend:
             if self._writes >= HAND_OFF_WRITES:
                 self._maybe_hand_off()
 
-    def _owned_entry(self, table: _StateTable, ek: Any, copier: Callable[[Any], Any]) -> Any:
+    def _owned_entry(self, table: StateTable, ek: Any, copier: Callable[[Any], Any]) -> Any:
         """The entry ``ek`` (must exist), to change in place: copied first if the snapshot side
         may share it (it is not in the current changelog, so a shadow holds the same object)."""
         m = table.maps[self._kg]
@@ -364,10 +310,10 @@ class HeapKeyedStateBackend:
         return v
 
     # ------------------------------------------------------------------ registration
-    def _table(self, name: str, kind: str, ttl: bool) -> _StateTable:
+    def _table(self, name: str, kind: str, ttl: bool) -> StateTable:
         t = self._tables.get(name)
         if t is None:
-            t = self._tables[name] = _StateTable(StateMetaInfo(name, kind, ttl))
+            t = self._tables[name] = StateTable(StateMetaInfo(name, kind, ttl))
         elif t.meta.kind != kind:
             raise StateMigrationError(
                 f"state {name!r} is registered as {t.meta.kind} state, but is now declared as {kind} state"
@@ -381,8 +327,6 @@ class HeapKeyedStateBackend:
 
     def get_partitioned_state(self, descriptor: StateDescriptor) -> Any:
         """The state object for ``descriptor`` (one per name; it follows the current key)."""
-        from yarnflink.state import keyed_states
-
         name = descriptor.name
         st = self._states.get(name)
         if st is not None:
@@ -392,11 +336,11 @@ class HeapKeyedStateBackend:
                     f"as {descriptor.kind} state"
                 )
             return st
-        if descriptor.kind not in keyed_states.STATE_CLASSES:
+        if descriptor.kind not in STATE_CLASSES:
             raise TypeError(f"unknown state descriptor {descriptor!r}")
         table = self._table(name, descriptor.kind, descriptor.ttl_config is not None)
         table.descriptor = descriptor
-        st = keyed_states.STATE_CLASSES[descriptor.kind](self, table, descriptor)
+        st = STATE_CLASSES[descriptor.kind](self, table, descriptor)
         self._states[name] = st
         return st
 
@@ -483,7 +427,7 @@ class HeapKeyedStateBackend:
     def _views(
         self,
     ) -> tuple[
-        list[tuple[str, _StateTable, int | None, list[tuple[int, _KGMap]]]], list[tuple[str, KeyGroupedTimerQueue]]
+        list[tuple[str, StateTable, int | None, list[tuple[int, KeyGroupMap]]]], list[tuple[str, KeyGroupedTimerQueue]]
     ]:
         """(Task thread) the states, their key-group maps and the timer queues as of now."""
         return (
@@ -517,7 +461,7 @@ class HeapKeyedStateBackend:
         """(Task thread) every changelog to the snapshot side, new ones started: O(key groups)."""
         self._writes = 0
         self._gen += 1
-        handed: list[tuple[_KGMap, dict, set | None]] = []
+        handed: list[tuple[KeyGroupMap, dict, set | None]] = []
         for table in self._tables.values():
             for m in table.maps.values():
                 if m.changes or m.removed:
@@ -544,7 +488,7 @@ class HeapKeyedStateBackend:
         self._executor_for_snapshots().submit(apply)
 
     @staticmethod
-    def _full_snapshot_ttl(table: _StateTable) -> int | None:
+    def _full_snapshot_ttl(table: StateTable) -> int | None:
         """The TTL whose expired entries a full snapshot leaves out (``cleanupFullSnapshot``)."""
         d = table.descriptor
         if d is not None and d.ttl_config is not None and d.ttl_config.cleanup_full_snapshot:
@@ -662,7 +606,7 @@ class HeapKeyedStateBackend:
             else:
                 m = t.maps.get(kg)
                 if m is None:
-                    m = t.maps[kg] = _KGMap(self._track)
+                    m = t.maps[kg] = KeyGroupMap(self._track)
                 key, ns = loads(entry)
                 ek = entry_key(key, ns)
                 m.data[ek] = v = loads(value)
@@ -711,9 +655,6 @@ def _encode_in_child(
     """Fork; the child encodes ``parts`` (its copy-on-write image of them) into a temporary file
     and exits. Returns the function that waits for the child and returns the file's bytes
     (read in one call, so no copy of the payload is made while holding the GIL)."""
-    import signal
-    import tempfile
-
     fd, path = tempfile.mkstemp(prefix="yarnflink-snapshot-", suffix=".arrow")
     pid = os.fork()
     if pid == 0:  # the child: encode, write, exit -- never return into the task's code
@@ -866,7 +807,7 @@ def _encode_files(
                     kept = [
                         (ek, v)
                         for ek, v in ((ek, _drop_expired(v, now, ttl_ms)) for ek, v in data.items())
-                        if v is not _MISSING
+                        if v is not MISSING
                     ]
                     batches.add(kg, name, [ek for ek, _ in kept], [v for _, v in kept])
                 else:  # the dict is not mutated meanwhile (a shadow, or a fork's image): two lists of references
@@ -881,15 +822,15 @@ def _expired(tv: TtlValue, now: int, ttl_ms: int) -> bool:
 
 
 def _drop_expired(v: Any, now: int, ttl_ms: int) -> Any:
-    """A stored value without its expired parts (``_MISSING`` if nothing is left)."""
+    """A stored value without its expired parts (``MISSING`` if nothing is left)."""
     if isinstance(v, TtlValue):
-        return _MISSING if _expired(v, now, ttl_ms) else v
+        return MISSING if _expired(v, now, ttl_ms) else v
     if isinstance(v, list):
         kept = [e for e in v if not (isinstance(e, TtlValue) and _expired(e, now, ttl_ms))]
-        return kept if kept else _MISSING
+        return kept if kept else MISSING
     if isinstance(v, dict):
         kept_d = {k: e for k, e in v.items() if not (isinstance(e, TtlValue) and _expired(e, now, ttl_ms))}
-        return kept_d if kept_d else _MISSING
+        return kept_d if kept_d else MISSING
     return v
 
 

@@ -9,7 +9,7 @@ per value, per list element, per map entry.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from yarnflink.state.descriptors import (
     AggregatingStateDescriptor,
@@ -17,15 +17,18 @@ from yarnflink.state.descriptors import (
     StateDescriptor,
     StateTtlConfig,
 )
-from yarnflink.state.heap import _MISSING, HeapKeyedStateBackend, TtlValue, _copy_value, _StateTable
 from yarnflink.state.snapshot_serializer import entry_key
+from yarnflink.state.tables import MISSING, StateTable, TtlValue, copy_value
+
+if TYPE_CHECKING:
+    from yarnflink.state.heap import HeapKeyedStateBackend
 
 _ON_READ = StateTtlConfig.UpdateType.OnReadAndWrite
 _RETURN_EXPIRED = StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp
 
 
 class _KeyedState:
-    def __init__(self, backend: HeapKeyedStateBackend, table: _StateTable, descriptor: StateDescriptor):
+    def __init__(self, backend: HeapKeyedStateBackend, table: StateTable, descriptor: StateDescriptor):
         self._b = backend
         self._t = table
         self.descriptor = descriptor
@@ -49,13 +52,13 @@ class _KeyedState:
     def _raw(self) -> Any:
         m = self._t.maps.get(self._b._kg)
         if m is None:
-            return _MISSING
-        return m.data.get(self._entry_key(), _MISSING)
+            return MISSING
+        return m.data.get(self._entry_key(), MISSING)
 
     def _put(self, stored: Any) -> None:
         self._b._put_entry(self._t, self._entry_key(), stored)
 
-    def _owned(self, copier: Any = _copy_value) -> Any:
+    def _owned(self, copier: Any = copy_value) -> Any:
         return self._b._owned_entry(self._t, self._entry_key(), copier)
 
     def clear(self) -> None:
@@ -75,7 +78,7 @@ class _KeyedState:
 class ValueState(_KeyedState):
     def value(self) -> Any:
         v = self._raw()
-        if v is _MISSING:
+        if v is MISSING:
             return None
         if self._ttl_ms is not None:
             if self._expired(v):
@@ -123,7 +126,7 @@ class _ElementsState(_KeyedState):
 class ListState(_ElementsState):
     def get(self) -> list:
         v = self._raw()
-        if v is _MISSING:
+        if v is MISSING:
             return []
         return self._live(v)
 
@@ -131,7 +134,7 @@ class ListState(_ElementsState):
         if value is None:
             raise ValueError(f"list state {self.descriptor.name!r}: you cannot add None to a ListState")
         v = self._raw()
-        if v is _MISSING:
+        if v is MISSING:
             self._put([self._wrap(value)])
         else:
             self._owned(list).append(self._wrap(value))
@@ -144,7 +147,7 @@ class ListState(_ElementsState):
             return
         v = self._raw()
         wrapped = [self._wrap(x) for x in values]
-        if v is _MISSING:
+        if v is MISSING:
             self._put(wrapped)
         else:
             self._owned(list).extend(wrapped)
@@ -161,13 +164,13 @@ class ListState(_ElementsState):
             for ns in sources:
                 self._ns = ns
                 v = self._raw()
-                if v is not _MISSING:
+                if v is not MISSING:
                     merged.extend(v)
                     self.clear()
             if merged:
                 self._ns = target
                 v = self._raw()
-                self._put((list(v) if v is not _MISSING else []) + merged)
+                self._put((list(v) if v is not MISSING else []) + merged)
         finally:
             self._ns = saved
 
@@ -178,15 +181,15 @@ class ListState(_ElementsState):
 class MapState(_KeyedState):
     def _entries(self) -> dict | None:
         v = self._raw()
-        return None if v is _MISSING else v
+        return None if v is MISSING else v
 
     def _live_value(self, d: dict, key: Any) -> Any:
-        e = d.get(key, _MISSING)
-        if e is _MISSING or self._ttl_ms is None:
+        e = d.get(key, MISSING)
+        if e is MISSING or self._ttl_ms is None:
             return e
         if self._expired(e):
             self._remove(key)
-            return e.value if self._return_expired else _MISSING
+            return e.value if self._return_expired else MISSING
         if self._touch_on_read:
             self._owned(dict)[key] = TtlValue(e.value, self._now())
         return e.value
@@ -202,7 +205,7 @@ class MapState(_KeyedState):
         if d is None:
             return None
         v = self._live_value(d, key)
-        return None if v is _MISSING else v
+        return None if v is MISSING else v
 
     def put(self, key: Any, value: Any) -> None:
         if self._entries() is None:
@@ -221,7 +224,7 @@ class MapState(_KeyedState):
 
     def contains(self, key: Any) -> bool:
         d = self._entries()
-        return d is not None and self._live_value(d, key) is not _MISSING
+        return d is not None and self._live_value(d, key) is not MISSING
 
     def items(self) -> list[tuple[Any, Any]]:
         d = self._entries()
@@ -230,7 +233,7 @@ class MapState(_KeyedState):
         out = []
         for k in list(d):
             v = self._live_value(self._entries() or {}, k)
-            if v is not _MISSING:
+            if v is not MISSING:
                 out.append((k, v))
         return out
 
@@ -264,12 +267,12 @@ class _SingleValueState(_KeyedState):
 
     def _current(self) -> Any:
         v = self._raw()
-        if v is _MISSING:
-            return _MISSING
+        if v is MISSING:
+            return MISSING
         if self._ttl_ms is not None:
             if self._expired(v):
                 self.clear()
-                return v.value if self._return_expired else _MISSING
+                return v.value if self._return_expired else MISSING
             if self._touch_on_read:
                 self._put(TtlValue(v.value, self._now()))
             return v.value
@@ -278,76 +281,76 @@ class _SingleValueState(_KeyedState):
     def _owned_current(self) -> Any:
         """The stored accumulator, copied first if a snapshot shares it (for in-place add)."""
         cur = self._current()
-        if cur is _MISSING:
-            return _MISSING
+        if cur is MISSING:
+            return MISSING
         v = self._owned()
         return v.value if self._ttl_ms is not None else v
 
 
 class ReducingState(_SingleValueState):
-    def __init__(self, backend: HeapKeyedStateBackend, table: _StateTable, descriptor: ReducingStateDescriptor):
+    def __init__(self, backend: HeapKeyedStateBackend, table: StateTable, descriptor: ReducingStateDescriptor):
         super().__init__(backend, table, descriptor)
         self._reduce = descriptor.reduce_function
 
     def get(self) -> Any:
         v = self._current()
-        return None if v is _MISSING else v
+        return None if v is MISSING else v
 
     def add(self, value: Any) -> None:
         cur = self._owned_current()
-        self._put(self._wrap(value if cur is _MISSING else self._reduce(cur, value)))
+        self._put(self._wrap(value if cur is MISSING else self._reduce(cur, value)))
 
     def merge_namespaces(self, target: Any, sources: Iterable[Any]) -> None:
         saved = self._ns
         try:
-            acc: Any = _MISSING
+            acc: Any = MISSING
             for ns in sources:
                 self._ns = ns
                 v = self._current()
-                if v is not _MISSING:
-                    acc = v if acc is _MISSING else self._reduce(acc, v)
+                if v is not MISSING:
+                    acc = v if acc is MISSING else self._reduce(acc, v)
                     self.clear()
-            if acc is not _MISSING:
+            if acc is not MISSING:
                 self._ns = target
                 cur = self._current()
-                self._put(self._wrap(acc if cur is _MISSING else self._reduce(cur, acc)))
+                self._put(self._wrap(acc if cur is MISSING else self._reduce(cur, acc)))
         finally:
             self._ns = saved
 
 
 class AggregatingState(_SingleValueState):
-    def __init__(self, backend: HeapKeyedStateBackend, table: _StateTable, descriptor: AggregatingStateDescriptor):
+    def __init__(self, backend: HeapKeyedStateBackend, table: StateTable, descriptor: AggregatingStateDescriptor):
         super().__init__(backend, table, descriptor)
         self._agg = descriptor.agg_function
 
     def get(self) -> Any:
         acc = self._current()
-        return None if acc is _MISSING else self._agg.get_result(acc)
+        return None if acc is MISSING else self._agg.get_result(acc)
 
     def get_accumulator(self) -> Any:
         acc = self._current()
-        return None if acc is _MISSING else acc
+        return None if acc is MISSING else acc
 
     def add(self, value: Any) -> None:
         acc = self._owned_current()
-        if acc is _MISSING:
+        if acc is MISSING:
             acc = self._agg.create_accumulator()
         self._put(self._wrap(self._agg.add(value, acc)))
 
     def merge_namespaces(self, target: Any, sources: Iterable[Any]) -> None:
         saved = self._ns
         try:
-            acc: Any = _MISSING
+            acc: Any = MISSING
             for ns in sources:
                 self._ns = ns
                 v = self._current()
-                if v is not _MISSING:
-                    acc = v if acc is _MISSING else self._agg.merge(acc, v)
+                if v is not MISSING:
+                    acc = v if acc is MISSING else self._agg.merge(acc, v)
                     self.clear()
-            if acc is not _MISSING:
+            if acc is not MISSING:
                 self._ns = target
                 cur = self._owned_current()
-                self._put(self._wrap(acc if cur is _MISSING else self._agg.merge(cur, acc)))
+                self._put(self._wrap(acc if cur is MISSING else self._agg.merge(cur, acc)))
         finally:
             self._ns = saved
 

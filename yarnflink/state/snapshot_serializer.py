@@ -29,6 +29,7 @@ from functools import partial
 from itertools import repeat
 from typing import Any
 
+import cloudpickle
 import numpy as np
 import pyarrow as pa
 
@@ -54,8 +55,6 @@ def dumps(obj: Any) -> bytes:
     try:
         return _DUMPS(obj)
     except Exception:  # noqa: BLE001 - whatever pickle refuses, cloudpickle may take
-        import cloudpickle
-
         return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 

@@ -136,7 +136,7 @@ def keyed_state_backend_for(ctx: Any, clock: Callable[[], int] | None = None) ->
     """The keyed state backend of the operator running with OperatorContext ``ctx``: the key
     groups of its subtask (Flink's formula), restored when the task has a TaskStateManager."""
     groups = KeyGroupRange.of(key_group_range(ctx.max_parallelism, ctx.parallelism, ctx.subtask_index))
-    mgr: TaskStateManager | None = getattr(ctx, "state", None)
+    mgr: TaskStateManager | None = ctx.state
     if mgr is None:
         return create_keyed_state_backend(
             ctx.config, ctx.max_parallelism, groups, name=ctx.operator_name, clock=clock or _now_ms
@@ -145,7 +145,7 @@ def keyed_state_backend_for(ctx: Any, clock: Callable[[], int] | None = None) ->
 
 
 def operator_state_backend_for(ctx: Any) -> OperatorStateBackend:
-    mgr: TaskStateManager | None = getattr(ctx, "state", None)
+    mgr: TaskStateManager | None = ctx.state
     if mgr is None:
         return OperatorStateBackend(ctx.operator_name)
     return mgr.operator_state_backend(_operator_id(ctx))

@@ -9,6 +9,7 @@ user's program; ``jobgraph_generator.create_job_graph`` chains it into a JobGrap
 from __future__ import annotations
 
 import enum
+import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,8 +179,6 @@ class StreamGraph:
 
     def topological_order(self) -> list[StreamNode]:
         """Nodes with every input before its consumers; ties broken by node id."""
-        import heapq
-
         indeg = {nid: len(n.in_edges) for nid, n in self.nodes.items()}
         ready = [nid for nid, d in indeg.items() if d == 0]
         heapq.heapify(ready)

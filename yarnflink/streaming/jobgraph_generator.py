@@ -231,10 +231,10 @@ def _slot_sharing_group_resources(graph: StreamGraph) -> dict[str, dict[str, flo
         res = {
             key: float(value)
             for key, value in (
-                ("cpuCores", getattr(ssg, "cpu_cores", None)),
-                ("taskHeapMemoryMB", getattr(ssg, "task_heap_memory_mb", None)),
-                ("taskOffHeapMemoryMB", getattr(ssg, "task_off_heap_memory_mb", None)),
-                ("managedMemoryMB", getattr(ssg, "managed_memory_mb", None)),
+                ("cpuCores", ssg.cpu_cores),
+                ("taskHeapMemoryMB", ssg.task_heap_memory_mb),
+                ("taskOffHeapMemoryMB", ssg.task_off_heap_memory_mb),
+                ("managedMemoryMB", ssg.managed_memory_mb),
             )
             if value is not None
         }

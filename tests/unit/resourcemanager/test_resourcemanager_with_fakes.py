@@ -33,9 +33,13 @@ from yarnflink.resourcemanager.gateway import (
     RegisterJobMaster,
     RegisterTaskExecutor,
     ReportedSlot,
+    ResourceOverview,
     ResourceRequirement,
+    SlotInfo,
     SlotReport,
+    TaskManagerSlot,
 )
+from yarnflink.resourcemanager.local_gateway import LocalResourceManagerGateway
 from yarnflink.resourcemanager.resourcemanager import ResourceManager
 from yarnflink.resourcemanager.resources import UNKNOWN
 from yarnflink.resourcemanager.slotmanager import AllocationState
@@ -183,6 +187,34 @@ def test_declared_requirements_become_slot_requests_to_task_executors(
     assert len({r.allocation_id for r in requests}) == 2
     wait_until(lambda: set(h.allocations("te-1").values()) == {AllocationState.ALLOCATED}, what="both acknowledged")
     assert h.rm.slot_manager.allocated_to(JOB) == 2
+
+
+def test_the_control_gateway_reads_task_executors_and_slots_from_another_loop(
+    start_resource_manager: StartResourceManager,
+) -> None:
+    h = start_resource_manager(FAST)
+    h.register_task_executor("te-1", num_slots=2)
+    h.register_task_executor("te-2", num_slots=1)
+    h.register_job_master(slots=1)
+    wait_until(lambda: h.rm.slot_manager.allocated_to(JOB) == 1, what="the slot allocated")
+    gateway = LocalResourceManagerGateway(h.rm)
+
+    async def read() -> Any:  # on the test's own loop, as the Dispatcher's
+        return await gateway.request_resource_overview(), await gateway.request_task_manager_info()
+
+    overview, infos = asyncio.run(read())
+
+    assert overview == ResourceOverview(number_task_managers=2, number_registered_slots=3, number_free_slots=2)
+    assert gateway.address == h.rm.address
+    by_id = {i.resource_id: i for i in infos}
+    assert set(by_id) == {"te-1", "te-2"}
+    assert (by_id["te-1"].rpc_address, by_id["te-1"].data_port, by_id["te-1"].number_slots) == ("te-1:6122", 9000, 2)
+    used = next(i for i in infos if i.allocated_slots)
+    assert used.allocated_slots == (SlotInfo(JOB, used.slots[0].resource),)
+    allocated, *free = used.slots
+    assert (allocated.job_id, allocated.status) == (JOB, "ALLOCATED") and allocated.allocation_id
+    assert all(s == TaskManagerSlot(s.index, None, None, "FREE", s.resource) for s in free)
+    assert used.number_available_slots == used.number_slots - 1 == len(free)
 
 
 def test_a_slot_request_in_flight_is_pending_until_acknowledged(start_resource_manager: StartResourceManager) -> None:

@@ -1,6 +1,6 @@
 """Every implementation of a gateway has the gateway's methods, with its parameters: the endpoints
-(which the gRPC servicers call), the gRPC clients and the in-process JobMaster gateway. mypy checks
-the same through the functions at the bottom."""
+(which the gRPC servicers call), the gRPC clients and the in-process JobMaster and ResourceManager
+gateways. mypy checks the same through the functions at the bottom."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from yarnflink.dispatcher.gateway import DispatcherGateway
 from yarnflink.jobmaster.gateway import JobMasterControlGateway, JobMasterGateway
 from yarnflink.jobmaster.jobmaster import JobMaster
 from yarnflink.jobmaster.local_gateway import LocalJobMasterGateway
-from yarnflink.resourcemanager.gateway import ResourceManagerGateway
+from yarnflink.resourcemanager.gateway import ResourceManagerControlGateway, ResourceManagerGateway
+from yarnflink.resourcemanager.local_gateway import LocalResourceManagerGateway
 from yarnflink.resourcemanager.resourcemanager import ResourceManager
 from yarnflink.rpc.clients import (
     GrpcGatewayResolver,
@@ -32,6 +33,8 @@ PAIRS = [
     (JobMasterControlGateway, LocalJobMasterGateway),
     (ResourceManagerGateway, ResourceManager),
     (ResourceManagerGateway, GrpcResourceManagerGateway),
+    (ResourceManagerControlGateway, ResourceManager),
+    (ResourceManagerControlGateway, LocalResourceManagerGateway),
     (TaskExecutorGateway, TaskExecutor),
     (TaskExecutorGateway, GrpcTaskExecutorGateway),
     (DispatcherGateway, Dispatcher),
@@ -61,6 +64,10 @@ def _local(x: LocalJobMasterGateway) -> JobMasterControlGateway:
 
 
 def _rm(x: ResourceManager) -> ResourceManagerGateway:
+    return x
+
+
+def _local_rm(x: LocalResourceManagerGateway) -> ResourceManagerControlGateway:
     return x
 
 

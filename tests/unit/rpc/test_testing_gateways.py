@@ -22,7 +22,7 @@ from yarnflink.common.rpc_errors import FencingTokenMismatch, RpcTimeout, RpcUnr
 from yarnflink.highavailability.leaderretrieval import LeaderRetrievalDriver
 from yarnflink.jobmaster.gateway import JobMasterGateway, OfferSlots, SlotOffer
 from yarnflink.resourcemanager.driver import ResourceManagerDriver
-from yarnflink.resourcemanager.gateway import RegisterJobMaster, ResourceManagerGateway
+from yarnflink.resourcemanager.gateway import RegisterJobMaster, ResourceManagerControlGateway, ResourceManagerGateway
 from yarnflink.resourcemanager.resources import UNKNOWN
 from yarnflink.rpc.resolver import GatewayResolver
 from yarnflink.taskexecutor.gateway import CancelTask, RequestSlot, SlotRequestAck, TaskExecutorGateway
@@ -31,6 +31,7 @@ from yarnflink.taskexecutor.gateway import CancelTask, RequestSlot, SlotRequestA
 _task_executor: TaskExecutorGateway = TestingTaskExecutorGateway()
 _job_master: JobMasterGateway = TestingJobMasterGateway()
 _resource_manager: ResourceManagerGateway = TestingResourceManagerGateway()
+_resource_manager_control: ResourceManagerControlGateway = TestingResourceManagerGateway()
 _resolver: GatewayResolver = TestingGatewayResolver()
 _driver: ResourceManagerDriver = TestingResourceManagerDriver()
 _leader_retrieval: LeaderRetrievalDriver = TestingLeaderRetrievalDriver()
@@ -50,6 +51,7 @@ def _protocol_methods(protocol: type) -> dict[str, inspect.Signature]:
         (TaskExecutorGateway, TestingTaskExecutorGateway),
         (JobMasterGateway, TestingJobMasterGateway),
         (ResourceManagerGateway, TestingResourceManagerGateway),
+        (ResourceManagerControlGateway, TestingResourceManagerGateway),
         (GatewayResolver, TestingGatewayResolver),
         (ResourceManagerDriver, TestingResourceManagerDriver),
         (LeaderRetrievalDriver, TestingLeaderRetrievalDriver),

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from yarnflink.client.rest_client import RestClient, find_credentials
+from yarnflink.dispatcher.limits import JobGraphTooLarge, check_job_graph_size, deployment_size_estimate
 from yarnflink.jobgraph.jobgraph import IntermediateDataSet, JobEdge, JobGraph, JobVertex, OperatorDescriptor
 from yarnflink.security import client as creds
-from yarnflink.security.limits import JobGraphTooLarge, check_job_graph_size, deployment_size_estimate
 
 
 def graph(spec_bytes: int, upstream_parallelism: int = 1) -> JobGraph:

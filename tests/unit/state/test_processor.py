@@ -15,15 +15,8 @@ import pytest
 from yarnflink.checkpoint.assignment import RestoreVertex, assign_state
 from yarnflink.checkpoint.storage import make_reader, resolve_restore_location
 from yarnflink.common.keygroups import key_group_of, key_group_range
-from yarnflink.state import (
-    HeapKeyedStateBackend,
-    KeyGroupRange,
-    ListStateDescriptor,
-    StateProcessorError,
-    ValueStateDescriptor,
-    bootstrap_savepoint,
-    read_savepoint,
-)
+from yarnflink.state import HeapKeyedStateBackend, KeyGroupRange, ListStateDescriptor, ValueStateDescriptor
+from yarnflink.state_processor import StateProcessorError, bootstrap_savepoint, read_savepoint
 
 pytest.importorskip("pyspark")
 

@@ -5,7 +5,7 @@ Each cluster gets its own security material at start (``yarnflink.security``): a
 certificate its processes use for mutual TLS, and the REST token, as 0600 files in
 ``<workdir>/security/`` (0700; the workdir itself is 0700). Processes find them through
 configuration entries holding the paths; clients of this machine find the token through the
-session's ``session.json`` (``session_credentials``) or, for a cluster this process started,
+session's ``session.json`` (``yarnflink.client.sessions``) or, for a cluster this process started,
 through ``yarnflink.security.client.register``.
 
 A session with ZooKeeper HA (``--standby N``, or ``high-availability.type: zookeeper``) runs 1+N
@@ -25,89 +25,21 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from yarnflink.client.rest_client import RestClient, RestClientError
+from yarnflink.client.sessions import LocalSession, sessions_dir
 from yarnflink.common.config import Configuration
+from yarnflink.deployment.local.ha_session import client_ha_config, prepare_ha_config, start_ha_cluster
+from yarnflink.deployment.local.processes import ClusterStartError, stop_process
 from yarnflink.dispatcher.options import RestOptions
+from yarnflink.highavailability import create_ha_services, ha_enabled
 from yarnflink.jobmaster.options import JobManagerOptions
-from yarnflink.security.client import RestCredentials, register, url_key
+from yarnflink.security.client import RestCredentials, register
 from yarnflink.security.material import ensure_cluster_security, private_directory
 from yarnflink.taskexecutor.options import TaskManagerOptions
-
-
-class ClusterStartError(Exception):
-    pass
-
-
-@dataclass
-class LocalSession:
-    id: str
-    target: str
-    pid: int
-    rest_url: str
-    rpc_address: str
-    workdir: str
-    taskexecutors: int
-    slots: int
-    created: float
-    #: The REST token's file (0600) and the CA of the REST certificate ("" if none).
-    token_file: str = ""
-    rest_ca: str = ""
-    #: HA sessions: the high-availability.* (and rest.await-leader-timeout) keys, every master's
-    #: process id and REST URL, and the TaskExecutor processes' ids
-    ha_config: dict[str, str] = field(default_factory=dict)
-    master_pids: list[int] = field(default_factory=list)
-    rest_urls: list[str] = field(default_factory=list)
-    taskexecutor_pids: list[int] = field(default_factory=list)
-    standby: int = 0
-
-    @property
-    def alive(self) -> bool:
-        return any(_pid_alive(p) for p in (self.master_pids or [self.pid]))
-
-    def serves(self, url: str) -> bool:
-        key = url_key(url)
-        return any(url_key(u) == key for u in (self.rest_urls or [self.rest_url]))
-
-
-def session_credentials(url: str) -> RestCredentials | None:
-    """The token and CA of the local session serving ``url``, if any."""
-    for s in reversed(list_sessions()):
-        if s.serves(url):
-            return RestCredentials(s.token_file or None, s.rest_ca or None)
-    return None
-
-
-def session_ha_config(url: str) -> Configuration | None:
-    """The HA configuration of the local HA session one of whose masters serves ``url``, if any."""
-    for s in reversed(list_sessions()):
-        if s.ha_config and s.serves(url):
-            return Configuration(s.ha_config)
-    return None
-
-
-def sessions_dir() -> Path:
-    d = Path(os.environ.get("YARNFLINK_SESSIONS_DIR") or Path.home() / ".yarnflink" / "sessions")
-    d.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return d
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie child counts as gone
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def start_local_cluster(
@@ -194,37 +126,15 @@ def _tail(workdir: Path, lines: int = 30) -> str:
     return "\n".join(parts)
 
 
-def stop_process(pid: int, timeout: float = 15.0) -> bool:
-    """SIGTERM, wait, then SIGKILL. Returns True if the process is gone."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return True
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not _pid_alive(pid):
-            return True
-        time.sleep(0.05)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    return not _pid_alive(pid)
-
-
 # ---------------------------------------------------------------------- sessions
 def start_session(config: Configuration, taskexecutors: int, slots: int, standby: int = 0) -> LocalSession:
     """A background session; with ``standby`` masters, or with ZooKeeper HA configured, an HA
     session (``ha_session.py``; ClusterStartError if the HA configuration is incomplete)."""
-    from yarnflink.highavailability import ha_enabled
-
     session_id = f"local-{uuid.uuid4().hex[:8]}"
     workdir = sessions_dir() / session_id
     config = config.copy()
     config.set(TaskManagerOptions.NUM_TASK_SLOTS, str(slots))
     if standby > 0 or ha_enabled(config):
-        from yarnflink.deployment.local.ha_session import client_ha_config, prepare_ha_config, start_ha_cluster
-
         try:
             config = prepare_ha_config(config, session_id, 1 + standby)
         except ValueError as e:
@@ -271,25 +181,6 @@ def start_session(config: Configuration, taskexecutors: int, slots: int, standby
     return session
 
 
-def list_sessions() -> list[LocalSession]:
-    out = []
-    for f in sorted(sessions_dir().glob("*/session.json")):
-        try:
-            out.append(LocalSession(**json.loads(f.read_text())))
-        except (ValueError, TypeError):
-            continue
-    return sorted(out, key=lambda s: s.created)
-
-
-def find_session(session_id: str | None = None) -> LocalSession | None:
-    """The named session, or the most recently started one that is still alive."""
-    sessions = list_sessions()
-    if session_id is not None:
-        return next((s for s in sessions if s.id == session_id), None)
-    alive = [s for s in sessions if s.alive]
-    return alive[-1] if alive else None
-
-
 def stop_session(session: LocalSession) -> bool:
     if session.master_pids:
         return _stop_ha_session(session)
@@ -323,8 +214,6 @@ def _stop_ha_session(session: LocalSession) -> bool:
     stopped = all([stop_process(pid) for pid in session.taskexecutor_pids]) and stopped
     if session.ha_config:
         try:
-            from yarnflink.highavailability import create_ha_services
-
             create_ha_services(Configuration(session.ha_config)).close_and_cleanup_all_data()
         except Exception:  # noqa: BLE001 - the processes are gone; leftover HA data is harmless
             pass

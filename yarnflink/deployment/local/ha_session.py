@@ -9,18 +9,23 @@ over, the TaskExecutors register with it and the jobs restart from their latest 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from yarnflink.client.leader import RestLeaderResolver, register_ha
+from yarnflink.client.rest_client import RestClient, RestClientError
 from yarnflink.common.config import Configuration
+from yarnflink.deployment.local.processes import ClusterStartError, stop_process
 from yarnflink.dispatcher.options import RestOptions
-from yarnflink.highavailability import ha_enabled
+from yarnflink.highavailability import create_ha_services, ha_enabled
 from yarnflink.highavailability.options import HighAvailabilityOptions
 from yarnflink.jobmaster.options import JobManagerOptions
-from yarnflink.security.client import RestCredentials, register
+from yarnflink.security.client import RestCredentials, register, url_key
 from yarnflink.security.material import ensure_cluster_security, private_directory
 
 __all__ = ["client_ha_config", "prepare_ha_config", "start_ha_cluster", "start_master", "start_taskexecutor"]
@@ -118,9 +123,6 @@ def start_ha_cluster(
     TaskExecutors registered. ``config`` comes from ``prepare_ha_config``. Returns ``master_pids``,
     ``rest_urls``, ``taskexecutor_pids``, ``rest_url`` (the leader's), ``token_file``, ``rest_ca``,
     ``config`` (with the security material). On failure every process started is stopped."""
-    from yarnflink.client.leader import RestLeaderResolver, register_ha
-    from yarnflink.client.rest_client import RestClient, RestClientError
-    from yarnflink.deployment.local.cluster import ClusterStartError, stop_process
 
     def _tail(workdir: Path) -> str:
         return "\n".join(_tail_of(workdir, f"master-{i}") for i in range(masters))
@@ -225,8 +227,6 @@ class LocalHaCluster:
         self.te_pids: list[int] = []
 
     def start(self) -> LocalHaCluster:
-        from yarnflink.client.leader import RestLeaderResolver
-
         info = start_ha_cluster(
             self.config,
             masters=self.masters,
@@ -258,24 +258,17 @@ class LocalHaCluster:
     def _remember(self, url: str) -> None:
         """This process's clients find the credentials and HA of ``url`` (a master replaced by a
         step-down serves on new ports)."""
-        from yarnflink.client.leader import register_ha
-        from yarnflink.security.client import RestCredentials, register
-
         register(url, RestCredentials.from_config(self.config))
         register_ha([url], Configuration(client_ha_config(self.config)))
 
     def rest(self, url: str | None = None, timeout: float = 30.0) -> Any:
         """A REST client of this cluster that follows the leader (closed by the caller)."""
-        from yarnflink.client.rest_client import RestClient
-
         url = url or self.leader_url()
         self._remember(url)
         return RestClient(url, timeout=timeout)
 
     def leader_index(self, url: str | None = None) -> int | None:
         """The number of the master serving ``url`` (default: the leader ZooKeeper names)."""
-        from yarnflink.security.client import url_key
-
         url = url or self.leader_url(10)
         if not url:
             return None
@@ -287,8 +280,6 @@ class LocalHaCluster:
         return None
 
     def kill(self, index: int, sig: int) -> None:
-        import os
-
         os.kill(self.master_pids[index], sig)
 
     def restart(self, index: int, wait: bool = True) -> None:
@@ -314,11 +305,6 @@ class LocalHaCluster:
         self._remember(str(self.master_info(index)["rest_url"]))  # type: ignore[index]
 
     def stop(self) -> None:
-        import os
-        import signal
-
-        from yarnflink.deployment.local.cluster import stop_process
-
         for pid in self.master_pids.values():
             try:
                 os.kill(pid, signal.SIGCONT)  # a stopped process cannot handle SIGTERM
@@ -332,8 +318,6 @@ class LocalHaCluster:
         if self.resolver is not None:
             self.resolver.close()
         try:
-            from yarnflink.highavailability import create_ha_services
-
             create_ha_services(Configuration(client_ha_config(self.config))).close_and_cleanup_all_data()
         except Exception:  # noqa: BLE001 - best effort
             pass

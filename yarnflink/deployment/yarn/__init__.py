@@ -15,7 +15,7 @@ class YarnDeploymentError(Exception):
 
 def import_skein() -> Any:
     try:
-        import skein
+        import skein  # deferred: skein, on the yarn target only
     except ImportError:
         raise YarnDeploymentError(
             "the YARN target needs skein: pip install 'skein>=0.8' "

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from yarnflink.client.sessions import sessions_dir
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.yarn import YarnDeploymentError, import_skein
 from yarnflink.deployment.yarn.spec import (
@@ -23,6 +24,8 @@ from yarnflink.deployment.yarn.spec import (
     job_files,
     ship_configuration,
 )
+from yarnflink.security.client import RestCredentials, register
+from yarnflink.security.material import ensure_cluster_security, private_directory
 from yarnflink.security.options import SecurityOptions
 
 ClientFactory = Callable[[Configuration], Any]
@@ -57,8 +60,6 @@ class YarnCluster:
 
 
 def _record_file(app_id: str) -> Path:
-    from yarnflink.deployment.local.cluster import sessions_dir
-
     return sessions_dir() / f"yarn-{app_id}.json"
 
 
@@ -69,8 +70,6 @@ def record_session(cluster: YarnCluster) -> None:
 
 
 def last_session() -> YarnCluster | None:
-    from yarnflink.deployment.local.cluster import sessions_dir
-
     records = []
     for p in sessions_dir().glob("yarn-*.json"):
         try:
@@ -90,9 +89,6 @@ def submit_cluster(
     wait_rest: bool = True,
 ) -> YarnCluster:
     """Submits the application and (``wait_rest``) waits until its master published the REST address."""
-    from yarnflink.security.client import RestCredentials, register
-    from yarnflink.security.material import ensure_cluster_security, private_directory
-
     check_staging_filesystem(os.environ.get("HADOOP_CONF_DIR"))
     staging = staging or Path(tempfile.mkdtemp(prefix="yarnflink-yarn-"))
     private_directory(staging)
@@ -171,8 +167,6 @@ def rest_url_of(config: Configuration, app_id: str | None, *, client_factory: Cl
 
 def _register_session_credentials(app_id: str, url: str) -> None:
     """A session this machine started: its REST token and CA are in the staging directory."""
-    from yarnflink.security.client import RestCredentials, register
-
     path = _record_file(app_id)
     if path.is_file():
         rec = YarnCluster(**json.loads(path.read_text()))

@@ -28,6 +28,7 @@ from yarnflink.highavailability.stores import (
 )
 from yarnflink.highavailability.zookeeper.client import ZooKeeperPaths
 from yarnflink.highavailability.zookeeper.fencing import TransactionConflict, fenced_commit
+from yarnflink.jobgraph.jobgraph import JobGraph, JobGraphError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -123,8 +124,6 @@ class ZooKeeperJobGraphStore(JobGraphStore):
             self.storage.discard(replaced[0])
 
     def recover_job_graph(self, job_id: str) -> Any | None:
-        from yarnflink.jobgraph.jobgraph import JobGraph, JobGraphError
-
         try:
             data, _ = self.client.retry(self.client.get, self.paths.job_graph(job_id))
         except NoNodeError:

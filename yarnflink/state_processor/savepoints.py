@@ -34,14 +34,34 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from yarnflink.common.keygroups import key_group_ids, key_group_range, operator_index_for_key_group
+import pyarrow as pa
+
+from yarnflink.checkpoint.metadata import CompletedCheckpoint, OperatorState, serialize_metadata
+from yarnflink.checkpoint.storage import (
+    CheckpointStorageError,
+    _io,
+    _url,
+    _write_metadata_file,
+    filesystem_for,
+    read_stream_handle,
+    resolve_restore_location,
+    storage_options_from_config,
+)
+from yarnflink.common.keygroups import (
+    UPPER_BOUND_MAX_PARALLELISM,
+    key_group_ids,
+    key_group_range,
+    operator_index_for_key_group,
+)
 from yarnflink.state.handles import (
     FileStateHandle,
     KeyGroupRange,
     KeyGroupsStateHandle,
+    OperatorStateHandle,
     OperatorSubtaskState,
     StateMetaInfo,
 )
+from yarnflink.state.heap import SNAPSHOT_FORMAT, TtlValue, _encode
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -56,8 +76,6 @@ class StateProcessorError(ValueError):
 
 
 def _options(path: str, storage_options: Mapping[str, Any] | None, conf: Mapping[str, Any] | None) -> dict:
-    from yarnflink.checkpoint.storage import storage_options_from_config
-
     if storage_options is not None:
         return dict(storage_options)
     return storage_options_from_config(conf, path)
@@ -66,11 +84,6 @@ def _options(path: str, storage_options: Mapping[str, Any] | None, conf: Mapping
 # ----------------------------------------------------------------------------- read
 def _decode(task: tuple[dict, str, dict]) -> Iterator[tuple[Any, Any]]:
     """One keyed state handle -> its (key, value) entries of one state (runs in a Spark task)."""
-    import pyarrow as pa
-
-    from yarnflink.checkpoint.storage import read_stream_handle
-    from yarnflink.state.heap import SNAPSHOT_FORMAT, TtlValue
-
     handle_json, state_name, options = task
     handle = KeyGroupsStateHandle.from_json(handle_json)
     data = read_stream_handle(handle.delegate, options)
@@ -103,11 +116,6 @@ def _decode(task: tuple[dict, str, dict]) -> Iterator[tuple[Any, Any]]:
 def _decode_keyed_dicts(task: tuple[dict, str, dict]) -> Iterator[tuple[Any, Any]]:
     """One operator state handle -> the (key, value) items of the dicts its union list state
     ``state_name`` holds (the running values of reduce / sum / min / max; a Spark task)."""
-    import pyarrow as pa
-
-    from yarnflink.checkpoint.storage import read_stream_handle
-    from yarnflink.state.handles import OperatorStateHandle
-
     handle_json, state_name, options = task
     handle = OperatorStateHandle.from_json(handle_json)
     with pa.ipc.open_stream(pa.BufferReader(read_stream_handle(handle.delegate, options))) as reader:
@@ -132,8 +140,6 @@ def read_savepoint(
 ) -> DataFrame:
     """The keyed state ``state_name`` of operator ``uid`` in the savepoint (or retained
     checkpoint) at ``path`` as a DataFrame ``(key, value)``."""
-    from yarnflink.checkpoint.storage import resolve_restore_location
-
     options = _options(path, storage_options, conf)
     checkpoint = resolve_restore_location(path, options).checkpoint
     assert checkpoint is not None
@@ -183,9 +189,6 @@ def _write_subtask(
 ) -> Iterator[tuple[int, dict]]:
     """The rows of subtask ``index`` -> one state file in the savepoint directory (a Spark task);
     yields ``(index, KeyGroupsStateHandle JSON)``."""
-    from yarnflink.checkpoint.storage import _io, _url, filesystem_for
-    from yarnflink.state.heap import _encode
-
     by_group: dict[int, dict] = {}
     for kg, key, value in rows:
         entries = by_group.setdefault(kg, {})
@@ -220,16 +223,6 @@ def bootstrap_savepoint(
     keyed state ``state_name`` of operator ``uid``; returns its URL (for ``run -s``).
     ``parallelism`` only sets how many state files are written: a job restores them at any
     parallelism, but its max parallelism must be ``max_parallelism``."""
-    from yarnflink.checkpoint.metadata import CompletedCheckpoint, OperatorState, serialize_metadata
-    from yarnflink.checkpoint.storage import (
-        CheckpointStorageError,
-        _io,
-        _url,
-        _write_metadata_file,
-        filesystem_for,
-    )
-    from yarnflink.common.keygroups import UPPER_BOUND_MAX_PARALLELISM
-
     if not uid:
         raise StateProcessorError("bootstrap_savepoint: uid must not be empty")
     if not state_name:
@@ -299,7 +292,7 @@ def bootstrap_savepoint(
 
 def _plain(v: Any) -> Any:
     """Spark Rows / arrays / maps -> plain Python tuples / lists / dicts (what the job's state holds)."""
-    from pyspark.sql import Row
+    from pyspark.sql import Row  # deferred: pyspark loads only when the API is used
 
     if isinstance(v, Row):
         return tuple(_plain(x) for x in v)
