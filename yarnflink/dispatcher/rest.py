@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from yarnflink.dispatcher import rest_models as m
+from yarnflink.dispatcher.errors import DuplicateJobSubmission, UnknownJob
 from yarnflink.dispatcher.leadership import NotLeader
 from yarnflink.dispatcher.limits import JobGraphTooLarge, check_job_graph_size
 from yarnflink.dispatcher.options import RestOptions, WebOptions
@@ -48,8 +49,6 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 def create_app(dispatcher: Dispatcher) -> FastAPI:
-    from yarnflink.dispatcher.dispatcher import DuplicateJobSubmission, UnknownJob
-
     app = FastAPI(
         title="yarnflink REST API",
         version=__version__,
