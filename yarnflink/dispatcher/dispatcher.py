@@ -12,16 +12,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from yarnflink.common.config import Configuration
+from yarnflink.checkpoint.config import CheckpointConfig
+from yarnflink.common.config import ConfigOption, Configuration
+from yarnflink.dispatcher.errors import DuplicateJobSubmission, UnknownJob
+from yarnflink.dispatcher.leadership import NotLeader
 from yarnflink.dispatcher.metric_fetcher import MetricFetcher
+from yarnflink.dispatcher.monitoring import start_master_reporter
+from yarnflink.dispatcher.rest import start_rest_server
 from yarnflink.dispatcher.views import job_config_json, plan_json, with_metrics
 from yarnflink.jobgraph.jobgraph import JobGraph
 from yarnflink.jobmaster.gateway import JobMasterControlGateway
-from yarnflink.jobmaster.jobmaster import JobMaster
+from yarnflink.jobmaster.jobmaster import JobMaster, job_configuration
 from yarnflink.jobmaster.local_gateway import LocalJobMasterGateway
 from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.jobmaster.views import job_archive, job_overview, savepoint_results
 from yarnflink.metrics.options import MetricOptions
+from yarnflink.metrics.prometheus import stop_reporter
 from yarnflink.metrics.store import MetricStore, TaskMetricsEntry, merge_entries
 from yarnflink.resourcemanager.gateway import ResourceManagerControlGateway
 from yarnflink.resourcemanager.options import HeartbeatManagerOptions
@@ -34,14 +40,6 @@ log = logging.getLogger(__name__)
 
 #: How long an ended job's JobMaster runs on to free its slots before it is stopped.
 JOB_MASTER_LINGER_S = 2.0
-
-
-class DuplicateJobSubmission(Exception):
-    pass
-
-
-class UnknownJob(KeyError):
-    pass
 
 
 @dataclass
@@ -113,9 +111,6 @@ class Dispatcher(RpcEndpoint):
         return f"{scheme}://{self.rest_host}:{self.rest_port}"
 
     async def on_start(self) -> None:
-        from yarnflink.dispatcher.monitoring import start_master_reporter
-        from yarnflink.dispatcher.rest import start_rest_server
-
         if self._gateways is None:
             self._gateways = GrpcGatewayResolver()
         self.metric_fetcher = MetricFetcher(
@@ -130,8 +125,6 @@ class Dispatcher(RpcEndpoint):
         self._metric_reporter = start_master_reporter(self)
 
     async def on_stop(self) -> None:
-        from yarnflink.metrics.prometheus import stop_reporter
-
         masters = [e.master for e in self.jobs.values() if e.master is not None]
         loop = asyncio.get_running_loop()
         if self._metric_reporter is not None:
@@ -234,10 +227,6 @@ class Dispatcher(RpcEndpoint):
         ha = self.leadership
         session: str | None = None
         if ha is not None:
-            from yarnflink.checkpoint.config import CheckpointConfig
-            from yarnflink.dispatcher.leadership import NotLeader
-            from yarnflink.jobmaster.jobmaster import job_configuration
-
             session = ha.state.session_id  # the current grant (recovering jobs: not yet accepting)
             if session is None:
                 raise NotLeader(ha.leader_rest_url)
@@ -254,9 +243,9 @@ class Dispatcher(RpcEndpoint):
             self.rest_host if self.rest_host not in ("0.0.0.0", "") else "127.0.0.1",
             self.resource_manager_gateway.address,
             on_terminated=lambda m: self._job_terminated_on_jm_loop(m),
-            slot_request_timeout_s=cfg.get_seconds(JobManagerOptions.SLOT_REQUEST_TIMEOUT),
-            heartbeat_interval_s=cfg.get_seconds(HeartbeatManagerOptions.HEARTBEAT_INTERVAL),
-            heartbeat_timeout_s=cfg.get_seconds(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT),
+            slot_request_timeout_s=_seconds(cfg, JobManagerOptions.SLOT_REQUEST_TIMEOUT),
+            heartbeat_interval_s=_seconds(cfg, HeartbeatManagerOptions.HEARTBEAT_INTERVAL),
+            heartbeat_timeout_s=_seconds(cfg, HeartbeatManagerOptions.HEARTBEAT_TIMEOUT),
             config=cfg,  # restart and failover strategies, slot.idle.timeout (the job's config wins)
             gateways=self._job_master_gateways() if self._job_master_gateways is not None else None,
             **ha_kwargs,
@@ -420,3 +409,10 @@ class Dispatcher(RpcEndpoint):
     async def job_details_with_metrics(self, job_id: str) -> dict[str, Any]:
         snap = await self.job_monitoring(job_id)
         return with_metrics(snap["details"], snap["metrics"], self.entry(job_id).plan)
+
+
+def _seconds(config: Configuration, option: ConfigOption) -> float:
+    """A duration option that has a default, in seconds."""
+    seconds = config.get_seconds(option)
+    assert seconds is not None, f"{option.key} has a default"
+    return seconds

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from yarnflink.checkpoint.config import checkpointing_enabled
 from yarnflink.checkpoint.options import CheckpointingOptions, SavepointConfigOptions
 from yarnflink.common.config import ConfigError, Configuration
 from yarnflink.common.rpc_errors import (
@@ -40,6 +41,7 @@ from yarnflink.executiongraph.executiongraph import (
     now_ms,
 )
 from yarnflink.jobgraph.jobgraph import JobGraph
+from yarnflink.jobmaster.checkpointing import CheckpointDriver
 from yarnflink.jobmaster.deployment import build_tdd
 from yarnflink.jobmaster.gateway import (
     AcknowledgeCheckpoint,
@@ -53,7 +55,9 @@ from yarnflink.jobmaster.gateway import (
     TaskManagerHeartbeat,
 )
 from yarnflink.jobmaster.options import JobManagerOptions
+from yarnflink.jobmaster.rm_connection import ResourceManagerConnection, requirements_of
 from yarnflink.jobmaster.slotpool import SlotPool, SlotRequest
+from yarnflink.jobmaster.views import job_details
 from yarnflink.resourcemanager.gateway import DisconnectJobMaster, DisconnectTaskExecutor
 from yarnflink.resourcemanager.options import ClusterOptions
 from yarnflink.rpc.clients import GrpcGatewayResolver
@@ -61,6 +65,7 @@ from yarnflink.rpc.endpoint import RpcEndpoint
 from yarnflink.rpc.resolver import GatewayResolver
 from yarnflink.rpc.servicers import JobMasterServicer
 from yarnflink.scheduler import restart
+from yarnflink.scheduler.adaptive import AdaptiveOptions, AdaptiveScheduler
 from yarnflink.scheduler.adaptive_batch import AdaptiveBatchOptions
 from yarnflink.scheduler.options import BatchExecutionOptions, SchedulerOptions
 from yarnflink.scheduler.scheduler import (
@@ -76,12 +81,11 @@ from yarnflink.scheduler.scheduler import (
     TaskManagerLost,
 )
 from yarnflink.scheduler.slotsharing import ExecutionSlotSharingGroup
+from yarnflink.scheduler.speculative import SpeculativeOptions, SpeculativeScheduler
 from yarnflink.taskexecutor import gateway as te
 
 if TYPE_CHECKING:
     from yarnflink.highavailability.checkpoints import JobCheckpointRecovery
-    from yarnflink.jobmaster.checkpointing import CheckpointDriver
-    from yarnflink.jobmaster.rm_connection import ResourceManagerConnection
 
 log = logging.getLogger(__name__)
 
@@ -181,13 +185,9 @@ class JobMaster(RpcEndpoint):
             scheduler_class = DefaultScheduler
             extra: dict[str, Any] = {}
             if speculative:
-                from yarnflink.scheduler.speculative import SpeculativeOptions, SpeculativeScheduler
-
                 scheduler_class = SpeculativeScheduler
                 extra["speculative"] = SpeculativeOptions.from_configuration(self.config)
             elif self.scheduler_type == "Adaptive":
-                from yarnflink.scheduler.adaptive import AdaptiveOptions, AdaptiveScheduler
-
                 scheduler_class = AdaptiveScheduler
                 extra["adaptive"] = AdaptiveOptions.from_configuration(self.config)
             self.scheduler = scheduler_class(
@@ -228,7 +228,6 @@ class JobMaster(RpcEndpoint):
         self.checkpoints: CheckpointDriver | None = None
         #: the connection to the ResourceManager (None until the JobMaster started)
         self.rm_connection: ResourceManagerConnection | None = None
-        from yarnflink.taskexecutor.task import checkpointing_enabled
 
         if checkpointing_enabled(
             {CheckpointingOptions.INTERVAL.key: self.config.get_string(CheckpointingOptions.INTERVAL) or ""},
@@ -236,8 +235,6 @@ class JobMaster(RpcEndpoint):
         ) or (  # run -s: restore without checkpointing
             self.config.get_string(SavepointConfigOptions.SAVEPOINT_PATH) and job_graph.runtime_mode == "STREAMING"
         ):
-            from yarnflink.jobmaster.checkpointing import CheckpointDriver
-
             # (Adaptive: a rescale restores the latest completed checkpoint: CheckpointDriver.follow_rescale)
             try:
                 self.checkpoints = CheckpointDriver(self)
@@ -324,7 +321,6 @@ class JobMaster(RpcEndpoint):
 
     async def _request_slots(self) -> None:
         # registration, requirements per slot sharing group, heartbeats: yarnflink.jobmaster.rm_connection
-        from yarnflink.jobmaster.rm_connection import ResourceManagerConnection, requirements_of
 
         self.rm_connection = ResourceManagerConnection(self, requirements_of(self.shared_slots, self.job_graph))
         await self.rm_connection.run()
@@ -384,8 +380,6 @@ class JobMaster(RpcEndpoint):
             self._declaring = asyncio.ensure_future(self._declare_loop())
 
     async def _declare_loop(self) -> None:
-        from yarnflink.jobmaster.rm_connection import requirements_of
-
         while self._declare_again:
             self._declare_again = False
             connection = self.rm_connection
@@ -655,8 +649,6 @@ class JobMaster(RpcEndpoint):
         return self.checkpoints.stats() if self.checkpoints is not None else None
 
     def details(self) -> dict[str, Any]:
-        from yarnflink.jobmaster.views import job_details
-
         return job_details(self.eg)
 
     # ------------------------------------------------------------------ JobMasterGateway (served by rpc.servicers)

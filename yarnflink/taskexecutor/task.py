@@ -33,6 +33,7 @@ from typing import Any
 import cloudpickle
 
 from yarnflink.checkpoint.barriers import CheckpointBarrier, UnalignedBarrierHandler, create_barrier_handler
+from yarnflink.checkpoint.config import checkpointing_enabled
 from yarnflink.checkpoint.options import CheckpointingOptions
 from yarnflink.common.config import parse_memory
 from yarnflink.common.records import Batch
@@ -71,12 +72,6 @@ __all__ = ["EndOfChannel", "StateReporter", "Task", "TaskCancelled", "checkpoint
 
 class TaskCancelled(Exception):
     pass
-
-
-def checkpointing_enabled(config: dict, runtime_mode: str) -> bool:
-    """Periodic checkpoints run in STREAMING jobs with ``execution.checkpointing.interval`` set."""
-    interval = (config.get(CheckpointingOptions.INTERVAL.key) or "").strip()
-    return bool(interval) and interval not in ("0", "0 ms", "0ms") and (runtime_mode or "STREAMING") == "STREAMING"
 
 
 @dataclass(frozen=True, slots=True)
