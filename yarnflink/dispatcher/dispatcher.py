@@ -20,7 +20,7 @@ from yarnflink.jobmaster.gateway import JobMasterControlGateway
 from yarnflink.jobmaster.jobmaster import JobMaster
 from yarnflink.jobmaster.local_gateway import LocalJobMasterGateway
 from yarnflink.jobmaster.options import JobManagerOptions
-from yarnflink.jobmaster.views import exceptions_json, job_overview, monitoring_snapshot, savepoint_results
+from yarnflink.jobmaster.views import job_archive, job_overview, savepoint_results
 from yarnflink.metrics.store import MetricStore, TaskMetricsEntry, merge_entries
 from yarnflink.resourcemanager.gateway import ResourceManagerControlGateway
 from yarnflink.resourcemanager.options import HeartbeatManagerOptions
@@ -268,14 +268,9 @@ class Dispatcher(RpcEndpoint):
             await ha.publish_job_master(job_graph.job_id, session, jm.address)
 
     def _job_terminated_on_jm_loop(self, jm: JobMaster) -> None:
-        """Called on the JobMaster's loop: snapshot there, then hand over to our loop."""
-        archive = {
-            "details": jm.details(),
-            "exceptions": exceptions_json(jm.eg),
-            "collected": jm.collected_payloads(),
-            **monitoring_snapshot(jm),  # final task metrics, checkpoint statistics, restarts
-        }
-        self.call_soon(self._job_terminated, jm.job_id, archive)
+        """The JobMaster's notice that its job ended for good, on its loop (Flink's JobManagerRunner
+        result): it hands its archive over to our loop, read there before anything else runs on it."""
+        self.call_soon(self._job_terminated, jm.job_id, job_archive(jm))
 
     def _job_terminated(self, job_id: str, archive: dict[str, Any]) -> None:
         entry = self.jobs.get(job_id)

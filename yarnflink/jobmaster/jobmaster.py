@@ -134,6 +134,9 @@ def scheduler_type_of(config: Configuration, job_graph: JobGraph) -> str:
 
 
 class JobMaster(RpcEndpoint):
+    #: How long a stopping JobMaster waits for its cancelled calls in flight to end.
+    stop_timeout_s = 2.0
+
     def __init__(
         self,
         job_graph: JobGraph,
@@ -278,12 +281,17 @@ class JobMaster(RpcEndpoint):
         self._timers.append(asyncio.ensure_future(self._monitor_task_managers()))
 
     async def on_stop(self) -> None:
-        for t in self._timers:
-            t.cancel()
         if self.checkpoints is not None:
             self.checkpoints.stop()
         if self._timer is not None:
             self._timer.cancel()
+        # its calls in flight end here, while their connections are still open, and none is left
+        # pending on the loop the endpoint closes next
+        in_flight = [t for t in (*self._timers, *self._io, self._declaring) if t is not None and not t.done()]
+        for t in in_flight:
+            t.cancel()
+        if in_flight:
+            await asyncio.wait(in_flight, timeout=self.stop_timeout_s)
         await self.gateways.close()
 
     async def suspend(self, cause: str, timeout: float = 2.0) -> None:

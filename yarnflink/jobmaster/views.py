@@ -192,6 +192,18 @@ def monitoring_snapshot(jm: Any) -> dict[str, Any]:
         return {"finals": [], "checkpoints": empty_checkpoint_stats(), "num_restarts": 0, "savepoints": {}}
 
 
+def job_archive(jm: Any) -> dict[str, Any]:
+    """On the JobMaster's loop, when its job ended for good: what stays of the job once its
+    JobMaster is gone (Flink's ArchivedExecutionGraph): details, exceptions, collected results and
+    the monitoring snapshot (final task metrics, checkpoint statistics, restarts, savepoints)."""
+    return {
+        "details": jm.details(),
+        "exceptions": exceptions_json(jm.eg),
+        "collected": jm.collected_payloads(),
+        **monitoring_snapshot(jm),
+    }
+
+
 def _monitoring_snapshot(jm: Any) -> dict[str, Any]:
     finals = []
     for ejv in jm.eg.job_vertices:

@@ -203,7 +203,9 @@ class ResourceManager(RpcEndpoint):
             worker_id = self.driver.start_worker(action.spec)
         except Exception as e:  # noqa: BLE001 - a failed start is an event like any other
             log.warning("starting a TaskExecutor failed: %s", e)
-            self._execute(self.slot_manager.worker_terminated(action.request_id, str(e), time.monotonic()))
+            # handled in a later turn of the loop, never within this start: the next start it may
+            # ask for (at once with a retry interval of 0) would otherwise recurse
+            self.loop.call_soon(self._worker_start_failed, action.request_id, str(e))
             return
         log.info(
             "requested TaskExecutor %s (%d registered, %d being started)",
@@ -212,6 +214,9 @@ class ResourceManager(RpcEndpoint):
             len(self.slot_manager.pending_workers),
         )
         self.slot_manager.worker_requested(action.request_id, worker_id)
+
+    def _worker_start_failed(self, request_id: str, cause: str) -> None:
+        self._execute(self.slot_manager.worker_terminated(request_id, cause, time.monotonic()))
 
     def _stop_worker(self, action: StopWorker) -> None:
         log.info("stopping TaskExecutor %s: %s", action.resource_id, action.cause)

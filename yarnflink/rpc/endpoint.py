@@ -145,9 +145,15 @@ class RpcEndpoint:
         return await asyncio.wrap_future(cf)
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Runs plain function ``fn(*args)`` on this endpoint's loop, without waiting."""
-        if not self.loop.is_closed():
+        """Runs plain function ``fn(*args)`` on this endpoint's loop, without waiting. Once the
+        endpoint has stopped (its loop closed, maybe while this call runs) ``fn`` is dropped: the
+        threads that hand work over (tasks, ZooKeeper callbacks) must not fail for it."""
+        try:
             self.loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:
+            if not self.loop.is_closed():
+                raise
+            log.debug("%s has stopped; dropped %r", self.name, fn)
 
     def assert_main_thread(self) -> None:
         assert threading.current_thread() is self._thread, f"not on {self.name}'s main thread"

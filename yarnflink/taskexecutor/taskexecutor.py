@@ -85,9 +85,16 @@ class JobManagerConnection:
     jobmaster_id: str
     updates: asyncio.Queue[TaskExecutionState | None] = field(default_factory=asyncio.Queue)
     sender: asyncio.Task[None] | None = None
+    #: The job's last slot here was freed: the connection closes once the final states of the
+    #: job's cancelled tasks are queued, or when this timer fires.
+    closing: asyncio.TimerHandle | None = None
 
 
 class TaskExecutor(RpcEndpoint):
+    #: How long cancelled tasks get to report their final state, when a job's last slot is freed
+    #: and when the TaskExecutor stops.
+    task_end_timeout_s = 5.0
+
     def __init__(
         self,
         resource_manager_address: str | None,
@@ -137,6 +144,8 @@ class TaskExecutor(RpcEndpoint):
         self._last_rm_heartbeat = 0.0
         self.jm_heartbeats = HeartbeatMonitor(heartbeat_timeout_s, rpc_failure_threshold)
         self.tasks: dict[str, Task] = {}
+        #: Per task here: done once its final state was handled (on the loop).
+        self._task_ended: dict[str, asyncio.Future[None]] = {}
         self.job_managers: dict[str, JobManagerConnection] = {}
         self.partitions_by_job: dict[str, set[str]] = {}
         self._background: set[asyncio.Task[Any]] = set()
@@ -212,6 +221,11 @@ class TaskExecutor(RpcEndpoint):
             await asyncio.get_running_loop().run_in_executor(None, self.rm_leader_retriever.stop)
         for task in list(self.tasks.values()):
             task.cancel()
+        # their final states are queued before the loop closes (a task thread that ends later
+        # finds the loop closed: RpcEndpoint.call_soon drops its report)
+        ending = list(self._task_ended.values())
+        if ending:
+            await asyncio.wait(ending, timeout=self.task_end_timeout_s)
         if self.rm_token:
             try:
                 await self.gateways.resource_manager(self.rm_address).disconnect_task_executor(
@@ -339,6 +353,9 @@ class TaskExecutor(RpcEndpoint):
             conn.sender = self._spawn(self._send_updates(conn))
             self.job_managers[r.job_id] = conn
             self.jm_heartbeats.monitor(r.job_id, time.monotonic())
+        elif conn.closing is not None:  # a new slot of the job: the connection stays
+            conn.closing.cancel()
+            conn.closing = None
         self._spawn(self._offer_slot(conn, r.allocation_id, slot.index, slot.profile))
         return g.SlotRequestAck(slot.index, self.slot_table.version)
 
@@ -375,7 +392,7 @@ class TaskExecutor(RpcEndpoint):
         freed = self.slot_table.free(allocation_id)
         assert freed is not None
         if not self.slot_table.slots_of_job(freed.job_id):
-            self._close_job_connection(freed.job_id)
+            self._close_job_connection_once_tasks_ended(freed.job_id)
         try:
             await self.gateways.resource_manager(self.rm_address).notify_slot_available(
                 NotifySlotAvailable(
@@ -385,9 +402,32 @@ class TaskExecutor(RpcEndpoint):
         except RpcException as e:
             log.info("NotifySlotAvailable failed (%s); the next heartbeat reports the slot", e)
 
+    def _close_job_connection_once_tasks_ended(self, job_id: str) -> None:
+        """The job's last slot here was freed: as in Flink, the final states of its cancelled tasks
+        still go to the JobMaster; the connection closes once they are queued (_on_task_state), at
+        most ``task_end_timeout_s`` later."""
+        conn = self.job_managers.get(job_id)
+        if conn is None or not self._has_tasks_of(job_id):
+            self._close_job_connection(job_id)
+        elif conn.closing is None:
+            conn.closing = self.loop.call_later(self.task_end_timeout_s, self._close_if_still_closing, conn)
+
+    def _close_if_still_closing(self, conn: JobManagerConnection) -> None:
+        if self.job_managers.get(conn.job_id) is conn and conn.closing is not None:
+            log.warning(
+                "tasks of job %s did not end in %.1f s; closing its connection", conn.job_id, self.task_end_timeout_s
+            )
+            self._close_job_connection(conn.job_id)
+
+    def _has_tasks_of(self, job_id: str) -> bool:
+        return any(t.job_id == job_id for t in self.tasks.values())
+
     def _close_job_connection(self, job_id: str) -> None:
         self.jm_heartbeats.unmonitor(job_id)
         conn = self.job_managers.pop(job_id, None)
+        if conn is not None and conn.closing is not None:
+            conn.closing.cancel()
+            conn.closing = None
         if conn is not None and conn.sender is not None:
             # let queued state updates drain before the sender stops
             conn.updates.put_nowait(None)
@@ -404,7 +444,7 @@ class TaskExecutor(RpcEndpoint):
         loop = self.loop
 
         def report(task: Task, state: ExecutionState, error: SerializedThrowable | None) -> None:
-            loop.call_soon_threadsafe(self._on_task_state, task, state, error)
+            self.call_soon(self._on_task_state, task, state, error)
 
         def send_to_coordinator(kind: str, payload: bytes) -> None:
             fut = asyncio.run_coroutine_threadsafe(self._send_coordination(conn, tdd.execution_id, kind, payload), loop)
@@ -422,6 +462,7 @@ class TaskExecutor(RpcEndpoint):
             checkpoint_responder=responder,
         )
         self.tasks[tdd.execution_id] = task
+        self._task_ended[tdd.execution_id] = loop.create_future()
         self.partitions_by_job.setdefault(tdd.job_id, set()).update(p.partition_id for p in tdd.produced_partitions)
         log.info("received task %s (%s)", task.name, tdd.execution_id)
         task.start()
@@ -437,6 +478,9 @@ class TaskExecutor(RpcEndpoint):
         if state.terminal:
             self.tasks.pop(task.execution_id, None)
             self.slot_table.remove_task(task.execution_id)
+            ended = self._task_ended.pop(task.execution_id, None)
+            if ended is not None and not ended.done():
+                ended.set_result(None)
         conn = self.job_managers.get(task.job_id)
         if conn is None:
             return
@@ -450,6 +494,8 @@ class TaskExecutor(RpcEndpoint):
                 failed_partition_id=task.failed_partition_id if state == ExecutionState.FAILED else "",
             )
         )
+        if conn.closing is not None and not self._has_tasks_of(task.job_id):
+            self._close_job_connection(task.job_id)  # after the last final state, which the sender drains
 
     async def _send_updates(self, conn: JobManagerConnection) -> None:
         jm = self.gateways.job_master(conn.address)

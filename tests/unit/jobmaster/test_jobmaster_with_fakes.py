@@ -7,6 +7,9 @@ test_jobmaster_checkpoints_with_fakes.py."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -414,3 +417,33 @@ def test_every_call_with_a_stale_fencing_token_is_refused_and_changes_nothing(
     assert h.jm.eg.status == JobStatus.RUNNING
     assert set(h.jm.slot_pool.task_managers) == {"te-1"} and set(h.jm.slot_pool.slots) == {"alloc-1"}
     assert h.jm.collected_payloads() == []
+
+
+def test_a_stopping_jobmaster_ends_its_calls_in_flight(
+    start_jobmaster: StartJobMaster, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = start_jobmaster()
+    wait_until(lambda: h.rm.count("declare_required_resources") >= 1, what="requirements declared")
+    te = h.add_task_executor("te-1")
+    h.register(te)
+    ended: list[tuple[BaseException, bool]] = []  # (how, whether the JobMaster's connections were closed)
+
+    async def blocked(request: object) -> None:  # a deployment that takes forever
+        try:
+            await asyncio.Event().wait()
+        except BaseException as e:
+            ended.append((e, h.resolver.closed))
+            raise
+
+    te.submit_task_function = blocked
+    assert h.offer(te, "alloc-1") == ("alloc-1",)
+    wait_until(lambda: te.count("submit_task") == 2, what="both deployments in flight")
+
+    started = time.monotonic()
+    h.jm.stop()
+
+    assert time.monotonic() - started < 5
+    # cancelled by the JobMaster, while its connections were open
+    assert [(type(e), closed) for e, closed in ended] == [(asyncio.CancelledError, False)] * 2
+    gc.collect()
+    assert "Task was destroyed but it is pending" not in caplog.text

@@ -70,6 +70,26 @@ def test_failed_starts_are_tried_again_after_the_retry_interval(start_resource_m
     wait_until(lambda: te.count("request_slot") == 1, what="its slot requested")
 
 
+def test_failed_starts_without_a_retry_interval_are_tried_again_without_recursing(
+    start_resource_manager: StartResourceManager,
+) -> None:
+    h, driver = _start(
+        start_resource_manager,
+        **{
+            "resourcemanager.start-worker.max-failure-rate": "1",
+            "resourcemanager.start-worker.retry-interval": "0 ms",
+        },
+    )
+    driver.start_worker_function = _no_container
+
+    h.keep_alive(h.register_job_master(JOB, slots=1))
+    # more failed starts than a recursion of them could take (Python's recursion limit is 1000)
+    wait_until(lambda: driver.start_failures >= 2000, timeout=30, what="the start tried again and again")
+    driver.start_worker_function = lambda spec: "worker-ok"
+
+    wait_until(lambda: [w for w, _ in driver.started] == ["worker-ok"], what="a worker started")
+
+
 def test_a_worker_that_ends_before_it_registered_is_replaced(start_resource_manager: StartResourceManager) -> None:
     h, driver = _start(start_resource_manager)
     h.keep_alive(h.register_job_master(JOB, slots=1))

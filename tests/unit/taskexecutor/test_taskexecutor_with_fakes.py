@@ -7,10 +7,12 @@ checkpoints, a JobMaster that disappears, and stale fencing tokens."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+import cloudpickle
 import pytest
 
 from tests.fakes.conditions import wait_until
@@ -34,6 +36,7 @@ from yarnflink.common.rpc_errors import (
     UnknownTarget,
 )
 from yarnflink.executiongraph.executiongraph import ExecutionState
+from yarnflink.operators.specs import MapSpec, SequenceSourceSpec
 from yarnflink.resourcemanager.gateway import RegisterTaskExecutor
 from yarnflink.resourcemanager.resources import UNKNOWN
 from yarnflink.taskexecutor.gateway import (
@@ -231,12 +234,26 @@ def test_freeing_a_slot_cancels_its_tasks_and_tells_the_resource_manager(
 
     h.call(lambda: h.te.free_slot(FreeSlot("alloc-1", "the job ended")))
 
-    # (the job's last slot: its connection closes, the JobMaster hears of the task no more)
+    # (the job's last slot: its connection closes once the task's final state went out)
     wait_until(lambda: "exec-1" not in h.te.tasks, what="the task cancelled")
     assert h.slot_state("alloc-1") is None
     assert [n.allocation_id for n in h.freed()] == ["alloc-1"]
     h.call(lambda: h.te.free_slot(FreeSlot("alloc-1", "again")))  # nothing to free: no second notice
     assert len(h.freed()) == 1
+
+
+def test_freeing_the_jobs_last_slot_still_reports_its_tasks_final_state(
+    start_task_executor: StartTaskExecutor,
+) -> None:
+    h = start_task_executor()
+    h.active_slot("alloc-1")
+    h.submit("exec-1")
+    h.wait_state("exec-1", ExecutionState.RUNNING)
+
+    h.call(lambda: h.te.free_slot(FreeSlot("alloc-1", "the job ended")))
+
+    h.wait_state("exec-1", ExecutionState.CANCELED)  # before the connection closed
+    wait_until(lambda: JOB not in h.te.job_managers, what="the job's connection closed")
 
 
 def test_the_info_lists_the_running_tasks(start_task_executor: StartTaskExecutor) -> None:
@@ -483,3 +500,45 @@ def test_a_collect_sink_whose_results_the_jobmaster_refuses_fails(start_task_exe
     h.wait_state("exec-1", ExecutionState.FAILED)
     failed = [u for u in h.jm.requests("update_task_execution_state") if u.state == ExecutionState.FAILED][0]
     assert failed.error is not None and "results exceed the limit" in failed.error.message
+
+
+#: A map that blocks its task until the test lets it go (shared with the task's thread: cloudpickle
+#: pickles this module's functions by reference).
+_MAP_ENTERED = threading.Event()
+_MAP_RELEASED = threading.Event()
+
+
+def _blocking_map(x: Any) -> Any:
+    _MAP_ENTERED.set()
+    _MAP_RELEASED.wait(30)
+    return x
+
+
+def test_a_task_that_ends_after_its_task_executor_stopped_does_not_fail_its_thread(
+    start_task_executor: StartTaskExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failures: list[threading.ExceptHookArgs] = []
+    monkeypatch.setattr(threading, "excepthook", failures.append)
+    _MAP_ENTERED.clear()
+    _MAP_RELEASED.clear()
+    h = start_task_executor()
+    h.te.task_end_timeout_s = 0.1  # the stop does not wait for the blocked task long
+    h.active_slot("alloc-1")
+    source = ChainedOperator(
+        node_id=1,
+        name="source",
+        kind="source",
+        spec=cloudpickle.dumps(SequenceSourceSpec(0, ENDLESS)),
+        chained_outputs=(2,),
+    )
+    blocking = ChainedOperator(node_id=2, name="map", kind="map", spec=cloudpickle.dumps(MapSpec(_blocking_map)))
+    tdd = dataclasses.replace(source_task("exec-1", "alloc-1", ENDLESS, {}), operators=(source, blocking))
+    h.call(lambda: h.te.submit_task(SubmitTask(JM_TOKEN, tdd)))
+    assert _MAP_ENTERED.wait(10)
+    task = h.te.tasks["exec-1"]
+
+    h.te.stop()  # its loop is closed when this returns; the task still runs
+    _MAP_RELEASED.set()
+
+    wait_until(lambda: not task.is_alive, what="the task thread ended")
+    assert failures == []
