@@ -32,18 +32,6 @@ DEFERRED: dict[tuple[str, str], str] = {
 }
 
 
-#: Files other helpers rewrite in parallel (issue 16): their imports move up once those land.
-PENDING = {
-    "yarnflink/dispatcher/dispatcher.py",
-    "yarnflink/dispatcher/rest.py",
-    "yarnflink/jobmaster/checkpointing.py",
-    "yarnflink/jobmaster/jobmaster.py",
-    "yarnflink/resourcemanager/resourcemanager.py",
-    "yarnflink/taskexecutor/task.py",
-    "yarnflink/taskexecutor/taskexecutor.py",
-}
-
-
 def test_the_import_contracts_hold() -> None:
     lint_imports = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
     assert lint_imports, "import-linter is a dev dependency (pip install -e .[dev])"
@@ -104,7 +92,7 @@ def test_no_function_hides_an_import_of_a_yarnflink_module() -> None:
     hidden = []
     for path in sorted((ROOT / "yarnflink").rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith("yarnflink/rpc/pb/") or rel in PENDING:
+        if rel.startswith("yarnflink/rpc/pb/"):
             continue  # generated
         for line, module in function_local_imports(path.read_text()):
             if (rel, module) not in DEFERRED:

@@ -56,6 +56,8 @@ class RestClient:
         self.leader_resolver = leader_resolver
         #: whether the last request was sent more than once (a POST may have been applied before)
         self.last_request_retried = False
+        #: job ids whose submission failed without a clear answer (it may have been applied)
+        self._maybe_submitted: set[str] = set()
         creds = credentials if credentials is not None else find_credentials(self.base_url)
         self._credentials = creds
         token = creds.token
@@ -140,14 +142,22 @@ class RestClient:
         return resp.json() if resp.content else {}
 
     def submit_job(self, job_graph_json: dict[str, Any]) -> str:
+        """Submits a JobGraph; idempotent for this client: the job id is in the JobGraph, so a
+        409 ("already submitted") for a JobGraph whose earlier sending may have been applied (a
+        failover in between, a 5xx or no answer) means it was accepted."""
+        job_id = str(job_graph_json["jobId"])
         body = json.dumps(job_graph_json).encode()
         try:
             self._request("POST", "/jobs", content=body, headers={"content-type": "application/json"})
         except RestClientError as e:
-            # sent again after a failover: the first attempt may have reached the old leader
-            if not (e.status == 409 and self.last_request_retried):
+            if e.status == 409 and (self.last_request_retried or job_id in self._maybe_submitted):
+                pass  # sent again after a failover or a failed attempt: that attempt was applied
+            else:
+                if e.status is None or e.status >= 500:
+                    self._maybe_submitted.add(job_id)  # it may have been applied before it failed
                 raise
-        return str(job_graph_json["jobId"])
+        self._maybe_submitted.discard(job_id)
+        return job_id
 
     def job(self, job_id: str) -> dict[str, Any]:
         return self._request("GET", f"/jobs/{job_id}")  # type: ignore[no-any-return]

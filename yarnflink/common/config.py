@@ -84,14 +84,14 @@ for _names, _ns in (
         _DURATION_UNITS_NS[_n] = _ns
 
 _MEMORY_UNITS: dict[str, int] = {}
-for _unit_names, _mult in (
+for _memory_names, _mult in (
     (("", "b", "bytes"), 1),
     (("k", "kb", "kib", "kibibytes"), 1 << 10),
     (("m", "mb", "mib", "mebibytes"), 1 << 20),
     (("g", "gb", "gib", "gibibytes"), 1 << 30),
     (("t", "tb", "tib", "tebibytes"), 1 << 40),
 ):
-    for _n in _unit_names:
+    for _n in _memory_names:
         _MEMORY_UNITS[_n] = _mult
 
 

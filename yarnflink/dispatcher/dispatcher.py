@@ -12,34 +12,34 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from yarnflink.checkpoint.config import CheckpointConfig
 from yarnflink.common.config import ConfigOption, Configuration
+from yarnflink.dispatcher.errors import DuplicateJobSubmission, UnknownJob
+from yarnflink.dispatcher.leadership import NotLeader
 from yarnflink.dispatcher.metric_fetcher import MetricFetcher
+from yarnflink.dispatcher.monitoring import start_master_reporter
+from yarnflink.dispatcher.rest import start_rest_server
 from yarnflink.dispatcher.views import job_config_json, plan_json, with_metrics
 from yarnflink.jobgraph.jobgraph import JobGraph
 from yarnflink.jobmaster.gateway import JobMasterControlGateway
-from yarnflink.jobmaster.jobmaster import JobMaster
+from yarnflink.jobmaster.jobmaster import JobMaster, job_configuration
 from yarnflink.jobmaster.local_gateway import LocalJobMasterGateway
 from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.jobmaster.views import job_archive, job_overview, savepoint_results
+from yarnflink.metrics.options import MetricOptions
+from yarnflink.metrics.prometheus import stop_reporter
 from yarnflink.metrics.store import MetricStore, TaskMetricsEntry, merge_entries
 from yarnflink.resourcemanager.gateway import ResourceManagerControlGateway
 from yarnflink.resourcemanager.options import HeartbeatManagerOptions
 from yarnflink.rpc.clients import GrpcGatewayResolver
 from yarnflink.rpc.endpoint import RpcEndpoint
 from yarnflink.rpc.resolver import GatewayResolver
+from yarnflink.security.options import SecurityOptions
 
 log = logging.getLogger(__name__)
 
 #: How long an ended job's JobMaster runs on to free its slots before it is stopped.
 JOB_MASTER_LINGER_S = 2.0
-
-
-class DuplicateJobSubmission(Exception):
-    pass
-
-
-class UnknownJob(KeyError):
-    pass
 
 
 @dataclass
@@ -107,20 +107,17 @@ class Dispatcher(RpcEndpoint):
 
     @property
     def rest_url(self) -> str:
-        scheme = "https" if self.config.get("security.ssl.rest.enabled") else "http"
+        scheme = "https" if self.config.get(SecurityOptions.SSL_REST_ENABLED) else "http"
         return f"{scheme}://{self.rest_host}:{self.rest_port}"
 
     async def on_start(self) -> None:
-        from yarnflink.dispatcher.monitoring import start_master_reporter
-        from yarnflink.dispatcher.rest import start_rest_server
-
         if self._gateways is None:
             self._gateways = GrpcGatewayResolver()
         self.metric_fetcher = MetricFetcher(
             self.resource_manager_gateway,
             self.metric_store,
             self._gateways,
-            self.config.get_seconds("metrics.fetcher.update-interval") or 0.0,
+            self.config.get_seconds(MetricOptions.METRIC_FETCHER_UPDATE_INTERVAL) or 0.0,
         )
         self._rest_server, self._server_task, self.rest_port = await start_rest_server(
             self, self.rest_host, self._rest_port_config
@@ -128,8 +125,6 @@ class Dispatcher(RpcEndpoint):
         self._metric_reporter = start_master_reporter(self)
 
     async def on_stop(self) -> None:
-        from yarnflink.metrics.prometheus import stop_reporter
-
         masters = [e.master for e in self.jobs.values() if e.master is not None]
         loop = asyncio.get_running_loop()
         if self._metric_reporter is not None:
@@ -232,10 +227,6 @@ class Dispatcher(RpcEndpoint):
         ha = self.leadership
         session: str | None = None
         if ha is not None:
-            from yarnflink.checkpoint.config import CheckpointConfig
-            from yarnflink.dispatcher.leadership import NotLeader
-            from yarnflink.jobmaster.jobmaster import job_configuration
-
             session = ha.state.session_id  # the current grant (recovering jobs: not yet accepting)
             if session is None:
                 raise NotLeader(ha.leader_rest_url)

@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from yarnflink.dispatcher import rest_models as m
+from yarnflink.dispatcher.errors import DuplicateJobSubmission, UnknownJob
 from yarnflink.dispatcher.leadership import NotLeader
 from yarnflink.dispatcher.limits import JobGraphTooLarge, check_job_graph_size
 from yarnflink.dispatcher.options import RestOptions, WebOptions
@@ -26,6 +27,7 @@ from yarnflink.dispatcher.rest_errors import NotFound, RestError, parse_job_id
 from yarnflink.dispatcher.rest_monitoring import monitoring_router
 from yarnflink.dispatcher.rest_openapi import doc, install_openapi_fixups
 from yarnflink.dispatcher.views import task_manager_json
+from yarnflink.highavailability.errors import LeadershipLostError
 from yarnflink.jobgraph.jobgraph import JobGraph, JobGraphError
 from yarnflink.jobmaster.jobmaster import JobSubmissionException
 from yarnflink.metrics.prometheus import active_reporter_address
@@ -47,8 +49,6 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 def create_app(dispatcher: Dispatcher) -> FastAPI:
-    from yarnflink.dispatcher.dispatcher import DuplicateJobSubmission, UnknownJob
-
     app = FastAPI(
         title="yarnflink REST API",
         version=__version__,
@@ -88,8 +88,19 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
         msgs = [f"{'.'.join(str(p) for p in err.get('loc', ()))}: {err.get('msg')}" for err in e.errors()]
         return JSONResponse({"errors": msgs or ["bad request"]}, status_code=400)
 
+    @app.exception_handler(NotLeader)
+    @app.exception_handler(LeadershipLostError)
+    async def _leadership_lost(_: Request, e: Exception) -> JSONResponse:
+        # e.g. a leader resuming from a freeze handles requests before it learns it was deposed:
+        # its fenced writes fail and nothing of the request stays; the client asks the leader
+        log.info("REST request refused, this master does not lead: %s", e)
+        return _not_leader(dispatcher)
+
     @app.exception_handler(Exception)
     async def _internal(_: Request, e: Exception) -> JSONResponse:
+        if _lost_leadership(e):  # wrapped (an ExceptionGroup, a chained cause): still a 503
+            log.info("REST request refused, this master does not lead: %s", e)
+            return _not_leader(dispatcher)
         log.exception("REST handler failed")
         return _error(500, f"Internal server error: {type(e).__name__}: {e}")
 
@@ -370,7 +381,26 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
 
 def _not_leader(dispatcher: Dispatcher) -> JSONResponse:
     url = dispatcher.leadership.leader_rest_url if dispatcher.leadership is not None else None
+    if url is not None and url.rstrip("/") == dispatcher.rest_url.rstrip("/"):
+        url = None
     return JSONResponse({"errors": [str(NotLeader(url))], "leader": url}, status_code=503)
+
+
+def _lost_leadership(error: BaseException) -> bool:
+    """Whether ``error`` is, wraps or was caused by a fenced action of a master that no longer leads."""
+    seen: set[int] = set()
+    pending = [error]
+    while pending:
+        e = pending.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, (LeadershipLostError, NotLeader)):
+            return True
+        pending += [c for c in (e.__cause__, e.__context__) if c is not None]
+        if isinstance(e, BaseExceptionGroup):
+            pending += list(e.exceptions)
+    return False
 
 
 async def start_rest_server(

@@ -6,7 +6,8 @@ ZooKeeper.
 It runs the real ``LeaderElectionService`` and state machine; only the driver is in memory. A test
 plays ZooKeeper: ``grant_leadership()`` (this process's latch became the lowest),
 ``revoke_leadership()``, ``suspend_connection()`` / ``reconnect()``, ``lose_session()``. Each returns
-once the service has handled it, so contenders have been called. Fenced store writes and
+once the service has handled it, so contenders have been called. ``lose_latch_unnoticed()`` plays a
+process frozen while its session expired, ``publish_other_leader()`` another process that leads. Fenced store writes and
 publications are checked against the current latch, as ZooKeeper's transactions would.
 """
 
@@ -177,6 +178,15 @@ class EmbeddedHaServices(HighAvailabilityServices):
         service = self.leader_election_service()
         self.driver.revoke()
         service.drain()
+
+    def lose_latch_unnoticed(self) -> None:
+        """ZooKeeper dropped this process's latch (its session expired while the process was
+        frozen) and has not told it yet: it still believes it leads, but its fenced writes fail."""
+        self.driver.latch = None
+
+    def publish_other_leader(self, component_id: str, info: LeaderInformation) -> None:
+        """Another process leads ``component_id`` and published where it serves."""
+        self._registry.set(component_id, info)
 
     def suspend_connection(self) -> None:
         self._connection(ConnectionState.SUSPENDED)

@@ -22,6 +22,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from yarnflink.checkpoint.config import checkpointing_enabled
+from yarnflink.checkpoint.options import CheckpointingOptions, SavepointConfigOptions
 from yarnflink.common.config import ConfigError, Configuration
 from yarnflink.common.rpc_errors import (
     RPC_TIMEOUT_S,
@@ -39,6 +41,7 @@ from yarnflink.executiongraph.executiongraph import (
     now_ms,
 )
 from yarnflink.jobgraph.jobgraph import JobGraph
+from yarnflink.jobmaster.checkpointing import CheckpointDriver
 from yarnflink.jobmaster.deployment import build_tdd
 from yarnflink.jobmaster.gateway import (
     AcknowledgeCheckpoint,
@@ -51,14 +54,20 @@ from yarnflink.jobmaster.gateway import (
     TaskExecutionState,
     TaskManagerHeartbeat,
 )
+from yarnflink.jobmaster.options import JobManagerOptions
+from yarnflink.jobmaster.rm_connection import ResourceManagerConnection, requirements_of
 from yarnflink.jobmaster.slotpool import SlotPool, SlotRequest
+from yarnflink.jobmaster.views import job_details
 from yarnflink.resourcemanager.gateway import DisconnectJobMaster, DisconnectTaskExecutor
+from yarnflink.resourcemanager.options import ClusterOptions
 from yarnflink.rpc.clients import GrpcGatewayResolver
 from yarnflink.rpc.endpoint import RpcEndpoint
 from yarnflink.rpc.resolver import GatewayResolver
 from yarnflink.rpc.servicers import JobMasterServicer
 from yarnflink.scheduler import restart
+from yarnflink.scheduler.adaptive import AdaptiveOptions, AdaptiveScheduler
 from yarnflink.scheduler.adaptive_batch import AdaptiveBatchOptions
+from yarnflink.scheduler.options import BatchExecutionOptions, SchedulerOptions
 from yarnflink.scheduler.scheduler import (
     Action,
     CancelTask,
@@ -72,12 +81,11 @@ from yarnflink.scheduler.scheduler import (
     TaskManagerLost,
 )
 from yarnflink.scheduler.slotsharing import ExecutionSlotSharingGroup
+from yarnflink.scheduler.speculative import SpeculativeOptions, SpeculativeScheduler
 from yarnflink.taskexecutor import gateway as te
 
 if TYPE_CHECKING:
     from yarnflink.highavailability.checkpoints import JobCheckpointRecovery
-    from yarnflink.jobmaster.checkpointing import CheckpointDriver
-    from yarnflink.jobmaster.rm_connection import ResourceManagerConnection
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +115,7 @@ def job_configuration(cluster: Configuration | None, job_graph: JobGraph) -> Con
 def scheduler_type_of(config: Configuration, job_graph: JobGraph) -> str:
     """``jobmanager.scheduler``, unset: Default for STREAMING, AdaptiveBatch for BATCH (Flink)."""
     batch = job_graph.runtime_mode == "BATCH"
-    chosen = config.get("jobmanager.scheduler")
+    chosen = config.get(SchedulerOptions.SCHEDULER)
     if chosen is None:
         return "AdaptiveBatch" if batch else "Default"
     if chosen == "AdaptiveBatch" and not batch:
@@ -122,8 +130,8 @@ def scheduler_type_of(config: Configuration, job_graph: JobGraph) -> str:
         )
     if (
         chosen == "Adaptive"
-        and config.get("execution.checkpointing.interval")
-        and str(config.get("execution.checkpointing.unaligned.enabled") or "").strip().lower() == "true"
+        and config.get(CheckpointingOptions.INTERVAL)
+        and str(config.get(CheckpointingOptions.ENABLE_UNALIGNED) or "").strip().lower() == "true"
     ):
         raise JobSubmissionException(
             "jobmanager.scheduler: Adaptive rescales from the latest checkpoint, and the in-flight data of "
@@ -172,27 +180,23 @@ class JobMaster(RpcEndpoint):
         try:
             self.scheduler_type = scheduler_type_of(self.config, job_graph)
             speculative = job_graph.runtime_mode == "BATCH" and bool(
-                self.config.get("execution.batch.speculative.enabled")
+                self.config.get(BatchExecutionOptions.SPECULATIVE_ENABLED)
             )
             scheduler_class = DefaultScheduler
             extra: dict[str, Any] = {}
             if speculative:
-                from yarnflink.scheduler.speculative import SpeculativeOptions, SpeculativeScheduler
-
                 scheduler_class = SpeculativeScheduler
                 extra["speculative"] = SpeculativeOptions.from_configuration(self.config)
             elif self.scheduler_type == "Adaptive":
-                from yarnflink.scheduler.adaptive import AdaptiveOptions, AdaptiveScheduler
-
                 scheduler_class = AdaptiveScheduler
                 extra["adaptive"] = AdaptiveOptions.from_configuration(self.config)
             self.scheduler = scheduler_class(
                 self.eg,
-                failover_strategy=str(self.config.get("jobmanager.execution.failover-strategy")),
+                failover_strategy=str(self.config.get(SchedulerOptions.EXECUTION_FAILOVER_STRATEGY)),
                 restart_strategy=restart.from_configuration(self.config),
                 slot_pool=SlotPool(
-                    idle_timeout_s=self.config.get_seconds("slot.idle.timeout") or 0.0,
-                    match_profiles=bool(self.config.get("cluster.fine-grained-resource-management.enabled")),
+                    idle_timeout_s=self.config.get_seconds(JobManagerOptions.SLOT_IDLE_TIMEOUT) or 0.0,
+                    match_profiles=bool(self.config.get(ClusterOptions.ENABLE_FINE_GRAINED_RESOURCE_MANAGEMENT)),
                 ),
                 slot_request_timeout_s=slot_request_timeout_s,
                 adaptive_batch=(
@@ -205,7 +209,7 @@ class JobMaster(RpcEndpoint):
         except ValueError as e:  # an invalid strategy or option (ConfigError is a ValueError)
             raise JobSubmissionException(str(e)) from None
         self.slot_pool = self.scheduler.pool
-        self.eg.exception_history_size = int(self.config.get("web.exception-history-size"))
+        self.eg.exception_history_size = int(self.config.get(JobManagerOptions.MAX_EXCEPTION_HISTORY_SIZE))
         if gateways is None:
             gateways = GrpcGatewayResolver()
         self.gateways: GatewayResolver = gateways
@@ -224,16 +228,13 @@ class JobMaster(RpcEndpoint):
         self.checkpoints: CheckpointDriver | None = None
         #: the connection to the ResourceManager (None until the JobMaster started)
         self.rm_connection: ResourceManagerConnection | None = None
-        from yarnflink.taskexecutor.task import checkpointing_enabled
 
         if checkpointing_enabled(
-            {"execution.checkpointing.interval": self.config.get_string("execution.checkpointing.interval") or ""},
+            {CheckpointingOptions.INTERVAL.key: self.config.get_string(CheckpointingOptions.INTERVAL) or ""},
             job_graph.runtime_mode,
         ) or (  # run -s: restore without checkpointing
-            self.config.get_string("execution.savepoint.path") and job_graph.runtime_mode == "STREAMING"
+            self.config.get_string(SavepointConfigOptions.SAVEPOINT_PATH) and job_graph.runtime_mode == "STREAMING"
         ):
-            from yarnflink.jobmaster.checkpointing import CheckpointDriver
-
             # (Adaptive: a rescale restores the latest completed checkpoint: CheckpointDriver.follow_rescale)
             try:
                 self.checkpoints = CheckpointDriver(self)
@@ -320,7 +321,6 @@ class JobMaster(RpcEndpoint):
 
     async def _request_slots(self) -> None:
         # registration, requirements per slot sharing group, heartbeats: yarnflink.jobmaster.rm_connection
-        from yarnflink.jobmaster.rm_connection import ResourceManagerConnection, requirements_of
 
         self.rm_connection = ResourceManagerConnection(self, requirements_of(self.shared_slots, self.job_graph))
         await self.rm_connection.run()
@@ -380,8 +380,6 @@ class JobMaster(RpcEndpoint):
             self._declaring = asyncio.ensure_future(self._declare_loop())
 
     async def _declare_loop(self) -> None:
-        from yarnflink.jobmaster.rm_connection import requirements_of
-
         while self._declare_again:
             self._declare_again = False
             connection = self.rm_connection
@@ -651,8 +649,6 @@ class JobMaster(RpcEndpoint):
         return self.checkpoints.stats() if self.checkpoints is not None else None
 
     def details(self) -> dict[str, Any]:
-        from yarnflink.jobmaster.views import job_details
-
         return job_details(self.eg)
 
     # ------------------------------------------------------------------ JobMasterGateway (served by rpc.servicers)

@@ -45,6 +45,7 @@ from yarnflink.resourcemanager.gateway import (
     TaskManagerSlot,
 )
 from yarnflink.resourcemanager.heartbeat import HeartbeatMonitor
+from yarnflink.resourcemanager.options import ClusterOptions, HeartbeatManagerOptions, ResourceManagerOptions
 from yarnflink.resourcemanager.resources import ResourceProfile, worker_spec_from_config
 from yarnflink.resourcemanager.slotmanager import (
     Action,
@@ -88,20 +89,20 @@ class ResourceManager(RpcEndpoint):
         #: Leader session id; fixed for a non-HA cluster, fresh per leadership grant with HA
         #: ("" while not leading). Replaced, never mutated: read from any thread.
         self.fencing_token = "" if high_availability else uuid.uuid4().hex
-        self.heartbeat_interval_s = config.get_seconds("heartbeat.interval") or 10.0
-        self.heartbeat_timeout_s = config.get_seconds("heartbeat.timeout") or 50.0
-        self.rpc_failure_threshold = int(config.get("heartbeat.rpc-failure-threshold"))
+        self.heartbeat_interval_s = config.get_seconds(HeartbeatManagerOptions.HEARTBEAT_INTERVAL) or 10.0
+        self.heartbeat_timeout_s = config.get_seconds(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT) or 50.0
+        self.rpc_failure_threshold = int(config.get(HeartbeatManagerOptions.HEARTBEAT_RPC_FAILURE_THRESHOLD))
         self.driver = driver
         self.slot_manager = SlotManager(
-            fine_grained=bool(config.get("cluster.fine-grained-resource-management.enabled")),
-            evenly_spread_out_slots=bool(config.get("cluster.evenly-spread-out-slots")),
+            fine_grained=bool(config.get(ClusterOptions.ENABLE_FINE_GRAINED_RESOURCE_MANAGEMENT)),
+            evenly_spread_out_slots=bool(config.get(ClusterOptions.EVENLY_SPREAD_OUT_SLOTS)),
             worker_spec=worker_spec_from_config(config) if driver is not None else None,
-            max_slots=int(config.get("slotmanager.number-of-slots.max")),
-            min_slots=int(config.get("slotmanager.number-of-slots.min")) if min_slots is None else min_slots,
-            task_manager_timeout=config.get_seconds("resourcemanager.taskmanager-timeout") or 0.0,
-            registration_timeout=config.get_seconds("resourcemanager.taskmanager-registration.timeout") or 300.0,
-            max_start_failure_rate=float(config.get("resourcemanager.start-worker.max-failure-rate")),
-            start_retry_interval=config.get_seconds("resourcemanager.start-worker.retry-interval") or 0.0,
+            max_slots=int(config.get(ResourceManagerOptions.MAX_SLOT_NUM)),
+            min_slots=int(config.get(ResourceManagerOptions.MIN_SLOT_NUM)) if min_slots is None else min_slots,
+            task_manager_timeout=config.get_seconds(ResourceManagerOptions.TASK_MANAGER_TIMEOUT) or 0.0,
+            registration_timeout=config.get_seconds(ResourceManagerOptions.TASK_MANAGER_REGISTRATION_TIMEOUT) or 300.0,
+            max_start_failure_rate=float(config.get(ResourceManagerOptions.START_WORKER_MAX_FAILURE_RATE)),
+            start_retry_interval=config.get_seconds(ResourceManagerOptions.START_WORKER_RETRY_INTERVAL) or 0.0,
         )
         self.te_heartbeats = HeartbeatMonitor(self.heartbeat_timeout_s, self.rpc_failure_threshold)
         self.jm_heartbeats = HeartbeatMonitor(self.heartbeat_timeout_s, self.rpc_failure_threshold)

@@ -20,12 +20,12 @@ import hmac
 import html
 import json
 import logging
+import traceback
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, TypedDict
 from urllib.parse import parse_qs, urlsplit
 
 from starlette.datastructures import Headers
-from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
@@ -137,6 +137,75 @@ session's <code>security/rest-token</code> file (readable only by you).</p>
 """
 
 
+class _BodyLimit:
+    """One request whose body is counted while the app reads it (a chunked body declares no
+    length). Past the limit the app is told the client went away (``http.disconnect``) instead of
+    getting more, so it holds at most the limit; whatever it then raises or answers is dropped,
+    what it buffered is released at once, and the client gets 413 with ``{"errors": [...]}``.
+
+    Nothing is raised through ``receive``: the app reads it inside task groups (Starlette's
+    BaseHTTPMiddleware), which would wrap the exception in an ExceptionGroup (a 500)."""
+
+    def __init__(self, limit: int, receive: Receive, send: Send) -> None:
+        self.limit = limit
+        self._receive = receive
+        self._send = send
+        #: body bytes handed to the app (at most ``limit``)
+        self.read = 0
+        self.exceeded = False
+        self._response_started = False
+
+    async def receive(self) -> Message:
+        if self.exceeded:
+            return {"type": "http.disconnect"}
+        message = await self._receive()
+        if message["type"] == "http.request":
+            size = len(message.get("body", b""))
+            if self.read + size > self.limit:
+                self.exceeded = True  # the rest of the body is discarded by the server unread
+                return {"type": "http.disconnect"}
+            self.read += size
+        return message
+
+    async def send(self, message: Message) -> None:
+        if self.exceeded and not self._response_started:
+            return  # the app's answer to a body it never got whole: the 413 below replaces it
+        if message["type"] == "http.response.start":
+            self._response_started = True
+        await self._send(message)
+
+    async def run(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], scope: Scope) -> None:
+        try:
+            await app(scope, self.receive, self.send)
+        except Exception as e:
+            if not self.exceeded or self._response_started:
+                raise
+            # the frames of the failed read hold the buffered body, and exception cycles would keep
+            # them until the garbage collector's next full run: let them go now
+            _clear_traceback_frames(e)
+            del e
+        if self.exceeded and not self._response_started:
+            self._response_started = True
+            message = f"request body exceeds rest.server.max-content-length ({self.limit} bytes)"
+            await _error(413, message)(scope, self._receive, self._send)
+
+
+def _clear_traceback_frames(error: BaseException) -> None:
+    """Drops the local variables of the finished frames in ``error``'s traceback and in those of
+    the exceptions it was chained to or groups."""
+    seen: set[int] = set()
+    pending = [error]
+    while pending:
+        e = pending.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        traceback.clear_frames(e.__traceback__)
+        pending += [c for c in (e.__cause__, e.__context__) if c is not None]
+        if isinstance(e, BaseExceptionGroup):
+            pending += list(e.exceptions)
+
+
 class RestSecurityMiddleware:
     """Pure ASGI middleware in front of the whole app (so it covers every route, docs included)."""
 
@@ -181,25 +250,7 @@ class RestSecurityMiddleware:
                     f"rest.server.max-content-length ({self.max_body} bytes)",
                 )(scope, receive, send)
                 return
-        await self.app(scope, self._limited(receive), send)
-
-    def _limited(self, receive: Receive) -> Receive:
-        seen = 0
-        limit = self.max_body
-
-        async def limited_receive() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    # handled by the app's HTTPException handler: {"errors": [...]} with 413
-                    raise StarletteHTTPException(
-                        413, f"request body exceeds rest.server.max-content-length ({limit} bytes)"
-                    )
-            return message
-
-        return limited_receive
+        await _BodyLimit(self.max_body, receive, send).run(self.app, scope)
 
     def _unauthorized(self, scope: Scope, headers: Headers) -> Response:
         challenge = {"WWW-Authenticate": 'Bearer realm="yarnflink"'}

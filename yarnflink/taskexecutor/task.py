@@ -33,6 +33,8 @@ from typing import Any
 import cloudpickle
 
 from yarnflink.checkpoint.barriers import CheckpointBarrier, UnalignedBarrierHandler, create_barrier_handler
+from yarnflink.checkpoint.config import checkpointing_enabled
+from yarnflink.checkpoint.options import CheckpointingOptions
 from yarnflink.common.config import parse_memory
 from yarnflink.common.records import Batch
 from yarnflink.executiongraph.executiongraph import ExecutionState
@@ -70,12 +72,6 @@ __all__ = ["EndOfChannel", "StateReporter", "Task", "TaskCancelled", "checkpoint
 
 class TaskCancelled(Exception):
     pass
-
-
-def checkpointing_enabled(config: dict, runtime_mode: str) -> bool:
-    """Periodic checkpoints run in STREAMING jobs with ``execution.checkpointing.interval`` set."""
-    interval = (config.get("execution.checkpointing.interval") or "").strip()
-    return bool(interval) and interval not in ("0", "0 ms", "0ms") and (runtime_mode or "STREAMING") == "STREAMING"
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +129,7 @@ class Task:
         # checkpoints (see docs/STATE_AND_EVENT_TIME.md)
         config = dict(tdd.job_config)
         self.checkpointing = checkpointing_enabled(config, tdd.runtime_mode)
-        self._unaligned = str(config.get("execution.checkpointing.unaligned.enabled") or "").strip().lower() in (
+        self._unaligned = str(config.get(CheckpointingOptions.ENABLE_UNALIGNED.key) or "").strip().lower() in (
             "true",
             "1",
             "yes",
@@ -287,8 +283,8 @@ class Task:
             restored = open_task_state(
                 config,
                 self.job_id,
-                config.get("execution.checkpointing.dir") or "",
-                parse_memory(config.get("execution.checkpointing.data-inline-threshold") or "20 kb"),
+                config.get(CheckpointingOptions.CHECKPOINTS_DIRECTORY.key) or "",
+                parse_memory(config.get(CheckpointingOptions.FS_SMALL_FILE_THRESHOLD.key) or "20 kb"),
                 tdd.task_state,
                 tdd.restored_checkpoint_id,
             )
@@ -369,7 +365,7 @@ class Task:
         consume = network_input.process
         checkpointed: CheckpointedInput | None = None
         if self.checkpointing:
-            mode = str(self.tdd.job_config.get("execution.checkpointing.mode") or "EXACTLY_ONCE").upper()
+            mode = str(self.tdd.job_config.get(CheckpointingOptions.CHECKPOINTING_MODE.key) or "EXACTLY_ONCE").upper()
             handler = create_barrier_handler(mode, gate.num_channels, unaligned=self._unaligned)
             if isinstance(handler, UnalignedBarrierHandler):
                 self._channel_state.handler = handler

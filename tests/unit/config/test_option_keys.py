@@ -26,13 +26,7 @@ ROOT = PACKAGE.parent
 #: Files or directories (relative to the repository) whose key literals are justified, with the reason.
 #: Keys under PASSTHROUGH_PREFIXES that no option declares (``spark.master``, ``env.java.opts``) are
 #: not registered keys, so they need no entry here.
-EXCEPTIONS: dict[str, str] = {
-    # TEMPORARY, converted last (being rewritten on other branches of issue 16)
-    "yarnflink/dispatcher/dispatcher.py": "TEMPORARY",
-    "yarnflink/jobmaster/jobmaster.py": "TEMPORARY",
-    "yarnflink/resourcemanager/resourcemanager.py": "TEMPORARY",
-    "yarnflink/taskexecutor/task.py": "TEMPORARY",
-}
+EXCEPTIONS: dict[str, str] = {}
 
 
 def _options_modules() -> set[Path]:

@@ -18,6 +18,7 @@ import pytest
 from yarnflink.common.config import Configuration
 from yarnflink.entrypoint.master import MasterProcess
 from yarnflink.highavailability import EmbeddedHaServices, JobResult
+from yarnflink.highavailability.leaderelection import LeaderInformation
 from yarnflink.highavailability.services import DISPATCHER, RESOURCE_MANAGER, REST_SERVER, job_master_component
 
 from .helpers import graph
@@ -136,6 +137,32 @@ def test_submission_stores_the_job_graph_and_a_job_that_ends_leaves_no_ha_data(m
     assert ha.published(job_master_component(A)) is None
     again = httpx.post(m.dispatcher.rest_url + "/jobs", json=graph(A).to_json(), timeout=10)
     assert again.status_code == 409
+
+
+def test_a_deposed_leader_that_has_not_noticed_refuses_submissions_with_503(make_master: Any) -> None:
+    """Issue 22, item 2: a leader resuming from SIGSTOP handles a pending submission before it
+    learns it lost leadership; its fenced write fails. The client gets 503 (it then asks the new
+    leader), not 500, and nothing of the job stays on the deposed master or in the HA stores."""
+    m, ha = make_master()
+    ha.grant_leadership()
+    _until(lambda: _get(m, "/jobs").status_code == 200, what="jobs accepted")
+    ha.lose_latch_unnoticed()
+    assert m.dispatcher.is_leader  # it has not noticed
+    own = ha.published(REST_SERVER)
+    assert own is not None and own.address == m.dispatcher.rest_url  # its stale publication
+
+    r = httpx.post(m.dispatcher.rest_url + "/jobs", json=graph(A).to_json(), timeout=10)
+    assert r.status_code == 503, r.text
+    assert "not the leader" in r.json()["errors"][0]
+    assert r.json()["leader"] is None  # never itself
+    assert ha.job_graph_store().get_job_ids() == [] and _jobs(m) == set()
+
+    new_leader = "http://127.0.0.1:1"
+    ha.publish_other_leader(REST_SERVER, LeaderInformation("other-session", new_leader))
+    r = httpx.post(m.dispatcher.rest_url + "/jobs", json=graph(B).to_json(), timeout=10)
+    assert r.status_code == 503 and r.json()["leader"] == new_leader, r.text
+    assert new_leader in r.json()["errors"][0]
+    assert ha.job_graph_store().get_job_ids() == [] and _jobs(m) == set()
 
 
 def test_losing_leadership_fences_suspends_and_steps_down_keeping_ha_data(

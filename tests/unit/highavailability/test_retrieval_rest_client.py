@@ -131,6 +131,39 @@ def test_a_resubmission_after_a_failover_that_finds_the_job_stored_counts_as_sub
             rest.submit_job({"jobId": "j1"})
 
 
+def test_a_submission_a_deposed_leader_refuses_with_503_is_sent_to_the_next_leader(
+    zookeeper: Any, ha_config: Configuration, masters: list[_Master]
+) -> None:
+    """Issue 22, item 2: a leader resuming from a freeze refuses a submission with 503 (its fenced
+    write failed, nothing of the job stayed); the client submits it to the leader ZooKeeper names."""
+    deposed = _Master(503, {"errors": ["this master is not the leader; no leader is known yet"], "leader": None})
+    leader = _Master(202, {"jobUrl": "/jobs/j1"})
+    masters += [deposed, leader]
+    _publish(zookeeper, ha_config, leader.url)
+    with _client(deposed.url, ha_config) as rest:
+        assert rest.submit_job({"jobId": "j1"}) == "j1"
+        assert rest.base_url == leader.url and rest.last_request_retried
+    assert [r[:2] for r in deposed.requests] == [("POST", "/jobs")]
+    assert [r[:2] for r in leader.requests] == [("POST", "/jobs")]
+
+
+def test_the_same_client_resubmitting_a_job_whose_submission_may_have_landed_gets_it_submitted(
+    masters: list[_Master],
+) -> None:
+    master = _Master(500, {"errors": ["Internal server error: the answer was lost"]})
+    masters.append(master)
+    with RestClient(master.url, timeout=5, credentials=RestCredentials()) as rest:
+        with pytest.raises(RestClientError, match="the answer was lost"):
+            rest.submit_job({"jobId": "j1"})
+        master.status, master.body = 409, {"errors": ["job j1 was already submitted"]}
+        assert rest.submit_job({"jobId": "j1"}) == "j1"  # the first attempt had been applied
+        with pytest.raises(RestClientError, match="already submitted"):
+            rest.submit_job({"jobId": "j2"})  # this client never sent j2: another submission's
+    with RestClient(master.url, timeout=5, credentials=RestCredentials()) as other:
+        with pytest.raises(RestClientError, match="already submitted"):
+            other.submit_job({"jobId": "j1"})
+
+
 def test_without_a_leader_the_client_gives_up_after_the_await_leader_timeout(
     zookeeper: Any, ha_config: Configuration, masters: list[_Master]
 ) -> None:
