@@ -380,6 +380,8 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
 
 
 def _not_leader(dispatcher: Dispatcher) -> JSONResponse:
+    """503 naming the leader's REST URL as leader retrieval knows it, never this master's own:
+    a deposed leader may answer before its own, now stale, publication is replaced."""
     url = dispatcher.leadership.leader_rest_url if dispatcher.leadership is not None else None
     if url is not None and url.rstrip("/") == dispatcher.rest_url.rstrip("/"):
         url = None
