@@ -129,8 +129,8 @@ class MapBatchesOperator(UserFunctionOperator):
     column gives its rows those timestamps (so ``rb.filter(mask)``, ``rb.take(idx)``, ``rb.slice``
     and column-appending results keep them for free, and a function may set new ones). A result
     without it keeps the input's timestamps by position if it has the same number of rows (a map);
-    a result with another number of rows and no timestamp column is an error, because it cannot
-    be known which timestamp each row has."""
+    a result with another number of rows and no timestamp column has no timestamps (as Flink's
+    records without one), since which row has which timestamp is unknown (e.g. an aggregation)."""
 
     method = "map_batches"
 
@@ -170,12 +170,7 @@ class MapBatchesOperator(UserFunctionOperator):
         if new_ts is not None or ts is None:
             return Batch(rb=rb, timestamps=new_ts)
         if rb.num_rows != rb_in.num_rows:
-            raise ValueError(
-                f"map_batches operator {self.operator_name!r}: the function returned {rb.num_rows} rows for "
-                f"{rb_in.num_rows} and dropped the column {TIMESTAMPS_COLUMN!r} that holds their event "
-                "timestamps; keep that column with the rows (rb.filter(mask) keeps it) or return as many "
-                "rows as it got (the timestamps then stay by position)"
-            )
+            return Batch(rb=rb)  # which row has which timestamp is unknown: the rows have none
         return Batch(rb=rb, timestamps=ts)
 
 

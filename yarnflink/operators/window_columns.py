@@ -71,6 +71,9 @@ class FieldAggregator:
 
 
 _UFUNC = {"sum": np.add, "min": np.minimum, "max": np.maximum}
+_ALL = np.arange(0)  # "every element, in order" (tumbling windows: one window per element)
+#: integer keys in [0, this) map to slots through a direct numpy table
+_DIRECT_LIMIT = 1 << 22
 
 
 class _Bucket:
@@ -124,6 +127,8 @@ class ColumnarWindows:
         self.buckets: dict[int, _Bucket] = {}  # window start -> bucket
         self.dtype: np.dtype | None = None
         self._seq = 0
+        self._first = np.empty(1024, dtype=np.int64)  # scratch: first row per slot
+        self._direct = np.full(0, -1, dtype=np.int64)  # small int key -> slot (-1: not yet)
         self.num_late_records_dropped = 0
 
     # ------------------------------------------------------------------ eligibility
@@ -156,7 +161,7 @@ class ColumnarWindows:
         path's order (elements in order; a sliding element's windows latest first)."""
         last = ts - np.mod(ts - self.offset, self.slide)
         if self.slide == self.size:
-            return np.arange(len(ts)), last
+            return _ALL, last
         k = -(-self.size // self.slide)
         starts = last[:, None] - np.arange(k, dtype=np.int64)[None, :] * self.slide
         valid = starts > (ts - self.size)[:, None]
@@ -182,12 +187,15 @@ class ColumnarWindows:
             self._promote(np.result_type(self.dtype, dt))
         if v.dtype != self.dtype:
             v = v.astype(self.dtype)
-        enc = rb.column(ki).dictionary_encode()
-        uslots, _ = self.slots.lookup(enc.dictionary)
-        row_slot = uslots[enc.indices.to_numpy(zero_copy_only=False)]
+        row_slot = self._slots_of(rb.column(ki))
         cap = len(self.slots)
 
         elem, starts = self._windows(ts)
+        if len(ts) and int(ts.min()) > watermark:  # every window ends after the element: none has fired
+            self._fold(rb, elem, starts, row_slot, v, cap)
+            return [], [], [], []
+        if elem is _ALL:
+            elem = np.arange(len(ts))
         max_ts = starts + (self.size - 1)
         cleanup = max_ts + self.allowed_lateness
         dead = cleanup <= watermark  # the window is past its cleanup time: skipped
@@ -222,6 +230,30 @@ class ColumnarWindows:
                     late_ts = ts[idx].tolist()
         return fired, fired_ts, late, late_ts
 
+    def _slots_of(self, kcol: pa.Array) -> np.ndarray:
+        """The slot of each row's key. Small non-negative integer keys go through a direct table
+        (value -> slot: one numpy take per batch); other keys are dictionary-encoded and only the
+        distinct ones looked up."""
+        if pat.is_integer(kcol.type) and len(kcol):
+            keys = kcol.to_numpy(zero_copy_only=False)
+            lo, hi = int(keys.min()), int(keys.max())
+            if lo >= 0 and hi < _DIRECT_LIMIT:
+                if len(self._direct) <= hi:
+                    grown = np.full(max(hi + 1, 2 * len(self._direct)), -1, dtype=np.int64)
+                    grown[: len(self._direct)] = self._direct
+                    self._direct = grown
+                row_slot = self._direct[keys]
+                missing = row_slot < 0
+                if missing.any():
+                    new_keys = np.unique(keys[missing])
+                    slots, _ = self.slots.lookup(pa.array(new_keys))
+                    self._direct[new_keys] = slots
+                    row_slot = self._direct[keys]
+                return row_slot
+        enc = kcol.dictionary_encode()
+        uslots, _ = self.slots.lookup(enc.dictionary)
+        return uslots[enc.indices.to_numpy(zero_copy_only=False)]
+
     def _promote(self, dtype: np.dtype) -> None:
         self.dtype = dtype
         for b in self.buckets.values():
@@ -239,34 +271,56 @@ class ColumnarWindows:
     def _fold(
         self, rb: pa.RecordBatch, elem: np.ndarray, starts: np.ndarray, row_slot: np.ndarray, v: np.ndarray, cap: int
     ) -> None:
+        """Fold the (element, window start) pairs in; no sorting: a few passes per window."""
         ufunc = _UFUNC[self.agg]
-        if len(starts) and starts[0] == starts[-1] and (starts == starts[0]).all():
-            groups: Any = [(int(starts[0]), None)]
+        if not len(starts):
+            return
+        lo, hi = int(starts.min()), int(starts.max())
+        if lo == hi:
+            groups: list[tuple[int, np.ndarray]] = [(lo, elem)]
+        elif (hi - lo) // self.slide < 16:  # a few windows: one mask each
+            groups = []
+            for start in range(lo, hi + 1, self.slide):
+                mask = starts == start
+                if mask.any():
+                    groups.append((start, np.flatnonzero(mask) if elem is _ALL else elem[mask]))
         else:
+            if elem is _ALL:
+                elem = np.arange(len(starts))
             ustarts, inverse = np.unique(starts, return_inverse=True)
             order = np.argsort(inverse, kind="stable")
             bounds = np.searchsorted(inverse[order], np.arange(len(ustarts) + 1))
-            groups = [(int(s), order[bounds[i] : bounds[i + 1]]) for i, s in enumerate(ustarts.tolist())]
-        for start, sel in groups:
-            rows = elem if sel is None else elem[sel]
+            groups = [(int(x), elem[order[bounds[k] : bounds[k + 1]]]) for k, x in enumerate(ustarts.tolist())]
+        for start, rows in groups:
             b = self._bucket(start, cap)
-            slots = row_slot[rows]
-            vals = v[rows]
-            uniq, first = np.unique(slots, return_index=True)
-            new = ~b.present[uniq]
-            if new.any():
-                first_new = np.sort(first[new])  # positions in ``rows`` of each new key's first element
+            if rows is _ALL:
+                rows = np.arange(len(v))
+                slots, vals = row_slot, v
+            else:
+                slots, vals = row_slot[rows], v[rows]
+            cand = np.flatnonzero(~b.present[slots])  # rows of keys new to this window
+            if len(cand):
+                cslots = slots[cand]
+                first = self._scratch(cap)
+                first[cslots[::-1]] = cand[::-1]  # repeated indices: the last assignment stays
+                first_new = cand[first[cslots] == cand]  # each new key's first row, in row order
                 new_slots = slots[first_new]
                 b.present[new_slots] = True
                 b.seq[new_slots] = np.arange(self._seq, self._seq + len(new_slots))
                 self._seq += len(new_slots)
                 b.vals[new_slots] = vals[first_new]
                 b.reps.append((new_slots, rb.take(pa.array(rows[first_new]))))
-                rest = np.ones(len(rows), dtype=bool)
-                rest[first_new] = False
-                ufunc.at(b.vals, slots[rest], vals[rest])
+                if len(first_new) < len(rows):
+                    rest = np.ones(len(rows), dtype=bool)
+                    rest[first_new] = False
+                    ufunc.at(b.vals, slots[rest], vals[rest])
             else:
                 ufunc.at(b.vals, slots, vals)
+
+    def _scratch(self, cap: int) -> np.ndarray:
+        if len(self._first) < cap:
+            self._first = np.empty(max(cap, 2 * len(self._first)), dtype=np.int64)
+        return self._first
 
     # ------------------------------------------------------------------ firing
     def _rows_of(self, b: _Bucket, slots: np.ndarray) -> pa.RecordBatch | list:

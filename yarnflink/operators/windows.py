@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from yarnflink.common.keygroups import key_group_ids
-from yarnflink.common.records import Batch, arrow_to_records
+from yarnflink.common.records import TIMESTAMPS_COLUMN, Batch, arrow_to_records
 from yarnflink.operators.base import OperatorContext, StreamOperator
 from yarnflink.operators.functions import Function, RuntimeContext
 from yarnflink.operators.keys import KeyExtractor
@@ -415,8 +415,9 @@ class WindowOperator(StreamOperator):
             if ts is None:
                 raise ValueError(
                     f"window operator {self.ctx.operator_name!r}: the records have no timestamps. Event-time "
-                    "windows need assign_timestamps_and_watermarks(...) before key_by(), or use a "
-                    "processing-time window assigner"
+                    "windows need assign_timestamps_and_watermarks(...) before key_by() (a map_batches "
+                    "function in between keeps them unless it returns another number of rows without the "
+                    f"column {TIMESTAMPS_COLUMN!r}), or use a processing-time window assigner"
                 )
             ts_list = ts.tolist()
         else:
