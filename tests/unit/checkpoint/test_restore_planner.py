@@ -16,6 +16,7 @@ from yarnflink.checkpoint.coordinator import (
     CheckpointIdReserved,
     CheckpointsRecovered,
     CheckpointUnrestorable,
+    DiscardIncomplete,
     MetadataWritten,
     NotifyCheckpointAborted,
     RequestSavepoint,
@@ -123,8 +124,9 @@ def test_a_redeployed_task_counts_as_failed_and_pending_checkpoints_cannot_compl
     assert c.handle(Tick(2000)) == []  # not all tasks run
     c.handle(TaskRunning("win-1", attempt=1))
     assert c.handle(Tick(2000))[0].checkpoint_id == 2
-    (aborted,) = c.handle(TaskDeployed("win-1", 2100))  # a CREATED task, but a checkpoint is pending
+    aborted, discard = c.handle(TaskDeployed("win-1", 2100))  # a CREATED task, but a checkpoint is pending
     assert isinstance(aborted, NotifyCheckpointAborted) and aborted.checkpoint_id == 2 and not c.pending
+    assert discard == DiscardIncomplete(2)
 
 
 # ----------------------------------------------------------------------------- planner
