@@ -25,6 +25,7 @@ from yarnflink.security import prepare_taskexecutor
 from yarnflink.spark.session import holder as spark_sessions
 from yarnflink.taskexecutor.cancellation import CancellationSettings
 from yarnflink.taskexecutor.options import TaskManagerOptions
+from yarnflink.taskexecutor.stdout import install_line_stdout
 from yarnflink.taskexecutor.taskexecutor import TaskExecutor
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,7 @@ def run_taskexecutor(
             "a TaskExecutor needs --master HOST:PORT (the ResourceManager's address) "
             "unless high-availability.type is ZOOKEEPER"
         )
+    install_line_stdout()  # print() in user functions: whole lines, at once, in <id>.out
     # fewer page faults for the large temporary Arrow buffers of vectorized operators
     tune_allocator()
     prepare_taskexecutor(config)  # mutual TLS with the cluster's CA (security.ssl.internal.*)
