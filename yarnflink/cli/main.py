@@ -285,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tstart.add_argument("--parent-pid", type=int)
     tstart.add_argument("--resource-id")
+    tstart.add_argument("--yarn", action="store_true", help="run in a YARN container (the application's cluster id)")
     tstart.add_argument("--log-file", type=Path)
     return parser
 
@@ -624,7 +625,9 @@ def cmd_master(args: argparse.Namespace) -> int:
 
 def cmd_taskexecutor(args: argparse.Namespace) -> int:
     _setup_logging(args.log_file)
-    return run_taskexecutor(_config(args), args.master, resource_id=args.resource_id, parent_pid=args.parent_pid)
+    return run_taskexecutor(
+        _config(args), args.master, resource_id=args.resource_id, parent_pid=args.parent_pid, yarn=args.yarn
+    )
 
 
 COMMANDS = {

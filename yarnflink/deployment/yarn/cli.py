@@ -19,7 +19,7 @@ from yarnflink.deployment.yarn.client import (
     submit_cluster,
 )
 from yarnflink.deployment.yarn.options import YarnConfigOptions
-from yarnflink.deployment.yarn.spec import ClusterRequest
+from yarnflink.deployment.yarn.spec import STANDBY_REFUSED, ClusterRequest
 from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.taskexecutor.options import TaskManagerOptions
 
@@ -57,6 +57,8 @@ def cmd_yarn_session(args: argparse.Namespace, client_factory: ClientFactory | N
             _positive(name, value)
         if args.standby < 0:
             raise YarnDeploymentError(f"--standby must be 0 or more, got {args.standby}")
+        if args.standby > 0:
+            raise YarnDeploymentError(STANDBY_REFUSED)
         config = session_config(args, config)
         n = args.taskexecutors or int(config.get(LocalClusterOptions.NUMBER_TASKMANAGER))
         request = ClusterRequest(mode="session", taskexecutors=n, standby=args.standby)

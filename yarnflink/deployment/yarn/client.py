@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from yarnflink.deployment.yarn import YarnDeploymentError, import_skein
 from yarnflink.deployment.yarn.spec import (
     REST_URL_KEY,
     ClusterRequest,
+    attempts_warning,
     build_application_spec,
     check_staging_filesystem,
     job_files,
@@ -90,6 +92,9 @@ def submit_cluster(
 ) -> YarnCluster:
     """Submits the application and (``wait_rest``) waits until its master published the REST address."""
     check_staging_filesystem(os.environ.get("HADOOP_CONF_DIR"))
+    warning = attempts_warning(config, os.environ.get("HADOOP_CONF_DIR"))
+    if warning:
+        print(f"yarnflink: warning: {warning}", file=sys.stderr)
     staging = staging or Path(tempfile.mkdtemp(prefix="yarnflink-yarn-"))
     private_directory(staging)
     client = _factory(client_factory)(config)

@@ -22,6 +22,7 @@ from yarnflink.deployment.yarn.spec import REST_URL_KEY
 from yarnflink.dispatcher.options import RestOptions
 from yarnflink.highavailability.options import HighAvailabilityOptions
 from yarnflink.jobmaster.options import JobManagerOptions
+from yarnflink.taskexecutor.options import TaskManagerOptions
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +39,26 @@ def yarn_master_config(config: Configuration, env: Mapping[str, str], host: str)
     for port in (RestOptions.PORT, JobManagerOptions.PORT):
         if not config.contains(port):
             config.set(port, "0")  # many masters share a node: take free ports
+    return with_application_cluster_id(config, env)
+
+
+def with_application_cluster_id(config: Configuration, env: Mapping[str, str]) -> Configuration:
+    """Pure: ``high-availability.cluster-id`` defaults to the YARN application id, in every process
+    of the application (master and TaskExecutor containers alike: one id, or no TaskExecutor finds
+    the leader)."""
     app_id = env.get("SKEIN_APPLICATION_ID")
     if app_id and not config.contains(HighAvailabilityOptions.HA_CLUSTER_ID):
+        config = config.copy()
         config.set(HighAvailabilityOptions.HA_CLUSTER_ID, app_id)
+    return config
+
+
+def yarn_taskexecutor_config(config: Configuration, env: Mapping[str, str], host: str) -> Configuration:
+    """Pure: a TaskExecutor's configuration inside a container of application ``SKEIN_APPLICATION_ID``:
+    the application's cluster id and this node's name as its address (not loopback)."""
+    config = with_application_cluster_id(config, env).copy()
+    if not config.contains(TaskManagerOptions.HOST):
+        config.set(TaskManagerOptions.HOST, host)
     return config
 
 
