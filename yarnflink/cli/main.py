@@ -47,7 +47,7 @@ from yarnflink.deployment.local.cluster import (
 from yarnflink.deployment.local.options import LocalClusterOptions
 from yarnflink.deployment.yarn import YarnDeploymentError
 from yarnflink.deployment.yarn.cli import cmd_yarn_session, submit_job_cluster
-from yarnflink.deployment.yarn.client import rest_url_of, stop_cluster
+from yarnflink.deployment.yarn.client import release_job_cluster, rest_url_of, stop_cluster
 from yarnflink.entrypoint.application import run_application_cluster
 from yarnflink.entrypoint.master import run_master
 from yarnflink.entrypoint.taskexecutor import run_taskexecutor
@@ -266,6 +266,11 @@ def build_parser() -> argparse.ArgumentParser:
     mstart.add_argument("--yarn", action="store_true", help="run as a skein ApplicationMaster (YARN containers)")
     mstart.add_argument("--yarn-standby", action="store_true", help="a standby master of a YARN cluster")
     mstart.add_argument(
+        "--await-client",
+        action="store_true",
+        help="YARN per-job: once the jobs ended, wait for the attached client to fetch the results",
+    )
+    mstart.add_argument(
         "--ha",
         choices=["zookeeper", "none"],
         type=str.lower,
@@ -443,6 +448,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             stop_process(cluster_proc.pid)
         if yarn_app_id is not None and not executor.submitted:
             stop_cluster(config, yarn_app_id)
+        elif yarn_app_id is not None and not args.detached:
+            release_job_cluster(config, yarn_app_id)  # its master waited for this client's results
 
 
 def _run_application(args: argparse.Namespace, config: Configuration) -> int:
@@ -620,6 +627,7 @@ def cmd_master(args: argparse.Namespace) -> int:
         application=[args.application, *args.application_arg] if args.application else None,
         yarn=args.yarn,
         yarn_standby=args.yarn_standby,
+        await_client=args.await_client,
     )
 
 

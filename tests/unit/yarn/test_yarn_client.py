@@ -130,12 +130,12 @@ def test_the_taskexecutor_command_applies_the_yarn_configuration(monkeypatch: py
 
 def test_master_publishes_its_rest_address_unless_standby() -> None:
     app = FakeApplicationClient()
-    _, driver, publish = prepare(Configuration(), app_client=app, env={"SKEIN_APPLICATION_ID": "a"})
-    assert driver.app_client is app
-    publish({"rest_url": "http://node3:8081"})
+    side = prepare(Configuration(), app_client=app, env={"SKEIN_APPLICATION_ID": "a"})
+    assert side.driver.app_client is app
+    side.publish({"rest_url": "http://node3:8081"})
     assert app.kv[REST_URL_KEY] == b"http://node3:8081"
     standby = FakeApplicationClient()
-    prepare(Configuration(), standby=True, app_client=standby, env={})[2]({"rest_url": "http://x:1"})
+    prepare(Configuration(), standby=True, app_client=standby, env={}).publish({"rest_url": "http://x:1"})
     assert standby.kv == {}
 
 

@@ -104,7 +104,7 @@ def submit_job_cluster(
             file=sys.stderr,
         )
         return (0 if final == "SUCCEEDED" else 1), None, None
-    request = ClusterRequest(mode="per-job", taskexecutors=n)
+    request = ClusterRequest(mode="per-job", taskexecutors=n, attached=not args.detached)
     cluster = submit_cluster(config, request, client_factory=client_factory)
     print(f"YARN application {cluster.app_id} started for this job; REST address {cluster.rest_url}", file=sys.stderr)
     return None, cluster.rest_url, cluster.app_id

@@ -5,6 +5,7 @@ stopping them. skein is reached through ``client_factory`` (tests pass a fake cl
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -18,7 +19,9 @@ from yarnflink.client.sessions import sessions_dir
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.yarn import YarnDeploymentError, import_skein
 from yarnflink.deployment.yarn.spec import (
+    CLIENT_DONE_KEY,
     REST_URL_KEY,
+    START_ERROR_KEY,
     ClusterRequest,
     attempts_warning,
     build_application_spec,
@@ -29,6 +32,8 @@ from yarnflink.deployment.yarn.spec import (
 from yarnflink.security.client import RestCredentials, register
 from yarnflink.security.material import ensure_cluster_security, private_directory
 from yarnflink.security.options import SecurityOptions
+
+log = logging.getLogger(__name__)
 
 ClientFactory = Callable[[Configuration], Any]
 LIVE_STATES = ("SUBMITTED", "ACCEPTED", "RUNNING")
@@ -124,26 +129,49 @@ def node_hosts(client: Any) -> list[str]:
     return sorted({str(n.id).rsplit(":", 1)[0] for n in nodes})
 
 
-def wait_for_rest_url(client: Any, app_id: str, timeout: float) -> str:
+def wait_for_rest_url(client: Any, app_id: str, timeout: float, poll: float = 0.5) -> str:
+    """The REST address the application's master published; a YarnDeploymentError with the
+    master's own words when it did not start (its start error, or the application's diagnostics)."""
     deadline = time.monotonic() + timeout
+    start_error = ""
     while True:
         report = client.application_report(app_id)
         state = str(report.state)
         if state in ("FINISHED", "FAILED", "KILLED"):
             raise YarnDeploymentError(
                 f"YARN application {app_id} ended ({state}) before its master started: "
-                f"{report.diagnostics or 'see yarn logs -applicationId ' + app_id}"
+                f"{start_error or report.diagnostics or 'see yarn logs -applicationId ' + app_id}"
             )
         if state == "RUNNING":
-            app = client.connect(app_id, wait=False)
-            value = app.kv.get(REST_URL_KEY)
+            try:
+                kv = client.connect(app_id, wait=False).kv
+                value = kv.get(REST_URL_KEY)
+                start_error = _text(kv.get(START_ERROR_KEY)) or start_error
+            except (ConnectionError, OSError) as e:  # the ApplicationMaster is gone or not serving yet
+                value = None
+                log.info("YARN application %s: its ApplicationMaster does not answer (%s)", app_id, e)
             if value:
-                return value.decode() if isinstance(value, bytes) else str(value)
+                return _text(value)
         if time.monotonic() > deadline:
             raise YarnDeploymentError(
                 f"YARN application {app_id} published no REST address within {timeout:.0f}s (state {state})"
+                + (f": {start_error}" if start_error else "")
             )
-        time.sleep(0.5)
+        time.sleep(poll)
+
+
+def _text(value: Any) -> str:
+    if not value:
+        return ""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def release_job_cluster(config: Configuration, app_id: str, *, client_factory: ClientFactory | None = None) -> None:
+    """Attached per-job: this client has its results; the application's master may end now."""
+    try:
+        _factory(client_factory)(config).connect(app_id, wait=False).kv[CLIENT_DONE_KEY] = b"1"
+    except Exception as e:  # noqa: BLE001 - the master ends after yarn.per-job.result-timeout anyway
+        log.info("cannot tell YARN application %s that its client is done: %s", app_id, e)
 
 
 def rest_url_of(config: Configuration, app_id: str | None, *, client_factory: ClientFactory | None = None) -> str:

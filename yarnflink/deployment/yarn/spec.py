@@ -36,6 +36,8 @@ TASKEXECUTOR_SERVICE = "taskexecutor"
 STANDBY_SERVICE = "standby-master"
 CONF_FILE = "yarnflink-conf.yaml"
 REST_URL_KEY = "yarnflink.rest_url"  # skein key-value entry where the master publishes its REST address
+START_ERROR_KEY = "yarnflink.start_error"  # why the master did not start
+CLIENT_DONE_KEY = "yarnflink.client_done"  # per-job: the attached client has its results
 MODES = ("session", "per-job", "application")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 STANDBY_REFUSED = (
@@ -59,6 +61,7 @@ _MB = 1 << 20
 class ClusterRequest:
     mode: str = "session"
     taskexecutors: int = 1
+    attached: bool = True  # per-job: the client waits for the result (the master waits for the client)
     standby: int = 0
     job_file: str | None = None  # application mode: run in the ApplicationMaster
     job_args: Sequence[str] = ()
@@ -140,6 +143,8 @@ def master_script(config: Configuration, request: ClusterRequest, *, standby: bo
         cmd.append("--yarn-standby")
     if request.mode == "per-job":
         cmd.append("--per-job")
+        if request.attached:
+            cmd.append("--await-client")
     if request.mode == "application":
         if not request.job_file:
             raise YarnDeploymentError("application mode needs a job file")
