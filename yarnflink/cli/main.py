@@ -46,8 +46,13 @@ from yarnflink.deployment.local.cluster import (
 )
 from yarnflink.deployment.local.options import LocalClusterOptions
 from yarnflink.deployment.yarn import YarnDeploymentError
-from yarnflink.deployment.yarn.cli import cmd_yarn_session, submit_job_cluster
-from yarnflink.deployment.yarn.client import release_job_cluster, rest_url_of, stop_cluster
+from yarnflink.deployment.yarn.cli import add_yarn_target_arguments, cmd_yarn_session, submit_job_cluster
+from yarnflink.deployment.yarn.client import (
+    register_credentials_by_url,
+    release_job_cluster,
+    rest_url_of,
+    stop_cluster,
+)
 from yarnflink.entrypoint.application import run_application_cluster
 from yarnflink.entrypoint.master import run_master
 from yarnflink.entrypoint.taskexecutor import run_taskexecutor
@@ -144,17 +149,20 @@ def build_parser() -> argparse.ArgumentParser:
     _common(lst)
     lst.add_argument("-m", "--jobmanager", metavar="URL")
     lst.add_argument("--session", metavar="ID")
+    add_yarn_target_arguments(lst)
 
     cancel = sub.add_parser("cancel", help="cancel a job")
     _common(cancel)
     cancel.add_argument("-m", "--jobmanager", metavar="URL")
     cancel.add_argument("--session", metavar="ID")
+    add_yarn_target_arguments(cancel)
     cancel.add_argument("job_id")
 
     savepoint = sub.add_parser("savepoint", help="trigger a savepoint of a running job and print its path")
     _common(savepoint)
     savepoint.add_argument("-m", "--jobmanager", metavar="URL")
     savepoint.add_argument("--session", metavar="ID")
+    add_yarn_target_arguments(savepoint)
     savepoint.add_argument(
         "--timeout",
         type=float,
@@ -171,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(stop)
     stop.add_argument("-m", "--jobmanager", metavar="URL")
     stop.add_argument("--session", metavar="ID")
+    add_yarn_target_arguments(stop)
     stop.add_argument(
         "-p",
         "--savepointPath",
@@ -315,6 +324,7 @@ def _cluster_url(args: argparse.Namespace, config: Configuration) -> str | None:
     if getattr(args, "jobmanager", None):
         url = args.jobmanager
         url = url if url.startswith("http") else f"http://{url}"
+        register_credentials_by_url(url)  # a YARN session's token, without YARNFLINK_REST_TOKEN_FILE
         return _follow_ha_leader(config, url)
     if (
         not getattr(args, "session", None)

@@ -24,6 +24,17 @@ from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.taskexecutor.options import TaskManagerOptions
 
 
+def add_yarn_target_arguments(p: argparse.ArgumentParser) -> None:
+    """``--target yarn`` / ``-yid APPID`` for the commands that talk to a running cluster."""
+    p.add_argument(
+        "--target",
+        choices=["local", "yarn"],
+        default="local",
+        help="yarn: the last YARN session started (or -yid)",
+    )
+    p.add_argument("-yid", "--application-id", metavar="APPID", help="the cluster of this YARN application")
+
+
 def _positive(name: str, value: int | None) -> None:
     if value is not None and value < 1:
         raise YarnDeploymentError(f"{name} must be a positive integer, got {value}")

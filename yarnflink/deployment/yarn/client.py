@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from yarnflink.client.leader import register_resolver
 from yarnflink.client.sessions import sessions_dir
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.yarn import YarnDeploymentError, import_skein
@@ -29,7 +30,8 @@ from yarnflink.deployment.yarn.spec import (
     job_files,
     ship_configuration,
 )
-from yarnflink.security.client import RestCredentials, register
+from yarnflink.dispatcher.options import RestOptions
+from yarnflink.security.client import RestCredentials, register, url_key
 from yarnflink.security.material import ensure_cluster_security, private_directory
 from yarnflink.security.options import SecurityOptions
 
@@ -117,6 +119,7 @@ def submit_cluster(
         if request.mode == "session":
             record_session(cluster)
         register(cluster.rest_url, creds)
+        follow_application(config, app_id, cluster.rest_url, client_factory=client_factory)
     return cluster
 
 
@@ -175,7 +178,8 @@ def release_job_cluster(config: Configuration, app_id: str, *, client_factory: C
 
 
 def rest_url_of(config: Configuration, app_id: str | None, *, client_factory: ClientFactory | None = None) -> str:
-    """The REST address of application ``app_id``, or of the last YARN session started."""
+    """The REST address of application ``app_id``, or of the last YARN session started. Clients of
+    this process follow the application's master from then on (``YarnRestLeaderResolver``)."""
     if app_id is None:
         last = last_session()
         if last is None:
@@ -190,12 +194,60 @@ def rest_url_of(config: Configuration, app_id: str | None, *, client_factory: Cl
         raise YarnDeploymentError(f"no YARN application {app_id}: {e}") from None
     if str(report.state) != "RUNNING":
         raise YarnDeploymentError(f"YARN application {app_id} is {report.state}")
-    value = client.connect(app_id, wait=False).kv.get(REST_URL_KEY)
+    try:
+        value = client.connect(app_id, wait=False).kv.get(REST_URL_KEY)
+    except (ConnectionError, OSError) as e:
+        raise YarnDeploymentError(f"YARN application {app_id}: its ApplicationMaster does not answer ({e})") from None
     if not value:
         raise YarnDeploymentError(f"YARN application {app_id} is not a yarnflink cluster (no REST address)")
-    url = value.decode() if isinstance(value, bytes) else str(value)
+    url = _text(value)
     _register_session_credentials(app_id, url)
+    follow_application(config, app_id, url, client_factory=client_factory)
     return url
+
+
+class YarnRestLeaderResolver:
+    """Where application ``app_id``'s master serves REST now (``RestClient``'s leader resolver):
+    after an ApplicationMaster failover YARN's next attempt publishes its new address in the new
+    ApplicationMaster's key-value store, which this reads again (with or without ZooKeeper HA)."""
+
+    def __init__(self, config: Configuration, app_id: str, client_factory: ClientFactory | None = None) -> None:
+        self.config = config
+        self.app_id = app_id
+        self.client_factory = client_factory
+        # a new attempt takes a container, a Python start and a job recovery: more than a standby's takeover
+        self.await_leader_timeout_s = (
+            config.get_seconds(RestOptions.AWAIT_LEADER_TIMEOUT) or 30.0
+            if config.contains(RestOptions.AWAIT_LEADER_TIMEOUT)
+            else YARN_AWAIT_LEADER_TIMEOUT_S
+        )
+
+    def current(self) -> str | None:
+        client = _factory(self.client_factory)(self.config)
+        report = client.application_report(self.app_id)
+        if str(report.state) != "RUNNING":
+            return None
+        try:
+            return _text(client.connect(self.app_id, wait=False).kv.get(REST_URL_KEY)) or None
+        except (ConnectionError, OSError):  # between attempts
+            return None
+
+    def remember(self, url: str) -> None:
+        follow_application(self.config, self.app_id, url, client_factory=self.client_factory)
+
+    def close(self) -> None:
+        pass
+
+
+#: How long a client of a YARN application waits for its next attempt's master by default.
+YARN_AWAIT_LEADER_TIMEOUT_S = 300.0
+
+
+def follow_application(
+    config: Configuration, app_id: str, url: str, *, client_factory: ClientFactory | None = None
+) -> None:
+    """Clients of this process reaching ``url`` follow application ``app_id``'s master."""
+    register_resolver([url], lambda: YarnRestLeaderResolver(config, app_id, client_factory))
 
 
 def _register_session_credentials(app_id: str, url: str) -> None:
@@ -204,6 +256,20 @@ def _register_session_credentials(app_id: str, url: str) -> None:
     if path.is_file():
         rec = YarnCluster(**json.loads(path.read_text()))
         register(url, RestCredentials(rec.token_file or None, rec.rest_ca or None))
+
+
+def register_credentials_by_url(url: str) -> None:
+    """``-m URL`` of a YARN session this machine started: its REST token and CA, without
+    YARNFLINK_REST_TOKEN_FILE (the session's record names them)."""
+    key = url_key(url)
+    for p in sessions_dir().glob("yarn-*.json"):
+        try:
+            rec = YarnCluster(**json.loads(p.read_text()))
+        except (OSError, ValueError, TypeError):
+            continue
+        if rec.rest_url and url_key(rec.rest_url) == key:
+            register(url, RestCredentials(rec.token_file or None, rec.rest_ca or None))
+            return
 
 
 def list_clusters(config: Configuration, *, client_factory: ClientFactory | None = None) -> list[Any]:
