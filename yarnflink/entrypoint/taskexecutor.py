@@ -10,9 +10,11 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import socket
 import threading
 
 from yarnflink.common.config import ConfigError, Configuration
+from yarnflink.deployment.yarn.master import yarn_taskexecutor_config
 from yarnflink.highavailability import create_ha_services, ha_enabled
 from yarnflink.jobgraph.options import ExecutionOptions
 from yarnflink.metrics.prometheus import start_reporter, stop_reporter
@@ -48,8 +50,15 @@ def exit_fatally(reason: str) -> None:
 
 
 def run_taskexecutor(
-    config: Configuration, master_address: str | None, *, resource_id: str | None = None, parent_pid: int | None = None
+    config: Configuration,
+    master_address: str | None,
+    *,
+    resource_id: str | None = None,
+    parent_pid: int | None = None,
+    yarn: bool = False,
 ) -> int:
+    if yarn:  # a container of a YARN application: its cluster id and this node's address
+        config = yarn_taskexecutor_config(config, os.environ, socket.getfqdn())
     if not master_address and not ha_enabled(config):
         raise ConfigError(
             "a TaskExecutor needs --master HOST:PORT (the ResourceManager's address) "
