@@ -241,7 +241,14 @@ class CheckpointDriver:
         that state cannot be read or does not fit the job; the job then fails."""
         started = await read_initial_state(self.jm.config, self.storage, self.ha, self.jm.job_id)
         if started is not None:
+            for skipped in started.skipped:
+                self._note_skipped(skipped)
             self._apply(self.restore.handle(started))
+
+    def _note_skipped(self, message: str) -> None:
+        """A checkpoint not restored, and why, goes to the job's exception history (REST
+        ``/jobs/:id/exceptions``) besides ``latest.restored.skipped`` of its checkpoint statistics."""
+        self.jm.eg.failures.append(Failure("CheckpointException", message, "", now_ms()))
 
     async def prepare_restore(self, execution: Execution) -> None:
         """Before a restarted task is deployed: the files of the checkpoint it would restore are
@@ -341,7 +348,11 @@ class CheckpointDriver:
                 log.warning(
                     "job %s: restoring checkpoint %d instead of %d", self.jm.job_id, a.fallback_id, a.checkpoint_id
                 )
-                self.restore.handle(rp.CheckpointSkipped(f"checkpoint {a.checkpoint_id} skipped: {a.reason}"))
+                skipped = (
+                    f"checkpoint {a.checkpoint_id} skipped: {a.reason}; checkpoint {a.fallback_id} restored instead"
+                )
+                self.restore.handle(rp.CheckpointSkipped(skipped))
+                self._note_skipped(skipped)
             elif isinstance(a, cc.CheckpointsRecovered):
                 self._handle(a)
             elif isinstance(a, rp.RestoreCounted):

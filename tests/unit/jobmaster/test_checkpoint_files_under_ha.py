@@ -9,6 +9,7 @@ believes it leads, but its fenced writes fail.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,14 +41,16 @@ def _leading(
     ha: EmbeddedHaServices,
     tmp_path: Path,
     pointers: CompletedCheckpointPointerStore | None = None,
+    retained: int = 1,
 ) -> tuple[Harness, TestingTaskExecutorGateway]:
     fence = ha.grant_leadership()
     recovery = JobCheckpointRecovery(
-        ha.checkpoint_id_counter(JOB, fence), pointers or ha.completed_checkpoint_pointer_store(JOB, 1, fence)
+        ha.checkpoint_id_counter(JOB, fence), pointers or ha.completed_checkpoint_pointer_store(JOB, retained, fence)
     )
     config = {
         "execution.checkpointing.interval": "50 ms",
         "execution.checkpointing.dir": f"file://{tmp_path}",
+        "execution.checkpointing.num-retained": str(retained),
         "restart-strategy.type": "none",
     }
     h, te = running_with_one_slot(start, config=config, checkpoint_ha=recovery, jobmaster_id=fence.session_id)
@@ -184,3 +187,58 @@ def test_a_checkpoint_whose_pointer_write_had_an_unknown_outcome_keeps_its_files
     wait_until(lambda: 1 in driver.cleanup.maybe_published, what="the unknown outcome noted")
     assert _pointers(ha) == [1] and _metadata(tmp_path, 1).exists()  # the pointer landed: its files stay
     assert driver.cleanup.deposed is None
+
+
+def _new_leader_after(h: Harness, ha: EmbeddedHaServices) -> None:
+    """The old leader is deposed (its JobMaster suspended); the test grants the next one."""
+    ha.revoke_leadership()
+    h.call(lambda: h.jm.suspend("leadership revoked", timeout=0.1))
+
+
+def test_a_recovering_leader_falls_back_from_a_deleted_newest_checkpoint_and_says_so(
+    start_jobmaster: StartJobMaster, ha: EmbeddedHaServices, tmp_path: Path
+) -> None:
+    old, te = _leading(start_jobmaster, ha, tmp_path, retained=2)
+    _complete(old, te, ha, 1)
+    _complete(old, te, ha, 2)
+    _new_leader_after(old, ha)
+    shutil.rmtree(_metadata(tmp_path, 2).parent)  # its pointer stays in the HA store
+
+    h, te = _leading(start_jobmaster, ha, tmp_path, retained=2)
+
+    assert {s.tdd.restored_checkpoint_id for s in h.deployed(te)} == {1}
+    (note,) = [f for f in h.jm.eg.failures if "skipped on recovery" in f.message]
+    assert note.message.startswith(f"checkpoint 2 (file://{_metadata(tmp_path, 2)}) skipped on recovery: ")
+    assert "does not exist" in note.message and "checkpoint 1 restored instead" in note.message
+    assert h.jm.eg.status == JobStatus.RUNNING and h.jm.num_restarts == 0
+    driver = h.jm.checkpoints
+    assert driver is not None
+    assert [c.checkpoint_id for c in driver.coordinator.completed] == [1]
+    assert driver.coordinator.next_checkpoint_id >= 3  # 2 is never used again
+    assert "checkpoint 2" in str(driver.stats()["latest"]["restored"]["skipped"])
+
+
+def test_a_recovering_leader_that_finds_no_restorable_checkpoint_fails_the_job_naming_them(
+    start_jobmaster: StartJobMaster, ha: EmbeddedHaServices, tmp_path: Path
+) -> None:
+    old, te = _leading(start_jobmaster, ha, tmp_path, retained=2)
+    _complete(old, te, ha, 1)
+    _complete(old, te, ha, 2)
+    _new_leader_after(old, ha)
+    shutil.rmtree(_metadata(tmp_path, 2).parent)
+    _metadata(tmp_path, 1).write_bytes(b"not a checkpoint")
+
+    fence = ha.grant_leadership()
+    recovery = JobCheckpointRecovery(
+        ha.checkpoint_id_counter(JOB, fence), ha.completed_checkpoint_pointer_store(JOB, 2, fence)
+    )
+    h = start_jobmaster(
+        config={"execution.checkpointing.interval": "50 ms", "execution.checkpointing.dir": f"file://{tmp_path}"},
+        checkpoint_ha=recovery,
+        jobmaster_id=fence.session_id,
+    )
+
+    assert h.terminated.wait(10) and h.jm.eg.status == JobStatus.FAILED
+    message = h.failures()
+    assert "none of the 2 checkpoint(s) whose pointers are in the HA store can be restored" in message
+    assert "checkpoint 2 (" in message and "checkpoint 1 (" in message
