@@ -10,9 +10,11 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import socket
 import threading
 
 from yarnflink.common.config import ConfigError, Configuration
+from yarnflink.deployment.yarn.master import yarn_taskexecutor_config
 from yarnflink.highavailability import create_ha_services, ha_enabled
 from yarnflink.highavailability.services import announce_process
 from yarnflink.jobgraph.options import ExecutionOptions
@@ -26,6 +28,7 @@ from yarnflink.security import prepare_taskexecutor
 from yarnflink.spark.session import holder as spark_sessions
 from yarnflink.taskexecutor.cancellation import CancellationSettings
 from yarnflink.taskexecutor.options import TaskManagerOptions
+from yarnflink.taskexecutor.stdout import install_line_stdout
 from yarnflink.taskexecutor.taskexecutor import TaskExecutor
 
 log = logging.getLogger(__name__)
@@ -48,13 +51,21 @@ def exit_fatally(reason: str) -> None:
 
 
 def run_taskexecutor(
-    config: Configuration, master_address: str | None, *, resource_id: str | None = None, parent_pid: int | None = None
+    config: Configuration,
+    master_address: str | None,
+    *,
+    resource_id: str | None = None,
+    parent_pid: int | None = None,
+    yarn: bool = False,
 ) -> int:
+    if yarn:  # a container of a YARN application: its cluster id and this node's address
+        config = yarn_taskexecutor_config(config, os.environ, socket.getfqdn())
     if not master_address and not ha_enabled(config):
         raise ConfigError(
             "a TaskExecutor needs --master HOST:PORT (the ResourceManager's address) "
             "unless high-availability.type is ZOOKEEPER"
         )
+    install_line_stdout()  # print() in user functions: whole lines, at once, in <id>.out
     # fewer page faults for the large temporary Arrow buffers of vectorized operators
     tune_allocator()
     prepare_taskexecutor(config)  # mutual TLS with the cluster's CA (security.ssl.internal.*)
