@@ -21,6 +21,7 @@ PURE_MODULES = [
     "yarnflink.scheduler.speculative",
     "yarnflink.taskexecutor.slottable",
     "yarnflink.taskexecutor.leadership",
+    "yarnflink.taskexecutor.cancellation",
     "yarnflink.jobgraph.jobgraph",
     "yarnflink.checkpoint.coordinator",
     "yarnflink.checkpoint.barriers",
