@@ -19,11 +19,11 @@ __all__ = ["check_jobs", "check_leftover_files", "check_processes", "check_zooke
 _TEMPORARY = (".inprogress", ".tmp")
 
 
-def check_jobs(jobs: Iterable[ChaosJob], states: dict[str, str]) -> tuple[list[str], dict[str, dict[str, int]]]:
+def check_jobs(jobs: Iterable[ChaosJob], states: dict[str, str]) -> tuple[list[str], dict[str, dict[str, Any]]]:
     """Every job FINISHED with exactly the failure-free output. Returns (problems, per job
     ``{"committed", "expected", "duplicates", "gaps"}``)."""
     problems: list[str] = []
-    figures: dict[str, dict[str, int]] = {}
+    figures: dict[str, dict[str, Any]] = {}
     for job in jobs:
         state = states.get(job.job_id, "UNKNOWN")
         if state != "FINISHED":

@@ -67,8 +67,8 @@ def recovery(
     jobs = list(jobs)
     out: dict[int, tuple[float | None, float | None]] = {}
     for f in faults:
-        running = {s.job for s in samples if s.at <= f.ended and s.state != "FINISHED"}
-        if not running:
+        state_then = {s.job: s.state for s in samples if s.at <= f.ended}
+        if jobs and all(state_then.get(j) == "FINISHED" for j in jobs):
             out[f.fault_id] = (None, None)
             continue
         t = _recovered_at(samples, jobs, f.ended)
