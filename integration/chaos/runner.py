@@ -387,7 +387,9 @@ def _s3_leftovers(address: str) -> list[str]:
     def check() -> list[str]:
         keys = [o["Key"] for o in client.list_objects_v2(Bucket=BUCKET).get("Contents", [])]
         chk = sorted({k.split("/chk-")[0] for k in keys if "/chk-" in k})
-        return [f"checkpoints of finished jobs left on S3: {chk} ({len(keys)} objects)"] if chk else []
+        return (
+            [f"checkpoint files of finished jobs left on S3: {sorted(keys)[:5]} ({len(keys)} objects)"] if chk else []
+        )
 
     return _eventually(check, 30)
 
