@@ -25,7 +25,7 @@ import numpy as np
 from yarnflink.common.keygroups import key_group_ids
 from yarnflink.common.records import Batch
 from yarnflink.operators.base import OperatorContext, StreamOperator
-from yarnflink.operators.functions import Function, RuntimeContext
+from yarnflink.operators.functions import Function, RuntimeContext, Subscriptable
 from yarnflink.operators.keys import KeyExtractor
 from yarnflink.operators.specs import KeySelectorSpec
 from yarnflink.operators.timers import InternalTimerService
@@ -211,7 +211,7 @@ class ProcessingTimeSessionWindows(EventTimeSessionWindows):
 class ProcessWindowFunction(Function):
     """``process(key, context, elements) -> iterable`` once per window firing."""
 
-    class Context:
+    class Context(Subscriptable):
         def __init__(self, op: WindowOperator):
             self._op = op
             self._window: TimeWindow | None = None
