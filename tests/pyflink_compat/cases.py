@@ -69,7 +69,7 @@ def normalize(case: Case, stdout: str, out: Path) -> list[str]:
 
 EXAMPLES = [
     Case("example_basic_operations", "example:basic_operations.py"),
-    Case("example_event_time_timer", "example:event_time_timer.py"),
+    Case("example_event_time_timer", "example:event_time_timer.py", drop_subtask_prefix=True),
     Case("example_process_json_data", "example:process_json_data.py", drop_subtask_prefix=True),
     Case("example_state_access", "example:state_access.py", drop_subtask_prefix=True),
     Case("example_word_count", "example:word_count.py", ("--input", "{data}/words.txt", "--output", "{out}"), "files"),
