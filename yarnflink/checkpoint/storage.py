@@ -111,7 +111,9 @@ def filesystem_for(url: str, storage_options: Mapping[str, Any] | None = None) -
         url = "s3://" + url[len("s3a://") :]
 
     def make() -> tuple[Any, str]:
-        return fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+        fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+        _keep_authority(fs, url, path)
+        return fs, path
 
     try:
         return make()
@@ -132,7 +134,20 @@ def filesystem_for(url: str, storage_options: Mapping[str, Any] | None = None) -
         raise CheckpointStorageError(url, f"cannot open the file system: {_describe(e)}{hint}") from e
 
 
+def _keep_authority(fs: Any, url: str, path: str) -> None:
+    """pyarrow's HadoopFileSystem drops ``host:port`` from the paths it strips (``unstrip_protocol``
+    gives ``hdfs:///p``): remember the URL's authority on the file system instance (fsspec makes
+    one per authority) so that the URLs we print and record keep it (``hdfs://nn:8020/p``)."""
+    scheme, sep, rest = url.partition("://")
+    authority = rest.split("/", 1)[0] if sep else ""
+    if authority and authority not in fs.unstrip_protocol(path):
+        fs._yarnflink_authority = f"{scheme}://{authority}"
+
+
 def _url(fs: Any, path: str) -> str:
+    authority = getattr(fs, "_yarnflink_authority", None)
+    if authority:
+        return authority + "/" + path.lstrip("/")
     return fs.unstrip_protocol(path)
 
 
