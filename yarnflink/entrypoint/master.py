@@ -185,9 +185,11 @@ class MasterProcess:
         return job_cluster_done_for_remote_client(self.client_gone(), now - self._jobs_ended_at, self.client_wait_s)
 
     def request_stop(self) -> None:
+        self.rm.begin_stop()  # from the signal on: TaskExecutors that end are not replaced
         self._stop.set()
 
     def stop(self) -> None:
+        self.rm.begin_stop()
         if self.leadership is not None:
             self.leadership.close()  # an orderly stop: the jobs' HA data stays for the next leader
         self.dispatcher.stop()
