@@ -275,6 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
     mstart.add_argument("--yarn", action="store_true", help="run as a skein ApplicationMaster (YARN containers)")
     mstart.add_argument("--yarn-standby", action="store_true", help="a standby master of a YARN cluster")
     mstart.add_argument(
+        "--yarn-child", action="store_true", help="YARN with HA: the master run by the ApplicationMaster's watcher"
+    )
+    mstart.add_argument(
         "--await-client",
         action="store_true",
         help="YARN per-job: once the jobs ended, wait for the attached client to fetch the results",
@@ -638,6 +641,7 @@ def cmd_master(args: argparse.Namespace) -> int:
         yarn=args.yarn,
         yarn_standby=args.yarn_standby,
         await_client=args.await_client,
+        yarn_child=args.yarn_child,
     )
 
 

@@ -33,6 +33,7 @@ from yarnflink.deployment.local.driver import LocalProcessDriver
 from yarnflink.deployment.yarn.master import YarnMasterSide
 from yarnflink.deployment.yarn.master import prepare as prepare_yarn
 from yarnflink.deployment.yarn.options import YarnConfigOptions
+from yarnflink.deployment.yarn.supervisor import SESSION_FILE, supervise_master
 from yarnflink.dispatcher.dispatcher import Dispatcher
 from yarnflink.dispatcher.leadership import DispatcherLeadership
 from yarnflink.dispatcher.options import RestOptions
@@ -257,6 +258,19 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
+def _record_zookeeper_session(master: MasterProcess) -> None:
+    """For the watching process: this master's ZooKeeper session, closed by it if we die."""
+    client = getattr(master.ha, "client", None)
+    if client is None:
+        return
+    from yarnflink.highavailability.zookeeper.session_file import write_session_file  # deferred: kazoo
+
+    try:
+        write_session_file(client, SESSION_FILE)
+    except OSError as e:  # the session then ends by its timeout, as without the watcher
+        log.warning("cannot record the ZooKeeper session in %s: %s", SESSION_FILE, e)
+
+
 def _not_started(message: str, yarn_side: YarnMasterSide | None) -> int:
     log.error("master not started: %s", message)
     print(f"yarnflink master: error: {message}", file=sys.stderr)
@@ -278,9 +292,14 @@ def run_master(
     yarn: bool = False,
     yarn_standby: bool = False,
     await_client: bool = False,
+    yarn_child: bool = False,
 ) -> int:
     """``await_client`` (YARN per-job, attached): once its jobs ended the master waits for the
-    client to say it has the results (at most ``yarn.per-job.result-timeout``)."""
+    client to say it has the results (at most ``yarn.per-job.result-timeout``). On YARN with
+    ZooKeeper HA the ApplicationMaster's script runs the master as a watched child (``yarn_child``:
+    ``yarnflink.deployment.yarn.supervisor``), which ends a dead master's ZooKeeper session at once."""
+    if yarn and not yarn_child and ha_enabled(config):
+        return supervise_master(config)
     driver: ResourceManagerDriver | None = None
     yarn_side = None
     if yarn:  # inside a skein ApplicationMaster: TaskExecutors are YARN containers
@@ -308,6 +327,8 @@ def run_master(
             raise
         log.exception("master not started")
         return _not_started(f"{type(e).__name__}: {e}", yarn_side)
+    if yarn_child:
+        _record_zookeeper_session(master)
     signal.signal(signal.SIGTERM, lambda *_: master.request_stop())
     signal.signal(signal.SIGINT, lambda *_: master.request_stop())
     info = master.start()
