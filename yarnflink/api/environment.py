@@ -20,14 +20,16 @@ from yarnflink.api.common import (
     ProgramAbortException,
     RuntimeExecutionMode,
 )
-from yarnflink.api.connectors import FileSource
+from yarnflink.api.connectors import FileSource, Source
 from yarnflink.api.datastream import DataStream, check_max_parallelism, check_parallelism
 from yarnflink.api.options import DeploymentOptions
 from yarnflink.api.transformations import Input, Transformation, generate_stream_graph
 from yarnflink.common.config import Configuration
+from yarnflink.common.typeinfo import RowTypeInfo, check_type_info, needs_conversion
 from yarnflink.jobgraph.jobgraph import JobGraph
 from yarnflink.jobgraph.options import CoreOptions, ExecutionOptions, PipelineOptions
 from yarnflink.operators.specs import CollectionSourceSpec, SequenceSourceSpec
+from yarnflink.operators.watermarks import WatermarkStrategy
 from yarnflink.streaming.describe import job_graph_summary_json
 from yarnflink.streaming.graph import StreamGraph
 from yarnflink.streaming.jobgraph_generator import create_job_graph
@@ -193,8 +195,13 @@ class StreamExecutionEnvironment:
             raise TypeError(
                 f"from_collection() needs a list (or other iterable) of records, got {type(collection).__name__}"
             )
+        type_info = check_type_info(type_info, "from_collection()")
         items = list(collection)
-        return DataStream(self, self._add_transformation("Collection", CollectionSourceSpec(items=items), "source", []))
+        if type_info is not None and needs_conversion(type_info):
+            items = [type_info.from_python(item) for item in items]  # e.g. tuples -> named Rows
+        t = self._add_transformation("Collection", CollectionSourceSpec(items=items), "source", [])
+        t.output_type = type_info
+        return DataStream(self, t)
 
     def from_sequence(self, start: int, end: int) -> DataStream:
         """The integers start..end, both included."""
@@ -209,23 +216,48 @@ class StreamExecutionEnvironment:
 
     def from_source(
         self,
-        source: FileSource,
+        source: Source,
         watermark_strategy: Any = None,
         source_name: str | None = None,
         type_info: Any = None,
         *,
         name: str | None = None,
     ) -> DataStream:
-        """``from_source(FileSource(path, format=...), name="orders")`` (PyFlink's positional
-        ``(source, watermark_strategy, source_name)`` form works too; watermarks are ignored)."""
-        if not isinstance(source, FileSource):
-            raise TypeError(f"from_source() needs a FileSource, got {type(source).__name__}")
+        """``from_source(FileSource(path, format=...), name="orders")`` or PyFlink's
+        ``from_source(source, watermark_strategy, source_name)``. ``source``: a ``FileSource``, a
+        ``NumberSequenceSource`` or any ``Source`` (``to_spec()`` gives a source spec). A
+        watermark strategy with a timestamp assigner gives the records their timestamps and
+        watermarks right after the source (a chained operator, as ``assign_timestamps_and_watermarks``);
+        one without (e.g. ``for_monotonous_timestamps()`` alone) leaves them without timestamps, as
+        Flink's file sources do."""
         if isinstance(watermark_strategy, str) and source_name is None and name is None:
-            name = watermark_strategy  # from_source(src, "name")
+            name, watermark_strategy = watermark_strategy, None  # from_source(src, "name")
+        to_spec = getattr(source, "to_spec", None)
+        if isinstance(source, type) or not callable(to_spec):
+            raise TypeError(
+                "from_source() needs a source: a FileSource, a NumberSequenceSource or an object with to_spec() "
+                f"returning a source spec, got {type(source).__name__} {source!r}"
+            )
+        spec = to_spec()
+        if getattr(spec, "kind", None) != "source":
+            raise TypeError(f"from_source(): {type(source).__name__}.to_spec() must return a source spec, got {spec!r}")
+        if watermark_strategy is not None and not isinstance(watermark_strategy, WatermarkStrategy):
+            raise TypeError(
+                f"from_source() needs a WatermarkStrategy (or None), got {type(watermark_strategy).__name__}"
+            )
         label = name if name is not None else source_name
         if label is not None and (not isinstance(label, str) or not label.strip()):
             raise TypeError(f"from_source(): the name must be a non-empty string, got {label!r}")
-        return DataStream(self, self._add_transformation(label or "File Source", source.to_spec(), "source", []))
+        default = "File Source" if isinstance(source, FileSource) else type(source).__name__
+        t = self._add_transformation(label or default, spec, "source", [])
+        out = check_type_info(type_info, "from_source()") or getattr(source, "output_type", None)
+        t.output_type = out
+        ds = DataStream(self, t)
+        if isinstance(out, RowTypeInfo):  # a bulk format with a row type: dicts -> named Rows
+            ds = ds.map(out.from_python, output_type=out)
+        if watermark_strategy is not None and watermark_strategy.timestamp_assigner is not None:
+            ds = ds.assign_timestamps_and_watermarks(watermark_strategy)
+        return ds
 
     # ------------------------------------------------------------------ graphs
     def _job_name(self, job_name: str | None) -> str:

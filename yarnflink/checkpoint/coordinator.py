@@ -20,7 +20,10 @@ Protocol (Flink's):
    (``DiscardCheckpoint`` for older ones), and tasks get ``NotifyCheckpointComplete``.
 4. A decline, a timeout or a failed metadata write aborts the checkpoint: ``NotifyCheckpointAborted``
    and ``DiscardState`` of what was acknowledged; it counts as a failure. More than
-   ``tolerable-failed-checkpoints`` consecutive failures: ``FailJob``.
+   ``tolerable-failed-checkpoints`` consecutive failures: ``FailGlobal``, a global failover of
+   the job (Flink's CheckpointFailureManager -> ``ExecutionGraph.failGlobal``): the restart
+   strategy decides whether every task restarts from the latest completed checkpoint or the job
+   fails. The count starts again after that and after every completed checkpoint.
 5. Acknowledgements for unknown, aborted or completed checkpoints, or from an old attempt, are
    late: their state is discarded.
 6. Stop-with-savepoint (FLIP-34): ``TriggerSavepoint(synchronous=True)`` triggers a synchronous
@@ -58,7 +61,7 @@ from yarnflink.state.handles import StreamStateHandle, TaskStateSnapshot
 
 CREATED, RUNNING, FINISHED = "CREATED", "RUNNING", "FINISHED"
 
-# abort reasons (Flink's CheckpointFailureReason); those in COUNTED fail the job past the threshold
+# abort reasons (Flink's CheckpointFailureReason); those in COUNTED fail the job over past the threshold
 DECLINED = "CHECKPOINT_DECLINED"
 EXPIRED = "CHECKPOINT_EXPIRED"
 FINALIZE_FAILURE = "FINALIZE_CHECKPOINT_FAILURE"
@@ -318,7 +321,9 @@ class DiscardCheckpoint:
 
 
 @dataclass(frozen=True)
-class FailJob:
+class FailGlobal:
+    """A global failover of the job, whose restart strategy decides (not the end of the job)."""
+
     reason: str
 
 
@@ -339,7 +344,7 @@ Action = Union[
     NotifyCheckpointAborted,
     DiscardState,
     DiscardCheckpoint,
-    FailJob,
+    FailGlobal,
     FailWithoutRestart,
     RestoreFallback,
 ]
@@ -757,7 +762,7 @@ class CheckpointCoordinator:
             if self.consecutive_failures > self.config.tolerable_failures:
                 self.consecutive_failures = 0
                 actions.append(
-                    FailJob(
+                    FailGlobal(
                         "Exceeded checkpoint tolerable failure threshold "
                         f"({self.config.tolerable_failures}); the latest checkpoint failed with {reason}: {message}"
                     )

@@ -31,6 +31,7 @@ from yarnflink.api.common import ProgramAbortException
 from yarnflink.api.environment import PlanCaptureExecutor, set_default_executor
 from yarnflink.api.options import DeploymentOptions
 from yarnflink.checkpoint.options import SavepointConfigOptions
+from yarnflink.client.console import ConsoleForwarder
 from yarnflink.client.executor import JobExecutionException, RestClusterExecutor
 from yarnflink.client.leader import RestLeaderResolver, register_ha
 from yarnflink.client.logs import LogsError, run_logs
@@ -404,6 +405,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         url = _cluster_url(args, config)
     cluster_proc = None
+    console: ConsoleForwarder | None = None
     if url is None:
         n = args.taskexecutors or int(config.get(LocalClusterOptions.NUMBER_TASKMANAGER))
         slots = int(config.get(TaskManagerOptions.NUM_TASK_SLOTS))
@@ -419,16 +421,17 @@ def cmd_run(args: argparse.Namespace) -> int:
             taskexecutors=n,
             workdir=workdir,
             detached=args.detached,
-            inherit_stdout=not args.detached,
             master_args=["--per-job", "--client-pid", str(os.getpid())],
         )
         if args.detached:
             cluster_proc = None  # it stops by itself when its job ends
         url = str(info["rest_url"])
         print(f"Local cluster at {url} (logs in {workdir}).", file=sys.stderr)
+        if not args.detached:  # what user functions print appears here, as with PyFlink
+            console = ConsoleForwarder(workdir).start()
     if args.detached:
         config.set(DeploymentOptions.ATTACHED, "false")
-    executor = RestClusterExecutor(url, config, progress=None if args.detached else sys.stderr)
+    executor = RestClusterExecutor(url, config, progress=None if args.detached else sys.stderr, console=console)
     set_default_executor(executor)
     try:
         try:
@@ -457,6 +460,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_OK
     finally:
         set_default_executor(None)
+        if console is not None:
+            console.stop()
         if cluster_proc is not None:
             stop_process(cluster_proc.pid)
         if yarn_app_id is not None and not executor.submitted:

@@ -325,8 +325,8 @@ class CheckpointDriver:
                 self._discard(self.storage.discard_state, list(a.handles))
             elif isinstance(a, cc.DiscardCheckpoint) and self.storage is not None:
                 self._discard(self.storage.discard_checkpoint, a.checkpoint)
-            elif isinstance(a, cc.FailJob):
-                self.jm.fail_job(Failure("CheckpointException", a.reason, "", now_ms()))
+            elif isinstance(a, cc.FailGlobal):  # the restart strategy decides: a failover, or the end
+                self.jm.fail_global(Failure("CheckpointException", a.reason, "", now_ms()))
             elif isinstance(a, cc.RestoreFallback):
                 log.warning(
                     "job %s: restoring checkpoint %d instead of %d", self.jm.job_id, a.fallback_id, a.checkpoint_id

@@ -571,6 +571,12 @@ class JobMaster(RpcEndpoint):
         """A failure of the job as a whole (not of one task): no restart."""
         self._apply(self.scheduler.fail_job(failure, time.monotonic()))
 
+    def fail_global(self, failure: Failure) -> None:
+        """A global failover (Flink's ``failGlobal``; checkpoint failures beyond the tolerable
+        number): every task restarts from the latest completed checkpoint if the restart strategy
+        allows, else the job fails."""
+        self._apply(self.scheduler.global_failure(failure, time.monotonic()))
+
     def cancel(self) -> bool:
         now = time.monotonic()
         cancelled = self.scheduler.cancel(now)

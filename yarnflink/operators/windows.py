@@ -21,15 +21,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from yarnflink.common.keygroups import key_group_ids
-from yarnflink.common.records import Batch
+from yarnflink.common.records import TIMESTAMPS_COLUMN, Batch, arrow_to_records
 from yarnflink.operators.base import OperatorContext, StreamOperator
 from yarnflink.operators.functions import Function, RuntimeContext
 from yarnflink.operators.keys import KeyExtractor
 from yarnflink.operators.specs import KeySelectorSpec
 from yarnflink.operators.timers import InternalTimerService
 from yarnflink.operators.watermarks import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
+from yarnflink.operators.window_columns import ColumnarWindows, FieldAggregator
 from yarnflink.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -207,6 +209,15 @@ class ProcessingTimeSessionWindows(EventTimeSessionWindows):
     event_time = False
 
 
+def window_parameters(assigner: WindowAssigner) -> tuple[int, int, int] | None:
+    """(size, slide, offset) of a tumbling / sliding event-time assigner, else None."""
+    if type(assigner) is TumblingEventTimeWindows:
+        return assigner.size, assigner.size, assigner.offset
+    if type(assigner) is SlidingEventTimeWindows:
+        return assigner.size, assigner.slide, assigner.offset
+    return None
+
+
 # ----------------------------------------------------------------------------- functions
 class ProcessWindowFunction(Function):
     """``process(key, context, elements) -> iterable`` once per window firing."""
@@ -344,6 +355,17 @@ class WindowOperator(StreamOperator):
             raise ValueError(f"unknown window function kind {kind!r}")
         self._kind = kind
         self._wfn = spec.window_function
+        # the vectorized path (yarnflink.operators.window_columns): chosen by the first batch
+        self._vec_params = window_parameters(spec.assigner) if self.event_time else None
+        self._vec_candidate = (
+            kind == "reduce"
+            and isinstance(spec.function, FieldAggregator)
+            and spec.window_function is None
+            and self.keys.is_field
+            and self._vec_params is not None
+        )
+        self.mode: str | None = None  # "vec" | "rec"
+        self.columnar: ColumnarWindows | None = None
         self._rich = [
             f
             for f in (spec.function, spec.window_function, self.keys.rich)
@@ -372,6 +394,17 @@ class WindowOperator(StreamOperator):
     # ------------------------------------------------------------------ elements
     def process_batch(self, batch: Batch) -> None:
         self._fire_processing_timers()
+        if self.mode != "rec" and self._vec_candidate and batch.timestamps is not None and len(batch):
+            if self.mode == "vec" or (batch.has_arrow and not batch.has_rows):
+                rb = batch.arrow()
+                columnar = self.columnar or self._new_columnar()
+                if columnar.eligible(rb):
+                    self.mode = "vec"
+                    self._process_columnar(columnar, rb, batch.timestamps)
+                    return
+            if self.mode == "vec":
+                self._leave_columnar()
+        self.mode = "rec"
         rows = batch.rows()
         if not rows:
             return
@@ -382,8 +415,9 @@ class WindowOperator(StreamOperator):
             if ts is None:
                 raise ValueError(
                     f"window operator {self.ctx.operator_name!r}: the records have no timestamps. Event-time "
-                    "windows need assign_timestamps_and_watermarks(...) before key_by(), or use a "
-                    "processing-time window assigner"
+                    "windows need assign_timestamps_and_watermarks(...) before key_by() (a map_batches "
+                    "function in between keeps them unless it returns another number of rows without the "
+                    f"column {TIMESTAMPS_COLUMN!r}), or use a processing-time window assigner"
                 )
             ts_list = ts.tolist()
         else:
@@ -424,16 +458,108 @@ class WindowOperator(StreamOperator):
             self.output.emit(Batch(late, None, np.array(late_ts, dtype=np.int64)))
         assert timers is not None
 
+    # ------------------------------------------------------------------ vectorized path
+    def _new_columnar(self) -> ColumnarWindows:
+        """The columnar state, holding the (restored) contents of the keyed backend, if any."""
+        assert self._vec_params is not None and self.keys.field is not None
+        size, slide, offset = self._vec_params
+        fn = self.spec.function
+        columnar = ColumnarWindows(
+            fn.agg, fn.field, self.keys.field, size, slide, offset, self.allowed_lateness, self.ctx.max_parallelism
+        )
+        items = []
+        backend, timers = self.backend, self.timers
+        assert timers is not None
+        for kg, key, window in backend.entries(_CONTENTS):
+            backend.set_current_key(key, kg)
+            self.contents.set_current_namespace(window)
+            record = self.contents.get()
+            self.contents.clear()
+            fired = not timers.event_queue.remove(window.max_timestamp(), key, window, kg)
+            t = self._cleanup_time(window)
+            if t != MAX_TIMESTAMP:
+                timers.event_queue.remove(t, key, window, kg)
+            if record is not None:
+                items.append((key, window.start, record, fired))
+        columnar.adopt(items)
+        self.columnar = columnar
+        return columnar
+
+    def _process_columnar(self, columnar: ColumnarWindows, rb: Any, ts: Any) -> None:
+        dropped = columnar.num_late_records_dropped
+        fired, fired_ts, late, late_ts = columnar.add_batch(
+            rb, np.asarray(ts, dtype=np.int64), self.current_watermark, self.late_tag
+        )
+        self.num_late_records_dropped += columnar.num_late_records_dropped - dropped
+        if fired:
+            self.output.emit(Batch(fired, None, np.array(fired_ts, dtype=np.int64)))
+        if late:
+            assert self.late_tag is not None
+            tag = self.late_tag
+            self.output.emit(Batch([SideOutputRecord(tag, r) for r in late], None, np.array(late_ts, dtype=np.int64)))
+
+    def _fire_columnar(self, watermark: int) -> None:
+        assert self.columnar is not None
+        pieces, stamps = self.columnar.advance(watermark)
+        if not pieces:
+            return
+        ts = np.concatenate(stamps)
+        batches = [p for p in pieces if not isinstance(p, list)]
+        if len(batches) == len(pieces) and all(b.schema.equals(batches[0].schema) for b in batches):
+            self.output.emit(Batch(rb=pa.concat_batches(batches) if len(batches) > 1 else batches[0], timestamps=ts))
+            return
+        rows = [r for p in pieces for r in (p if isinstance(p, list) else arrow_to_records(p))]
+        self.output.emit(Batch(rows, None, ts))
+
+    def _write_columnar(self) -> list[tuple[Any, int, TimeWindow]]:
+        """Write the columnar contents into the keyed backend in the per-record form (records
+        and timers); returns what was written."""
+        assert self.columnar is not None and self.timers is not None
+        written = []
+        backend = self.backend
+        for key, kg, start, end, record, fired in self.columnar.entries():
+            window = TimeWindow(start, end)
+            backend.set_current_key(key, kg)
+            self.contents.set_current_namespace(window)
+            self.contents.add(record)
+            if not fired:
+                self.timers.register_event_time_timer(window, window.max_timestamp())
+            self._register_cleanup_timer(window)
+            written.append((key, kg, window))
+        return written
+
+    def _unwrite_columnar(self, written: list[tuple[Any, int, TimeWindow]]) -> None:
+        assert self.timers is not None
+        for key, kg, window in written:
+            self.backend.set_current_key(key, kg)
+            self.contents.set_current_namespace(window)
+            self.contents.clear()
+            self.timers.delete_event_time_timer(window, window.max_timestamp())
+            t = self._cleanup_time(window)
+            if t != MAX_TIMESTAMP:
+                self.timers.delete_event_time_timer(window, t)
+
+    def _leave_columnar(self) -> None:
+        """A batch the vectorized path cannot take: move the contents to the per-record path."""
+        if self.columnar is not None:
+            self._write_columnar()
+            self.columnar = None
+        self.mode = "rec"
+
     # ------------------------------------------------------------------ time
     def process_watermark(self, watermark: Any) -> None:
         if isinstance(watermark, Watermark):
             self.timers.advance_watermark(watermark.timestamp)  # type: ignore[union-attr]
+            if self.columnar is not None:
+                self._fire_columnar(self.timers.current_watermark)  # type: ignore[union-attr]
             self._flush()
         super().process_watermark(watermark)
 
     def end_input(self) -> None:
         if self.event_time and self.timers.current_watermark < MAX_TIMESTAMP:  # type: ignore[union-attr]
             self.timers.advance_watermark(MAX_TIMESTAMP)  # type: ignore[union-attr]
+            if self.columnar is not None:
+                self._fire_columnar(MAX_TIMESTAMP)
             self._flush()
         self.output.end_input()
 
@@ -624,4 +750,11 @@ class WindowOperator(StreamOperator):
 
     # ------------------------------------------------------------------ checkpoints
     def snapshot_state(self, checkpoint_id: int, timestamp: int, stream_factory: Any = None) -> list:
-        return [self.backend.snapshot(checkpoint_id, timestamp, stream_factory)]
+        if self.columnar is None:
+            return [self.backend.snapshot(checkpoint_id, timestamp, stream_factory)]
+        # the vectorized path checkpoints in the per-record form (see window_columns)
+        written = self._write_columnar()
+        try:
+            return [self.backend.snapshot(checkpoint_id, timestamp, stream_factory)]
+        finally:
+            self._unwrite_columnar(written)

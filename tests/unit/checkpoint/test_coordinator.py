@@ -13,7 +13,7 @@ from yarnflink.checkpoint.coordinator import (
     DeclineCheckpoint,
     DiscardCheckpoint,
     DiscardState,
-    FailJob,
+    FailGlobal,
     JobTerminated,
     MetadataWriteFailed,
     MetadataWritten,
@@ -136,7 +136,7 @@ def test_decline_aborts_discards_acknowledged_state_and_fails_the_job_past_the_t
     ]
     c.handle(Tick(2000))
     actions = c.handle(DeclineCheckpoint(2, "src-1", "broken"))
-    assert isinstance(actions[-1], FailJob)
+    assert isinstance(actions[-1], FailGlobal)
     assert "Exceeded checkpoint tolerable failure threshold (1)" in actions[-1].reason
     assert "task src-1 declined checkpoint 2: broken" in actions[-1].reason
 
@@ -149,7 +149,21 @@ def test_a_completed_checkpoint_resets_the_failure_count() -> None:
     complete(c, 2, 6500)
     c.handle(Tick(7000))
     actions = c.handle(CheckpointTimeout(3, 12000))
-    assert not any(isinstance(a, FailJob) for a in actions)
+    assert not any(isinstance(a, FailGlobal) for a in actions)
+
+
+def test_failures_past_the_threshold_fail_the_job_over_and_the_count_starts_again() -> None:
+    """FailGlobal is a global failover (the restart strategy decides), not the job's end: the
+    coordinator goes on, and it takes as many failures again for the next failover."""
+    c = running(tolerable_failures=1, max_concurrent=1)
+    failovers = []
+    for n in range(4):
+        c.handle(Tick(1000 + 10_000 * n))
+        actions = c.handle(CheckpointTimeout(n + 1, 7000 + 10_000 * n))
+        assert actions[0].reason.startswith("CHECKPOINT_EXPIRED")  # type: ignore[union-attr]
+        failovers.append(any(isinstance(a, FailGlobal) for a in actions))
+    assert failovers == [False, True, False, True]
+    assert not c.shutdown
 
 
 def test_timeout_by_event_and_by_tick() -> None:
@@ -214,12 +228,12 @@ def test_declines_for_a_newer_barrier_or_an_upstream_cancellation_do_not_count()
     c.handle(Tick(1000))
     actions = c.handle(DeclineCheckpoint(1, "win-0", "CHECKPOINT_DECLINED_SUBSUMED: barrier of checkpoint 2 arrived"))
     assert actions[0].reason.startswith("CHECKPOINT_DECLINED_SUBSUMED: task win-0 declined checkpoint 1")
-    assert not any(isinstance(a, FailJob) for a in actions) and c.consecutive_failures == 0
+    assert not any(isinstance(a, FailGlobal) for a in actions) and c.consecutive_failures == 0
     c.handle(Tick(2000))
     actions = c.handle(DeclineCheckpoint(2, "win-1", "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER: cancelled"))
-    assert not any(isinstance(a, FailJob) for a in actions) and c.consecutive_failures == 0
+    assert not any(isinstance(a, FailGlobal) for a in actions) and c.consecutive_failures == 0
     c.handle(Tick(3000))
-    assert isinstance(c.handle(DeclineCheckpoint(3, "win-1", "disk full"))[-1], FailJob)  # a real decline counts
+    assert isinstance(c.handle(DeclineCheckpoint(3, "win-1", "disk full"))[-1], FailGlobal)  # a real decline counts
 
 
 def test_task_failure_aborts_pending_checkpoints_without_counting() -> None:
@@ -237,7 +251,7 @@ def test_failed_metadata_write_aborts_and_counts() -> None:
     ack_all(c, 1, 1100)
     actions = c.handle(MetadataWriteFailed(1, "s3 unreachable", 1200))
     assert actions[0].reason.startswith("FINALIZE_CHECKPOINT_FAILURE")
-    assert isinstance(actions[-1], FailJob)
+    assert isinstance(actions[-1], FailGlobal)
     assert c.latest_completed() is None
 
 
@@ -251,7 +265,7 @@ def test_savepoints_ignore_the_interval_are_not_retained_and_do_not_count() -> N
     assert c.handle(MetadataWritten(1, "s3://bucket/savepoints/savepoint-1", 700)) == [NotifyCheckpointComplete(1, ALL)]
     assert c.completed == []
     c.handle(TriggerSavepoint(800))
-    assert not any(isinstance(a, FailJob) for a in c.handle(DeclineCheckpoint(2, "src-0", "no")))
+    assert not any(isinstance(a, FailGlobal) for a in c.handle(DeclineCheckpoint(2, "src-0", "no")))
 
 
 @pytest.mark.parametrize(
