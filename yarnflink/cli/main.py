@@ -466,8 +466,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             stop_process(cluster_proc.pid)
         if yarn_app_id is not None and not executor.submitted:
             stop_cluster(config, yarn_app_id)
-        elif yarn_app_id is not None and not args.detached:
-            release_job_cluster(config, yarn_app_id)  # its master waited for this client's results
+        elif yarn_app_id is not None:  # attached: its master waited for this client's results
+            release_job_cluster(config, yarn_app_id, attached=not args.detached)
 
 
 def _run_application(args: argparse.Namespace, config: Configuration) -> int:
