@@ -472,6 +472,32 @@ class FsCheckpointStorage:
                 fs, path = filesystem_for(h.path, self.storage_options)
                 _io(h.path, "deleting a state file", functools.partial(_remove_if_exists, fs, path))
 
+    def discard_unfinished(self) -> list[str]:
+        """Once the job has ended for good: delete what checkpoints in flight left (a ``chk-<n>``
+        without ``_metadata``, empty or with state files; an ``._metadata.inprogress-*`` beside a
+        written one). Completed checkpoints stay. Returns the URLs deleted."""
+        deleted: list[str] = []
+        for cid in self.checkpoint_ids():
+            chk = self.checkpoint_path(cid)
+
+            def ls(chk: str = chk) -> list[str]:
+                self.fs.invalidate_cache(chk)
+                return [posixpath.basename(n.rstrip("/")) for n in self.fs.ls(chk, detail=False)]
+
+            names = _io(self.checkpoint_url(cid), "listing the checkpoint directory", ls)
+            if METADATA_FILE_NAME not in names:
+                self.discard_incomplete(cid)
+                deleted.append(self.checkpoint_url(cid))
+                continue
+            for name in names:
+                if name.startswith(f".{METADATA_FILE_NAME}.inprogress-"):
+                    path = posixpath.join(chk, name)
+                    _io(
+                        _url(self.fs, path), "deleting an unfinished metadata file", functools.partial(self.fs.rm, path)
+                    )
+                    deleted.append(_url(self.fs, path))
+        return deleted
+
     def discard_incomplete(self, checkpoint_id: int) -> None:
         """Delete the directory of a checkpoint that never completed."""
         path = self.checkpoint_path(checkpoint_id)

@@ -28,6 +28,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from yarnflink.checkpoint.options import CheckpointingOptions
+from yarnflink.checkpoint.storage import FsCheckpointStorage
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.local.driver import LocalProcessDriver
 from yarnflink.deployment.yarn.master import YarnMasterSide
@@ -122,6 +124,7 @@ class MasterProcess:
         self.client_gone = client_gone
         self.client_wait_s = client_wait_s
         self._jobs_ended_at: float | None = None
+        self._swept = False  # a job cluster's unfinished checkpoints, deleted once at its stop
         self.application: ApplicationRunner | None = None
         if application:
             self.application = ApplicationRunner(config, application[0], list(application[1:]))
@@ -191,12 +194,41 @@ class MasterProcess:
 
     def stop(self) -> None:
         self.rm.begin_stop()
+        if (self.per_job or self.application is not None) and not self._swept:
+            self._swept = True
+            self._discard_unfinished_checkpoints()
         if self.leadership is not None:
             self.leadership.close()  # an orderly stop: the jobs' HA data stays for the next leader
         self.dispatcher.stop()
         if self.ha is not None:
             self.ha.close()  # leaves the election
         self.rm.stop()  # stops the driver's TaskExecutors too
+
+    def _discard_unfinished_checkpoints(self) -> None:
+        """A job cluster ends with its jobs: what their checkpoints in flight left goes (the
+        completed ones stay: retained checkpoints)."""
+
+        async def ended() -> list[tuple[str, str]]:
+            dirs = []
+            for e in self.dispatcher.jobs.values():
+                user = (e.job_config.get("execution-config") or {}).get("user-config") or {}
+                directory = user.get(CheckpointingOptions.CHECKPOINTS_DIRECTORY.key) or self.config.get(
+                    CheckpointingOptions.CHECKPOINTS_DIRECTORY
+                )
+                if e.archive is not None and directory:
+                    dirs.append((str(directory), e.job_id))
+            return dirs
+
+        try:
+            jobs = self.dispatcher.call(ended)
+        except Exception:  # noqa: BLE001 - the dispatcher is gone: nothing known
+            return
+        for directory, job_id in jobs:
+            try:
+                for url in FsCheckpointStorage(directory, job_id).discard_unfinished():
+                    log.info("job %s: deleted %s (a checkpoint in flight when the job ended)", job_id, url)
+            except Exception as e:  # noqa: BLE001 - leftovers are harmless; say so
+                log.warning("job %s: cannot clean its unfinished checkpoints in %s: %s", job_id, directory, e)
 
     # ------------------------------------------------------------------ HA
     def step_down(self, reason: str) -> None:
