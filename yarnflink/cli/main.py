@@ -277,6 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
     mstart.add_argument("--yarn", action="store_true", help="run as a skein ApplicationMaster (YARN containers)")
     mstart.add_argument("--yarn-standby", action="store_true", help="a standby master of a YARN cluster")
     mstart.add_argument(
+        "--yarn-child", action="store_true", help="YARN with HA: the master run by the ApplicationMaster's watcher"
+    )
+    mstart.add_argument(
         "--await-client",
         action="store_true",
         help="YARN per-job: once the jobs ended, wait for the attached client to fetch the results",
@@ -483,8 +486,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             stop_process(cluster_proc.pid)
         if yarn_app_id is not None and not executor.submitted:
             stop_cluster(config, yarn_app_id)
-        elif yarn_app_id is not None and not args.detached:
-            release_job_cluster(config, yarn_app_id)  # its master waited for this client's results
+        elif yarn_app_id is not None:  # attached: its master waited for this client's results
+            release_job_cluster(config, yarn_app_id, attached=not args.detached)
 
 
 def _run_application(args: argparse.Namespace, config: Configuration) -> int:
@@ -663,6 +666,7 @@ def cmd_master(args: argparse.Namespace) -> int:
         yarn=args.yarn,
         yarn_standby=args.yarn_standby,
         await_client=args.await_client,
+        yarn_child=args.yarn_child,
     )
 
 
