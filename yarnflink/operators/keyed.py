@@ -78,15 +78,19 @@ class ReduceOperator(StreamOperator):
         keys = self.keys.keys_of_rows(rows)
         st = self.state
         get = st.get
-        fn = self.fn
+        fn, c = self.fn, self.cancellation
         if self.batch_mode:
             for k, r in zip(keys, rows):
+                if c.cancelled:
+                    c.check()
                 cur = get(k, _MISSING)
                 st[k] = r if cur is _MISSING else fn(cur, r)
             return
         out: list[Any] = []
         append = out.append
         for k, r in zip(keys, rows):
+            if c.cancelled:
+                c.check()
             cur = get(k, _MISSING)
             v = r if cur is _MISSING else fn(cur, r)
             st[k] = v

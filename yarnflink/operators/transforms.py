@@ -66,7 +66,11 @@ class MapOperator(UserFunctionOperator):
     def process_batch(self, batch: Batch) -> None:
         rows = batch.rows()
         if rows:
-            self.output.emit(Batch(list(map(self.fn, rows)), None, batch.timestamps))
+            fn, c = self.fn, self.cancellation
+            # the condition is a slotted attribute read: a few ns per record (see Cancellation)
+            out = [fn(r) for r in rows if not c.cancelled]
+            c.check()  # cancelled inside the batch: the rest was skipped
+            self.output.emit(Batch(out, None, batch.timestamps))
 
 
 class FlatMapOperator(UserFunctionOperator):
@@ -81,7 +85,10 @@ class FlatMapOperator(UserFunctionOperator):
         extend = out.extend
         ts = batch.timestamps
         ends: list | None = None if ts is None else []  # outputs inherit their input's timestamp
+        c = self.cancellation
         for r in batch.rows():
+            if c.cancelled:
+                c.check()
             res = fn(r)
             if res is not None:
                 if not hasattr(res, "__iter__"):
@@ -105,15 +112,17 @@ class FilterOperator(UserFunctionOperator):
         super().__init__(spec.fn)
 
     def process_batch(self, batch: Batch) -> None:
-        fn = self.fn
+        fn, c = self.fn, self.cancellation
         rows = batch.rows()
         ts = batch.timestamps
         if ts is not None:
-            keep = np.fromiter((bool(fn(r)) for r in rows), dtype=bool, count=len(rows))
+            keep = np.fromiter((not c.cancelled and bool(fn(r)) for r in rows), dtype=bool, count=len(rows))
+            c.check()
             out = [r for r, k in zip(rows, keep) if k]
             ts = ts[keep]
         else:
-            out = [r for r in rows if fn(r)]
+            out = [r for r in rows if not c.cancelled and fn(r)]
+            c.check()
         if len(out) == len(rows):
             if out:
                 self.output.emit(batch)  # unchanged: keep the cached forms
@@ -223,10 +232,13 @@ class ProcessOperator(UserFunctionOperator):
         out: list = []
         extend = out.extend
         pctx = self.pctx
+        c = self.cancellation
         if self.keys is not None:
             assert isinstance(pctx, KeyedProcessFunction.Context)  # made so when keyed
             keys = self.keys.keys_of_rows(rows)
             for k, r in zip(keys, rows):
+                if c.cancelled:
+                    c.check()
                 pctx._current_key = k
                 res = fn(r, pctx) if self.with_ctx else fn(r)
                 if res is not None:
@@ -235,6 +247,8 @@ class ProcessOperator(UserFunctionOperator):
                     extend(res)
         else:
             for r in rows:
+                if c.cancelled:
+                    c.check()
                 res = fn(r, pctx) if self.with_ctx else fn(r)
                 if res is not None:
                     if not hasattr(res, "__iter__"):

@@ -26,7 +26,7 @@ import pyarrow as pa
 from yarnflink.common.keygroups import key_group_ids
 from yarnflink.common.records import TIMESTAMPS_COLUMN, Batch, arrow_to_records
 from yarnflink.operators.base import OperatorContext, StreamOperator
-from yarnflink.operators.functions import Function, RuntimeContext
+from yarnflink.operators.functions import Function, RuntimeContext, Subscriptable
 from yarnflink.operators.keys import KeyExtractor
 from yarnflink.operators.specs import KeySelectorSpec
 from yarnflink.operators.timers import InternalTimerService
@@ -232,7 +232,7 @@ def window_parameters(assigner: WindowAssigner) -> tuple[int, int, int] | None:
 class ProcessWindowFunction(Function):
     """``process(key, context, elements) -> iterable`` once per window firing."""
 
-    class Context:
+    class Context(Subscriptable):
         def __init__(self, op: WindowOperator):
             self._op = op
             self._window: TimeWindow | None = None
