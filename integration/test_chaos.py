@@ -24,8 +24,8 @@ from tests.zk import zookeeper_classpath, zookeeper_or_skip
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
-SEED = int(os.environ.get("YARNFLINK_CHAOS_SEED", "3"))
-DURATION = float(os.environ.get("YARNFLINK_CHAOS_DURATION", "75"))
+SEED = int(os.environ.get("YARNFLINK_CHAOS_SEED", "7"))
+DURATION = float(os.environ.get("YARNFLINK_CHAOS_DURATION", "60"))
 
 
 def test_every_fault_kind_is_survived_with_exact_output_and_nothing_left_behind(tmp_path: Path) -> None:
