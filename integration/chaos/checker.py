@@ -82,10 +82,19 @@ def check_zookeeper(quorum: str, paths: Iterable[str]) -> list[str]:
     client = KazooClient(hosts=quorum, timeout=10)
     client.start(30)
     try:
-        return [f"ZooKeeper node {p} left: {client.get_children(p)}" for p in paths if client.exists(p)]
+        return [f"ZooKeeper node {p} left: {_tree(client, p)}" for p in paths if client.exists(p)]
     finally:
         client.stop()
         client.close()
+
+
+def _tree(client: Any, path: str, depth: int = 3) -> Any:
+    """The children of ``path`` as a nested dict (what a leak left, for the report)."""
+    try:
+        children = client.get_children(path)
+    except Exception:  # noqa: BLE001 - gone meanwhile
+        return {}
+    return {c: (_tree(client, f"{path}/{c}", depth - 1) if depth > 1 else "...") for c in children}
 
 
 def check_processes(pids: Iterable[int], marker: str) -> list[str]:
