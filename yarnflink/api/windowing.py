@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from yarnflink.api.typed import ConvertingWindowFunction, TypedFunction
 from yarnflink.common.typeinfo import check_type_info, needs_conversion
+from yarnflink.operators.window_columns import FieldAggregator
 from yarnflink.operators.windows import OutputTag, WindowAssigner, WindowSpec
 from yarnflink.state.descriptors import check_aggregate_function, to_millis
 
@@ -82,6 +83,33 @@ class WindowedStream:
         return self._typed_result(
             "aggregate", aggregate_function, _window_fn(window_function, optional=True), output_type
         )
+
+    def sum(self, position_to_sum: int | str = 0) -> DataStream:
+        """Per key and window, the first record with the field ``position_to_sum`` (a tuple
+        position or field name) replaced by the field's sum over the window (Flink's
+        ``WindowedStream.sum``). Vectorized on Arrow batches for tumbling and sliding event-time
+        windows (``yarnflink.operators.window_columns``)."""
+        return self._field_aggregation("sum", position_to_sum)
+
+    def min(self, position_to_min: int | str = 0) -> DataStream:
+        """As ``sum``, with the field's minimum."""
+        return self._field_aggregation("min", position_to_min)
+
+    def max(self, position_to_max: int | str = 0) -> DataStream:
+        """As ``sum``, with the field's maximum."""
+        return self._field_aggregation("max", position_to_max)
+
+    def _field_aggregation(self, agg: str, field: Any) -> DataStream:
+        if (
+            isinstance(field, bool)
+            or not isinstance(field, (int, str))
+            or field == ""
+            or (isinstance(field, int) and field < 0)
+        ):
+            raise TypeError(
+                f"{agg}(): the field must be a tuple position (int >= 0) or a field name (str), got {field!r}"
+            )
+        return self._result("reduce", FieldAggregator(agg, field), None)
 
     def process(self, process_window_function: Any, output_type: Any = None) -> DataStream:
         if not callable(getattr(process_window_function, "process", None)) or isinstance(process_window_function, type):

@@ -14,6 +14,7 @@ from typing import IO, Any
 
 from yarnflink.api.common import JobExecutionResult
 from yarnflink.client.collect import CollectResultIterator
+from yarnflink.client.console import ConsoleForwarder
 from yarnflink.client.rest_client import TERMINAL_STATES, RestClient
 from yarnflink.common.config import Configuration
 from yarnflink.jobgraph.jobgraph import JobGraph
@@ -56,8 +57,11 @@ class RestClusterExecutor:
         *,
         progress: IO[str] | None = None,
         poll_interval: float = 0.2,
+        console: ConsoleForwarder | None = None,
     ) -> None:
         self.rest = RestClient(rest_url)
+        #: attached to a cluster of this machine: copies the TaskExecutors' stdout to the console
+        self.console = console
         self.configuration = configuration or Configuration()
         self.progress = progress
         self.poll_interval = poll_interval
@@ -93,6 +97,8 @@ class RestClusterExecutor:
             if ended:
                 break
             time.sleep(self.poll_interval)
+        if self.console is not None:
+            self.console.drain()  # all the job printed, before execute() returns
         while True:
             result = self.rest.execution_result(job_id)
             if result["status"]["id"] == "COMPLETED":
