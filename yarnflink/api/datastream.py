@@ -365,7 +365,7 @@ class DataStream(_OperatorSettings):
             raise TypeError(f"sink_to() needs a FileSink or DiscardingSink, got {_describe(sink)}")
         stream: DataStream = self
         type_info = self._t.output_type
-        if sink.format == "text" and type_info is not None and not isinstance(type_info, PickledBytesTypeInfo):
+        if sink.format == "text" and _prints_differently(type_info):
             # Encoder.simple_string_encoder() writes typed records as Flink's toString
             stream = self._then("Map", MapSpec(fn=type_info.to_string), Types.STRING())
         elif sink.format in ("parquet", "csv") and isinstance(type_info, RowTypeInfo):
@@ -379,7 +379,7 @@ class DataStream(_OperatorSettings):
             raise TypeError(f"print() sink_identifier must be a string, got {_describe(sink_identifier)}")
         stream = self
         type_info = self._t.output_type
-        if type_info is not None and not isinstance(type_info, PickledBytesTypeInfo):
+        if _prints_differently(type_info):
             # typed records print as Flink's Java toString does: (hi,1), +I[1, hi], true, 1.0E7
             stream = self._then("Map", MapSpec(fn=type_info.to_string), Types.STRING())
         spec = PrintSinkSpec(prefix=sink_identifier)
@@ -423,6 +423,14 @@ class DataStream(_OperatorSettings):
             raise ValueError(f"execute_and_collect(): limit must be an integer >= 0, got {limit!r}")
         self._add("Collect", CollectSinkSpec(), "sink")
         return self._env._execute_and_collect(job_execution_name, limit)
+
+
+def _prints_differently(type_info: Any) -> bool:
+    """Whether records of this type print otherwise than ``str(record)`` (untyped and STRING
+    records print as they are)."""
+    if type_info is None or isinstance(type_info, PickledBytesTypeInfo):
+        return False
+    return type_info != Types.STRING()
 
 
 def _row_as_dict(record: Any) -> Any:

@@ -30,6 +30,8 @@ from typing import Any
 from yarnflink.api.common import ProgramAbortException
 from yarnflink.api.environment import PlanCaptureExecutor, set_default_executor
 from yarnflink.api.options import DeploymentOptions
+from yarnflink.api.pyflink_conflict import install_guard as install_pyflink_guard
+from yarnflink.api.pyflink_conflict import remove_guard as remove_pyflink_guard
 from yarnflink.checkpoint.options import SavepointConfigOptions
 from yarnflink.client.console import ConsoleForwarder
 from yarnflink.client.executor import JobExecutionException, RestClusterExecutor
@@ -395,9 +397,12 @@ def _run_job_file(job: str, job_args: Sequence[str]) -> None:
     old_argv = sys.argv
     sys.argv = [str(path), *job_args]
     sys.path.insert(0, str(path.parent.resolve()))
+    # apache-flink in this environment: `import pyflink` fails naming both (docs/PYFLINK.md)
+    guard = install_pyflink_guard()
     try:
         runpy.run_path(str(path), run_name="__main__")
     finally:
+        remove_pyflink_guard(guard)
         sys.argv = old_argv
         sys.path.pop(0)
 
