@@ -111,7 +111,9 @@ def filesystem_for(url: str, storage_options: Mapping[str, Any] | None = None) -
         url = "s3://" + url[len("s3a://") :]
 
     def make() -> tuple[Any, str]:
-        return fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+        fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+        _keep_authority(fs, url, path)
+        return fs, path
 
     try:
         return make()
@@ -132,7 +134,20 @@ def filesystem_for(url: str, storage_options: Mapping[str, Any] | None = None) -
         raise CheckpointStorageError(url, f"cannot open the file system: {_describe(e)}{hint}") from e
 
 
+def _keep_authority(fs: Any, url: str, path: str) -> None:
+    """pyarrow's HadoopFileSystem drops ``host:port`` from the paths it strips (``unstrip_protocol``
+    gives ``hdfs:///p``): remember the URL's authority on the file system instance (fsspec makes
+    one per authority) so that the URLs we print and record keep it (``hdfs://nn:8020/p``)."""
+    scheme, sep, rest = url.partition("://")
+    authority = rest.split("/", 1)[0] if sep else ""
+    if authority and authority not in fs.unstrip_protocol(path):
+        fs._yarnflink_authority = f"{scheme}://{authority}"
+
+
 def _url(fs: Any, path: str) -> str:
+    authority = getattr(fs, "_yarnflink_authority", None)
+    if authority:
+        return authority + "/" + path.lstrip("/")
     return fs.unstrip_protocol(path)
 
 
@@ -456,6 +471,32 @@ class FsCheckpointStorage:
             if isinstance(h, FileStateHandle):
                 fs, path = filesystem_for(h.path, self.storage_options)
                 _io(h.path, "deleting a state file", functools.partial(_remove_if_exists, fs, path))
+
+    def discard_unfinished(self) -> list[str]:
+        """Once the job has ended for good: delete what checkpoints in flight left (a ``chk-<n>``
+        without ``_metadata``, empty or with state files; an ``._metadata.inprogress-*`` beside a
+        written one). Completed checkpoints stay. Returns the URLs deleted."""
+        deleted: list[str] = []
+        for cid in self.checkpoint_ids():
+            chk = self.checkpoint_path(cid)
+
+            def ls(chk: str = chk) -> list[str]:
+                self.fs.invalidate_cache(chk)
+                return [posixpath.basename(n.rstrip("/")) for n in self.fs.ls(chk, detail=False)]
+
+            names = _io(self.checkpoint_url(cid), "listing the checkpoint directory", ls)
+            if METADATA_FILE_NAME not in names:
+                self.discard_incomplete(cid)
+                deleted.append(self.checkpoint_url(cid))
+                continue
+            for name in names:
+                if name.startswith(f".{METADATA_FILE_NAME}.inprogress-"):
+                    path = posixpath.join(chk, name)
+                    _io(
+                        _url(self.fs, path), "deleting an unfinished metadata file", functools.partial(self.fs.rm, path)
+                    )
+                    deleted.append(_url(self.fs, path))
+        return deleted
 
     def discard_incomplete(self, checkpoint_id: int) -> None:
         """Delete the directory of a checkpoint that never completed."""

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from yarnflink.client.leader import register_ha, resolver_for
+from yarnflink.client.leader import resolver_for
 from yarnflink.client.sessions import session_credentials
 from yarnflink.security.client import RestCredentials, from_environment, process_default, register, registered
 
@@ -141,7 +141,7 @@ class RestClient:
     def _remember(self, url: str) -> None:
         """Later clients of this process find the new leader's credentials and HA by its URL."""
         register(url, self._credentials)
-        register_ha([url], self.leader_resolver.config)
+        self.leader_resolver.remember(url)
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         resp = self._send(method, path, **kwargs)

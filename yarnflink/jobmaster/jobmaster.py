@@ -303,7 +303,7 @@ class JobMaster(RpcEndpoint):
         for t in self._timers + list(self._io):
             t.cancel()
         if self.checkpoints is not None:
-            self.checkpoints.stop()
+            self.checkpoints.suspended(cause)  # deletes no checkpoint file from now on
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -570,6 +570,12 @@ class JobMaster(RpcEndpoint):
     def fail_job(self, failure: Failure) -> None:
         """A failure of the job as a whole (not of one task): no restart."""
         self._apply(self.scheduler.fail_job(failure, time.monotonic()))
+
+    def fail_global(self, failure: Failure) -> None:
+        """A global failover (Flink's ``failGlobal``; checkpoint failures beyond the tolerable
+        number): every task restarts from the latest completed checkpoint if the restart strategy
+        allows, else the job fails."""
+        self._apply(self.scheduler.global_failure(failure, time.monotonic()))
 
     def cancel(self) -> bool:
         now = time.monotonic()

@@ -19,9 +19,20 @@ from yarnflink.deployment.yarn.client import (
     submit_cluster,
 )
 from yarnflink.deployment.yarn.options import YarnConfigOptions
-from yarnflink.deployment.yarn.spec import ClusterRequest
+from yarnflink.deployment.yarn.spec import STANDBY_REFUSED, ClusterRequest
 from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.taskexecutor.options import TaskManagerOptions
+
+
+def add_yarn_target_arguments(p: argparse.ArgumentParser) -> None:
+    """``--target yarn`` / ``-yid APPID`` for the commands that talk to a running cluster."""
+    p.add_argument(
+        "--target",
+        choices=["local", "yarn"],
+        default="local",
+        help="yarn: the last YARN session started (or -yid)",
+    )
+    p.add_argument("-yid", "--application-id", metavar="APPID", help="the cluster of this YARN application")
 
 
 def _positive(name: str, value: int | None) -> None:
@@ -57,6 +68,8 @@ def cmd_yarn_session(args: argparse.Namespace, client_factory: ClientFactory | N
             _positive(name, value)
         if args.standby < 0:
             raise YarnDeploymentError(f"--standby must be 0 or more, got {args.standby}")
+        if args.standby > 0:
+            raise YarnDeploymentError(STANDBY_REFUSED)
         config = session_config(args, config)
         n = args.taskexecutors or int(config.get(LocalClusterOptions.NUMBER_TASKMANAGER))
         request = ClusterRequest(mode="session", taskexecutors=n, standby=args.standby)
@@ -102,7 +115,7 @@ def submit_job_cluster(
             file=sys.stderr,
         )
         return (0 if final == "SUCCEEDED" else 1), None, None
-    request = ClusterRequest(mode="per-job", taskexecutors=n)
+    request = ClusterRequest(mode="per-job", taskexecutors=n, attached=not args.detached)
     cluster = submit_cluster(config, request, client_factory=client_factory)
     print(f"YARN application {cluster.app_id} started for this job; REST address {cluster.rest_url}", file=sys.stderr)
     return None, cluster.rest_url, cluster.app_id
