@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from yarnflink.api.common import SlotSharingGroup
+from yarnflink.api.common import SlotSharingGroup, UnsupportedFeatureError
 from yarnflink.api.connectors import DiscardingSink, FileSink
 from yarnflink.api.transformations import Input, Transformation
 from yarnflink.api.typed import typed
+from yarnflink.api.window_adapters import DynamicEventTimeSessionWindows, count_windowed, session_windowed
 from yarnflink.api.windowing import WindowedStream
 from yarnflink.common.row import Row
 from yarnflink.common.typeinfo import PickledBytesTypeInfo, RowTypeInfo, Types, check_type_info
@@ -384,6 +385,37 @@ class DataStream(_OperatorSettings):
         spec = PrintSinkSpec(prefix=sink_identifier)
         return DataStreamSink(self._env, stream._add("Print to Std. Out", spec, "sink"))
 
+    # ------------------------------------------------------------------ refused (Java-only) calls
+    def add_sink(self, sink_func: Any) -> Any:
+        raise UnsupportedFeatureError(
+            "DataStream.add_sink()",
+            "it takes a Java SinkFunction",
+            "ds.sink_to(FileSink...) for files, ds.print(), ds.execute_and_collect(), or a Spark step "
+            "(ds.transform_spark) that writes where Spark can",
+        )
+
+    def window_all(self, window_assigner: Any) -> Any:
+        raise UnsupportedFeatureError(
+            "DataStream.window_all()",
+            "non-keyed windows are not implemented",
+            "key every record alike and window that: ds.key_by(lambda r: 0).window(assigner)",
+        )
+
+    def connect(self, ds: Any) -> Any:
+        raise UnsupportedFeatureError(
+            "DataStream.connect()",
+            "connected streams (CoMap / CoProcess / broadcast state) are not implemented",
+            "map both streams to one record type, union() them, and process the union "
+            "(key_by + KeyedProcessFunction for shared state)",
+        )
+
+    def partition_custom(self, partitioner: Any, key_selector: Any) -> Any:
+        raise UnsupportedFeatureError(
+            "DataStream.partition_custom()",
+            "custom partitioners are not implemented",
+            "key_by(key_selector) (hash partitioning), or rebalance() / shuffle() / broadcast()",
+        )
+
     def execute_and_collect(self, job_execution_name: str | None = None, limit: int | None = None) -> Any:
         """Run the job (with every other operator of the environment, as Flink does) and return
         an iterator over this stream's records; with ``limit``, a list of at most that many."""
@@ -465,8 +497,16 @@ class KeyedStream(DataStream):
 
     def window(self, window_assigner: Any) -> Any:
         """Keyed windows: ``window(TumblingEventTimeWindows.of(Time.seconds(5)))`` then
-        ``reduce`` / ``aggregate`` / ``process`` / ``apply`` (a ``WindowedStream``)."""
+        ``reduce`` / ``aggregate`` / ``process`` / ``apply`` (a ``WindowedStream``); session
+        windows with a dynamic gap run as an adapter (``yarnflink.api.window_adapters``)."""
+        if isinstance(window_assigner, DynamicEventTimeSessionWindows):
+            return session_windowed(self, window_assigner)
         return WindowedStream(self, window_assigner)
+
+    def count_window(self, size: int, slide: int = 0) -> Any:
+        """Windows of ``size`` records per key, every ``slide`` records (default: ``size``,
+        tumbling); incomplete windows do not fire."""
+        return count_windowed(self, size, slide)
 
 
 class SideOutputStream(DataStream):

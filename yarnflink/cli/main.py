@@ -36,7 +36,7 @@ from yarnflink.client.executor import JobExecutionException, RestClusterExecutor
 from yarnflink.client.leader import RestLeaderResolver, register_ha
 from yarnflink.client.logs import LogsError, run_logs
 from yarnflink.client.rest_client import RestClient, RestClientError
-from yarnflink.client.sessions import find_session, list_sessions
+from yarnflink.client.sessions import LocalSession, find_session, list_sessions
 from yarnflink.common.config import ConfigError, Configuration, load_configuration
 from yarnflink.deployment.local.cluster import (
     ClusterStartError,
@@ -65,6 +65,7 @@ from yarnflink.entrypoint.taskexecutor import run_taskexecutor
 from yarnflink.highavailability import HighAvailabilityError, ha_enabled
 from yarnflink.highavailability.options import HighAvailabilityOptions
 from yarnflink.jobgraph.options import CoreOptions
+from yarnflink.security.client import RestCredentials, register
 from yarnflink.streaming.describe import describe_job_graph, job_graph_summary_json
 from yarnflink.taskexecutor.options import TaskManagerOptions
 
@@ -350,7 +351,26 @@ def _cluster_url(args: argparse.Namespace, config: Configuration) -> str | None:
         raise CliError(f"no session {args.session!r}; see 'yarnflink session list'")
     if session is not None and session.alive:
         return session.rest_url
+    if session is not None and session.ha_config and getattr(args, "session", None):
+        return _leader_of_replaced_session(session)
     return None
+
+
+def _leader_of_replaced_session(session: LocalSession) -> str:
+    """Every master the session file records is gone, but the cluster may live on in masters
+    started to replace them: its leader comes from ZooKeeper, with the HA keys and the REST
+    credentials the session file records (all masters of a cluster share them)."""
+    config = Configuration(session.ha_config)
+    try:
+        url = _follow_ha_leader(config, None)
+    except CliError as e:
+        raise CliError(
+            f"session {session.id}: none of the masters it started runs, and no leader was found in "
+            f"ZooKeeper either: {e}"
+        ) from None
+    assert url is not None  # HA is on in a session's ha_config
+    register(url, RestCredentials(session.token_file or None, session.rest_ca or None))
+    return url
 
 
 def _follow_ha_leader(config: Configuration, url: str | None) -> str | None:

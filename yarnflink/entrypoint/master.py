@@ -42,7 +42,12 @@ from yarnflink.dispatcher.options import RestOptions
 from yarnflink.entrypoint.application import ApplicationRunner
 from yarnflink.entrypoint.storage_check import StorageCheckError, check_master_storage
 from yarnflink.highavailability.errors import HighAvailabilityError
-from yarnflink.highavailability.services import HighAvailabilityServices, create_ha_services, ha_enabled
+from yarnflink.highavailability.services import (
+    HighAvailabilityServices,
+    announce_process,
+    create_ha_services,
+    ha_enabled,
+)
 from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.resourcemanager.driver import ResourceManagerDriver
 from yarnflink.resourcemanager.local_gateway import LocalResourceManagerGateway
@@ -367,6 +372,8 @@ def run_master(
     signal.signal(signal.SIGTERM, lambda *_: master.request_stop())
     signal.signal(signal.SIGINT, lambda *_: master.request_stop())
     info = master.start()
+    if master.ha is not None:  # clients find (and `session stop` stops) every master of the cluster
+        announce_process(master.ha, "master", {"rest_url": info["rest_url"], "rpc_address": info["rpc_address"]})
     if yarn_side is not None:
         yarn_side.publish(info)  # the REST address, in the YARN application's key-value store
     if info_file is not None:  # before the log line: whoever reads the log may read the file next

@@ -16,6 +16,7 @@ import threading
 from yarnflink.common.config import ConfigError, Configuration
 from yarnflink.deployment.yarn.master import yarn_taskexecutor_config
 from yarnflink.highavailability import create_ha_services, ha_enabled
+from yarnflink.highavailability.services import announce_process
 from yarnflink.jobgraph.options import ExecutionOptions
 from yarnflink.metrics.prometheus import start_reporter, stop_reporter
 from yarnflink.metrics.taskexecutor import prometheus_samples
@@ -105,6 +106,8 @@ def run_taskexecutor(
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     te.start()
+    if ha is not None:  # clients find (and `session stop` stops) every TaskExecutor of the cluster
+        announce_process(ha, "taskexecutor", {"resource_id": te.resource_id, "rpc_address": te.address})
     reporter = start_reporter(config, lambda: prometheus_samples(te))  # metrics.reporter.prom.*
     log.info("TaskExecutor %s serving at %s, data at %s", te.resource_id, te.address, te.shuffle.address)
     while not stop.wait(0.5):

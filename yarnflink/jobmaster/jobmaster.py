@@ -303,7 +303,7 @@ class JobMaster(RpcEndpoint):
         for t in self._timers + list(self._io):
             t.cancel()
         if self.checkpoints is not None:
-            self.checkpoints.stop()
+            self.checkpoints.suspended(cause)  # deletes no checkpoint file from now on
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

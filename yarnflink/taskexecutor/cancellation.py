@@ -160,7 +160,7 @@ class CancellationWatch:
 def raise_async_exception(thread_id: int, exc_type: type[BaseException]) -> bool:
     """Raises ``exc_type`` in thread ``thread_id`` at its next Python bytecode; False if no such
     thread is running."""
-    n = ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc_type))
+    n: int = ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc_type))
     if n > 1:  # cannot happen for one id; undo rather than hit several threads
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), None)
         return False

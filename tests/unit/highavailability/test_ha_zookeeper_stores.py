@@ -130,6 +130,9 @@ def test_a_deposed_leader_cannot_write_any_store(make_ha: Any, timeline: Timelin
         lambda f: a.checkpoint_id_counter(JOB_A, f).get_and_increment(),
         lambda f: a.checkpoint_id_counter(JOB_A, f).set_count(100),
         lambda f: a.completed_checkpoint_pointer_store(JOB_A, 1, f).add_checkpoint(7, "p"),
+        # removing a pointer (present or not) and checking the fence: before any checkpoint file goes
+        lambda f: a.completed_checkpoint_pointer_store(JOB_A, 1, f).remove(8),
+        lambda f: a.completed_checkpoint_pointer_store(JOB_A, 1, f).check_leadership(),
         lambda f: a.global_cleanup(JOB_A, f),
     ]
     for write in writes:

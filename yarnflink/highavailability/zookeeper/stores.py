@@ -294,7 +294,18 @@ class ZooKeeperCompletedCheckpointPointerStore(CompletedCheckpointPointerStore):
         return self.client.retry(read)  # type: ignore[no-any-return]
 
     def remove(self, checkpoint_id: int) -> None:
-        delete_tree(self.client, self._node(checkpoint_id), self.fence)
+        node = self._node(checkpoint_id)
+
+        def attempt() -> None:
+            present = self.client.exists(node) is not None
+            if present or self.fence is not None:  # absent: the fence is still checked
+                fenced_commit(self.client, self.fence, lambda tx: tx.delete(node) if present else None)
+
+        _until_no_conflict(self.client, attempt)
+
+    def check_leadership(self) -> None:
+        if self.fence is not None:
+            _until_no_conflict(self.client, lambda: fenced_commit(self.client, self.fence, lambda tx: None))
 
     def shutdown(self, job_status: str) -> list[tuple[int, str]]:
         if job_status not in GLOBALLY_TERMINAL:
