@@ -385,4 +385,6 @@ def run_master(
         master.wait()
     finally:
         master.stop()
+        if yarn_child:  # an orderly stop closed the session: nothing for the watcher to close
+            SESSION_FILE.unlink(missing_ok=True)
     return master.exit_code
