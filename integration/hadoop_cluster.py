@@ -30,6 +30,16 @@ HOW_TO_RUN = (
 )
 
 
+def java_major() -> int:
+    """The major version of the java Hadoop runs (JAVA_HOME's, else the PATH's)."""
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else (shutil.which("java") or "java")
+    out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+    version = out.split('"')[1] if '"' in out else "0"
+    parts = version.split(".")
+    return int(parts[1]) if parts[0] == "1" and len(parts) > 1 else int(parts[0].split("-")[0] or 0)
+
+
 def _site(props: dict[str, str]) -> str:
     body = "".join(
         f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n" for k, v in props.items()
@@ -155,8 +165,9 @@ class HadoopCluster:
         )
         self._launch("namenode", [self._bin("hdfs"), "namenode"])
         self._launch("datanode", [self._bin("hdfs"), "datanode"])
-        self._launch("resourcemanager", [self._bin("yarn"), "resourcemanager"], JAVA17_OPENS)
-        self._launch("nodemanager", [self._bin("yarn"), "nodemanager"], JAVA17_OPENS)
+        opens = JAVA17_OPENS if java_major() >= 9 else ""  # Java 8 refuses the flag
+        self._launch("resourcemanager", [self._bin("yarn"), "resourcemanager"], opens)
+        self._launch("nodemanager", [self._bin("yarn"), "nodemanager"], opens)
         deadline = time.monotonic() + timeout
         while "OFF" not in self._safemode():
             self._check_alive()
