@@ -49,7 +49,12 @@ from yarnflink.deployment.local.cluster import (
 )
 from yarnflink.deployment.local.options import LocalClusterOptions
 from yarnflink.deployment.yarn import YarnDeploymentError
-from yarnflink.deployment.yarn.cli import add_yarn_target_arguments, cmd_yarn_session, submit_job_cluster
+from yarnflink.deployment.yarn.cli import (
+    add_yarn_target_arguments,
+    cmd_yarn_logs,
+    cmd_yarn_session,
+    submit_job_cluster,
+)
 from yarnflink.deployment.yarn.client import (
     register_credentials_by_url,
     release_job_cluster,
@@ -226,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("--stdout", action="store_true", help="the process's stdout/stderr (.out) instead of its log")
     logs.add_argument("-n", "--lines", type=int, metavar="N", help="only the last N lines")
     logs.add_argument("--list", action="store_true", help="list the log files")
+    add_yarn_target_arguments(logs)
 
     session = sub.add_parser("session", help="start, list and stop session clusters")
     ssub = session.add_subparsers(dest="session_command", required=True, metavar="ACTION")
@@ -593,6 +599,8 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
+    if args.application_id or args.target == "yarn":
+        return cmd_yarn_logs(args)
     url = args.jobmanager if args.jobmanager else None
     if url and not url.startswith("http"):
         url = f"http://{url}"
