@@ -112,6 +112,8 @@ class ResourceManager(RpcEndpoint):
         self._loop_task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self._heartbeats_in_flight: set[str] = set()
+        #: set when stopping: TaskExecutors that go now are not replaced (the driver stops them all)
+        self._stopping = False
         self._warned_unfulfillable: set[tuple[str, ResourceProfile]] = set()
 
     @property
@@ -141,6 +143,7 @@ class ResourceManager(RpcEndpoint):
         self._loop_task = asyncio.ensure_future(self._periodic())
 
     async def on_stop(self) -> None:
+        self._stopping = True
         if self._loop_task:
             self._loop_task.cancel()
         for t in list(self._background):
@@ -200,6 +203,8 @@ class ResourceManager(RpcEndpoint):
 
     def _start_worker(self, action: StartWorker) -> None:
         assert self.driver is not None
+        if self._stopping:  # a TaskExecutor stopped by the driver's terminate is not replaced
+            return
         try:
             worker_id = self.driver.start_worker(action.spec)
         except Exception as e:  # noqa: BLE001 - a failed start is an event like any other
