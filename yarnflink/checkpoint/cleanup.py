@@ -22,10 +22,14 @@ The rule: **no file goes that a pointer in the HA store may still name.**
   (Flink's ``PossibleInconsistentStateException``).
 
 Every kept file is reported (``Kept``) so the driver logs why.
+
+``orphaned_on_recovery``: what a recovering leader may delete of what earlier leaders kept (the
+``chk-<n>`` directories no pointer names, nor ever can).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Union
 
@@ -128,6 +132,17 @@ class Kept:
 
 Delete = Union[DeleteCheckpoint, DeleteState, DeleteDirectory]
 Action = Union[RemovePointer, CheckLeadership, DeleteCheckpoint, DeleteState, DeleteDirectory, Kept]
+
+
+def orphaned_on_recovery(directories: Iterable[int], retained: Iterable[int], handed_out_below: int) -> list[int]:
+    """The ``chk-<n>`` directories of a job that its recovering leader may delete: no pointer in
+    the HA store names them (``retained``: the ids it has) and none ever can, as their ids were
+    handed out by the shared counter before this leader's grant (below ``handed_out_below``, the
+    counter's value before this leader draws an id) and an earlier leader's pointer writes are
+    fenced off now. Without this, the files a deposed leader kept (its last checkpoints, whose
+    pointers it could no longer add) would leak."""
+    named = set(retained)
+    return sorted(n for n in set(directories) if n < handed_out_below and n not in named)
 
 
 def _checkpoint_id(d: Delete) -> int:
