@@ -73,11 +73,14 @@ class HaAnswered:
 
 @dataclass(frozen=True)
 class PublishFailed:
-    """Adding the pointer of ``checkpoint_id`` to the HA store failed."""
+    """Adding the pointer of ``checkpoint_id`` to the HA store failed: ``leadership_lost`` (the
+    fence refused it), ``refused`` (the store refused it, e.g. the job's HA data is gone: nothing
+    was written), else the outcome is unknown (the connection was lost: it may have landed)."""
 
     checkpoint_id: int
     reason: str
     leadership_lost: bool
+    refused: bool = False
 
 
 @dataclass(frozen=True)
@@ -173,7 +176,7 @@ class CheckpointCleanup:
         if isinstance(event, PublishFailed):
             if event.leadership_lost:
                 self._depose(f"adding checkpoint {event.checkpoint_id} to the HA store was refused: {event.reason}")
-            else:
+            elif not event.refused:
                 self.maybe_published[event.checkpoint_id] = event.reason
             return []
         if isinstance(event, JobEnded):

@@ -36,7 +36,7 @@ from yarnflink.checkpoint.storage import (
 )
 from yarnflink.common.rpc_errors import RpcException
 from yarnflink.executiongraph.executiongraph import Execution, ExecutionState, ExecutionVertex, Failure, now_ms
-from yarnflink.highavailability.errors import LeadershipLostError
+from yarnflink.highavailability.errors import HaStoreError, LeadershipLostError
 from yarnflink.jobmaster.checkpoint_recovery import orphaned_directories, read_initial_state, run_off_loop
 from yarnflink.jobmaster.gateway import AcknowledgeCheckpoint, DeclineCheckpoint
 from yarnflink.metrics.checkpoint_stats import subtask_record
@@ -401,7 +401,10 @@ class CheckpointDriver:
             await run_off_loop(ha.add_pointer, cid, metadata)
         except Exception as e:  # noqa: BLE001
             error = f"{type(e).__name__}: {e}"
-            self._clean(cu.PublishFailed(cid, error, isinstance(e, LeadershipLostError)))
+            refused = isinstance(e, HaStoreError)  # the store wrote nothing (e.g. the job's HA data is gone)
+            self._clean(cu.PublishFailed(cid, error, isinstance(e, LeadershipLostError), refused))
+            if refused and self.coordinator.shutdown:  # the job ended meanwhile: nobody else deletes it
+                self._clean(cu.DiscardDirectory(cid))
             return f"adding checkpoint {cid} to the HA store failed: {error}"
         return None
 

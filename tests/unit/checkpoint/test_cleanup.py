@@ -117,3 +117,12 @@ def test_a_recovering_leader_deletes_only_directories_no_pointer_can_name() -> N
     directories = [1, 2, 4, 5, 7, 9]
     assert orphaned_on_recovery(directories, retained=[4, 7], handed_out_below=9) == [1, 2, 5]
     assert orphaned_on_recovery(directories, retained=[], handed_out_below=1) == []
+
+
+def test_a_pointer_write_the_store_refused_wrote_nothing() -> None:
+    """E.g. the job's HA data is gone (the job ended while its last _metadata was written): the
+    files of that checkpoint may go as any aborted checkpoint's."""
+    c = CheckpointCleanup(ha=True)
+    c.handle(PublishFailed(9, "HaStoreError: the HA data of job ... is gone", leadership_lost=False, refused=True))
+    assert c.deposed is None and 9 not in c.maybe_published
+    assert c.handle(DiscardDirectory(9)) == [CheckLeadership(1)]
