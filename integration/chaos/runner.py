@@ -514,6 +514,9 @@ def main(argv: list[str] | None = None) -> int:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
     try:
         kinds = FaultKind.parse(args.kinds.split(","))
+        bad = [kv for kv in args.job_conf if "=" not in kv or not kv.split("=", 1)[0]]
+        if bad:
+            raise ValueError(f"-D takes KEY=VALUE, got {bad[0]!r}")
         job_conf = dict(kv.split("=", 1) for kv in args.job_conf)
         options = ChaosOptions(
             seed, args.duration, kinds, args.workdir, args.keep, job_conf=job_conf, strict=args.strict, disk=args.disk
