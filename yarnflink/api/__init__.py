@@ -8,8 +8,20 @@ from yarnflink.api.common import (
     ProgramAbortException,
     RuntimeExecutionMode,
     SlotSharingGroup,
+    UnsupportedFeatureError,
 )
-from yarnflink.api.connectors import FileSink, FileSource
+from yarnflink.api.connectors import (
+    Encoder,
+    FileSink,
+    FileSource,
+    NumberSequenceSource,
+    OutputFileConfig,
+    ParquetBulkWriters,
+    ParquetColumnarRowInputFormat,
+    RollingPolicy,
+    Source,
+    StreamFormat,
+)
 from yarnflink.api.datastream import DataStream, DataStreamSink, KeyedStream
 from yarnflink.api.environment import (
     PlanCaptureExecutor,
@@ -17,7 +29,10 @@ from yarnflink.api.environment import (
     get_default_executor,
     set_default_executor,
 )
+from yarnflink.api.window_adapters import CountWindow, EventTimeSessionWindows, SessionWindowTimeGapExtractor
 from yarnflink.api.windowing import WindowedStream
+from yarnflink.common.row import Row, RowKind
+from yarnflink.common.typeinfo import TypeInformation, Types
 from yarnflink.operators.functions import (
     FilterFunction,
     FlatMapFunction,
@@ -31,7 +46,6 @@ from yarnflink.operators.functions import (
 from yarnflink.operators.timers import TimeDomain
 from yarnflink.operators.watermarks import Duration, TimestampAssigner, Watermark, WatermarkStrategy
 from yarnflink.operators.windows import (
-    EventTimeSessionWindows,
     OutputTag,
     ProcessingTimeSessionWindows,
     ProcessWindowFunction,
@@ -50,7 +64,6 @@ from yarnflink.state.descriptors import (
     MapStateDescriptor,
     ReducingStateDescriptor,
     StateTtlConfig,
-    Types,
     ValueStateDescriptor,
 )
 
@@ -79,6 +92,23 @@ __all__ = [
     "StreamExecutionEnvironment",
     "get_default_executor",
     "set_default_executor",
+    "UnsupportedFeatureError",
+    # connectors
+    "Encoder",
+    "NumberSequenceSource",
+    "OutputFileConfig",
+    "ParquetBulkWriters",
+    "ParquetColumnarRowInputFormat",
+    "RollingPolicy",
+    "Source",
+    "StreamFormat",
+    # records and types
+    "Row",
+    "RowKind",
+    "TypeInformation",
+    # count and dynamic-gap session windows
+    "CountWindow",
+    "SessionWindowTimeGapExtractor",
     # state and event time
     "AggregateFunction",
     "AggregatingStateDescriptor",
