@@ -385,6 +385,20 @@ class DataStream(_OperatorSettings):
         spec = PrintSinkSpec(prefix=sink_identifier)
         return DataStreamSink(self._env, stream._add("Print to Std. Out", spec, "sink"))
 
+    def union(self, *streams: DataStream) -> DataStream:
+        """The records of this stream and ``streams`` in one stream (all of one environment), through
+        a pass-through operator with one input per stream (Flink's union needs no operator)."""
+        for s in streams:
+            if not isinstance(s, DataStream):
+                raise TypeError(f"union() needs DataStreams, got {_describe(s)}")
+            if s._env is not self._env:
+                raise ValueError("union(): the streams must belong to the same StreamExecutionEnvironment")
+        inputs = [self._input(), *(s._input() for s in streams)]
+        t = self._env._add_transformation("Union", MapSpec(fn=_identity), "operator", inputs)
+        types = {s._t.output_type for s in (self, *streams)}
+        t.output_type = types.pop() if len(types) == 1 else None
+        return DataStream(self._env, t)
+
     # ------------------------------------------------------------------ refused (Java-only) calls
     def add_sink(self, sink_func: Any) -> Any:
         raise UnsupportedFeatureError(
@@ -423,6 +437,10 @@ class DataStream(_OperatorSettings):
             raise ValueError(f"execute_and_collect(): limit must be an integer >= 0, got {limit!r}")
         self._add("Collect", CollectSinkSpec(), "sink")
         return self._env._execute_and_collect(job_execution_name, limit)
+
+
+def _identity(record: Any) -> Any:
+    return record
 
 
 def _prints_differently(type_info: Any) -> bool:

@@ -91,3 +91,26 @@ def test_a_restart_after_results_were_read_stops_the_iterator_with_a_clear_error
     rest = FakeRest([{"payloads": [], "offset": 3, "stale": True, "done": False}])
     with pytest.raises(RuntimeError, match="restarted after execute_and_collect"):
         next(CollectResultIterator(FakeExecutor(rest), "job", "name", poll_interval=0))
+
+
+def test_execute_and_collect_submits_at_the_call_not_at_the_first_next():
+    from yarnflink.api import StreamExecutionEnvironment
+    from yarnflink.client.executor import RestClusterExecutor
+
+    class SubmittingRest(FakeRest):
+        def __init__(self):
+            super().__init__([{"payloads": [payload([7])], "offset": 1, "stale": False, "done": True}])
+            self.submitted = []
+
+        def submit_job(self, job_graph_json):
+            self.submitted.append(job_graph_json)
+            return "job-1"
+
+    executor = RestClusterExecutor("http://127.0.0.1:1")
+    rest = executor.rest = SubmittingRest()  # type: ignore[assignment]
+    env = StreamExecutionEnvironment(executor=executor)
+    results = env.from_collection([7]).execute_and_collect()
+    assert len(rest.submitted) == 1 and rest.offsets == []  # submitted, nothing read yet
+    with results:
+        assert next(results) == 7
+    assert executor.submitted == ["job-1"]

@@ -115,3 +115,18 @@ def test_from_source_honours_the_watermark_strategys_timestamp_assigner(env, tmp
     op.open(make_ctx())
     op.process_batch(Batch.from_rows(["ab", "abcd"]))
     assert np.asarray(out.batches[0].timestamps).tolist() == [2, 4]
+
+
+def test_union_feeds_one_pass_through_operator_from_every_stream(env):
+    a = env.from_collection([1], type_info=Types.INT())
+    b = env.from_collection([2], type_info=Types.INT()).map(lambda x: x, output_type=Types.INT())
+    u = a.union(b)
+    u.print()
+    graph = env.get_stream_graph()
+    union_id = next(i for i, n in graph.nodes.items() if n.name == "Union")
+    assert sorted(e.source_id for e in graph.edges if e.target_id == union_id) == [1, 3]  # the source, the map
+    assert u.get_type() == Types.INT()
+    with pytest.raises(TypeError, match="union\\(\\) needs DataStreams"):
+        a.union([1])
+    with pytest.raises(ValueError, match="same StreamExecutionEnvironment"):
+        a.union(StreamExecutionEnvironment().from_collection([3]))

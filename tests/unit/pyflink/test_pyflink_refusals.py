@@ -74,3 +74,26 @@ def test_refusals_happen_at_the_call_not_at_execute(env):
     # the program can go on: nothing half-built is left behind
     ds.print()
     assert [n.name for n in env.get_stream_graph().nodes.values()] == ["Source: Collection", "Sink: Print to Std. Out"]
+
+
+def test_checkpoint_config_and_state_backends_write_the_configuration(env):
+    from pyflink.datastream import (
+        CheckpointingMode,
+        EmbeddedRocksDBStateBackend,
+        FileSystemCheckpointStorage,
+        HashMapStateBackend,
+    )
+
+    env.enable_checkpointing(1000, CheckpointingMode.AT_LEAST_ONCE)
+    assert env.get_checkpoint_interval() == 1000
+    cc = env.get_checkpoint_config()
+    cc.set_min_pause_between_checkpoints(500)
+    cc.set_checkpoint_storage(FileSystemCheckpointStorage("file:///tmp/chk"))
+    env.set_state_backend(HashMapStateBackend())
+    conf = env.get_config().to_dict()
+    assert conf["execution.checkpointing.mode"] == "AT_LEAST_ONCE"
+    assert conf["execution.checkpointing.min-pause"] == "500 ms"
+    assert conf["execution.checkpointing.dir"] == "file:///tmp/chk"
+    assert conf["state.backend.type"] == "hashmap"
+    with pytest.raises(UnsupportedFeatureError, match="EmbeddedRocksDBStateBackend\\(\\).*HashMapStateBackend"):
+        EmbeddedRocksDBStateBackend()

@@ -91,3 +91,13 @@ def test_an_uncalled_type_is_a_clear_error():
     env = StreamExecutionEnvironment()
     with pytest.raises(TypeError, match=r"call the type, Types.INT\(\)"):
         env.from_collection([1], type_info=Types.INT)
+
+
+def test_field_references_work_on_rows_by_name_and_position():
+    from yarnflink.common.records import field_getter, get_field, replace_field
+
+    row = Types.ROW_NAMED(["word", "n"], [Types.STRING(), Types.INT()]).from_python(("a", 1))
+    assert get_field(row, "n") == 1 and get_field(row, 0) == "a" and get_field(row, "f1") == 1
+    assert field_getter(1)([row, row]) == [1, 1]
+    bumped = replace_field(row, "n", 5)
+    assert bumped.n == 5 and bumped.word == "a" and row.n == 1
