@@ -27,6 +27,7 @@ PURE_MODULES = [
     "yarnflink.checkpoint.barriers",
     "yarnflink.checkpoint.assignment",
     "yarnflink.checkpoint.metadata",
+    "yarnflink.checkpoint.cleanup",
     "yarnflink.state",
     "yarnflink.operators.watermarks",
     "yarnflink.metrics.checkpoint_stats",

@@ -47,6 +47,16 @@ class ConsoleForwarder:
         self._thread.start()
         return self
 
+    def skip_existing(self) -> ConsoleForwarder:
+        """Copies nothing written before now (a session's files hold earlier jobs' output)."""
+        with self._lock:
+            for path in self.workdir.glob(self.pattern):
+                try:
+                    self._offsets[path] = path.stat().st_size
+                except OSError:
+                    continue
+        return self
+
     def drain(self) -> None:
         """Copies every complete line written so far."""
         with self._lock:

@@ -28,11 +28,14 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from yarnflink.checkpoint.options import CheckpointingOptions
+from yarnflink.checkpoint.storage import FsCheckpointStorage
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.local.driver import LocalProcessDriver
 from yarnflink.deployment.yarn.master import YarnMasterSide
 from yarnflink.deployment.yarn.master import prepare as prepare_yarn
 from yarnflink.deployment.yarn.options import YarnConfigOptions
+from yarnflink.deployment.yarn.supervisor import SESSION_FILE, supervise_master
 from yarnflink.dispatcher.dispatcher import Dispatcher
 from yarnflink.dispatcher.leadership import DispatcherLeadership
 from yarnflink.dispatcher.options import RestOptions
@@ -126,6 +129,8 @@ class MasterProcess:
         self.client_gone = client_gone
         self.client_wait_s = client_wait_s
         self._jobs_ended_at: float | None = None
+        self._started_at = time.monotonic()
+        self._swept = False  # a job cluster's unfinished checkpoints, deleted once at its stop
         self.application: ApplicationRunner | None = None
         if application:
             self.application = ApplicationRunner(config, application[0], list(application[1:]))
@@ -178,7 +183,9 @@ class MasterProcess:
 
         state = self.dispatcher.call(ended)
         if state is None:  # no job yet: only a client that went away will never submit one
-            return self.client_pid is not None or (self.client_gone is not None and self.client_gone())
+            if self.client_gone is not None:  # a remote client: gone when it says so, or silent too long
+                return self.client_gone() or time.monotonic() - self._started_at >= self.client_wait_s
+            return self.client_pid is not None
         if not state:
             self._jobs_ended_at = None
             return False
@@ -190,15 +197,46 @@ class MasterProcess:
         return job_cluster_done_for_remote_client(self.client_gone(), now - self._jobs_ended_at, self.client_wait_s)
 
     def request_stop(self) -> None:
+        self.rm.begin_stop()  # from the signal on: TaskExecutors that end are not replaced
         self._stop.set()
 
     def stop(self) -> None:
+        self.rm.begin_stop()
+        if (self.per_job or self.application is not None) and not self._swept:
+            self._swept = True
+            self._discard_unfinished_checkpoints()
         if self.leadership is not None:
             self.leadership.close()  # an orderly stop: the jobs' HA data stays for the next leader
         self.dispatcher.stop()
         if self.ha is not None:
             self.ha.close()  # leaves the election
         self.rm.stop()  # stops the driver's TaskExecutors too
+
+    def _discard_unfinished_checkpoints(self) -> None:
+        """A job cluster ends with its jobs: what their checkpoints in flight left goes (the
+        completed ones stay: retained checkpoints)."""
+
+        async def ended() -> list[tuple[str, str]]:
+            dirs = []
+            for e in self.dispatcher.jobs.values():
+                user = (e.job_config.get("execution-config") or {}).get("user-config") or {}
+                directory = user.get(CheckpointingOptions.CHECKPOINTS_DIRECTORY.key) or self.config.get(
+                    CheckpointingOptions.CHECKPOINTS_DIRECTORY
+                )
+                if e.archive is not None and directory:
+                    dirs.append((str(directory), e.job_id))
+            return dirs
+
+        try:
+            jobs = self.dispatcher.call(ended)
+        except Exception:  # noqa: BLE001 - the dispatcher is gone: nothing known
+            return
+        for directory, job_id in jobs:
+            try:
+                for url in FsCheckpointStorage(directory, job_id).discard_unfinished():
+                    log.info("job %s: deleted %s (a checkpoint in flight when the job ended)", job_id, url)
+            except Exception as e:  # noqa: BLE001 - leftovers are harmless; say so
+                log.warning("job %s: cannot clean its unfinished checkpoints in %s: %s", job_id, directory, e)
 
     # ------------------------------------------------------------------ HA
     def step_down(self, reason: str) -> None:
@@ -260,6 +298,19 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
+def _record_zookeeper_session(master: MasterProcess) -> None:
+    """For the watching process: this master's ZooKeeper session, closed by it if we die."""
+    client = getattr(master.ha, "client", None)
+    if client is None:
+        return
+    from yarnflink.highavailability.zookeeper.session_file import write_session_file  # deferred: kazoo
+
+    try:
+        write_session_file(client, SESSION_FILE)
+    except OSError as e:  # the session then ends by its timeout, as without the watcher
+        log.warning("cannot record the ZooKeeper session in %s: %s", SESSION_FILE, e)
+
+
 def _not_started(message: str, yarn_side: YarnMasterSide | None) -> int:
     log.error("master not started: %s", message)
     print(f"yarnflink master: error: {message}", file=sys.stderr)
@@ -281,9 +332,14 @@ def run_master(
     yarn: bool = False,
     yarn_standby: bool = False,
     await_client: bool = False,
+    yarn_child: bool = False,
 ) -> int:
     """``await_client`` (YARN per-job, attached): once its jobs ended the master waits for the
-    client to say it has the results (at most ``yarn.per-job.result-timeout``)."""
+    client to say it has the results (at most ``yarn.per-job.result-timeout``). On YARN with
+    ZooKeeper HA the ApplicationMaster's script runs the master as a watched child (``yarn_child``:
+    ``yarnflink.deployment.yarn.supervisor``), which ends a dead master's ZooKeeper session at once."""
+    if yarn and not yarn_child and ha_enabled(config):
+        return supervise_master(config)
     driver: ResourceManagerDriver | None = None
     yarn_side = None
     if yarn:  # inside a skein ApplicationMaster: TaskExecutors are YARN containers
@@ -311,6 +367,8 @@ def run_master(
             raise
         log.exception("master not started")
         return _not_started(f"{type(e).__name__}: {e}", yarn_side)
+    if yarn_child:
+        _record_zookeeper_session(master)
     signal.signal(signal.SIGTERM, lambda *_: master.request_stop())
     signal.signal(signal.SIGINT, lambda *_: master.request_stop())
     info = master.start()
@@ -327,4 +385,6 @@ def run_master(
         master.wait()
     finally:
         master.stop()
+        if yarn_child:  # an orderly stop closed the session: nothing for the watcher to close
+            SESSION_FILE.unlink(missing_ok=True)
     return master.exit_code

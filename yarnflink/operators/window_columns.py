@@ -308,14 +308,30 @@ class ColumnarWindows:
                 b.present[new_slots] = True
                 b.seq[new_slots] = np.arange(self._seq, self._seq + len(new_slots))
                 self._seq += len(new_slots)
-                b.vals[new_slots] = vals[first_new]
+                if self._identity is not None:  # exact: start from the identity, fold every row
+                    b.vals[new_slots] = self._identity
+                    ufunc.at(b.vals, slots, vals)
+                else:  # float sums start from the first value (0.0 + -0.0 would lose the sign)
+                    b.vals[new_slots] = vals[first_new]
+                    if len(first_new) < len(rows):
+                        rest = np.ones(len(rows), dtype=bool)
+                        rest[first_new] = False
+                        ufunc.at(b.vals, slots[rest], vals[rest])
                 b.reps.append((new_slots, rb.take(pa.array(rows[first_new]))))
-                if len(first_new) < len(rows):
-                    rest = np.ones(len(rows), dtype=bool)
-                    rest[first_new] = False
-                    ufunc.at(b.vals, slots[rest], vals[rest])
             else:
                 ufunc.at(b.vals, slots, vals)
+
+    @property
+    def _identity(self) -> Any:
+        """The aggregation's identity in the state's dtype, where folding from it is exact."""
+        dt = self.dtype
+        assert dt is not None
+        if dt.kind == "f":
+            return None if self.agg == "sum" else dt.type(np.inf if self.agg == "min" else -np.inf)
+        if self.agg == "sum":
+            return dt.type(0)
+        info = np.iinfo(dt)
+        return dt.type(info.max if self.agg == "min" else info.min)
 
     def _scratch(self, cap: int) -> np.ndarray:
         if len(self._first) < cap:

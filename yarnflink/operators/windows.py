@@ -26,7 +26,7 @@ import pyarrow as pa
 from yarnflink.common.keygroups import key_group_ids
 from yarnflink.common.records import TIMESTAMPS_COLUMN, Batch, arrow_to_records
 from yarnflink.operators.base import OperatorContext, StreamOperator
-from yarnflink.operators.functions import Function, RuntimeContext
+from yarnflink.operators.functions import Function, RuntimeContext, Subscriptable
 from yarnflink.operators.keys import KeyExtractor
 from yarnflink.operators.specs import KeySelectorSpec
 from yarnflink.operators.timers import InternalTimerService
@@ -86,6 +86,16 @@ class TimeWindow:
 
     start: int
     end: int
+
+    def __hash__(self) -> int:
+        # windows are dict keys of state and timers many times per record: hash once per object
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = self.__dict__["_hash"] = hash((self.start, self.end))
+        return h
+
+    def __getstate__(self) -> dict:
+        return {"start": self.start, "end": self.end}
 
     def max_timestamp(self) -> int:
         return self.end - 1
@@ -222,7 +232,7 @@ def window_parameters(assigner: WindowAssigner) -> tuple[int, int, int] | None:
 class ProcessWindowFunction(Function):
     """``process(key, context, elements) -> iterable`` once per window firing."""
 
-    class Context:
+    class Context(Subscriptable):
         def __init__(self, op: WindowOperator):
             self._op = op
             self._window: TimeWindow | None = None
@@ -366,6 +376,22 @@ class WindowOperator(StreamOperator):
         )
         self.mode: str | None = None  # "vec" | "rec"
         self.columnar: ColumnarWindows | None = None
+        # the per-record path groups a batch by (key, window start) for tumbling / sliding windows
+        self._starts: Callable[[int], Any] | None = None
+        self._tumbling: tuple[int, int] | None = None  # (size, offset)
+        self._size = 0
+        # one TimeWindow object per open window: equal objects would be compared on every lookup
+        self._window_objects: dict[int, TimeWindow] = {}
+        a = spec.assigner
+        if isinstance(a, SlidingEventTimeWindows):
+            size, slide, offset = a.size, a.slide, a.offset
+            self._size = size
+            self._starts = lambda t: range(t - (t - offset) % slide, t - size, -slide)
+        elif isinstance(a, TumblingEventTimeWindows):
+            size, offset = a.size, a.offset
+            self._size = size
+            self._starts = lambda t: (t - (t - offset) % size,)
+            self._tumbling = (size, offset)
         self._rich = [
             f
             for f in (spec.function, spec.window_function, self.keys.rich)
@@ -425,7 +451,17 @@ class WindowOperator(StreamOperator):
             ts_list = [now] * len(rows)
         late: list = []
         late_ts: list = []
-        backend, timers = self.backend, self.timers
+        if self._starts is not None:
+            self._process_grouped(keys, kgs, rows, ts_list, late, late_ts)
+        else:
+            self._process_each(keys, kgs, rows, ts_list, late, late_ts)
+        self._flush()
+        if late:
+            self.output.emit(Batch(late, None, np.array(late_ts, dtype=np.int64)))
+
+    def _process_each(self, keys: list, kgs: list, rows: list, ts_list: list, late: list, late_ts: list) -> None:
+        """Record by record (merging windows and other assigners)."""
+        backend = self.backend
         for i, (key, value) in enumerate(zip(keys, rows)):
             backend.set_current_key(key, kgs[i])
             t = ts_list[i]
@@ -453,10 +489,90 @@ class WindowOperator(StreamOperator):
                     late_ts.append(t)
                 else:
                     self.num_late_records_dropped += 1
-        self._flush()
-        if late:
-            self.output.emit(Batch(late, None, np.array(late_ts, dtype=np.int64)))
-        assert timers is not None
+
+    def _process_grouped(self, keys: list, kgs: list, rows: list, ts_list: list, late: list, late_ts: list) -> None:
+        """Tumbling / sliding windows, record at a time but without per-record window objects or
+        timers: the batch's records are grouped by (key, window start) (plain tuples of ints and
+        keys), then each group's contents are added in one state access (``add_all``: the same
+        values as adding one by one), and the timers of a (key, window) are registered once, when
+        it gets its first contents, in the order the groups first appear (the per-record path's
+        timer order). A window that has fired and gets late
+        elements within the allowed lateness fires once per element, as Flink does."""
+        starts_of = self._starts
+        assert starts_of is not None
+        groups: dict[tuple[Any, int], list[int]] = {}
+        status: dict[int, int] = {}  # window start -> 0 open, 1 fired (within the lateness), 2 past cleanup
+        refire: list[tuple[int, int]] = []
+        if self._tumbling is not None and (not self.event_time or min(ts_list) > self.current_watermark):
+            # the common case: one window per record and none has fired yet
+            size, offset = self._tumbling
+            get = groups.get
+            for i, (key, t) in enumerate(zip(keys, ts_list)):
+                gk = (key, t - (t - offset) % size)
+                g = get(gk)
+                if g is None:
+                    groups[gk] = [i]
+                else:
+                    g.append(i)
+            ts_list = []  # done
+        for i, t in enumerate(ts_list):
+            skipped = True
+            for start in starts_of(t):
+                st = status.get(start)
+                if st is None:
+                    st = status[start] = self._window_status(start)
+                if st == 0:
+                    g = groups.get((keys[i], start))
+                    if g is None:
+                        groups[(keys[i], start)] = [i]
+                    else:
+                        g.append(i)
+                    skipped = False
+                elif st == 1:
+                    refire.append((i, start))
+                    skipped = False
+            if skipped and self._is_element_late(t):
+                if self.late_tag is not None:
+                    late.append(SideOutputRecord(self.late_tag, rows[i]))
+                    late_ts.append(t)
+                else:
+                    self.num_late_records_dropped += 1
+        backend, contents, size = self.backend, self.contents, self._size
+        cleanup_differs = self.event_time and self.allowed_lateness > 0  # else one timer does both
+        windows = self._window_objects
+        for (key, start), idx in groups.items():
+            window = windows.get(start)
+            if window is None:
+                window = windows[start] = TimeWindow(start, start + size)
+            backend.set_current_key(key, kgs[idx[0]])
+            contents.set_current_namespace(window)
+            if contents.add_all([rows[j] for j in idx]):  # new contents: the window's timers
+                self._trigger_on_element(window)  # registers the window's timer (it has not fired)
+                if cleanup_differs:
+                    self._register_cleanup_timer(window)
+        for i, start in refire:
+            window = TimeWindow(start, start + size)
+            key = keys[i]
+            backend.set_current_key(key, kgs[i])
+            contents.set_current_namespace(window)
+            contents.add(rows[i])
+            self._emit_window(key, window, window)
+            self._register_cleanup_timer(window)
+
+    def _forget_windows(self) -> None:
+        """Drop the cached window objects of windows past their cleanup time."""
+        wm = self.current_watermark
+        objs = self._window_objects
+        for start in [s for s, w in objs.items() if self._cleanup_time(w) <= wm]:
+            del objs[start]
+
+    def _window_status(self, start: int) -> int:
+        window = TimeWindow(start, start + self._size)
+        if self._is_window_late(window):
+            return 2
+        if self.event_time and window.max_timestamp() <= self.current_watermark:
+            return 1
+        return 0
 
     # ------------------------------------------------------------------ vectorized path
     def _new_columnar(self) -> ColumnarWindows:
@@ -550,6 +666,8 @@ class WindowOperator(StreamOperator):
     def process_watermark(self, watermark: Any) -> None:
         if isinstance(watermark, Watermark):
             self.timers.advance_watermark(watermark.timestamp)  # type: ignore[union-attr]
+            if len(self._window_objects) > 64:
+                self._forget_windows()
             if self.columnar is not None:
                 self._fire_columnar(self.timers.current_watermark)  # type: ignore[union-attr]
             self._flush()

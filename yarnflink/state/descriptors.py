@@ -198,7 +198,11 @@ class ReducingStateDescriptor(StateDescriptor):
 
 
 class AggregateFunction:
-    """PyFlink's ``AggregateFunction``: an accumulator per key / window."""
+    """PyFlink's ``AggregateFunction``: an accumulator per key / window (generic as PyFlink's:
+    ``AggregateFunction[IN, ACC, OUT]`` is the class itself)."""
+
+    def __class_getitem__(cls, params: Any) -> Any:
+        return cls
 
     def create_accumulator(self) -> Any:
         raise NotImplementedError

@@ -12,6 +12,7 @@ from yarnflink.checkpoint.coordinator import (
     CheckpointTimeout,
     DeclineCheckpoint,
     DiscardCheckpoint,
+    DiscardIncomplete,
     DiscardState,
     FailGlobal,
     JobTerminated,
@@ -19,6 +20,7 @@ from yarnflink.checkpoint.coordinator import (
     MetadataWritten,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
+    Rescaled,
     ScheduleTimeout,
     TaskFailed,
     TaskFinished,
@@ -129,7 +131,8 @@ def test_decline_aborts_discards_acknowledged_state_and_fails_the_job_past_the_t
         1, ALL, "CHECKPOINT_DECLINED: task win-0 declined checkpoint 1: disk full"
     )
     assert actions[1] == DiscardState(1, tuple(state("src-0", 1).stream_handles()))
-    assert len(actions) == 2 and c.consecutive_failures == 1
+    assert actions[2] == DiscardIncomplete(1)  # its directory, with what a failing task left there
+    assert len(actions) == 3 and c.consecutive_failures == 1
     # a late ack of the aborted checkpoint: its state is discarded
     assert c.handle(AcknowledgeCheckpoint(1, "src-1", state("src-1", 1))) == [
         DiscardState(1, tuple(state("src-1", 1).stream_handles()))
@@ -173,7 +176,8 @@ def test_timeout_by_event_and_by_tick() -> None:
     assert c.handle(CheckpointTimeout(1, 5999))[0].reason.startswith("CHECKPOINT_EXPIRED")
     actions = c.handle(Tick(7000))  # checkpoint 2 expired at 7000; 3 is triggered
     assert isinstance(actions[0], NotifyCheckpointAborted) and actions[0].checkpoint_id == 2
-    assert isinstance(actions[1], TriggerCheckpoint) and actions[1].checkpoint_id == 3
+    assert actions[1] == DiscardIncomplete(2)
+    assert isinstance(actions[2], TriggerCheckpoint) and actions[2].checkpoint_id == 3
     assert c.consecutive_failures == 2
     assert c.handle(CheckpointTimeout(2, 8000)) == []  # already gone
 
@@ -186,7 +190,8 @@ def test_completion_subsumes_older_pending_checkpoints_and_retention_discards_ol
     actions = complete(c, 2, 3500)
     assert actions[0] == NotifyCheckpointAborted(1, ALL, "CHECKPOINT_SUBSUMED: subsumed by checkpoint 2")
     assert actions[1] == DiscardState(1, tuple(state("src-0", 1).stream_handles()))
-    assert actions[2] == NotifyCheckpointComplete(2, ALL)
+    assert actions[2] == DiscardIncomplete(1)
+    assert actions[3] == NotifyCheckpointComplete(2, ALL)
     assert c.consecutive_failures == 0 and sorted(c.pending) == [3]
     complete(c, 3, 4000)
     c.handle(Tick(5000))
@@ -329,3 +334,24 @@ def test_stop_with_savepoint_suspends_periodic_checkpoints_but_not_expiry() -> N
     assert isinstance(aborted[0], NotifyCheckpointAborted) and aborted[0].checkpoint_id == 1
     c.periodic_suspended = False  # the stop failed: the job goes on checkpointing
     assert isinstance(c.handle(Tick(7000))[0], TriggerCheckpoint)
+
+
+def test_a_checkpoint_whose_metadata_is_in_flight_keeps_its_files_when_the_job_ends_or_is_rescaled() -> None:
+    """Its pointer may yet land in the HA store (the write goes on): neither its state nor its
+    directory may go. Once the job ended no directory goes at all; a failed metadata write
+    discards both."""
+    for end, directories in ((JobTerminated("CANCELED"), []), (Rescaled(5000, "rescaled"), [2])):
+        c = running(max_concurrent=2)
+        c.handle(Tick(1000))
+        c.handle(Tick(2000))
+        ack_all(c, 1, 2500)  # checkpoint 1 is being finalized; 2 is pending
+        c.handle(AcknowledgeCheckpoint(2, "src-0", state("src-0", 2)))
+        actions = c.handle(end)
+        assert sorted(a.checkpoint_id for a in actions if isinstance(a, NotifyCheckpointAborted)) == [1, 2]
+        assert [a.checkpoint_id for a in actions if isinstance(a, DiscardState)] == [2]
+        assert [a.checkpoint_id for a in actions if isinstance(a, DiscardIncomplete)] == directories
+    c = running()
+    c.handle(Tick(1000))
+    ack_all(c, 1, 1500)
+    actions = c.handle(MetadataWriteFailed(1, "disk full", 1600))
+    assert DiscardIncomplete(1) in actions and any(isinstance(a, DiscardState) for a in actions)

@@ -43,3 +43,12 @@ def test_started_it_follows_the_files_while_a_job_runs(tmp_path: Path) -> None:
     with ConsoleForwarder(tmp_path, out, poll_interval=0.01):
         _append(tmp_path / "taskexecutor-0.out", "while running\n")
         wait_until(lambda: out.getvalue() == "while running\n", timeout=10, what="the line copied")
+
+
+def test_skip_existing_leaves_out_earlier_output(tmp_path: Path) -> None:
+    _append(tmp_path / "taskexecutor-0.out", "an earlier job\n")
+    out = io.StringIO()
+    console = ConsoleForwarder(tmp_path, out).skip_existing()
+    _append(tmp_path / "taskexecutor-0.out", "this job\n")
+    console.stop()
+    assert out.getvalue() == "this job\n"

@@ -83,6 +83,17 @@ def test_a_failed_per_job_job_makes_the_master_exit_non_zero(per_job_master: tup
     assert master.exit_code == 1  # skein: "driver failed" -> the YARN application ends FAILED
 
 
+def test_a_per_job_master_that_never_gets_a_job_ends_after_the_bound() -> None:
+    """E.g. YARN's second attempt of a per-job application whose job ended in the first: no job
+    comes and the key-value store (with the client's word) was the first ApplicationMaster's."""
+    master = MasterProcess(Configuration(CONFIG), per_job=True, client_gone=lambda: False, client_wait_s=0)
+    master.start()
+    try:
+        assert master._job_cluster_done()
+    finally:
+        master.stop()
+
+
 def test_a_client_that_went_away_keeps_the_cluster_for_a_bounded_time() -> None:
     assert not job_cluster_done_for_remote_client(False, 10.0, 300.0)
     assert job_cluster_done_for_remote_client(False, 300.0, 300.0)
@@ -145,3 +156,34 @@ def test_session_start_reports_the_masters_error_not_a_raw_connection_error() ->
     fake.apps[app_id].state = "RUNNING"
     with pytest.raises(YarnDeploymentError, match="ended"):
         wait_for_rest_url(fake, app_id, timeout=30, poll=0)  # a ConnectionError is no crash
+
+
+def _checkpoints_in_flight(base: Path, job_id: str) -> Path:
+    job = base / job_id
+    (job / "chk-1").mkdir(parents=True)
+    (job / "chk-1" / "_metadata").write_bytes(b"done")
+    (job / "chk-1" / "._metadata.inprogress-0a1b").write_bytes(b"half")  # a kill between write and rename
+    (job / "chk-2").mkdir()  # triggered, nothing written
+    (job / "chk-3").mkdir()
+    (job / "chk-3" / "op-0-state.arrow").write_bytes(b"state")  # acknowledged in part
+    (job / "shared").mkdir()
+    return job
+
+
+def test_a_job_clusters_end_removes_what_checkpoints_in_flight_left(
+    per_job_master: tuple[MasterProcess, Client], tmp_path: Path
+) -> None:
+    master, client = per_job_master
+    job_id = "b" * 32
+    job = _checkpoints_in_flight(tmp_path / "checkpoints", job_id)
+
+    async def add() -> None:
+        user = {"execution.checkpointing.dir": f"file://{tmp_path / 'checkpoints'}"}
+        entry = JobEntry(job_id, "j", 0, archive={"details": {"state": "CANCELED"}})
+        entry.job_config = {"execution-config": {"user-config": user}}
+        master.dispatcher.jobs[job_id] = entry
+
+    master.dispatcher.call(add)
+    master.stop()
+    assert sorted(p.name for p in job.iterdir()) == ["chk-1", "shared"]
+    assert [p.name for p in (job / "chk-1").iterdir()] == ["_metadata"]  # the completed one stays
