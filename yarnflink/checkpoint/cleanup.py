@@ -13,6 +13,10 @@ The rule: **no file goes that a pointer in the HA store may still name.**
 * A JobMaster deposed (``LeadershipLost``: a fenced write refused, its leadership revoked, the
   job SUSPENDED) deletes nothing any more, whatever it was asked: the next leader owns the
   checkpoints now and may resume from any of them.
+* With HA, a job that ends for good (``JobEnded``) leaves its completed checkpoints to the
+  cleanup of its HA data, which runs once its result is in the JobResultStore (Flink's
+  ``CheckpointResourcesCleanupRunner``): a leader deposed before that leaves them, pointers and
+  files, to the next one, which resumes the job from them. Ending otherwise (SUSPENDED) deposes.
 * A checkpoint whose pointer write failed for another reason than a lost leadership
   (``PublishFailed``: ZooKeeper away, an unknown outcome) may be in the store: its files stay
   (Flink's ``PossibleInconsistentStateException``).
@@ -77,7 +81,12 @@ class LeadershipLost:
     reason: str
 
 
-Event = Union[DiscardCompleted, DiscardFiles, DiscardDirectory, HaAnswered, PublishFailed, LeadershipLost]
+@dataclass(frozen=True)
+class JobEnded:
+    status: str  # FINISHED | CANCELED | FAILED (for good) | SUSPENDED
+
+
+Event = Union[DiscardCompleted, DiscardFiles, DiscardDirectory, HaAnswered, PublishFailed, LeadershipLost, JobEnded]
 
 
 # ----------------------------------------------------------------------------- actions
@@ -110,10 +119,11 @@ class DeleteDirectory:
 
 @dataclass(frozen=True)
 class Kept:
-    """Files of ``checkpoint_id`` not deleted, and why."""
+    """Files of ``checkpoint_id`` not deleted, and why (``expected``: as usual, not a fault)."""
 
     checkpoint_id: int
     reason: str
+    expected: bool = False
 
 
 Delete = Union[DeleteCheckpoint, DeleteState, DeleteDirectory]
@@ -131,6 +141,8 @@ class CheckpointCleanup:
         self.deposed: str | None = None
         #: checkpoints whose pointer may be in the HA store though their completion failed
         self.maybe_published: dict[int, str] = {}
+        #: HA: the job ended for good; its completed checkpoints go with its HA data
+        self.left_to_ha_cleanup = False
         self._waiting: dict[int, Delete] = {}
         self._next_ticket = 1
 
@@ -149,6 +161,12 @@ class CheckpointCleanup:
             else:
                 self.maybe_published[event.checkpoint_id] = event.reason
             return []
+        if isinstance(event, JobEnded):
+            if event.status not in ("FINISHED", "CANCELED", "FAILED"):
+                self._depose(f"the job is {event.status}")
+            elif self.ha:
+                self.left_to_ha_cleanup = True
+            return []
         self._depose(event.reason)
         return []
 
@@ -160,6 +178,8 @@ class CheckpointCleanup:
         cid = _checkpoint_id(delete)
         if self.deposed is not None:
             return [Kept(cid, f"this JobMaster no longer leads ({self.deposed}): the next leader owns its checkpoints")]
+        if pointer and self.left_to_ha_cleanup:
+            return [Kept(cid, "the job ended: its checkpoints go with its HA data once its result is recorded", True)]
         if cid in self.maybe_published:
             return [Kept(cid, f"its pointer may be in the HA store (adding it failed: {self.maybe_published[cid]})")]
         if not self.ha:

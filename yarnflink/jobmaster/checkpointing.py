@@ -225,8 +225,9 @@ class CheckpointDriver:
 
     def job_terminated(self, status: str) -> None:
         self.stop()
-        if status not in ("FINISHED", "CANCELED", "FAILED"):  # SUSPENDED: the next leader owns the checkpoints
-            self._clean(cu.LeadershipLost(f"the job is {status}"))
+        # with HA the completed checkpoints go with the job's HA data, after its result is recorded
+        # (dispatcher/leadership.py); SUSPENDED: the next leader owns them
+        self._clean(cu.JobEnded(status))
         self._handle(cc.JobTerminated(status))
 
     def suspended(self, cause: str) -> None:
@@ -410,7 +411,8 @@ class CheckpointDriver:
             elif isinstance(a, cu.DeleteDirectory):
                 self._discard(storage.discard_incomplete, a.checkpoint_id)
             elif isinstance(a, cu.Kept):
-                log.warning("job %s: files of checkpoint %d kept: %s", self.jm.job_id, a.checkpoint_id, a.reason)
+                level = logging.INFO if a.expected else logging.WARNING
+                log.log(level, "job %s: files of checkpoint %d kept: %s", self.jm.job_id, a.checkpoint_id, a.reason)
 
     async def _ask_ha(self, ticket: int, fn: Callable[..., Any], *args: Any) -> None:
         try:

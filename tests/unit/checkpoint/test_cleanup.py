@@ -12,6 +12,7 @@ from yarnflink.checkpoint.cleanup import (
     DiscardDirectory,
     DiscardFiles,
     HaAnswered,
+    JobEnded,
     Kept,
     LeadershipLost,
     PublishFailed,
@@ -91,3 +92,19 @@ def test_a_refused_pointer_write_deposes_and_an_unknown_outcome_keeps_that_check
     c.handle(PublishFailed(8, "LeadershipLostError: over", leadership_lost=True))
     assert c.deposed is not None and "refused" in c.deposed
     assert [type(a) for a in c.handle(HaAnswered(1))] == [Kept]
+
+
+def test_with_ha_a_job_ending_for_good_leaves_its_completed_checkpoints_to_the_ha_cleanup() -> None:
+    """They go with the job's HA data once its result is recorded: a leader deposed before that
+    leaves them, pointers and files, to the next one."""
+    c = CheckpointCleanup(ha=True)
+    assert c.handle(JobEnded("FAILED")) == []
+    (kept,) = c.handle(DiscardCompleted(CHK3))
+    assert isinstance(kept, Kept) and "HA data" in kept.reason
+    assert c.handle(DiscardFiles(5, HANDLES)) == [CheckLeadership(1)]  # no pointer names these
+    c = CheckpointCleanup(ha=False)
+    c.handle(JobEnded("FAILED"))
+    assert c.handle(DiscardCompleted(CHK3)) == [DeleteCheckpoint(CHK3)]
+    c = CheckpointCleanup(ha=True)
+    c.handle(JobEnded("SUSPENDED"))
+    assert c.deposed == "the job is SUSPENDED"
