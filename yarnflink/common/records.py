@@ -507,12 +507,12 @@ def replace_field(record: Any, field: Field, value: Any) -> Any:
         _bad_field(record, field)
     if isinstance(record, Row):
         names = record.get_field_names()
-        out = Row(*record)
-        out[_row_position(record, field)] = value
+        row = Row(*record)
+        row[_row_position(record, field)] = value
         if names is not None:
-            out.set_field_names(names)
-        out.set_row_kind(record.get_row_kind())
-        return out
+            row.set_field_names(names)
+        row.set_row_kind(record.get_row_kind())
+        return row
     if field == 0 or field == "f0":
         return value
     _bad_field(record, field)
