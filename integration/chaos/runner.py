@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from integration.chaos import checker
+from integration.chaos.disk import CheckpointDisk
 from integration.chaos.faultfs import CONTROL_ENV, PROTOCOL, FaultControl
 from integration.chaos.injectors import Injectors
 from integration.chaos.measure import FaultTiming, Sample, recovery, summarize
@@ -68,6 +69,11 @@ class ChaosOptions:
     records: int | None = None
     topology: Topology = field(default_factory=Topology)
     job_conf: dict[str, str] = field(default_factory=dict)
+    #: the checkpoint disk: a tmpfs where it can be mounted (auto), always one (tmpfs), or the fault
+    #: file system only (wrapper); see integration/chaos/disk.py
+    disk: str = "auto"
+    #: orphaned checkpoints of finished jobs fail the run too (they are reported either way)
+    strict: bool = False
     log: Callable[[str], None] = print
 
 
@@ -82,6 +88,7 @@ class ChaosReport:
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
     per_kind: dict[str, dict[str, float | int]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    leftover_checkpoints: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
     workdir: str = ""
 
@@ -105,6 +112,8 @@ class ChaosReport:
                 f"    {kind:18} x{k['injected']:<3} recovery {k['recovery_median_s']} / {k['recovery_max_s']}, "
                 f"disruption {k['disruption_median_s']} / {k['disruption_max_s']} ({k['measured']} measured)"
             )
+        if self.leftover_checkpoints:
+            lines.append("  checkpoint leftovers of finished jobs: " + "; ".join(self.leftover_checkpoints))
         lines.append("OK" if self.ok else "FAILED:\n  " + "\n  ".join(self.problems))
         return "\n".join(lines)
 
@@ -242,12 +251,13 @@ def run(options: ChaosOptions) -> ChaosReport:
     logging.lastResort = None
     event(f"seed {options.seed}, {options.duration_s:.0f}s, {len(schedule.faults)} faults scheduled in {workdir}")
     control = _environment(workdir)
+    disk = CheckpointDisk(workdir / "disk", control, options.disk)
     ensemble = moto = proxy = cluster = injectors = monitor = None
     records = options.records or records_for(options.duration_s)
     jobs = [
         ChaosJob(
             "disk",
-            f"{PROTOCOL}://{workdir / 'disk' / 'checkpoints'}",
+            disk.url,
             workdir / "out-disk",
             workdir / "disk.slow",
             records,
@@ -272,8 +282,11 @@ def run(options: ChaosOptions) -> ChaosReport:
         cluster = LocalHaCluster(
             config, workdir / "cluster", masters=topo.masters, taskexecutors=topo.taskexecutors, name="chaos"
         ).start()
-        injectors = Injectors(cluster, ensemble, proxy, control)
-        event(f"session up: leader {cluster.leader_url()}, ZooKeeper {ensemble.hosts}, S3 {proxy.address}")
+        injectors = Injectors(cluster, ensemble, proxy, disk)
+        event(
+            f"session up: leader {cluster.leader_url()}, ZooKeeper {ensemble.hosts}, S3 {proxy.address}, "
+            f"checkpoint disk: {disk.describe()}"
+        )
         for job in jobs:
             submit(cluster.leader_url(), job, options.job_conf)
             event(f"job {job.name} submitted: {job.job_id} ({records} records, checkpoints {job.checkpoint_dir})")
@@ -299,10 +312,23 @@ def run(options: ChaosOptions) -> ChaosReport:
             figures[job.name].update(state=states.get(job.job_id), restarts=details.get("numRestarts"))
         report.jobs = figures
         paths = ZooKeeperPaths.from_config(cluster.config)
-        job_nodes = [p for j in jobs for p in (paths.job(j.job_id), paths.job_graph(j.job_id))]
-        problems += _eventually(lambda: checker.check_zookeeper(ensemble.hosts, job_nodes), 30)
-        problems += _eventually(lambda: checker.check_leftover_files(jobs, [workdir / "disk" / "checkpoints"]), 30)
-        problems += _s3_leftovers(proxy.address)
+        graphs = [paths.job_graph(j.job_id) for j in jobs]
+        problems += _eventually(lambda: checker.check_zookeeper(ensemble.hosts, graphs), 30)
+        problems += _eventually(lambda: checker.check_leftover_files(jobs, [workdir / "disk" / "checkpoints"]), 10)
+        event("checked: job states, output, job graphs in ZooKeeper, temporary files")
+        # what a finished job's checkpoints leave: its jobs/<id> node in ZooKeeper (pointers, the id
+        # counter) and chk-<n> directories; reported, and a failure with --strict (docs/RELIABILITY.md)
+        report.leftover_checkpoints = _eventually(
+            lambda: [
+                *checker.check_zookeeper(ensemble.hosts, [paths.job(j.job_id) for j in jobs]),
+                *_orphans(workdir / "disk" / "checkpoints", proxy.address),
+            ],
+            5,
+        )
+        if report.leftover_checkpoints:
+            event(f"checkpoint leftovers of finished jobs: {report.leftover_checkpoints}")
+            if options.strict:
+                problems += report.leftover_checkpoints
         times = recovery(monitor.samples, timings, [j.job_id for j in jobs])
         report.per_kind = summarize(timings, times)
         report.faults_injected = len(timings)
@@ -335,6 +361,7 @@ def run(options: ChaosOptions) -> ChaosReport:
             moto.wait(30)
         if ensemble is not None:
             ensemble.stop()
+        disk.close()
         report.wall_s = time.monotonic() - t_start
         (workdir / "report.json").write_text(json.dumps(asdict(report), indent=1, default=str))
         (workdir / "events.log").write_text("\n".join(report.events) + "\n")
@@ -373,25 +400,22 @@ def _eventually(check: Callable[[], list[str]], timeout: float) -> list[str]:
         time.sleep(0.5)
 
 
-def _s3_leftovers(address: str) -> list[str]:
+def _orphans(disk: Path, s3_address: str) -> list[str]:
+    """Checkpoint directories left on the disk and on S3 (see ``checker.orphaned_checkpoints``)."""
     import boto3
 
     client = boto3.client(
         "s3",
-        endpoint_url=f"http://{address}",
+        endpoint_url=f"http://{s3_address}",
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
         region_name="us-east-1",
     )
-
-    def check() -> list[str]:
-        keys = [o["Key"] for o in client.list_objects_v2(Bucket=BUCKET).get("Contents", [])]
-        chk = sorted({k.split("/chk-")[0] for k in keys if "/chk-" in k})
-        return (
-            [f"checkpoint files of finished jobs left on S3: {sorted(keys)[:5]} ({len(keys)} objects)"] if chk else []
-        )
-
-    return _eventually(check, 30)
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket=BUCKET).get("Contents", [])]
+    files = [str(p) for p in disk.rglob("*") if p.is_file()] if disk.exists() else []
+    return [f"disk:{c}" for c in checker.orphaned_checkpoints(files)] + [
+        f"s3:{c}" for c in checker.orphaned_checkpoints(keys)
+    ]
 
 
 def _inject(schedule: Schedule, injectors: Injectors, event: Callable[[str], None]) -> list[FaultTiming]:
@@ -471,6 +495,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=None, help="keep everything here (default: a temporary dir)")
     parser.add_argument("--keep", action="store_true", help="keep the work dir after a successful run")
     parser.add_argument("--schedule-only", action="store_true", help="print the schedule and exit")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail on checkpoint leftovers of finished jobs too (ZooKeeper nodes, chk-<n> dirs; else reported)",
+    )
+    parser.add_argument(
+        "--disk",
+        choices=("auto", "tmpfs", "wrapper"),
+        default="auto",
+        help="the checkpoint disk: a tmpfs where it can be mounted (auto, the default), or the fault file system only",
+    )
     parser.add_argument("--report", type=Path, default=None, help="also write the report (JSON) here")
     parser.add_argument(
         "-D", dest="job_conf", action="append", default=[], help="KEY=VALUE for the jobs' configuration"
@@ -479,8 +514,13 @@ def main(argv: list[str] | None = None) -> int:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
     try:
         kinds = FaultKind.parse(args.kinds.split(","))
+        bad = [kv for kv in args.job_conf if "=" not in kv or not kv.split("=", 1)[0]]
+        if bad:
+            raise ValueError(f"-D takes KEY=VALUE, got {bad[0]!r}")
         job_conf = dict(kv.split("=", 1) for kv in args.job_conf)
-        options = ChaosOptions(seed, args.duration, kinds, args.workdir, args.keep, job_conf=job_conf)
+        options = ChaosOptions(
+            seed, args.duration, kinds, args.workdir, args.keep, job_conf=job_conf, strict=args.strict, disk=args.disk
+        )
         schedule = make_schedule(seed, args.duration, kinds)
     except ValueError as e:
         parser.error(str(e))

@@ -365,7 +365,7 @@ class DataStream(_OperatorSettings):
             raise TypeError(f"sink_to() needs a FileSink or DiscardingSink, got {_describe(sink)}")
         stream: DataStream = self
         type_info = self._t.output_type
-        if sink.format == "text" and type_info is not None and not isinstance(type_info, PickledBytesTypeInfo):
+        if sink.format == "text" and _prints_differently(type_info):
             # Encoder.simple_string_encoder() writes typed records as Flink's toString
             stream = self._then("Map", MapSpec(fn=type_info.to_string), Types.STRING())
         elif sink.format in ("parquet", "csv") and isinstance(type_info, RowTypeInfo):
@@ -379,11 +379,25 @@ class DataStream(_OperatorSettings):
             raise TypeError(f"print() sink_identifier must be a string, got {_describe(sink_identifier)}")
         stream = self
         type_info = self._t.output_type
-        if type_info is not None and not isinstance(type_info, PickledBytesTypeInfo):
+        if _prints_differently(type_info):
             # typed records print as Flink's Java toString does: (hi,1), +I[1, hi], true, 1.0E7
             stream = self._then("Map", MapSpec(fn=type_info.to_string), Types.STRING())
         spec = PrintSinkSpec(prefix=sink_identifier)
         return DataStreamSink(self._env, stream._add("Print to Std. Out", spec, "sink"))
+
+    def union(self, *streams: DataStream) -> DataStream:
+        """The records of this stream and ``streams`` in one stream (all of one environment), through
+        a pass-through operator with one input per stream (Flink's union needs no operator)."""
+        for s in streams:
+            if not isinstance(s, DataStream):
+                raise TypeError(f"union() needs DataStreams, got {_describe(s)}")
+            if s._env is not self._env:
+                raise ValueError("union(): the streams must belong to the same StreamExecutionEnvironment")
+        inputs = [self._input(), *(s._input() for s in streams)]
+        t = self._env._add_transformation("Union", MapSpec(fn=_identity), "operator", inputs)
+        types = {s._t.output_type for s in (self, *streams)}
+        t.output_type = types.pop() if len(types) == 1 else None
+        return DataStream(self._env, t)
 
     # ------------------------------------------------------------------ refused (Java-only) calls
     def add_sink(self, sink_func: Any) -> Any:
@@ -423,6 +437,18 @@ class DataStream(_OperatorSettings):
             raise ValueError(f"execute_and_collect(): limit must be an integer >= 0, got {limit!r}")
         self._add("Collect", CollectSinkSpec(), "sink")
         return self._env._execute_and_collect(job_execution_name, limit)
+
+
+def _identity(record: Any) -> Any:
+    return record
+
+
+def _prints_differently(type_info: Any) -> bool:
+    """Whether records of this type print otherwise than ``str(record)`` (untyped and STRING
+    records print as they are)."""
+    if type_info is None or isinstance(type_info, PickledBytesTypeInfo):
+        return False
+    return type_info != Types.STRING()
 
 
 def _row_as_dict(record: Any) -> Any:

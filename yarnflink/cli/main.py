@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import runpy
 import sys
@@ -30,6 +29,8 @@ from typing import Any
 from yarnflink.api.common import ProgramAbortException
 from yarnflink.api.environment import PlanCaptureExecutor, set_default_executor
 from yarnflink.api.options import DeploymentOptions
+from yarnflink.api.pyflink_conflict import install_guard as install_pyflink_guard
+from yarnflink.api.pyflink_conflict import remove_guard as remove_pyflink_guard
 from yarnflink.checkpoint.options import SavepointConfigOptions
 from yarnflink.client.console import ConsoleForwarder
 from yarnflink.client.executor import JobExecutionException, RestClusterExecutor
@@ -61,7 +62,7 @@ from yarnflink.deployment.yarn.client import (
 )
 from yarnflink.entrypoint.application import run_application_cluster
 from yarnflink.entrypoint.master import run_master
-from yarnflink.entrypoint.taskexecutor import run_taskexecutor
+from yarnflink.entrypoint.taskexecutor import add_start_arguments, run_taskexecutor, setup_logging
 from yarnflink.highavailability import HighAvailabilityError, ha_enabled
 from yarnflink.highavailability.options import HighAvailabilityOptions
 from yarnflink.jobgraph.options import CoreOptions
@@ -300,18 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     te = sub.add_parser("taskexecutor", help="run a TaskExecutor process")
     tsub = te.add_subparsers(dest="te_command", required=True, metavar="ACTION")
-    tstart = tsub.add_parser("start")
-    _common(tstart)
-    tstart.add_argument(
-        "--master",
-        metavar="HOST:PORT",
-        help="the master's RPC address (with high-availability.type: zookeeper the leader is "
-        "found in ZooKeeper instead)",
-    )
-    tstart.add_argument("--parent-pid", type=int)
-    tstart.add_argument("--resource-id")
-    tstart.add_argument("--yarn", action="store_true", help="run in a YARN container (the application's cluster id)")
-    tstart.add_argument("--log-file", type=Path)
+    add_start_arguments(tsub.add_parser("start"))
     return parser
 
 
@@ -320,9 +310,7 @@ def _config(args: argparse.Namespace) -> Configuration:
 
 
 def _setup_logging(log_file: Path | None) -> None:
-    level = os.environ.get("YARNFLINK_LOG_LEVEL", "INFO").upper()
-    kwargs: dict[str, Any] = {"filename": str(log_file)} if log_file else {"stream": sys.stderr}
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", **kwargs)
+    setup_logging(log_file)
 
 
 def _validate_positive(name: str, value: int | None) -> None:
@@ -401,9 +389,12 @@ def _run_job_file(job: str, job_args: Sequence[str]) -> None:
     old_argv = sys.argv
     sys.argv = [str(path), *job_args]
     sys.path.insert(0, str(path.parent.resolve()))
+    # apache-flink in this environment: `import pyflink` fails naming both (docs/PYFLINK.md)
+    guard = install_pyflink_guard()
     try:
         runpy.run_path(str(path), run_name="__main__")
     finally:
+        remove_pyflink_guard(guard)
         sys.argv = old_argv
         sys.path.pop(0)
 

@@ -190,6 +190,10 @@ class RestClient:
     def execution_result(self, job_id: str) -> dict[str, Any]:
         return self._request("GET", f"/jobs/{job_id}/execution-result")  # type: ignore[no-any-return]
 
+    def collected(self, job_id: str, offset: int) -> dict[str, Any]:
+        """``execute_and_collect()`` results after ``offset``: payloads, next offset, stale, done."""
+        return self._request("GET", f"/jobs/{job_id}/collect", params={"offset": offset})  # type: ignore[no-any-return]
+
     def cancel(self, job_id: str) -> None:
         self._request("PATCH", f"/jobs/{job_id}", params={"mode": "cancel"})
 

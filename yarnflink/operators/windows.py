@@ -378,7 +378,10 @@ class WindowOperator(StreamOperator):
         self.columnar: ColumnarWindows | None = None
         # the per-record path groups a batch by (key, window start) for tumbling / sliding windows
         self._starts: Callable[[int], Any] | None = None
+        self._tumbling: tuple[int, int] | None = None  # (size, offset)
         self._size = 0
+        # one TimeWindow object per open window: equal objects would be compared on every lookup
+        self._window_objects: dict[int, TimeWindow] = {}
         a = spec.assigner
         if isinstance(a, SlidingEventTimeWindows):
             size, slide, offset = a.size, a.slide, a.offset
@@ -388,6 +391,7 @@ class WindowOperator(StreamOperator):
             size, offset = a.size, a.offset
             self._size = size
             self._starts = lambda t: (t - (t - offset) % size,)
+            self._tumbling = (size, offset)
         self._rich = [
             f
             for f in (spec.function, spec.window_function, self.keys.rich)
@@ -499,6 +503,18 @@ class WindowOperator(StreamOperator):
         groups: dict[tuple[Any, int], list[int]] = {}
         status: dict[int, int] = {}  # window start -> 0 open, 1 fired (within the lateness), 2 past cleanup
         refire: list[tuple[int, int]] = []
+        if self._tumbling is not None and (not self.event_time or min(ts_list) > self.current_watermark):
+            # the common case: one window per record and none has fired yet
+            size, offset = self._tumbling
+            get = groups.get
+            for i, (key, t) in enumerate(zip(keys, ts_list)):
+                gk = (key, t - (t - offset) % size)
+                g = get(gk)
+                if g is None:
+                    groups[gk] = [i]
+                else:
+                    g.append(i)
+            ts_list = []  # done
         for i, t in enumerate(ts_list):
             skipped = True
             for start in starts_of(t):
@@ -523,7 +539,7 @@ class WindowOperator(StreamOperator):
                     self.num_late_records_dropped += 1
         backend, contents, size = self.backend, self.contents, self._size
         cleanup_differs = self.event_time and self.allowed_lateness > 0  # else one timer does both
-        windows: dict[int, TimeWindow] = {}
+        windows = self._window_objects
         for (key, start), idx in groups.items():
             window = windows.get(start)
             if window is None:
@@ -542,6 +558,13 @@ class WindowOperator(StreamOperator):
             contents.add(rows[i])
             self._emit_window(key, window, window)
             self._register_cleanup_timer(window)
+
+    def _forget_windows(self) -> None:
+        """Drop the cached window objects of windows past their cleanup time."""
+        wm = self.current_watermark
+        objs = self._window_objects
+        for start in [s for s, w in objs.items() if self._cleanup_time(w) <= wm]:
+            del objs[start]
 
     def _window_status(self, start: int) -> int:
         window = TimeWindow(start, start + self._size)
@@ -643,6 +666,8 @@ class WindowOperator(StreamOperator):
     def process_watermark(self, watermark: Any) -> None:
         if isinstance(watermark, Watermark):
             self.timers.advance_watermark(watermark.timestamp)  # type: ignore[union-attr]
+            if len(self._window_objects) > 64:
+                self._forget_windows()
             if self.columnar is not None:
                 self._fire_columnar(self.timers.current_watermark)  # type: ignore[union-attr]
             self._flush()

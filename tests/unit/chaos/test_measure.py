@@ -41,3 +41,16 @@ def test_a_fault_after_every_job_finished_is_not_measured_and_summaries_count_it
 def test_duplicates_and_gaps_of_an_output() -> None:
     assert output_diff([1, 2, 2, 3], [1, 2, 3, 4]) == (1, 1)
     assert output_diff([1, 2], [1, 2]) == (0, 0)
+
+
+def test_orphaned_checkpoints_are_named_by_job_and_id_from_paths_and_keys() -> None:
+    from integration.chaos.checker import orphaned_checkpoints
+
+    keys = [
+        "checkpoints/j1/chk-21/_metadata",
+        "checkpoints/j1/chk-21/op-0",
+        "/tmp/x/disk/checkpoints/j2/chk-7/_metadata",
+        "checkpoints/j1/shared/a",
+    ]
+    assert orphaned_checkpoints(keys) == ["j1/chk-21", "j2/chk-7"]
+    assert orphaned_checkpoints(["checkpoints/j1/taskowned/x"]) == []
