@@ -4,8 +4,8 @@ output equals what real PyFlink printed (expected/, made by generate_expected.py
 
 Most run through ``yarnflink run -m URL`` on one shared local session (in this process, as the CLI
 does, to keep the suite fast); ``STANDALONE`` ones run as a user starts them, in a process of
-their own: ``python job.py`` (an embedded local cluster) and ``yarnflink run job.py`` (a per-job
-local cluster whose TaskExecutors' prints reach the console).
+their own: ``python job.py`` (an embedded local cluster whose TaskExecutors' prints reach the
+console); test_console.py runs ``yarnflink run job.py`` on a per-job local cluster.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ PENDING: dict[str, str] = {
     "window_all_count": "DataStream.window_all is refused",
 }
 
-#: (how, case): run in a process of their own, as a user starts them
-STANDALONE = [("python", "example_tumbling_time_window"), ("yarnflink run", "console_print")]
+#: (how, case): run in a process of their own, as a user starts them (``yarnflink run`` on a
+#: per-job cluster: test_console.py)
+STANDALONE = [("python", "console_print")]
 
 WITH_PENDING = os.environ.get("YARNFLINK_COMPAT_PENDING", "") == "1"
 SUITE = [c for c in ALL.values() if WITH_PENDING or c.name not in PENDING]
