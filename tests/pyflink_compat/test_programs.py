@@ -37,7 +37,7 @@ PENDING: dict[str, str] = {
     "broadcast_state_rules": "broadcast(MapStateDescriptor) and broadcast state (KeyedBroadcastProcessFunction) "
     "do not exist",
     "row_named_types": "the print sink shows a Row as +I[BERLIN, 54.5]; PyFlink as +I[BERLIN,54.5]",
-    "window_all_count": "DataStream.window_all is refused",
+    "window_all_count": "pyflink.datastream.window has no CountTumblingWindowAssigner, and window_all is refused",
 }
 
 #: (how, case): run in a process of their own, as a user starts them (``yarnflink run`` on a
