@@ -8,7 +8,6 @@ from pyflink.datastream.connectors import FileSink, FileSource, FlinkKafkaConsum
 from pyflink.datastream.connectors.elasticsearch import Elasticsearch7SinkBuilder
 from pyflink.datastream.connectors.file_system import BucketAssigner
 from pyflink.datastream.connectors.pulsar import PulsarSource
-from pyflink.datastream.window import TumblingEventTimeWindows
 from pyflink.table import StreamTableEnvironment, TableEnvironment
 from yarnflink.api.common import UnsupportedFeatureError
 
@@ -34,11 +33,10 @@ def env():
         (lambda env: env.add_source(object()), "add_source()", "from_source"),
         (lambda env: env.create_input(object()), "create_input()", "from_source"),
         (lambda env: env.from_collection([1]).add_sink(object()), "add_sink()", "sink_to"),
-        (lambda env: env.from_collection([1]).connect(env.from_collection([2])), "connect()", "union"),
         (
-            lambda env: env.from_collection([1]).window_all(TumblingEventTimeWindows.of(1000)),
-            "window_all()",
-            "key_by(lambda r: 0)",
+            lambda env: env.from_collection([1]).broadcast(object()),
+            "broadcast(MapStateDescriptor)",
+            "KeyedCoProcessFunction",
         ),
         (lambda env: env.from_collection([1]).partition_custom(None, None), "partition_custom()", "key_by"),
     ],
