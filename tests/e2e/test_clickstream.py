@@ -211,3 +211,35 @@ def test_a_spark_step_failing_mid_run_keeps_the_committed_sessions_exact(
     assert {pid for pid, _ in runs} == {str(te_pid)}
     assert len({app for _, app in runs}) == 1
     assert all(p.read_text().endswith(JIT) for p in marks.glob("app-*"))  # the TaskExecutor's spark.* key
+
+
+def test_on_two_task_executors_of_two_slots_the_example_uses_both_processes(
+    reference: list[dict],
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A TaskExecutor's slots share one interpreter lock: on a session of 2 TaskExecutors x 2
+    slots with the default configuration, every vertex of the example (parallelism 2) runs one
+    subtask in each process, and the output is still exactly the reference."""
+    c = start_cluster(
+        tmp_path_factory.mktemp("clickstream-2x2"), taskexecutors=2, slots=2, spark_driver_extraJavaOptions=JIT
+    )
+    try:
+        c.executor()
+        out = tmp_path / "sessions"
+        monkeypatch.setattr(
+            sys,
+            "argv",
+            [str(EXAMPLE), "--events", str(EVENTS), "--seed", str(SEED), "--gap", str(GAP_S), "--output", str(out)],
+        )
+        runpy.run_path(str(EXAMPLE), run_name="__main__")
+        assert committed(out) == reference
+        (job,) = c.rest.jobs_overview()
+        vertices = c.rest.job(job["jid"])["vertices"]
+        assert vertices and {v["parallelism"] for v in vertices} == {2}
+        for v in vertices:
+            assert len({s["taskmanager-id"] for s in v["subtasks"]}) == 2, v["name"]
+    finally:
+        set_default_executor(None)
+        c.stop()
