@@ -5,7 +5,7 @@ processes) runs a streaming job while C concurrent clients, each on its own HTTP
 still be RUNNING, and the master's resident set size is sampled before, at the peak and after the
 submitted jobs' JobMasters have stopped.
 
-    scripts/bench --suite rest_load [--clients 200] [--requests 25] [--submissions 2] [--json]
+    scripts/bench --suite rest_load [--clients 200] [--requests 25] [--submissions 2] [--abuse] [--json]
 
 Prints latency percentiles per request kind, every non-2xx answer and transport error by kind, and
 the master's RSS.
@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import json
 import os
 import platform
+import socket
 import ssl
 import statistics
 import tempfile
@@ -144,6 +146,88 @@ def load(base_url: str, clients: int, requests: int, submissions: int, master: p
     }
 
 
+def abuse(base_url: str, master: psutil.Process, max_body: int) -> dict[str, Any]:
+    """Hostile requests, each answered with a clear 4xx and the master still serving: bodies over
+    ``rest.server.max-content-length`` declared and chunked, a body the client never finishes, an
+    unauthenticated large body, encodings the endpoint does not take, nesting too deep, and 300
+    connections held open with half-sent headers while a normal client polls."""
+    creds = find_credentials(base_url)
+    auth = {"authorization": f"Bearer {creds.token}"} if creds.token else {}
+    verify: Any = ssl.create_default_context(cafile=creds.ca_file) if creds.ca_file else ssl.create_default_context()
+    graph = json.dumps(bounded_job(-2)).encode()
+    mb = 2**20
+
+    def chunks(total: int, size: int = mb) -> Any:
+        sent = 0
+        while sent < total:
+            yield b" " * min(size, total - sent)
+            sent += size
+
+    cases: list[tuple[str, dict[str, Any]]] = [
+        ("chunked body over the limit", {"content": chunks(max_body + 20 * mb)}),
+        ("unauthenticated 50 MB body", {"content": b" " * (50 * mb), "no_auth": True}),
+        ("gzip-encoded JobGraph", {"headers": {"content-encoding": "gzip"}, "content": gzip.compress(graph)}),
+        ("invalid UTF-8", {"content": b'{"jobId": "\xff\xfe"}'}),
+        ("nesting 200,000 deep", {"content": b"[" * 200_000 + b"]" * 200_000}),
+        ("a million keys", {"content": json.dumps({f"k{i}": i for i in range(1_000_000)}).encode()}),
+        ("JSON that is no JobGraph", {"content": b'{"jobId": 1, "vertices": "x"}'}),
+    ]
+    url = httpx.URL(base_url)
+    started = time.perf_counter()
+    with socket.create_connection((url.host, url.port or 80), timeout=REQUEST_TIMEOUT_S) as raw:
+        conn = verify.wrap_socket(raw, server_hostname=url.host) if url.scheme == "https" else raw
+        token = auth.get("authorization", "")
+        conn.sendall(
+            f"POST /jobs HTTP/1.1\r\nHost: {url.host}\r\nAuthorization: {token}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {max_body + 1}\r\n\r\n{{}}".encode()
+        )  # the client claims a body over the limit and never sends it
+        status_line = conn.recv(4096).split(b"\r\n", 1)[0].decode()
+    results: dict[str, Any] = {
+        "declared body over the limit, never sent": {
+            "status": int(status_line.split()[1]) if status_line else "no answer",
+            "ms": round((time.perf_counter() - started) * 1000, 1),
+        }
+    }
+    with httpx.Client(base_url=base_url, verify=verify, timeout=REQUEST_TIMEOUT_S, trust_env=False) as client:
+        for name, case in cases:
+            headers = {"content-type": "application/json", **case.get("headers", {})}
+            if not case.get("no_auth"):
+                headers.update(auth)
+            started = time.perf_counter()
+            try:
+                r = client.post("/jobs", content=case["content"], headers=headers)
+                outcome: Any = r.status_code
+            except httpx.HTTPError as e:
+                outcome = type(e).__name__
+            results[name] = {"status": outcome, "ms": round((time.perf_counter() - started) * 1000, 1)}
+        results["rss_after_bodies_mb"] = round(master.memory_info().rss / 2**20, 1)
+
+    async def held_connections() -> dict[str, Any]:
+        url = httpx.URL(base_url)
+        ctx = ssl.create_default_context(cafile=creds.ca_file) if url.scheme == "https" else None
+        writers = []
+        for _ in range(300):
+            try:
+                _, w = await asyncio.open_connection(url.host, url.port, ssl=ctx)
+            except OSError:
+                break
+            w.write(b"GET /jobs/overview HTTP/1.1\r\nHost: x\r\nX-Slow: ")  # never finished
+            writers.append(w)
+        latencies = []
+        async with httpx.AsyncClient(base_url=base_url, headers=auth, verify=verify, trust_env=False) as c:
+            for _ in range(20):
+                t = time.perf_counter()
+                r = await c.get("/jobs/overview")
+                r.raise_for_status()
+                latencies.append(time.perf_counter() - t)
+        for w in writers:
+            w.close()
+        return {"held": len(writers), "polling_while_held": percentiles(latencies)}
+
+    results["300 connections with half-sent headers"] = asyncio.run(held_connections())
+    return results
+
+
 def until(cond: Any, timeout: float, what: str) -> Any:
     deadline = time.monotonic() + timeout
     while True:
@@ -155,7 +239,7 @@ def until(cond: Any, timeout: float, what: str) -> Any:
         time.sleep(0.05)
 
 
-def run(clients: int, requests: int, submissions: int, workdir: Path) -> dict[str, Any]:
+def run(clients: int, requests: int, submissions: int, workdir: Path, hostile: bool) -> dict[str, Any]:
     config = Configuration()
     config.set("taskmanager.numberOfTaskSlots", "2")
     proc, info = start_local_cluster(config, taskexecutors=2, workdir=workdir / "cluster", detached=False)
@@ -179,6 +263,9 @@ def run(clients: int, requests: int, submissions: int, workdir: Path) -> dict[st
                 )
             time.sleep(SETTLE_S)  # their JobMasters stopped
             after = round(master.memory_info().rss / 2**20, 1)
+            if hostile:
+                result["abuse"] = abuse(base_url, master, 100 * 2**20)
+                result["abuse"]["rss_after_mb"] = round(master.memory_info().rss / 2**20, 1)
             streaming_state = rest.job(streaming)["state"]
             rest.cancel(streaming)
         result["submitted_jobs"] = len(result.pop("job_ids"))
@@ -195,11 +282,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--requests", type=int, default=25, help="GET /jobs/overview per client")
     parser.add_argument("--submissions", type=int, default=2, help="POST /jobs per submitting client")
+    parser.add_argument("--abuse", action="store_true", help="then send hostile requests (sizes, encodings)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args()
     print(f"# {platform.node()}: {os.cpu_count()} cores, python {platform.python_version()}, load {os.getloadavg()}")
     with tempfile.TemporaryDirectory(prefix="yarnflink-bench-") as tmp:
-        result = run(args.clients, args.requests, args.submissions, Path(tmp))
+        result = run(args.clients, args.requests, args.submissions, Path(tmp), args.abuse)
     if args.json:
         print(json.dumps(result))
         return
@@ -211,6 +299,8 @@ def main() -> None:
     print(f"  streaming job after the load: {result['streaming_job_state_after']}")
     rss = result["rss_mb"]
     print(f"  master RSS MB: before {rss['before']}, peak {rss['peak']}, after {rss['after']}")
+    for name, outcome in result.get("abuse", {}).items():
+        print(f"  abuse: {name}: {outcome}")
 
 
 if __name__ == "__main__":

@@ -279,3 +279,66 @@ def test_incomplete_ha_configurations_are_errors_that_name_the_missing_key(tmp_p
     assert r.returncode == 1 and "high-availability.type: zookeeper" in r.stderr
     r = _cli(env, "taskexecutor", "start")
     assert r.returncode == 2 and "--master" in r.stderr and "Traceback" not in r.stderr
+
+
+def _start_like(pid: int, replace: dict[str, str], out: Path) -> subprocess.Popen[bytes]:
+    """A process started by hand with the command line of process ``pid`` (as an operator copies
+    it from ``ps``), some options replaced (``--info-file`` -> a new path, ...), in a process
+    session of its own like the session's processes."""
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+    for i, arg in enumerate(argv[:-1]):
+        if arg in replace:
+            argv[i + 1] = replace[arg]
+    with open(out, "ab") as f:
+        return subprocess.Popen(
+            argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+
+
+def test_a_session_whose_masters_were_all_replaced_by_hand_is_still_found_and_stopped(
+    zookeeper: ZooKeeperServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 22, failure 5: once every master the session file records is replaced, ``list
+    --session`` finds the replacements' leader through ZooKeeper, and ``session stop`` stops
+    every process of the cluster, the replacements too (each announces itself in ZooKeeper)."""
+    monkeypatch.setenv("YARNFLINK_SESSIONS_DIR", str(tmp_path / "sessions"))
+    env = dict(os.environ)
+    # an HA session with one master (no standby) and one TaskExecutor
+    ha = ["-D", "high-availability.type=zookeeper", *_ha_args(zookeeper, tmp_path)]
+    started = _cli(env, "session", "start", "--target", "local", "-n", "1", "-s", "1", *ha)
+    assert started.returncode == 0, started.stderr
+    (session_file,) = (tmp_path / "sessions").glob("*/session.json")
+    session = json.loads(session_file.read_text())
+    (master,), (te,) = session["master_pids"], session["taskexecutor_pids"]
+    workdir = Path(session["workdir"])
+    by_hand: list[subprocess.Popen[bytes]] = []
+    try:
+        # a standby master and a TaskExecutor started by hand, with the command lines of the session's
+        info = workdir / "by-hand.json"
+        replace = {"--info-file": str(info), "--log-file": str(workdir / "by-hand.log")}
+        by_hand.append(_start_like(master, replace, workdir / "by-hand.out"))
+        replace = {"--resource-id": "te-by-hand", "--log-file": str(workdir / "te-by-hand.log")}
+        by_hand.append(_start_like(te, replace, workdir / "te-by-hand.out"))
+        _until(info.exists, 60, "the master started by hand")
+        from yarnflink.deployment.local.ha_session import registered_processes
+
+        _until(
+            lambda: any(e.get("resource_id") == "te-by-hand" for e in registered_processes(session["ha_config"])),
+            60,
+            "the TaskExecutor started by hand to announce itself",
+        )
+        os.kill(master, signal.SIGKILL)  # every master the session file knows is gone
+        _until(lambda: not _alive(master), 30, "the recorded master to end")
+
+        listed = _cli(env, "list", "--session", session["id"])
+        assert listed.returncode == 0 and "No jobs." in listed.stdout, listed.stderr
+    finally:
+        stopped = _cli(env, "session", "stop", session["id"])
+        leftover = [p.pid for p in by_hand if p.poll() is None]
+        for p in by_hand:
+            if p.poll() is None:
+                p.kill()
+            p.wait(10)
+    assert stopped.returncode == 0, stopped.stderr
+    assert not leftover, f"session stop left the processes started by hand running: {leftover}"
+    assert not _alive(te)

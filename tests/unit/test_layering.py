@@ -29,6 +29,12 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("yarnflink/highavailability/services.py", "yarnflink.highavailability.zookeeper.services"): (
         "kazoo loads only when ZooKeeper HA is configured"
     ),
+    ("yarnflink/deployment/yarn/supervisor.py", "yarnflink.highavailability.zookeeper.session_file"): (
+        "kazoo loads only when ZooKeeper HA is configured (the YARN master's watcher)"
+    ),
+    ("yarnflink/entrypoint/master.py", "yarnflink.highavailability.zookeeper.session_file"): (
+        "kazoo loads only when ZooKeeper HA is configured (a YARN master records its session)"
+    ),
 }
 
 

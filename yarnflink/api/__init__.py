@@ -13,8 +13,20 @@ if TYPE_CHECKING:  # the static view (mypy, import-linter); at run time they loa
         ProgramAbortException,
         RuntimeExecutionMode,
         SlotSharingGroup,
+        UnsupportedFeatureError,
     )
-    from yarnflink.api.connectors import FileSink, FileSource
+    from yarnflink.api.connectors import (
+        Encoder,
+        FileSink,
+        FileSource,
+        NumberSequenceSource,
+        OutputFileConfig,
+        ParquetBulkWriters,
+        ParquetColumnarRowInputFormat,
+        RollingPolicy,
+        Source,
+        StreamFormat,
+    )
     from yarnflink.api.datastream import DataStream, DataStreamSink, KeyedStream
     from yarnflink.api.environment import (
         PlanCaptureExecutor,
@@ -22,7 +34,10 @@ if TYPE_CHECKING:  # the static view (mypy, import-linter); at run time they loa
         get_default_executor,
         set_default_executor,
     )
+    from yarnflink.api.window_adapters import CountWindow, EventTimeSessionWindows, SessionWindowTimeGapExtractor
     from yarnflink.api.windowing import WindowedStream
+    from yarnflink.common.row import Row, RowKind
+    from yarnflink.common.typeinfo import TypeInformation, Types
     from yarnflink.operators.functions import (
         FilterFunction,
         FlatMapFunction,
@@ -36,7 +51,6 @@ if TYPE_CHECKING:  # the static view (mypy, import-linter); at run time they loa
     from yarnflink.operators.timers import TimeDomain
     from yarnflink.operators.watermarks import Duration, TimestampAssigner, Watermark, WatermarkStrategy
     from yarnflink.operators.windows import (
-        EventTimeSessionWindows,
         OutputTag,
         ProcessingTimeSessionWindows,
         ProcessWindowFunction,
@@ -55,7 +69,6 @@ if TYPE_CHECKING:  # the static view (mypy, import-linter); at run time they loa
         MapStateDescriptor,
         ReducingStateDescriptor,
         StateTtlConfig,
-        Types,
         ValueStateDescriptor,
     )
 
@@ -70,8 +83,20 @@ __getattr__, __dir__ = lazy_exports(
             "ProgramAbortException",
             "RuntimeExecutionMode",
             "SlotSharingGroup",
+            "UnsupportedFeatureError",
         ),
-        "yarnflink.api.connectors": ("FileSink", "FileSource"),
+        "yarnflink.api.connectors": (
+            "Encoder",
+            "FileSink",
+            "FileSource",
+            "NumberSequenceSource",
+            "OutputFileConfig",
+            "ParquetBulkWriters",
+            "ParquetColumnarRowInputFormat",
+            "RollingPolicy",
+            "Source",
+            "StreamFormat",
+        ),
         "yarnflink.api.datastream": ("DataStream", "DataStreamSink", "KeyedStream"),
         "yarnflink.api.environment": (
             "PlanCaptureExecutor",
@@ -79,7 +104,10 @@ __getattr__, __dir__ = lazy_exports(
             "get_default_executor",
             "set_default_executor",
         ),
+        "yarnflink.api.window_adapters": ("CountWindow", "EventTimeSessionWindows", "SessionWindowTimeGapExtractor"),
         "yarnflink.api.windowing": ("WindowedStream",),
+        "yarnflink.common.row": ("Row", "RowKind"),
+        "yarnflink.common.typeinfo": ("TypeInformation", "Types"),
         "yarnflink.operators.functions": (
             "FilterFunction",
             "FlatMapFunction",
@@ -93,7 +121,6 @@ __getattr__, __dir__ = lazy_exports(
         "yarnflink.operators.timers": ("TimeDomain",),
         "yarnflink.operators.watermarks": ("Duration", "TimestampAssigner", "Watermark", "WatermarkStrategy"),
         "yarnflink.operators.windows": (
-            "EventTimeSessionWindows",
             "OutputTag",
             "ProcessingTimeSessionWindows",
             "ProcessWindowFunction",
@@ -112,7 +139,6 @@ __getattr__, __dir__ = lazy_exports(
             "MapStateDescriptor",
             "ReducingStateDescriptor",
             "StateTtlConfig",
-            "Types",
             "ValueStateDescriptor",
         ),
     },
@@ -169,4 +195,21 @@ __all__ = [
     "WatermarkStrategy",
     "WindowFunction",
     "WindowedStream",
+    "UnsupportedFeatureError",
+    # connectors
+    "Encoder",
+    "NumberSequenceSource",
+    "OutputFileConfig",
+    "ParquetBulkWriters",
+    "ParquetColumnarRowInputFormat",
+    "RollingPolicy",
+    "Source",
+    "StreamFormat",
+    # records and types
+    "Row",
+    "RowKind",
+    "TypeInformation",
+    # count and dynamic-gap session windows
+    "CountWindow",
+    "SessionWindowTimeGapExtractor",
 ]

@@ -152,6 +152,21 @@ class ExecutorNotConfiguredError(RuntimeError):
     ``yarnflink run``)."""
 
 
+class UnsupportedFeatureError(NotImplementedError):
+    """A PyFlink call yarnflink cannot do (a Java connector, the Table API, a JAR dependency):
+    raised at the call, with what to use instead."""
+
+    def __init__(self, call: str, reason: str, instead: str):
+        super().__init__(f"{call} is not supported by yarnflink: {reason}. Instead: {instead}")
+        self.call = call
+
+
+JAR_ALTERNATIVE = (
+    "a Python library installed in the cluster's Python environment, or a Spark step "
+    "(ds.transform_spark(fn) / ds.spark_sql(query)) whose Spark session loads the JARs (spark.jars)"
+)
+
+
 class ProgramAbortException(BaseException):
     """Raised by ``PlanCaptureExecutor`` after it captured the job graph, to stop the user's
     program (a BaseException so that ``except Exception`` in user code does not swallow it)."""

@@ -13,10 +13,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from yarnflink.api.common import SlotSharingGroup
+from yarnflink.api.common import SlotSharingGroup, UnsupportedFeatureError
+from yarnflink.api.connected import ConnectedStreams
 from yarnflink.api.connectors import DiscardingSink, FileSink
 from yarnflink.api.transformations import Input, Transformation
+from yarnflink.api.typed import typed
+from yarnflink.api.window_adapters import (
+    AllWindowedStream,
+    CountTumblingWindowAssigner,
+    DynamicEventTimeSessionWindows,
+    count_windowed,
+    session_windowed,
+)
 from yarnflink.api.windowing import WindowedStream
+from yarnflink.common.records import get_field
+from yarnflink.common.row import Row
+from yarnflink.common.typeinfo import PickledBytesTypeInfo, RowTypeInfo, Types, check_type_info
 from yarnflink.jobgraph.jobgraph import MAX_PARALLELISM_LIMIT
 from yarnflink.operators.specs import (
     AggregateSpec,
@@ -37,6 +49,10 @@ from yarnflink.streaming.graph import ChainingStrategy
 
 if TYPE_CHECKING:
     from yarnflink.api.environment import StreamExecutionEnvironment
+
+
+#: "the input's type" (``_then``'s default; None means untyped)
+_SAME: Any = object()
 
 
 # ----------------------------------------------------------------------------- validation
@@ -226,8 +242,17 @@ class DataStream(_OperatorSettings):
     def _add(self, name: str, spec: Any, role: str = "operator") -> Transformation:
         return self._env._add_transformation(name, spec, role, [self._input()])
 
-    def _then(self, name: str, spec: Any) -> DataStream:
-        return DataStream(self._env, self._add(name, spec))
+    def _then(self, name: str, spec: Any, output_type: Any = _SAME) -> DataStream:
+        """The stream of a new operator; its records keep this stream's type unless
+        ``output_type`` (None: untyped) says otherwise."""
+        t = self._add(name, spec)
+        t.output_type = self._t.output_type if output_type is _SAME else output_type
+        return DataStream(self._env, t)
+
+    def get_type(self) -> Any:
+        """The records' type information (``Types.PICKLED_BYTE_ARRAY()`` when none was given)."""
+        t = self._t.output_type
+        return t if t is not None else Types.PICKLED_BYTE_ARRAY()
 
     def _view(self, partitioning: str) -> DataStream:
         return DataStream(self._env, self._t, partitioning)
@@ -235,12 +260,17 @@ class DataStream(_OperatorSettings):
     # ------------------------------------------------------------------ transformations
     def map(self, func: Any, output_type: Any = None) -> DataStream:
         """One output record per input record. ``func``: a callable or a MapFunction.
-        (``output_type`` is accepted for PyFlink compatibility and ignored.)"""
-        return self._then("Map", MapSpec(fn=resolve_function(func, "map", "MapFunction", "map")))
+        ``output_type`` (``Types.ROW_NAMED(...)``, ``Types.TUPLE(...)``) makes the results
+        records of that type (see ``yarnflink.common.typeinfo``)."""
+        out = check_type_info(output_type, "map()")
+        fn = typed(resolve_function(func, "map", "MapFunction", "map"), "map", out, single=True)
+        return self._then("Map", MapSpec(fn=fn), out)
 
     def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
         """Zero or more output records per input: ``func`` returns an iterable or is a generator."""
-        return self._then("Flat Map", FlatMapSpec(fn=resolve_function(func, "flat_map", "FlatMapFunction", "flat_map")))
+        out = check_type_info(output_type, "flat_map()")
+        fn = typed(resolve_function(func, "flat_map", "FlatMapFunction", "flat_map"), "flat_map", out, single=False)
+        return self._then("Flat Map", FlatMapSpec(fn=fn), out)
 
     def filter(self, func: Any) -> DataStream:
         """Keep records for which ``func`` returns true."""
@@ -250,7 +280,7 @@ class DataStream(_OperatorSettings):
         """Vectorized map: ``func(pyarrow.RecordBatch) -> RecordBatch | Table``."""
         if not callable(func) or isinstance(func, type):
             raise TypeError(f"map_batches() needs a function RecordBatch -> RecordBatch, got {_describe(func)}")
-        return self._then("Map Batches", MapBatchesSpec(fn=func))
+        return self._then("Map Batches", MapBatchesSpec(fn=func), None)
 
     def transform_spark(self, fn: Callable[[Any], Any], schema: Any = None) -> DataStream:
         """A Spark step: ``fn(pyspark.sql.DataFrame) -> DataFrame`` runs in the TaskExecutor's
@@ -261,19 +291,20 @@ class DataStream(_OperatorSettings):
         ``f0`` alone scalars, other names dicts."""
         if not callable(fn) or isinstance(fn, type):
             raise TypeError(f"transform_spark() needs a function DataFrame -> DataFrame, got {_describe(fn)}")
-        return self._then("Spark Transform", SparkSpec(fn=fn, schema=_spark_schema(schema, "transform_spark")))
+        return self._then("Spark Transform", SparkSpec(fn=fn, schema=_spark_schema(schema, "transform_spark")), None)
 
     def spark_sql(self, query: str, schema: Any = None) -> DataStream:
         """A Spark step running ``query`` with this subtask's input as the view ``input``
         (``"SELECT word, count(*) AS n FROM input GROUP BY word"``); otherwise as ``transform_spark``."""
         if not isinstance(query, str) or not query.strip():
             raise TypeError(f"spark_sql() needs a non-empty SQL query string, got {query!r}")
-        return self._then("Spark SQL", SparkSpec(query=query, schema=_spark_schema(schema, "spark_sql")))
+        return self._then("Spark SQL", SparkSpec(query=query, schema=_spark_schema(schema, "spark_sql")), None)
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
         """``func``: a ProcessFunction (``process_element(value, ctx)``) or a callable."""
-        fn = _process_function(func)
-        return self._then("Process", ProcessSpec(fn=fn))
+        out = check_type_info(output_type, "process()")
+        fn = typed(_process_function(func), "process_element", out, single=False)
+        return self._then("Process", ProcessSpec(fn=fn), out)
 
     # ------------------------------------------------------------------ event time (yarnflink.api.windowing)
     def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> DataStream:
@@ -293,6 +324,7 @@ class DataStream(_OperatorSettings):
             f"Side Output '{output_tag.tag_id}'", SideOutputSelectSpec(output_tag.tag_id), "operator", [Input(producer)]
         )
         t.parallelism = producer.parallelism
+        t.output_type = check_type_info(output_tag.type_info, "OutputTag")
         return DataStream(self._env, t)
 
     def _side_output_producer(self) -> Transformation:
@@ -304,6 +336,7 @@ class DataStream(_OperatorSettings):
         if not with_side_outputs:
             return DataStream(self._env, t)
         main_t = self._env._add_transformation("Main Output", SideOutputSelectSpec(None), "operator", [Input(t)])
+        main_t.output_type = t.output_type
         return SideOutputStream(self._env, main_t, t)
 
     # ------------------------------------------------------------------ partitioning
@@ -320,8 +353,15 @@ class DataStream(_OperatorSettings):
         """Uniformly random downstream subtask per record."""
         return self._view("shuffle")
 
-    def broadcast(self) -> DataStream:
-        """Every record to every downstream subtask."""
+    def broadcast(self, broadcast_state_descriptor: Any = None, *more: Any) -> DataStream:
+        """Every record to every downstream subtask. (With a MapStateDescriptor, PyFlink's
+        broadcast state, refused.)"""
+        if broadcast_state_descriptor is not None:
+            raise UnsupportedFeatureError(
+                "DataStream.broadcast(MapStateDescriptor)",
+                "broadcast state is not implemented",
+                "key the rules by what they apply to and connect the two keyed streams with a KeyedCoProcessFunction",
+            )
         return self._view("broadcast")
 
     def forward(self) -> DataStream:
@@ -338,14 +378,74 @@ class DataStream(_OperatorSettings):
             return DataStreamSink(self._env, self._add("Discarding Sink", sink.to_spec(), "sink"))
         if not isinstance(sink, FileSink):
             raise TypeError(f"sink_to() needs a FileSink or DiscardingSink, got {_describe(sink)}")
-        return DataStreamSink(self._env, self._add("File Sink", sink.to_spec(), "sink"))
+        stream: DataStream = self
+        type_info = self._t.output_type
+        if sink.format == "text" and _prints_differently(type_info):
+            # Encoder.simple_string_encoder() writes typed records as Flink's toString
+            stream = self._then("Map", MapSpec(fn=type_info.to_string), Types.STRING())
+        elif sink.format in ("parquet", "csv") and isinstance(type_info, RowTypeInfo):
+            stream = self._then("Map", MapSpec(fn=_row_as_dict), None)  # Rows -> columns named as the fields
+        return DataStreamSink(self._env, stream._add("File Sink", sink.to_spec(), "sink"))
 
     def print(self, sink_identifier: str | None = None) -> DataStreamSink:
         """Print each record on the TaskExecutor's stdout (``"{subtask+1}> "`` prefix if the
         parallelism is > 1; ``sink_identifier`` prefixes the line as in Flink)."""
         if sink_identifier is not None and not isinstance(sink_identifier, str):
             raise TypeError(f"print() sink_identifier must be a string, got {_describe(sink_identifier)}")
-        return DataStreamSink(self._env, self._add("Print to Std. Out", PrintSinkSpec(prefix=sink_identifier), "sink"))
+        stream = self
+        type_info = self._t.output_type
+        if _prints_differently(type_info):
+            # typed records print as Flink's Java toString does: (hi,1), +I[1, hi], true, 1.0E7
+            stream = self._then("Map", MapSpec(fn=type_info.to_string), Types.STRING())
+        spec = PrintSinkSpec(prefix=sink_identifier)
+        return DataStreamSink(self._env, stream._add("Print to Std. Out", spec, "sink"))
+
+    def union(self, *streams: DataStream) -> DataStream:
+        """The records of this stream and ``streams`` in one stream (all of one environment), through
+        a pass-through operator with one input per stream (Flink's union needs no operator)."""
+        for s in streams:
+            if not isinstance(s, DataStream):
+                raise TypeError(f"union() needs DataStreams, got {_describe(s)}")
+            if s._env is not self._env:
+                raise ValueError("union(): the streams must belong to the same StreamExecutionEnvironment")
+        inputs = [self._input(), *(s._input() for s in streams)]
+        t = self._env._add_transformation("Union", MapSpec(fn=_identity), "operator", inputs)
+        types = {s._t.output_type for s in (self, *streams)}
+        t.output_type = types.pop() if len(types) == 1 else None
+        return DataStream(self._env, t)
+
+    # ------------------------------------------------------------------ refused (Java-only) calls
+    def add_sink(self, sink_func: Any) -> Any:
+        raise UnsupportedFeatureError(
+            "DataStream.add_sink()",
+            "it takes a Java SinkFunction",
+            "ds.sink_to(FileSink...) for files, ds.print(), ds.execute_and_collect(), or a Spark step "
+            "(ds.transform_spark) that writes where Spark can",
+        )
+
+    def window_all(self, window_assigner: Any) -> AllWindowedStream:
+        """Windows of the whole stream, in one subtask (``yarnflink.api.window_adapters``)."""
+        return AllWindowedStream(self, window_assigner)
+
+    def connect(self, ds: Any) -> ConnectedStreams:
+        """Two streams into one operator with a function per input (``CoMapFunction``,
+        ``CoFlatMapFunction``, ``KeyedCoProcessFunction``; ``yarnflink.api.connected``)."""
+        if not isinstance(ds, DataStream):
+            raise UnsupportedFeatureError(
+                "DataStream.connect(broadcast stream)",
+                "broadcast state is not implemented",
+                "key the rules by what they apply to and connect the two keyed streams with a KeyedCoProcessFunction",
+            )
+        if ds._env is not self._env:
+            raise ValueError("connect(): the streams must belong to the same StreamExecutionEnvironment")
+        return ConnectedStreams(self, ds, DataStream)
+
+    def partition_custom(self, partitioner: Any, key_selector: Any) -> Any:
+        raise UnsupportedFeatureError(
+            "DataStream.partition_custom()",
+            "custom partitioners are not implemented",
+            "key_by(key_selector) (hash partitioning), or rebalance() / shuffle() / broadcast()",
+        )
 
     def execute_and_collect(self, job_execution_name: str | None = None, limit: int | None = None) -> Any:
         """Run the job (with every other operator of the environment, as Flink does) and return
@@ -354,6 +454,34 @@ class DataStream(_OperatorSettings):
             raise ValueError(f"execute_and_collect(): limit must be an integer >= 0, got {limit!r}")
         self._add("Collect", CollectSinkSpec(), "sink")
         return self._env._execute_and_collect(job_execution_name, limit)
+
+
+class _By:
+    """The reduce function of ``min_by`` / ``max_by``: keeps the earlier record on ties (Flink's default)."""
+
+    def __init__(self, field: int | str, smaller: bool):
+        self.field = field
+        self.smaller = smaller
+
+    def __call__(self, kept: Any, new: Any) -> Any:
+        a, b = get_field(kept, self.field), get_field(new, self.field)
+        return new if (b < a if self.smaller else b > a) else kept
+
+
+def _identity(record: Any) -> Any:
+    return record
+
+
+def _prints_differently(type_info: Any) -> bool:
+    """Whether records of this type print otherwise than ``str(record)`` (untyped and STRING
+    records print as they are)."""
+    if type_info is None or isinstance(type_info, PickledBytesTypeInfo):
+        return False
+    return type_info != Types.STRING()
+
+
+def _row_as_dict(record: Any) -> Any:
+    return record.as_dict() if isinstance(record, Row) and record.get_field_names() is not None else record
 
 
 def _spark_schema(schema: Any, op: str) -> Any:
@@ -416,15 +544,36 @@ class KeyedStream(DataStream):
     def max(self, position_to_max: int | str = 0) -> DataStream:
         return self._aggregate("max", position_to_max)
 
+    def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
+        """Per key, the record with the smallest field so far (the first of equal ones)."""
+        f = check_field(position_to_min_by, "min_by")
+        return self._then("Keyed Reduce", ReduceSpec(fn=_By(f, smaller=True), key_selector=self.get_key_selector()))
+
+    def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
+        """Per key, the record with the largest field so far (the first of equal ones)."""
+        f = check_field(position_to_max_by, "max_by")
+        return self._then("Keyed Reduce", ReduceSpec(fn=_By(f, smaller=False), key_selector=self.get_key_selector()))
+
     def process(self, func: Any, output_type: Any = None) -> DataStream:
         """``func``: a KeyedProcessFunction (state, timers) or a callable."""
-        fn = _process_function(func)
-        return self._then("KeyedProcess", ProcessSpec(fn=fn, key_selector=self.get_key_selector()))
+        out = check_type_info(output_type, "process()")
+        fn = typed(_process_function(func), "process_element", out, single=False)
+        return self._then("KeyedProcess", ProcessSpec(fn=fn, key_selector=self.get_key_selector()), out)
 
     def window(self, window_assigner: Any) -> Any:
         """Keyed windows: ``window(TumblingEventTimeWindows.of(Time.seconds(5)))`` then
-        ``reduce`` / ``aggregate`` / ``process`` / ``apply`` (a ``WindowedStream``)."""
+        ``reduce`` / ``aggregate`` / ``process`` / ``apply`` (a ``WindowedStream``); session
+        windows with a dynamic gap run as an adapter (``yarnflink.api.window_adapters``)."""
+        if isinstance(window_assigner, DynamicEventTimeSessionWindows):
+            return session_windowed(self, window_assigner)
+        if isinstance(window_assigner, CountTumblingWindowAssigner):
+            return count_windowed(self, window_assigner.size, window_assigner.slide)
         return WindowedStream(self, window_assigner)
+
+    def count_window(self, size: int, slide: int = 0) -> Any:
+        """Windows of ``size`` records per key, every ``slide`` records (default: ``size``,
+        tumbling); incomplete windows do not fire."""
+        return count_windowed(self, size, slide)
 
 
 class SideOutputStream(DataStream):

@@ -8,10 +8,12 @@ that executor (and starting from its configuration), and ``execute()`` hands the
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from yarnflink.api.checkpoint_config import CheckpointConfig, state_backend_value
 from yarnflink.api.common import (
+    JAR_ALTERNATIVE,
     ExecutorNotConfiguredError,
     JobClient,
     JobExecutionResult,
@@ -19,15 +21,20 @@ from yarnflink.api.common import (
     PipelineExecutor,
     ProgramAbortException,
     RuntimeExecutionMode,
+    UnsupportedFeatureError,
 )
-from yarnflink.api.connectors import FileSource
+from yarnflink.api.connectors import FileSource, Source
 from yarnflink.api.datastream import DataStream, check_max_parallelism, check_parallelism
 from yarnflink.api.options import DeploymentOptions
 from yarnflink.api.transformations import Input, Transformation, generate_stream_graph
+from yarnflink.checkpoint.options import CheckpointingOptions
 from yarnflink.common.config import Configuration
+from yarnflink.common.typeinfo import RowTypeInfo, check_type_info, needs_conversion
 from yarnflink.jobgraph.jobgraph import JobGraph
 from yarnflink.jobgraph.options import CoreOptions, ExecutionOptions, PipelineOptions
 from yarnflink.operators.specs import CollectionSourceSpec, SequenceSourceSpec
+from yarnflink.operators.watermarks import WatermarkStrategy
+from yarnflink.state.options import StateBackendOptions
 from yarnflink.streaming.describe import job_graph_summary_json
 from yarnflink.streaming.graph import StreamGraph
 from yarnflink.streaming.jobgraph_generator import create_job_graph
@@ -47,6 +54,24 @@ def set_default_executor(executor: PipelineExecutor | None) -> PipelineExecutor 
 
 
 def get_default_executor() -> PipelineExecutor | None:
+    return _default_executor
+
+
+#: Makes the executor of a script that nothing installed one for (``python job.py``); set by
+#: ``yarnflink.deployment.local.embedded.use_embedded_cluster`` (the ``pyflink`` namespace does).
+_fallback_factory: Callable[[], PipelineExecutor] | None = None
+
+
+def set_fallback_executor_factory(factory: Callable[[], PipelineExecutor] | None) -> None:
+    global _fallback_factory
+    _fallback_factory = factory
+
+
+def _context_executor() -> PipelineExecutor | None:
+    """The default executor, made by the fallback factory (and kept as the default) if none is set."""
+    global _default_executor
+    if _default_executor is None and _fallback_factory is not None:
+        _default_executor = _fallback_factory()
     return _default_executor
 
 
@@ -107,7 +132,7 @@ class StreamExecutionEnvironment:
     ) -> StreamExecutionEnvironment:
         """A new environment bound to the context's executor (set by ``yarnflink run``) and
         starting from its configuration, overridden by ``configuration``."""
-        return StreamExecutionEnvironment(configuration, executor=_default_executor)
+        return StreamExecutionEnvironment(configuration, executor=_context_executor())
 
     # ------------------------------------------------------------------ configuration
     def get_config(self) -> Configuration:
@@ -178,6 +203,86 @@ class StreamExecutionEnvironment:
     def is_chaining_enabled(self) -> bool:
         return bool(self._config.get(PipelineOptions.OPERATOR_CHAINING))
 
+    # ------------------------------------------------------------------ checkpointing
+    def enable_checkpointing(self, interval: int, mode: Any = None) -> StreamExecutionEnvironment:
+        """Checkpoint every ``interval`` milliseconds (``execution.checkpointing.interval``);
+        ``mode``: a CheckpointingMode or "EXACTLY_ONCE" / "AT_LEAST_ONCE"."""
+        if isinstance(interval, bool) or not isinstance(interval, int) or interval <= 0:
+            raise ValueError(f"enable_checkpointing(): the interval must be positive milliseconds, got {interval!r}")
+        self._config.set(CheckpointingOptions.INTERVAL, f"{interval} ms", source="enable_checkpointing()")
+        if mode is not None:
+            name = getattr(mode, "name", mode)
+            self._config.set(CheckpointingOptions.CHECKPOINTING_MODE, str(name), source="enable_checkpointing()")
+        return self
+
+    def get_checkpoint_interval(self) -> int:
+        """Milliseconds between checkpoints; -1 when checkpointing is off (as PyFlink)."""
+        value = self._config.get(CheckpointingOptions.INTERVAL)
+        return -1 if value is None else int(value.total_seconds() * 1000)
+
+    def get_checkpoint_config(self) -> CheckpointConfig:
+        """PyFlink's CheckpointConfig: its setters write this environment's ``execution.checkpointing.*`` keys."""
+        return CheckpointConfig(self._config)
+
+    def set_state_backend(self, state_backend: Any) -> StreamExecutionEnvironment:
+        """``HashMapStateBackend()`` (``state.backend.type: hashmap``, yarnflink's backend)."""
+        self._config.set(StateBackendOptions.STATE_BACKEND, state_backend_value(state_backend))
+        return self
+
+    def set_default_savepoint_directory(self, directory: str) -> StreamExecutionEnvironment:
+        self._config.set(
+            CheckpointingOptions.SAVEPOINT_DIRECTORY, directory, source="set_default_savepoint_directory()"
+        )
+        return self
+
+    # ------------------------------------------------------------------ PyFlink's dependency management
+    def add_jars(self, *jars_path: str) -> None:
+        raise UnsupportedFeatureError(
+            "StreamExecutionEnvironment.add_jars()", "yarnflink runs no JVM, so JARs cannot be loaded", JAR_ALTERNATIVE
+        )
+
+    def add_classpaths(self, *classpaths: str) -> None:
+        raise UnsupportedFeatureError(
+            "StreamExecutionEnvironment.add_classpaths()",
+            "yarnflink runs no JVM, so there is no Java class path",
+            JAR_ALTERNATIVE,
+        )
+
+    def add_python_file(self, file_path: str) -> None:
+        """Accepted: the cluster's processes run in this machine's Python environment, and
+        functions travel pickled with what they reference (``cloudpickle``)."""
+
+    def add_python_archive(self, archive_path: str, target_dir: str | None = None) -> None:
+        """Accepted, as ``add_python_file``."""
+
+    def set_python_requirements(self, requirements_file_path: str, requirements_cache_dir: str | None = None) -> None:
+        """Accepted, as ``add_python_file``: install the requirements where the cluster runs."""
+
+    def set_python_executable(self, python_exec: str) -> None:
+        """Accepted: the cluster's processes run the interpreter that started them."""
+
+    def register_slot_sharing_group(self, slot_sharing_group: Any) -> StreamExecutionEnvironment:
+        """Accepted: a slot sharing group's resources are given where it is used (``slot_sharing_group()``)."""
+        return self
+
+    def add_source(self, source_func: Any, source_name: str = "Custom Source", type_info: Any = None) -> Any:
+        raise UnsupportedFeatureError(
+            "StreamExecutionEnvironment.add_source()",
+            "it takes a Java SourceFunction",
+            "env.from_source(source, watermark_strategy, name) with a FileSource, a NumberSequenceSource or "
+            "any object whose to_spec() returns a yarnflink source spec; env.from_collection() for in-memory data",
+        )
+
+    def create_input(self, input_format: Any, type_info: Any = None) -> Any:
+        raise UnsupportedFeatureError(
+            "StreamExecutionEnvironment.create_input()",
+            "it takes a Java InputFormat",
+            "env.from_source(FileSource...) for files",
+        )
+
+    def close(self) -> None:
+        """Nothing to release (PyFlink closes its Java gateway here)."""
+
     # ------------------------------------------------------------------ sources
     def _add_transformation(self, name: str, spec: Any, role: str, inputs: list[Input]) -> Transformation:
         t = Transformation(
@@ -193,8 +298,13 @@ class StreamExecutionEnvironment:
             raise TypeError(
                 f"from_collection() needs a list (or other iterable) of records, got {type(collection).__name__}"
             )
+        type_info = check_type_info(type_info, "from_collection()")
         items = list(collection)
-        return DataStream(self, self._add_transformation("Collection", CollectionSourceSpec(items=items), "source", []))
+        if type_info is not None and needs_conversion(type_info):
+            items = [type_info.from_python(item) for item in items]  # e.g. tuples -> named Rows
+        t = self._add_transformation("Collection", CollectionSourceSpec(items=items), "source", [])
+        t.output_type = type_info
+        return DataStream(self, t)
 
     def from_sequence(self, start: int, end: int) -> DataStream:
         """The integers start..end, both included."""
@@ -209,23 +319,48 @@ class StreamExecutionEnvironment:
 
     def from_source(
         self,
-        source: FileSource,
+        source: Source,
         watermark_strategy: Any = None,
         source_name: str | None = None,
         type_info: Any = None,
         *,
         name: str | None = None,
     ) -> DataStream:
-        """``from_source(FileSource(path, format=...), name="orders")`` (PyFlink's positional
-        ``(source, watermark_strategy, source_name)`` form works too; watermarks are ignored)."""
-        if not isinstance(source, FileSource):
-            raise TypeError(f"from_source() needs a FileSource, got {type(source).__name__}")
+        """``from_source(FileSource(path, format=...), name="orders")`` or PyFlink's
+        ``from_source(source, watermark_strategy, source_name)``. ``source``: a ``FileSource``, a
+        ``NumberSequenceSource`` or any ``Source`` (``to_spec()`` gives a source spec). A
+        watermark strategy with a timestamp assigner gives the records their timestamps and
+        watermarks right after the source (a chained operator, as ``assign_timestamps_and_watermarks``);
+        one without (e.g. ``for_monotonous_timestamps()`` alone) leaves them without timestamps, as
+        Flink's file sources do."""
         if isinstance(watermark_strategy, str) and source_name is None and name is None:
-            name = watermark_strategy  # from_source(src, "name")
+            name, watermark_strategy = watermark_strategy, None  # from_source(src, "name")
+        to_spec = getattr(source, "to_spec", None)
+        if isinstance(source, type) or not callable(to_spec):
+            raise TypeError(
+                "from_source() needs a source: a FileSource, a NumberSequenceSource or an object with to_spec() "
+                f"returning a source spec, got {type(source).__name__} {source!r}"
+            )
+        spec = to_spec()
+        if getattr(spec, "kind", None) != "source":
+            raise TypeError(f"from_source(): {type(source).__name__}.to_spec() must return a source spec, got {spec!r}")
+        if watermark_strategy is not None and not isinstance(watermark_strategy, WatermarkStrategy):
+            raise TypeError(
+                f"from_source() needs a WatermarkStrategy (or None), got {type(watermark_strategy).__name__}"
+            )
         label = name if name is not None else source_name
         if label is not None and (not isinstance(label, str) or not label.strip()):
             raise TypeError(f"from_source(): the name must be a non-empty string, got {label!r}")
-        return DataStream(self, self._add_transformation(label or "File Source", source.to_spec(), "source", []))
+        default = "File Source" if isinstance(source, FileSource) else type(source).__name__
+        t = self._add_transformation(label or default, spec, "source", [])
+        out = check_type_info(type_info, "from_source()") or getattr(source, "output_type", None)
+        t.output_type = out
+        ds = DataStream(self, t)
+        if isinstance(out, RowTypeInfo):  # a bulk format with a row type: dicts -> named Rows
+            ds = ds.map(out.from_python, output_type=out)
+        if watermark_strategy is not None and watermark_strategy.timestamp_assigner is not None:
+            ds = ds.assign_timestamps_and_watermarks(watermark_strategy)
+        return ds
 
     # ------------------------------------------------------------------ graphs
     def _job_name(self, job_name: str | None) -> str:
@@ -268,7 +403,7 @@ class StreamExecutionEnvironment:
 
     # ------------------------------------------------------------------ execution
     def _require_executor(self) -> PipelineExecutor:
-        executor = self._executor if self._executor is not None else _default_executor
+        executor = self._executor if self._executor is not None else _context_executor()
         if executor is None:
             raise ExecutorNotConfiguredError(
                 "no executor is configured to run this job: run the script with `yarnflink run job.py` "

@@ -41,6 +41,8 @@ class Transformation:
     slot_sharing_group: str | None = None  # None: inherited from inputs (Flink)
     slot_sharing_group_spec: Any = None  # SlotSharingGroup object if given as one
     chaining_strategy: ChainingStrategy = ChainingStrategy.ALWAYS
+    #: the records' type information (``output_type=`` / ``type_info=``); None: untyped
+    output_type: Any = None
 
     def display_name(self) -> str:
         if self.role == "source":

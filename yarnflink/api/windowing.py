@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from yarnflink.api.typed import ConvertingWindowFunction, TypedFunction
+from yarnflink.common.typeinfo import check_type_info, needs_conversion
+from yarnflink.operators.window_columns import FieldAggregator
 from yarnflink.operators.windows import OutputTag, WindowAssigner, WindowSpec
 from yarnflink.state.descriptors import check_aggregate_function, to_millis
 
@@ -62,7 +65,10 @@ class WindowedStream:
             raise TypeError(
                 f"reduce() needs a function (a, b) -> c or a ReduceFunction, got {_describe(reduce_function)}"
             )
-        return self._result("reduce", reduce_function, _window_fn(window_function, optional=True))
+        wfn = _window_fn(window_function, optional=True)
+        if wfn is None and output_type is None:
+            return self._result("reduce", reduce_function, None, self._keyed._t.output_type)
+        return self._typed_result("reduce", reduce_function, wfn, output_type)
 
     def aggregate(
         self,
@@ -74,19 +80,58 @@ class WindowedStream:
         check_aggregate_function(aggregate_function, "aggregate()")
         if self._assigner.merging and not callable(getattr(type(aggregate_function), "merge", None)):
             raise TypeError("aggregate() on session windows needs an AggregateFunction with merge()")
-        return self._result("aggregate", aggregate_function, _window_fn(window_function, optional=True))
+        return self._typed_result(
+            "aggregate", aggregate_function, _window_fn(window_function, optional=True), output_type
+        )
+
+    def sum(self, position_to_sum: int | str = 0) -> DataStream:
+        """Per key and window, the first record with the field ``position_to_sum`` (a tuple
+        position or field name) replaced by the field's sum over the window (Flink's
+        ``WindowedStream.sum``). Vectorized on Arrow batches for tumbling and sliding event-time
+        windows (``yarnflink.operators.window_columns``)."""
+        return self._field_aggregation("sum", position_to_sum)
+
+    def min(self, position_to_min: int | str = 0) -> DataStream:
+        """As ``sum``, with the field's minimum."""
+        return self._field_aggregation("min", position_to_min)
+
+    def max(self, position_to_max: int | str = 0) -> DataStream:
+        """As ``sum``, with the field's maximum."""
+        return self._field_aggregation("max", position_to_max)
+
+    def _field_aggregation(self, agg: str, field: Any) -> DataStream:
+        if (
+            isinstance(field, bool)
+            or not isinstance(field, (int, str))
+            or field == ""
+            or (isinstance(field, int) and field < 0)
+        ):
+            raise TypeError(
+                f"{agg}(): the field must be a tuple position (int >= 0) or a field name (str), got {field!r}"
+            )
+        return self._result("reduce", FieldAggregator(agg, field), None)
 
     def process(self, process_window_function: Any, output_type: Any = None) -> DataStream:
         if not callable(getattr(process_window_function, "process", None)) or isinstance(process_window_function, type):
             raise TypeError(
                 f"process() needs a ProcessWindowFunction instance, got {_describe(process_window_function)}"
             )
-        return self._result("process", None, process_window_function)
+        return self._typed_result("process", None, process_window_function, output_type)
 
     def apply(self, window_function: Any, output_type: Any = None) -> DataStream:
-        return self._result("apply", None, _window_fn(window_function, optional=False))
+        return self._typed_result("apply", None, _window_fn(window_function, optional=False), output_type)
 
-    def _result(self, kind: str, function: Any, window_function: Any) -> DataStream:
+    def _typed_result(self, kind: str, function: Any, window_function: Any, output_type: Any) -> DataStream:
+        out = check_type_info(output_type, f"{kind}()")
+        if out is not None and needs_conversion(out):
+            if window_function is None:
+                window_function = ConvertingWindowFunction(out)
+            else:
+                method = "apply" if callable(getattr(window_function, "apply", None)) else "process"
+                window_function = TypedFunction(window_function, method, out, single=False)
+        return self._result(kind, function, window_function, out)
+
+    def _result(self, kind: str, function: Any, window_function: Any, output_type: Any = None) -> DataStream:
         spec = WindowSpec(
             assigner=self._assigner,
             key_selector=self._keyed.get_key_selector(),
@@ -98,6 +143,7 @@ class WindowedStream:
         )
         name = f"Window({self._assigner!r}, {kind})"
         window_t = self._keyed._add(name, spec)
+        window_t.output_type = output_type
         return self._keyed._stream_of(window_t, with_side_outputs=self._late_tag is not None)
 
 

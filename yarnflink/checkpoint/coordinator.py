@@ -18,9 +18,14 @@ Protocol (Flink's):
 3. ``MetadataWritten``: the checkpoint is complete. Older pending checkpoints are subsumed
    (aborted, not counted as failures), the completed-checkpoint store keeps ``num-retained``
    (``DiscardCheckpoint`` for older ones), and tasks get ``NotifyCheckpointComplete``.
-4. A decline, a timeout or a failed metadata write aborts the checkpoint: ``NotifyCheckpointAborted``
-   and ``DiscardState`` of what was acknowledged; it counts as a failure. More than
-   ``tolerable-failed-checkpoints`` consecutive failures: ``FailJob``.
+4. A decline, a timeout or a failed metadata write aborts the checkpoint: ``NotifyCheckpointAborted``,
+   ``DiscardState`` of what was acknowledged and ``DiscardIncomplete`` of its directory (neither
+   for one whose ``_metadata`` write is still in flight when the job ends or is rescaled: its
+   pointer may yet land in the HA store; no directory once the job ended); it counts as a failure. More than
+   ``tolerable-failed-checkpoints`` consecutive failures: ``FailGlobal``, a global failover of
+   the job (Flink's CheckpointFailureManager -> ``ExecutionGraph.failGlobal``): the restart
+   strategy decides whether every task restarts from the latest completed checkpoint or the job
+   fails. The count starts again after that and after every completed checkpoint.
 5. Acknowledgements for unknown, aborted or completed checkpoints, or from an old attempt, are
    late: their state is discarded.
 6. Stop-with-savepoint (FLIP-34): ``TriggerSavepoint(synchronous=True)`` triggers a synchronous
@@ -58,7 +63,7 @@ from yarnflink.state.handles import StreamStateHandle, TaskStateSnapshot
 
 CREATED, RUNNING, FINISHED = "CREATED", "RUNNING", "FINISHED"
 
-# abort reasons (Flink's CheckpointFailureReason); those in COUNTED fail the job past the threshold
+# abort reasons (Flink's CheckpointFailureReason); those in COUNTED fail the job over past the threshold
 DECLINED = "CHECKPOINT_DECLINED"
 EXPIRED = "CHECKPOINT_EXPIRED"
 FINALIZE_FAILURE = "FINALIZE_CHECKPOINT_FAILURE"
@@ -311,6 +316,14 @@ class DiscardState:
 
 
 @dataclass(frozen=True)
+class DiscardIncomplete:
+    """Delete the directory of a checkpoint that did not complete, with whatever a failing task
+    left there (Flink: ``disposeOnFailure``)."""
+
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
 class DiscardCheckpoint:
     """Delete a completed checkpoint (its directory and files)."""
 
@@ -318,7 +331,9 @@ class DiscardCheckpoint:
 
 
 @dataclass(frozen=True)
-class FailJob:
+class FailGlobal:
+    """A global failover of the job, whose restart strategy decides (not the end of the job)."""
+
     reason: str
 
 
@@ -338,8 +353,9 @@ Action = Union[
     NotifyCheckpointComplete,
     NotifyCheckpointAborted,
     DiscardState,
+    DiscardIncomplete,
     DiscardCheckpoint,
-    FailJob,
+    FailGlobal,
     FailWithoutRestart,
     RestoreFallback,
 ]
@@ -370,6 +386,12 @@ _DISCARD_ON = {
     "DELETE_ON_CANCELLATION": {"FINISHED", "CANCELED"},
     "RETAIN_ON_CANCELLATION": {"FINISHED"},
 }
+
+
+def discards_on(retention: str, status: str) -> bool:
+    """Whether a job ending ``status`` deletes its completed checkpoints under ``retention``
+    (``execution.checkpointing.externalized-checkpoint-retention``)."""
+    return status in _DISCARD_ON.get(retention, set())
 
 
 class CheckpointCoordinator:
@@ -670,7 +692,7 @@ class CheckpointCoordinator:
         actions: list[Action] = []
         for cid in sorted(self.pending):
             actions += self._abort(cid, COORDINATOR_SHUTDOWN, 0, f"the job is {e.status}")
-        if e.status in _DISCARD_ON.get(self.config.externalized_retention, set()):
+        if discards_on(self.config.externalized_retention, e.status):
             actions += [DiscardCheckpoint(c) for c in self.completed]
             self.completed = []
         return actions
@@ -749,15 +771,20 @@ class CheckpointCoordinator:
         self.savepoints.aborted(cid, f"{reason}: {message}")
         tasks = tuple(sorted(t for t in set(p.acknowledged) | p.not_yet_acknowledged if self.status[t] == RUNNING))
         actions: list[Action] = [NotifyCheckpointAborted(cid, tasks, f"{reason}: {message}")]
+        # its files stay while its _metadata write and pointer publication are in flight (the job
+        # ended or was rescaled meanwhile): the pointer may still land in the HA store
+        in_flight = p.finalizing is not None and reason != FINALIZE_FAILURE
         handles = p.handles()
-        if handles:
+        if handles and not in_flight:
             actions.append(DiscardState(cid, handles))
+        if not in_flight and not self.shutdown:  # (once the job ended, no directory goes)
+            actions.append(DiscardIncomplete(cid))
         if reason in COUNTED and not p.is_savepoint:
             self.consecutive_failures += 1
             if self.consecutive_failures > self.config.tolerable_failures:
                 self.consecutive_failures = 0
                 actions.append(
-                    FailJob(
+                    FailGlobal(
                         "Exceeded checkpoint tolerable failure threshold "
                         f"({self.config.tolerable_failures}); the latest checkpoint failed with {reason}: {message}"
                     )

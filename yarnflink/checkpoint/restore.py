@@ -3,8 +3,11 @@ and ``StateAssignmentOperation`` at deployment): events in, actions out; the dri
 
 * ``ResumedFromHa``: a job recovered by a new leader resumes from the latest checkpoint whose
   pointer is in ZooKeeper and owns every retained one (``CheckpointsRecovered`` for the
-  coordinator); when that checkpoint was damaged, the driver found the newest valid one of the
-  job's directory instead, and the ids after the damaged one stay unused.
+  coordinator). ``resume_from_ha`` builds it from what reading each retained pointer gave: a
+  pointer whose ``_metadata`` is missing or corrupt, or whose state files are gone, is skipped
+  for the previous valid one (each skip named with id, pointer and why), and the ids after the
+  skipped ones stay unused; none valid: ``NoRestorableCheckpoint`` (the job fails, as Flink's
+  does when it can read none of the checkpoints in its store).
 * ``StartedFromSavepoint``: ``execution.savepoint.path`` (``yarnflink run -s``): the state must fit
   the job (operators matched by uid) unless ``allow_non_restored_state``; else ``ValueError``
   naming the path and the problem. New checkpoints continue its numbering.
@@ -76,6 +79,55 @@ class TaskDeploying:
     num_restarts: int
     latest: CompletedCheckpoint | None
     now: int
+
+
+@dataclass(frozen=True)
+class RetainedRead:
+    """What reading one retained pointer of the HA store gave: the ``checkpoint`` (its
+    ``_metadata`` read and its state files there), or ``problem``: why it cannot be restored."""
+
+    checkpoint_id: int
+    pointer: str
+    checkpoint: CompletedCheckpoint | None = None
+    problem: str = ""
+
+
+class NoRestorableCheckpoint(Exception):
+    """No checkpoint whose pointer is in the HA store can be restored."""
+
+
+def resume_from_ha(reads: list[RetainedRead], now: int) -> ResumedFromHa:
+    """The newest restorable checkpoint of ``reads`` (the HA store's pointers, any order); the
+    newer ones are skipped, naming why, and the older restorable ones are owned (``older``)."""
+    if not reads:
+        raise ValueError("no retained checkpoint to resume from")
+    newest_first = sorted(reads, key=lambda r: r.checkpoint_id, reverse=True)
+    skipped: list[str] = []
+    for i, r in enumerate(newest_first):
+        problem = r.problem or _mismatch(r)
+        if r.checkpoint is None or problem:
+            skipped.append(
+                f"checkpoint {r.checkpoint_id} ({r.pointer}) skipped on recovery: {problem or 'it was not read'}"
+            )
+            continue
+        older = tuple(
+            o.checkpoint
+            for o in reversed(newest_first[i + 1 :])
+            if o.checkpoint is not None and not (o.problem or _mismatch(o))
+        )
+        if skipped:
+            skipped = [f"{s}; checkpoint {r.checkpoint_id} restored instead" for s in skipped]
+        return ResumedFromHa(r.checkpoint, r.pointer, newest_first[0].checkpoint_id, older, tuple(skipped), now)
+    raise NoRestorableCheckpoint(
+        f"none of the {len(reads)} checkpoint(s) whose pointers are in the HA store can be restored: "
+        + "; ".join(skipped)
+    )
+
+
+def _mismatch(r: RetainedRead) -> str:
+    if r.checkpoint is not None and r.checkpoint.checkpoint_id != r.checkpoint_id:
+        return f"its _metadata describes checkpoint {r.checkpoint.checkpoint_id}"
+    return ""
 
 
 Event = Union[ResumedFromHa, StartedFromSavepoint, CheckpointSkipped, CheckpointValidated, GraphRescaled, TaskDeploying]

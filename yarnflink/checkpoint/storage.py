@@ -111,7 +111,9 @@ def filesystem_for(url: str, storage_options: Mapping[str, Any] | None = None) -
         url = "s3://" + url[len("s3a://") :]
 
     def make() -> tuple[Any, str]:
-        return fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+        fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+        _keep_authority(fs, url, path)
+        return fs, path
 
     try:
         return make()
@@ -132,7 +134,20 @@ def filesystem_for(url: str, storage_options: Mapping[str, Any] | None = None) -
         raise CheckpointStorageError(url, f"cannot open the file system: {_describe(e)}{hint}") from e
 
 
+def _keep_authority(fs: Any, url: str, path: str) -> None:
+    """pyarrow's HadoopFileSystem drops ``host:port`` from the paths it strips (``unstrip_protocol``
+    gives ``hdfs:///p``): remember the URL's authority on the file system instance (fsspec makes
+    one per authority) so that the URLs we print and record keep it (``hdfs://nn:8020/p``)."""
+    scheme, sep, rest = url.partition("://")
+    authority = rest.split("/", 1)[0] if sep else ""
+    if authority and authority not in fs.unstrip_protocol(path):
+        fs._yarnflink_authority = f"{scheme}://{authority}"
+
+
 def _url(fs: Any, path: str) -> str:
+    authority = getattr(fs, "_yarnflink_authority", None)
+    if authority:
+        return authority + "/" + path.lstrip("/")
     return fs.unstrip_protocol(path)
 
 
@@ -435,27 +450,39 @@ class FsCheckpointStorage:
         """Delete a completed checkpoint: its state files outside its directory, then the
         directory (``_metadata`` first, so a crash midway never leaves a restorable half)."""
         pointer = checkpoint.external_pointer or self.checkpoint_url(checkpoint.checkpoint_id)
-        fs, directory = filesystem_for(pointer, self.storage_options)
-        meta = posixpath.join(directory, METADATA_FILE_NAME)
-
-        def rm() -> None:
-            if fs.exists(meta):
-                fs.rm_file(meta)
-            for h in checkpoint.stream_handles():
-                if isinstance(h, FileStateHandle):
-                    hfs, hpath = filesystem_for(h.path, self.storage_options)
-                    if not hpath.startswith(directory.rstrip("/") + "/") and hfs.exists(hpath):
-                        hfs.rm_file(hpath)
-            if fs.exists(directory):
-                fs.rm(directory, recursive=True)
-
-        _io(pointer, "deleting the checkpoint", rm)
+        _discard_completed(checkpoint, pointer, self.storage_options)
 
     def discard_state(self, handles: list[StreamStateHandle]) -> None:
         for h in handles:
             if isinstance(h, FileStateHandle):
                 fs, path = filesystem_for(h.path, self.storage_options)
                 _io(h.path, "deleting a state file", functools.partial(_remove_if_exists, fs, path))
+
+    def discard_unfinished(self) -> list[str]:
+        """Once the job has ended for good: delete what checkpoints in flight left (a ``chk-<n>``
+        without ``_metadata``, empty or with state files; an ``._metadata.inprogress-*`` beside a
+        written one). Completed checkpoints stay. Returns the URLs deleted."""
+        deleted: list[str] = []
+        for cid in self.checkpoint_ids():
+            chk = self.checkpoint_path(cid)
+
+            def ls(chk: str = chk) -> list[str]:
+                self.fs.invalidate_cache(chk)
+                return [posixpath.basename(n.rstrip("/")) for n in self.fs.ls(chk, detail=False)]
+
+            names = _io(self.checkpoint_url(cid), "listing the checkpoint directory", ls)
+            if METADATA_FILE_NAME not in names:
+                self.discard_incomplete(cid)
+                deleted.append(self.checkpoint_url(cid))
+                continue
+            for name in names:
+                if name.startswith(f".{METADATA_FILE_NAME}.inprogress-"):
+                    path = posixpath.join(chk, name)
+                    _io(
+                        _url(self.fs, path), "deleting an unfinished metadata file", functools.partial(self.fs.rm, path)
+                    )
+                    deleted.append(_url(self.fs, path))
+        return deleted
 
     def discard_incomplete(self, checkpoint_id: int) -> None:
         """Delete the directory of a checkpoint that never completed."""
@@ -505,6 +532,39 @@ def read_checkpoint(location: str, storage_options: Mapping[str, Any] | None = N
     checkpoint = deserialize_metadata(data, url, _url(fs, posixpath.dirname(path)))
     checkpoint.external_pointer = _url(fs, posixpath.dirname(path))
     return checkpoint
+
+
+def _discard_completed(
+    checkpoint: CompletedCheckpoint, pointer: str, storage_options: Mapping[str, Any] | None
+) -> None:
+    fs, directory = filesystem_for(pointer, storage_options)
+    meta = posixpath.join(directory, METADATA_FILE_NAME)
+
+    def rm() -> None:
+        if fs.exists(meta):
+            fs.rm_file(meta)
+        for h in checkpoint.stream_handles():
+            if isinstance(h, FileStateHandle):
+                hfs, hpath = filesystem_for(h.path, storage_options)
+                if not hpath.startswith(directory.rstrip("/") + "/") and hfs.exists(hpath):
+                    hfs.rm_file(hpath)
+        if fs.exists(directory):
+            fs.rm(directory, recursive=True)
+
+    _io(pointer, "deleting the checkpoint", rm)
+
+
+def discard_checkpoint_at(pointer: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    """Delete the completed checkpoint whose ``_metadata`` (or directory) ``pointer`` names, as
+    ``FsCheckpointStorage.discard_checkpoint``; if its metadata cannot be read, its directory."""
+    location = pointer.rstrip("/")
+    if posixpath.basename(location) == METADATA_FILE_NAME:
+        location = location[: -len(METADATA_FILE_NAME) - 1]
+    try:
+        checkpoint = read_checkpoint(location, storage_options)
+    except CheckpointMetadataError:
+        checkpoint = CompletedCheckpoint("", 0, 0)
+    _discard_completed(checkpoint, location, storage_options)
 
 
 def validate_checkpoint(checkpoint: CompletedCheckpoint, storage_options: Mapping[str, Any] | None = None) -> None:

@@ -29,12 +29,15 @@ from typing import Any
 from yarnflink.api.common import ProgramAbortException
 from yarnflink.api.environment import PlanCaptureExecutor, set_default_executor
 from yarnflink.api.options import DeploymentOptions
+from yarnflink.api.pyflink_conflict import install_guard as install_pyflink_guard
+from yarnflink.api.pyflink_conflict import remove_guard as remove_pyflink_guard
 from yarnflink.checkpoint.options import SavepointConfigOptions
+from yarnflink.client.console import ConsoleForwarder
 from yarnflink.client.executor import JobExecutionException, RestClusterExecutor
 from yarnflink.client.leader import RestLeaderResolver, register_ha
 from yarnflink.client.logs import LogsError, run_logs
 from yarnflink.client.rest_client import RestClient, RestClientError
-from yarnflink.client.sessions import find_session, list_sessions
+from yarnflink.client.sessions import LocalSession, find_session, list_sessions
 from yarnflink.common.config import ConfigError, Configuration, load_configuration
 from yarnflink.deployment.local.cluster import (
     ClusterStartError,
@@ -45,14 +48,25 @@ from yarnflink.deployment.local.cluster import (
 )
 from yarnflink.deployment.local.options import LocalClusterOptions
 from yarnflink.deployment.yarn import YarnDeploymentError
-from yarnflink.deployment.yarn.cli import cmd_yarn_session, submit_job_cluster
-from yarnflink.deployment.yarn.client import rest_url_of, stop_cluster
+from yarnflink.deployment.yarn.cli import (
+    add_yarn_target_arguments,
+    cmd_yarn_logs,
+    cmd_yarn_session,
+    submit_job_cluster,
+)
+from yarnflink.deployment.yarn.client import (
+    register_credentials_by_url,
+    release_job_cluster,
+    rest_url_of,
+    stop_cluster,
+)
 from yarnflink.entrypoint.application import run_application_cluster
 from yarnflink.entrypoint.master import run_master
 from yarnflink.entrypoint.taskexecutor import add_start_arguments, run_taskexecutor, setup_logging
 from yarnflink.highavailability import HighAvailabilityError, ha_enabled
 from yarnflink.highavailability.options import HighAvailabilityOptions
 from yarnflink.jobgraph.options import CoreOptions
+from yarnflink.security.client import RestCredentials, register
 from yarnflink.streaming.describe import describe_job_graph, job_graph_summary_json
 from yarnflink.taskexecutor.options import TaskManagerOptions
 
@@ -143,17 +157,20 @@ def build_parser() -> argparse.ArgumentParser:
     _common(lst)
     lst.add_argument("-m", "--jobmanager", metavar="URL")
     lst.add_argument("--session", metavar="ID")
+    add_yarn_target_arguments(lst)
 
     cancel = sub.add_parser("cancel", help="cancel a job")
     _common(cancel)
     cancel.add_argument("-m", "--jobmanager", metavar="URL")
     cancel.add_argument("--session", metavar="ID")
+    add_yarn_target_arguments(cancel)
     cancel.add_argument("job_id")
 
     savepoint = sub.add_parser("savepoint", help="trigger a savepoint of a running job and print its path")
     _common(savepoint)
     savepoint.add_argument("-m", "--jobmanager", metavar="URL")
     savepoint.add_argument("--session", metavar="ID")
+    add_yarn_target_arguments(savepoint)
     savepoint.add_argument(
         "--timeout",
         type=float,
@@ -170,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(stop)
     stop.add_argument("-m", "--jobmanager", metavar="URL")
     stop.add_argument("--session", metavar="ID")
+    add_yarn_target_arguments(stop)
     stop.add_argument(
         "-p",
         "--savepointPath",
@@ -212,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("--stdout", action="store_true", help="the process's stdout/stderr (.out) instead of its log")
     logs.add_argument("-n", "--lines", type=int, metavar="N", help="only the last N lines")
     logs.add_argument("--list", action="store_true", help="list the log files")
+    add_yarn_target_arguments(logs)
 
     session = sub.add_parser("session", help="start, list and stop session clusters")
     ssub = session.add_subparsers(dest="session_command", required=True, metavar="ACTION")
@@ -265,6 +284,14 @@ def build_parser() -> argparse.ArgumentParser:
     mstart.add_argument("--yarn", action="store_true", help="run as a skein ApplicationMaster (YARN containers)")
     mstart.add_argument("--yarn-standby", action="store_true", help="a standby master of a YARN cluster")
     mstart.add_argument(
+        "--yarn-child", action="store_true", help="YARN with HA: the master run by the ApplicationMaster's watcher"
+    )
+    mstart.add_argument(
+        "--await-client",
+        action="store_true",
+        help="YARN per-job: once the jobs ended, wait for the attached client to fetch the results",
+    )
+    mstart.add_argument(
         "--ha",
         choices=["zookeeper", "none"],
         type=str.lower,
@@ -296,6 +323,7 @@ def _cluster_url(args: argparse.Namespace, config: Configuration) -> str | None:
     if getattr(args, "jobmanager", None):
         url = args.jobmanager
         url = url if url.startswith("http") else f"http://{url}"
+        register_credentials_by_url(url)  # a YARN session's token, without YARNFLINK_REST_TOKEN_FILE
         return _follow_ha_leader(config, url)
     if (
         not getattr(args, "session", None)
@@ -311,7 +339,26 @@ def _cluster_url(args: argparse.Namespace, config: Configuration) -> str | None:
         raise CliError(f"no session {args.session!r}; see 'yarnflink session list'")
     if session is not None and session.alive:
         return session.rest_url
+    if session is not None and session.ha_config and getattr(args, "session", None):
+        return _leader_of_replaced_session(session)
     return None
+
+
+def _leader_of_replaced_session(session: LocalSession) -> str:
+    """Every master the session file records is gone, but the cluster may live on in masters
+    started to replace them: its leader comes from ZooKeeper, with the HA keys and the REST
+    credentials the session file records (all masters of a cluster share them)."""
+    config = Configuration(session.ha_config)
+    try:
+        url = _follow_ha_leader(config, None)
+    except CliError as e:
+        raise CliError(
+            f"session {session.id}: none of the masters it started runs, and no leader was found in "
+            f"ZooKeeper either: {e}"
+        ) from None
+    assert url is not None  # HA is on in a session's ha_config
+    register(url, RestCredentials(session.token_file or None, session.rest_ca or None))
+    return url
 
 
 def _follow_ha_leader(config: Configuration, url: str | None) -> str | None:
@@ -342,9 +389,12 @@ def _run_job_file(job: str, job_args: Sequence[str]) -> None:
     old_argv = sys.argv
     sys.argv = [str(path), *job_args]
     sys.path.insert(0, str(path.parent.resolve()))
+    # apache-flink in this environment: `import pyflink` fails naming both (docs/PYFLINK.md)
+    guard = install_pyflink_guard()
     try:
         runpy.run_path(str(path), run_name="__main__")
     finally:
+        remove_pyflink_guard(guard)
         sys.argv = old_argv
         sys.path.pop(0)
 
@@ -372,6 +422,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         url = _cluster_url(args, config)
     cluster_proc = None
+    console: ConsoleForwarder | None = None
     if url is None:
         n = args.taskexecutors or int(config.get(LocalClusterOptions.NUMBER_TASKMANAGER))
         slots = int(config.get(TaskManagerOptions.NUM_TASK_SLOTS))
@@ -387,16 +438,17 @@ def cmd_run(args: argparse.Namespace) -> int:
             taskexecutors=n,
             workdir=workdir,
             detached=args.detached,
-            inherit_stdout=not args.detached,
             master_args=["--per-job", "--client-pid", str(os.getpid())],
         )
         if args.detached:
             cluster_proc = None  # it stops by itself when its job ends
         url = str(info["rest_url"])
         print(f"Local cluster at {url} (logs in {workdir}).", file=sys.stderr)
+        if not args.detached:  # what user functions print appears here, as with PyFlink
+            console = ConsoleForwarder(workdir).start()
     if args.detached:
         config.set(DeploymentOptions.ATTACHED, "false")
-    executor = RestClusterExecutor(url, config, progress=None if args.detached else sys.stderr)
+    executor = RestClusterExecutor(url, config, progress=None if args.detached else sys.stderr, console=console)
     set_default_executor(executor)
     try:
         try:
@@ -425,10 +477,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_OK
     finally:
         set_default_executor(None)
+        if console is not None:
+            console.stop()
         if cluster_proc is not None:
             stop_process(cluster_proc.pid)
         if yarn_app_id is not None and not executor.submitted:
             stop_cluster(config, yarn_app_id)
+        elif yarn_app_id is not None:  # attached: its master waited for this client's results
+            release_job_cluster(config, yarn_app_id, attached=not args.detached)
 
 
 def _run_application(args: argparse.Namespace, config: Configuration) -> int:
@@ -529,6 +585,8 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
+    if args.application_id or args.target == "yarn":
+        return cmd_yarn_logs(args)
     url = args.jobmanager if args.jobmanager else None
     if url and not url.startswith("http"):
         url = f"http://{url}"
@@ -606,12 +664,16 @@ def cmd_master(args: argparse.Namespace) -> int:
         application=[args.application, *args.application_arg] if args.application else None,
         yarn=args.yarn,
         yarn_standby=args.yarn_standby,
+        await_client=args.await_client,
+        yarn_child=args.yarn_child,
     )
 
 
 def cmd_taskexecutor(args: argparse.Namespace) -> int:
     _setup_logging(args.log_file)
-    return run_taskexecutor(_config(args), args.master, resource_id=args.resource_id, parent_pid=args.parent_pid)
+    return run_taskexecutor(
+        _config(args), args.master, resource_id=args.resource_id, parent_pid=args.parent_pid, yarn=args.yarn
+    )
 
 
 COMMANDS = {

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from yarnflink.client.sessions import session_ha_config
@@ -25,11 +26,22 @@ from yarnflink.security.client import url_key
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RestLeaderResolver", "ha_config_for", "register_ha", "resolver_for"]
+__all__ = ["RestLeaderResolver", "ha_config_for", "register_ha", "register_resolver", "resolver_for"]
 
 #: url key -> the HA configuration of the cluster serving it (clusters this process started)
 _REGISTERED: dict[str, Configuration] = {}
+#: url key -> how to make the resolver of the cluster serving it, when it is found another way
+#: than through ZooKeeper (a YARN application's key-value store: ``yarnflink.deployment.yarn``)
+_FACTORIES: dict[str, Callable[[], Any]] = {}
 _LOCK = threading.Lock()
+
+
+def register_resolver(urls: list[str], factory: Callable[[], Any]) -> None:
+    """Clients of ``urls`` follow the cluster with ``factory()``: an object with ``current()``
+    (the leader's REST URL or None), ``await_leader_timeout_s``, ``remember(url)`` and ``close()``."""
+    with _LOCK:
+        for url in urls:
+            _FACTORIES[url_key(url)] = factory
 
 
 def register_ha(urls: list[str], config: Configuration) -> None:
@@ -48,7 +60,11 @@ def ha_config_for(url: str) -> Configuration | None:
     return session_ha_config(url)
 
 
-def resolver_for(url: str) -> RestLeaderResolver | None:
+def resolver_for(url: str) -> Any:
+    with _LOCK:
+        factory = _FACTORIES.get(url_key(url))
+    if factory is not None:
+        return factory()
     config = ha_config_for(url)
     return RestLeaderResolver(config) if config is not None else None
 
@@ -83,6 +99,10 @@ class RestLeaderResolver:
         """The leader's REST URL once one is known; TimeoutError after ``timeout``."""
         info = self._started().wait_for_leader(self.await_leader_timeout_s if timeout is None else timeout)
         return info.address
+
+    def remember(self, url: str) -> None:
+        """Later clients of this process find the cluster's HA configuration by ``url`` too."""
+        register_ha([url], self.config)
 
     def close(self) -> None:
         with self._lock:

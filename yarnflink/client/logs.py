@@ -1,5 +1,8 @@
 """``yarnflink logs``: the log (or stdout) of the master or of a TaskExecutor.
 
+``--stdout`` without ``-t`` shows the master's stdout and every TaskExecutor's (what the job's
+user functions print lands there), each under a ``==> id <==`` header.
+
 Logs live in the cluster's working directory: ``master.log`` / ``master.out`` and one
 ``<taskexecutor id>.log`` / ``.out`` per TaskExecutor. A running cluster serves them over REST
 (``/jobmanager/log``, ``/taskmanagers/{id}/log``, ... as Flink does); a stopped session's or a
@@ -46,6 +49,19 @@ def _pick(ids: list[str], wanted: str) -> str:
     raise LogsError(f"{wanted!r} matches several TaskExecutors: {', '.join(sorted(found))}")
 
 
+NL = "\n"
+
+
+def joined(parts: list[tuple[str, str]], lines: int | None) -> str:
+    """Several processes' output, each (its last ``lines``) under a ``==> name <==`` header as
+    ``tail`` shows several files; the empty ones are left out."""
+    shown = [(name, tail(text, lines)) for name, text in parts if text]
+    if len(shown) == 1:
+        return shown[0][1]
+    blocks = [f"==> {name} <==\n{text if text.endswith(NL) else text + NL}" for name, text in shown]
+    return "".join(blocks)
+
+
 # ---------------------------------------------------------------------------- over REST
 def rest_log(rest: RestClient, taskexecutor: str | None, stdout: bool) -> str:
     kind = "stdout" if stdout else "log"
@@ -53,6 +69,17 @@ def rest_log(rest: RestClient, taskexecutor: str | None, stdout: bool) -> str:
         return rest.get_text(f"/jobmanager/{kind}")
     tm = _pick([t["id"] for t in rest.taskmanagers()], taskexecutor)
     return rest.get_text(f"/taskmanagers/{tm}/{kind}")
+
+
+def rest_all_stdout(rest: RestClient) -> list[tuple[str, str]]:
+    """The master's stdout, then every TaskExecutor's: where what user functions print lands."""
+    parts = [("master", rest.get_text("/jobmanager/stdout"))]
+    for tm in sorted(t["id"] for t in rest.taskmanagers()):
+        try:
+            parts.append((tm, rest.get_text(f"/taskmanagers/{tm}/stdout")))
+        except RestClientError:  # a TaskExecutor that just went, or one without a .out file
+            continue
+    return parts
 
 
 def rest_list(rest: RestClient) -> list[tuple[str, str, int]]:
@@ -85,6 +112,21 @@ def local_log(workdir: Path, taskexecutor: str | None, stdout: bool) -> str:
     return path.read_text(errors="replace")
 
 
+def local_all_stdout(workdir: Path) -> list[tuple[str, str]]:
+    if not workdir.is_dir():
+        raise LogsError(f"no cluster directory {workdir}")
+    parts: list[tuple[str, str]] = []
+    try:
+        parts.append(("master", local_log(workdir, None, True)))
+    except LogsError:  # a cluster whose master wrote no .out file
+        pass
+    for tm in _local_taskexecutors(workdir):
+        path = workdir / f"{tm}.out"
+        if path.is_file():
+            parts.append((tm, path.read_text(errors="replace")))
+    return parts
+
+
 def local_list(workdir: Path) -> list[tuple[str, str, int]]:
     files = sorted(p for p in workdir.glob("*") if p.suffix in (".log", ".out") and p.is_file())
     return [(p.stem, p.name, p.stat().st_size) for p in files]
@@ -102,14 +144,24 @@ def run_logs(args: Any, rest_url: str | None, out: TextIO = sys.stdout) -> None:
             rest_url = session.rest_url
         else:
             workdir = Path(session.workdir)
+    every_stdout = args.stdout and args.taskexecutor is None and not args.list
+    parts: list[tuple[str, str]] | None = None
     if workdir is not None:
         listing = local_list(workdir) if args.list else None
-        text = None if args.list else local_log(workdir, args.taskexecutor, args.stdout)
+        if every_stdout:
+            parts = local_all_stdout(workdir)
+        text = None if args.list or every_stdout else local_log(workdir, args.taskexecutor, args.stdout)
     else:
         assert rest_url is not None
         with RestClient(rest_url) as rest:
             listing = rest_list(rest) if args.list else None
-            text = None if args.list else rest_log(rest, args.taskexecutor, args.stdout)
+            if every_stdout:
+                parts = rest_all_stdout(rest)
+            text = None if args.list or every_stdout else rest_log(rest, args.taskexecutor, args.stdout)
+    if parts is not None:
+        out.write(joined(parts, args.lines))
+        out.flush()
+        return
     if listing is not None:
         width = max((len(p) for p, _, _ in listing), default=6)
         for process, name, size in listing:

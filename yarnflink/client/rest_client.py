@@ -11,19 +11,38 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import ssl
 import time
 from typing import Any
 
 import httpx
 
-from yarnflink.client.leader import register_ha, resolver_for
+from yarnflink.client.leader import resolver_for
 from yarnflink.client.sessions import session_credentials
 from yarnflink.security.client import RestCredentials, from_environment, process_default, register, registered
 
 TERMINAL_STATES = ("FINISHED", "FAILED", "CANCELED")
 
 log = logging.getLogger(__name__)
+
+#: Set to 1 to see every request of the REST clients (httpx's ``HTTP Request: GET ...`` lines).
+HTTP_LOG_ENV = "YARNFLINK_HTTP_LOG"
+
+
+def quiet_http_logging() -> None:
+    """httpx logs every request at INFO: a job program calling ``logging.basicConfig(level=INFO)``
+    would see its console flooded by the executor's polling. Those lines are shown only at
+    WARNING and above, unless ``YARNFLINK_HTTP_LOG`` is set to 1 (or the program sets the
+    ``httpx`` logger's level itself, after this module is imported)."""
+    if os.environ.get(HTTP_LOG_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+        return
+    logger = logging.getLogger("httpx")
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.WARNING)
+
+
+quiet_http_logging()
 
 
 class RestClientError(Exception):
@@ -110,6 +129,9 @@ class RestClient:
             except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: keep trying until the deadline
                 log.info("cannot ask ZooKeeper for the leader: %s", e)
                 leader = None
+            ended = getattr(self.leader_resolver, "ended", "")  # a YARN application that ended: no leader comes
+            if ended:
+                raise RestClientError(f"{problem}; {ended}") from None
             if leader and leader.rstrip("/") != self.base_url:
                 log.info("the leading master's REST endpoint is now %s", leader)
                 self.base_url = leader.rstrip("/")
@@ -122,7 +144,7 @@ class RestClient:
     def _remember(self, url: str) -> None:
         """Later clients of this process find the new leader's credentials and HA by its URL."""
         register(url, self._credentials)
-        register_ha([url], self.leader_resolver.config)
+        self.leader_resolver.remember(url)
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         resp = self._send(method, path, **kwargs)
@@ -170,6 +192,10 @@ class RestClient:
 
     def execution_result(self, job_id: str) -> dict[str, Any]:
         return self._request("GET", f"/jobs/{job_id}/execution-result")  # type: ignore[no-any-return]
+
+    def collected(self, job_id: str, offset: int) -> dict[str, Any]:
+        """``execute_and_collect()`` results after ``offset``: payloads, next offset, stale, done."""
+        return self._request("GET", f"/jobs/{job_id}/collect", params={"offset": offset})  # type: ignore[no-any-return]
 
     def cancel(self, job_id: str) -> None:
         self._request("PATCH", f"/jobs/{job_id}", params={"mode": "cancel"})

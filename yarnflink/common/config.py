@@ -57,7 +57,14 @@ CONF_DIR_ENV = "YARNFLINK_CONF_DIR"
 DEFAULT_CONF_DIR = "conf"
 
 #: Keys starting with one of these are stored as given, never validated.
-PASSTHROUGH_PREFIXES: tuple[str, ...] = ("spark.", "env.java.", "metrics.", "yarnflink.test.")
+PASSTHROUGH_PREFIXES: tuple[str, ...] = (
+    "spark.",
+    "env.java.",
+    "metrics.",
+    "yarnflink.test.",
+    "containerized.master.env.",
+    "containerized.taskmanager.env.",
+)
 
 OPTION_TYPES = ("int", "float", "bool", "str", "duration", "memory", "enum")
 _PY_TYPES = {int: "int", float: "float", bool: "bool", str: "str"}

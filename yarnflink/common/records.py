@@ -48,6 +48,8 @@ from typing import Any, NoReturn, Union
 import cloudpickle
 import pyarrow as pa
 
+from yarnflink.common.row import Row
+
 Field = Union[int, str]
 
 KIND_KEY = b"yarnflink.kind"
@@ -111,10 +113,8 @@ class Batch:
             raise TypeError(f"Batch.from_arrow expects a pyarrow.RecordBatch, got {type(rb).__name__}")
         md = rb.schema.metadata
         if md and TIMESTAMPS_KEY in md:  # timestamps travel as an extra column (see wire_arrow)
-            i = rb.schema.get_field_index(TIMESTAMPS_COLUMN)
-            ts = rb.column(i).to_numpy(zero_copy_only=False)
-            md = {k: v for k, v in md.items() if k != TIMESTAMPS_KEY}
-            return Batch(rb=rb.remove_column(i).replace_schema_metadata(md or None), timestamps=ts)
+            rb, ts = split_timestamps(rb)
+            return Batch(rb=rb, timestamps=ts)
         return Batch(rb=rb)
 
     @property
@@ -163,6 +163,37 @@ class Batch:
     def __repr__(self) -> str:
         form = "+".join(f for f, ok in (("rows", self.has_rows), ("arrow", self.has_arrow)) if ok)
         return f"Batch({len(self)} records, {form})"
+
+
+# =============================================================================== timestamps
+def timestamps_of_column(col: pa.Array | pa.ChunkedArray) -> Any:
+    """Event timestamps (int64 numpy array, ms) of an Arrow column of integers (ms) or of
+    Arrow timestamps (any unit; converted to ms, rounding down)."""
+    if pa.types.is_timestamp(col.type):
+        unit = col.type.unit
+        col = col.cast(pa.timestamp(unit, None)).cast(pa.int64())
+        arr = col.to_numpy(zero_copy_only=False)
+        div = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}[unit]
+        return arr * 1000 if div is None else (arr if div == 1 else arr // div)
+    if not pa.types.is_integer(col.type):
+        raise TypeError(f"event timestamps must be integers (ms) or Arrow timestamps, got a column of {col.type}")
+    if col.type != pa.int64():
+        col = col.cast(pa.int64())
+    return col.to_numpy(zero_copy_only=False)
+
+
+def split_timestamps(rb: pa.RecordBatch) -> tuple[pa.RecordBatch, Any]:
+    """``(rb without the TIMESTAMPS_COLUMN and its metadata flag, timestamps or None)``."""
+    md = rb.schema.metadata
+    i = rb.schema.get_field_index(TIMESTAMPS_COLUMN)
+    ts = None
+    if i >= 0:
+        ts = timestamps_of_column(rb.column(i))
+        rb = rb.remove_column(i)
+    if md and TIMESTAMPS_KEY in md:
+        rest = {k: v for k, v in md.items() if k != TIMESTAMPS_KEY}
+        rb = rb.replace_schema_metadata(rest or None)
+    return rb, ts
 
 
 # =============================================================================== conversions
@@ -413,6 +444,8 @@ def get_field(record: Any, field: Field) -> Any:
                 return record[keys[field]]
             raise FieldError(f"field {field} out of range for records with {len(keys)} fields")
         raise FieldError(f"field {field!r} not found; the record has fields {list(record)}")
+    if isinstance(record, Row):
+        return record[_row_position(record, field)]
     if field == 0 or field == "f0":
         return record
     raise FieldError(f"field {field!r} out of range for records with 1 field ({type(record).__name__} values)")
@@ -472,9 +505,28 @@ def replace_field(record: Any, field: Field, value: Any) -> Any:
                 out[keys[field]] = value
                 return out
         _bad_field(record, field)
+    if isinstance(record, Row):
+        names = record.get_field_names()
+        row = Row(*record)
+        row[_row_position(record, field)] = value
+        if names is not None:
+            row.set_field_names(names)
+        row.set_row_kind(record.get_row_kind())
+        return row
     if field == 0 or field == "f0":
         return value
     _bad_field(record, field)
+
+
+def _row_position(record: Row, field: Field) -> int:
+    """The position of ``field`` (a name, a position or ``f<position>``) in a Row."""
+    names = record.get_field_names()
+    if isinstance(field, str) and names is not None and field in names:
+        return names.index(field)
+    pos = _tuple_position(field)
+    if pos is None or not 0 <= pos < len(record):
+        raise FieldError(f"field {field!r} not found; the Row has fields {names or len(record)}")
+    return pos
 
 
 def _bad_field(record: Any, field: Field) -> NoReturn:

@@ -24,18 +24,30 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from yarnflink.checkpoint.options import CheckpointingOptions
+from yarnflink.checkpoint.storage import FsCheckpointStorage
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.local.driver import LocalProcessDriver
+from yarnflink.deployment.yarn.master import YarnMasterSide
 from yarnflink.deployment.yarn.master import prepare as prepare_yarn
+from yarnflink.deployment.yarn.options import YarnConfigOptions
+from yarnflink.deployment.yarn.supervisor import SESSION_FILE, supervise_master
 from yarnflink.dispatcher.dispatcher import Dispatcher
 from yarnflink.dispatcher.leadership import DispatcherLeadership
 from yarnflink.dispatcher.options import RestOptions
 from yarnflink.entrypoint.application import ApplicationRunner
+from yarnflink.entrypoint.storage_check import StorageCheckError, check_master_storage
 from yarnflink.highavailability.errors import HighAvailabilityError
-from yarnflink.highavailability.services import HighAvailabilityServices, create_ha_services, ha_enabled
+from yarnflink.highavailability.services import (
+    HighAvailabilityServices,
+    announce_process,
+    create_ha_services,
+    ha_enabled,
+)
 from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.resourcemanager.driver import ResourceManagerDriver
 from yarnflink.resourcemanager.local_gateway import LocalResourceManagerGateway
@@ -60,9 +72,13 @@ class MasterProcess:
         application: Sequence[str] | None = None,
         driver: ResourceManagerDriver | None = None,
         ha_services: HighAvailabilityServices | None = None,
+        client_gone: Callable[[], bool] | None = None,
+        client_wait_s: float = 300.0,
     ) -> None:
         """``ha_services``: given HA services (tests: ``EmbeddedHaServices``) instead of the ones
-        ``high-availability.*`` asks for."""
+        ``high-availability.*`` asks for. ``client_gone`` (a per-job cluster whose client runs on
+        another host, YARN): whether the attached client said it has its results; once every job
+        ended the master waits for that at most ``client_wait_s``."""
         self.config = config
         self._stop = threading.Event()
         host = config.get(JobManagerOptions.ADDRESS) or "127.0.0.1"
@@ -110,6 +126,11 @@ class MasterProcess:
         self.local_taskexecutors = local_taskexecutors
         self.per_job = per_job
         self.client_pid = client_pid
+        self.client_gone = client_gone
+        self.client_wait_s = client_wait_s
+        self._jobs_ended_at: float | None = None
+        self._started_at = time.monotonic()
+        self._swept = False  # a job cluster's unfinished checkpoints, deleted once at its stop
         self.application: ApplicationRunner | None = None
         if application:
             self.application = ApplicationRunner(config, application[0], list(application[1:]))
@@ -135,10 +156,21 @@ class MasterProcess:
     def wait(self) -> None:
         while not self._stop.wait(0.2):
             if self.per_job and self._job_cluster_done():
-                log.info("the per-job cluster's job has ended and its client is gone: shutting down")
+                log.info("the per-job cluster's job has ended and its client is gone (or done): shutting down")
                 break
         if self.application is not None and self.application.done.is_set():
             self.exit_code = 0 if self.application.succeeded else 1
+        elif self.per_job and self._job_states() and set(self._job_states()) != {"FINISHED"}:
+            self.exit_code = 1  # YARN: the application ends FAILED, not SUCCEEDED
+
+    def _job_states(self) -> list[str]:
+        async def states() -> list[str]:
+            return [str(e.archive["details"]["state"]) for e in self.dispatcher.jobs.values() if e.archive is not None]
+
+        try:
+            return self.dispatcher.call(states)
+        except Exception:  # noqa: BLE001 - the dispatcher is gone: nothing known
+            return []
 
     def _job_cluster_done(self) -> bool:
         """Every job ended and the client is gone (or it went away without submitting one)."""
@@ -151,19 +183,60 @@ class MasterProcess:
 
         state = self.dispatcher.call(ended)
         if state is None:  # no job yet: only a client that went away will never submit one
+            if self.client_gone is not None:  # a remote client: gone when it says so, or silent too long
+                return self.client_gone() or time.monotonic() - self._started_at >= self.client_wait_s
             return self.client_pid is not None
-        return state
+        if not state:
+            self._jobs_ended_at = None
+            return False
+        if self.client_gone is None:
+            return True
+        now = time.monotonic()
+        if self._jobs_ended_at is None:
+            self._jobs_ended_at = now
+        return job_cluster_done_for_remote_client(self.client_gone(), now - self._jobs_ended_at, self.client_wait_s)
 
     def request_stop(self) -> None:
+        self.rm.begin_stop()  # from the signal on: TaskExecutors that end are not replaced
         self._stop.set()
 
     def stop(self) -> None:
+        self.rm.begin_stop()
+        if (self.per_job or self.application is not None) and not self._swept:
+            self._swept = True
+            self._discard_unfinished_checkpoints()
         if self.leadership is not None:
             self.leadership.close()  # an orderly stop: the jobs' HA data stays for the next leader
         self.dispatcher.stop()
         if self.ha is not None:
             self.ha.close()  # leaves the election
         self.rm.stop()  # stops the driver's TaskExecutors too
+
+    def _discard_unfinished_checkpoints(self) -> None:
+        """A job cluster ends with its jobs: what their checkpoints in flight left goes (the
+        completed ones stay: retained checkpoints)."""
+
+        async def ended() -> list[tuple[str, str]]:
+            dirs = []
+            for e in self.dispatcher.jobs.values():
+                user = (e.job_config.get("execution-config") or {}).get("user-config") or {}
+                directory = user.get(CheckpointingOptions.CHECKPOINTS_DIRECTORY.key) or self.config.get(
+                    CheckpointingOptions.CHECKPOINTS_DIRECTORY
+                )
+                if e.archive is not None and directory:
+                    dirs.append((str(directory), e.job_id))
+            return dirs
+
+        try:
+            jobs = self.dispatcher.call(ended)
+        except Exception:  # noqa: BLE001 - the dispatcher is gone: nothing known
+            return
+        for directory, job_id in jobs:
+            try:
+                for url in FsCheckpointStorage(directory, job_id).discard_unfinished():
+                    log.info("job %s: deleted %s (a checkpoint in flight when the job ended)", job_id, url)
+            except Exception as e:  # noqa: BLE001 - leftovers are harmless; say so
+                log.warning("job %s: cannot clean its unfinished checkpoints in %s: %s", job_id, directory, e)
 
     # ------------------------------------------------------------------ HA
     def step_down(self, reason: str) -> None:
@@ -200,6 +273,17 @@ class MasterProcess:
         os.execv(sys.executable, argv)
 
 
+def job_cluster_done_for_remote_client(client_gone: bool, ended_for_s: float, client_wait_s: float) -> bool:
+    """Pure: a per-job cluster whose every job ended ends once its client has the results (it says
+    so), or after ``client_wait_s`` (a client that went away must not keep the cluster)."""
+    if client_gone:
+        return True
+    if ended_for_s >= client_wait_s:
+        log.warning("the client did not fetch its result within %.0fs: shutting down", client_wait_s)
+        return True
+    return False
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -214,6 +298,27 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
+def _record_zookeeper_session(master: MasterProcess) -> None:
+    """For the watching process: this master's ZooKeeper session, closed by it if we die."""
+    client = getattr(master.ha, "client", None)
+    if client is None:
+        return
+    from yarnflink.highavailability.zookeeper.session_file import write_session_file  # deferred: kazoo
+
+    try:
+        write_session_file(client, SESSION_FILE)
+    except OSError as e:  # the session then ends by its timeout, as without the watcher
+        log.warning("cannot record the ZooKeeper session in %s: %s", SESSION_FILE, e)
+
+
+def _not_started(message: str, yarn_side: YarnMasterSide | None) -> int:
+    log.error("master not started: %s", message)
+    print(f"yarnflink master: error: {message}", file=sys.stderr)
+    if yarn_side is not None:
+        yarn_side.publish_error(message)
+    return 1
+
+
 def run_master(
     config: Configuration,
     *,
@@ -226,13 +331,23 @@ def run_master(
     application: Sequence[str] | None = None,
     yarn: bool = False,
     yarn_standby: bool = False,
+    await_client: bool = False,
+    yarn_child: bool = False,
 ) -> int:
+    """``await_client`` (YARN per-job, attached): once its jobs ended the master waits for the
+    client to say it has the results (at most ``yarn.per-job.result-timeout``). On YARN with
+    ZooKeeper HA the ApplicationMaster's script runs the master as a watched child (``yarn_child``:
+    ``yarnflink.deployment.yarn.supervisor``), which ends a dead master's ZooKeeper session at once."""
+    if yarn and not yarn_child and ha_enabled(config):
+        return supervise_master(config)
     driver: ResourceManagerDriver | None = None
-    publish = None
+    yarn_side = None
     if yarn:  # inside a skein ApplicationMaster: TaskExecutors are YARN containers
-        config, driver, publish = prepare_yarn(config, standby=yarn_standby)
+        yarn_side = prepare_yarn(config, standby=yarn_standby)
+        config, driver = yarn_side.config, yarn_side.driver
     config = prepare_master(config, workdir or Path.cwd())  # the cluster's TLS material and REST token
     try:
+        check_master_storage(config)  # an unreachable HA/checkpoint storage: one clear error naming it
         master = MasterProcess(
             config,
             local_taskexecutors=local_taskexecutors,
@@ -242,16 +357,25 @@ def run_master(
             client_pid=client_pid,
             application=application,
             driver=driver,
+            client_gone=yarn_side.client_gone if yarn_side is not None and per_job and await_client else None,
+            client_wait_s=config.get_seconds(YarnConfigOptions.PER_JOB_RESULT_TIMEOUT) or 300.0,
         )
-    except HighAvailabilityError as e:  # e.g. ZooKeeper unreachable: a clear message, no traceback
-        log.error("master not started: %s", e)
-        print(f"yarnflink master: error: {e}", file=sys.stderr)
-        return 1
+    except (HighAvailabilityError, StorageCheckError, OSError) as e:  # a clear message, no traceback
+        return _not_started(str(e), yarn_side)
+    except Exception as e:  # YARN: whatever it is, the client hears it (not a dead ApplicationMaster)
+        if yarn_side is None:
+            raise
+        log.exception("master not started")
+        return _not_started(f"{type(e).__name__}: {e}", yarn_side)
+    if yarn_child:
+        _record_zookeeper_session(master)
     signal.signal(signal.SIGTERM, lambda *_: master.request_stop())
     signal.signal(signal.SIGINT, lambda *_: master.request_stop())
     info = master.start()
-    if publish is not None:
-        publish(info)  # the REST address, in the YARN application's key-value store
+    if master.ha is not None:  # clients find (and `session stop` stops) every master of the cluster
+        announce_process(master.ha, "master", {"rest_url": info["rest_url"], "rpc_address": info["rpc_address"]})
+    if yarn_side is not None:
+        yarn_side.publish(info)  # the REST address, in the YARN application's key-value store
     if info_file is not None:  # before the log line: whoever reads the log may read the file next
         tmp = info_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(info))
@@ -261,4 +385,6 @@ def run_master(
         master.wait()
     finally:
         master.stop()
+        if yarn_child:  # an orderly stop closed the session: nothing for the watcher to close
+            SESSION_FILE.unlink(missing_ok=True)
     return master.exit_code

@@ -15,6 +15,7 @@ import argparse
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Sequence
@@ -22,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from yarnflink.common.config import ConfigError, Configuration, load_configuration
+from yarnflink.deployment.yarn.master import yarn_taskexecutor_config
 from yarnflink.highavailability import create_ha_services, ha_enabled
+from yarnflink.highavailability.services import announce_process
 from yarnflink.jobgraph.options import ExecutionOptions
 from yarnflink.metrics.prometheus import start_reporter, stop_reporter
 from yarnflink.metrics.taskexecutor import prometheus_samples
@@ -32,25 +35,52 @@ from yarnflink.resourcemanager.options import HeartbeatManagerOptions
 from yarnflink.resourcemanager.resources import worker_spec_from_config
 from yarnflink.security import prepare_taskexecutor
 from yarnflink.spark.session import holder as spark_sessions
+from yarnflink.taskexecutor.cancellation import CancellationSettings
 from yarnflink.taskexecutor.options import TaskManagerOptions
+from yarnflink.taskexecutor.stdout import install_line_stdout
 from yarnflink.taskexecutor.taskexecutor import TaskExecutor
 
 log = logging.getLogger(__name__)
 
+#: The exit code of a TaskExecutor that failed fatally (a cancelled task's thread did not end
+#: within task.cancellation.timeout); its driver (the ResourceManager's) starts a new one.
+FATAL_ERROR_EXIT_CODE = 2
+
+
+def exit_fatally(reason: str) -> None:
+    """The process ends now, whatever its threads do: a task thread that ignores cancellation
+    would keep a clean shutdown waiting forever."""
+    log.critical("TaskExecutor exits with code %d: %s", FATAL_ERROR_EXIT_CODE, reason)
+    for handler in logging.getLogger().handlers:
+        try:
+            handler.flush()
+        except Exception:  # noqa: BLE001 - exiting anyway
+            pass
+    os._exit(FATAL_ERROR_EXIT_CODE)
+
 
 def run_taskexecutor(
-    config: Configuration, master_address: str | None, *, resource_id: str | None = None, parent_pid: int | None = None
+    config: Configuration,
+    master_address: str | None,
+    *,
+    resource_id: str | None = None,
+    parent_pid: int | None = None,
+    yarn: bool = False,
 ) -> int:
+    if yarn:  # a container of a YARN application: its cluster id and this node's address
+        config = yarn_taskexecutor_config(config, os.environ, socket.getfqdn())
     if not master_address and not ha_enabled(config):
         raise ConfigError(
             "a TaskExecutor needs --master HOST:PORT (the ResourceManager's address) "
             "unless high-availability.type is ZOOKEEPER"
         )
+    install_line_stdout()  # print() in user functions: whole lines, at once, in <id>.out
     # fewer page faults for the large temporary Arrow buffers of vectorized operators
     tune_allocator()
     prepare_taskexecutor(config)  # mutual TLS with the cluster's CA (security.ssl.internal.*)
 
     spark_sessions.set_process_config(config.to_dict())  # its spark.* keys reach its SparkSession
+    cancellation = CancellationSettings.from_config(config)  # ConfigError names a bad value
     host = config.get(TaskManagerOptions.HOST) or "127.0.0.1"
     ha = None
     retriever = None
@@ -78,11 +108,15 @@ def run_taskexecutor(
         heartbeat_interval_s=config.get_seconds(HeartbeatManagerOptions.HEARTBEAT_INTERVAL) or 10.0,
         heartbeat_timeout_s=config.get_seconds(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT) or 50.0,
         rpc_failure_threshold=int(config.get(HeartbeatManagerOptions.HEARTBEAT_RPC_FAILURE_THRESHOLD)),
+        cancellation=cancellation,
+        fatal_error=exit_fatally,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     te.start()
+    if ha is not None:  # clients find (and `session stop` stops) every TaskExecutor of the cluster
+        announce_process(ha, "taskexecutor", {"resource_id": te.resource_id, "rpc_address": te.address})
     reporter = start_reporter(config, lambda: prometheus_samples(te))  # metrics.reporter.prom.*
     log.info("TaskExecutor %s serving at %s, data at %s", te.resource_id, te.address, te.shuffle.address)
     while not stop.wait(0.5):
@@ -116,6 +150,7 @@ def add_start_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--parent-pid", type=int)
     parser.add_argument("--resource-id")
+    parser.add_argument("--yarn", action="store_true", help="run in a YARN container (the application's cluster id)")
     parser.add_argument("--log-file", type=Path)
 
 
@@ -132,7 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_logging(args.log_file)
     try:
         config = load_configuration(args.conf, args.dynamic)
-        return run_taskexecutor(config, args.master, resource_id=args.resource_id, parent_pid=args.parent_pid)
+        return run_taskexecutor(
+            config, args.master, resource_id=args.resource_id, parent_pid=args.parent_pid, yarn=args.yarn
+        )
     except ConfigError as e:
         print(f"yarnflink taskexecutor: error: {e}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@
     JobGraphStore, JobResultStore, CheckpointIDCounter, CompletedCheckpointPointerStore (stores.py)
      +-- ZooKeeper pointers (zookeeper/stores.py), files in the storageDir (filesystem.py), in memory
     JobCheckpointRecovery (checkpoints.py) ....... a JobMaster's checkpoint ids and pointers
+    register_process / registered_processes ...... the cluster's live processes (zookeeper/processes.py)
 
 The master process's use of them: ``yarnflink.dispatcher.recovery`` (pure decisions) and
 ``yarnflink.dispatcher.leadership`` (their driver); docs/HA.md.

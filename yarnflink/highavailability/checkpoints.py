@@ -7,6 +7,8 @@
   of its ``_metadata``) is in ZooKeeper; a deposed leader's write is refused.
 * ``latest()``: what a new leader's JobMaster resumes from; ``retained()``: every pointer kept
   (``execution.checkpointing.num-retained``), oldest first, which the new leader takes over.
+* ``remove_pointer(checkpoint_id)`` and ``check_leadership()``: fenced, so that a deposed leader
+  deletes no checkpoint file (``yarnflink.checkpoint.cleanup`` decides when files may go).
 
 Every method blocks on ZooKeeper: the driver calls them off its loop.
 """
@@ -37,8 +39,22 @@ class JobCheckpointRecovery:
             cid = at_least
         return cid
 
+    def next_id(self) -> int:
+        """The id the counter hands out next (every lower one was handed out already)."""
+        self._start()
+        return self.counter.get()
+
     def add_pointer(self, checkpoint_id: int, pointer: str) -> list[tuple[int, str]]:
         return self.pointers.add_checkpoint(checkpoint_id, pointer)
+
+    def remove_pointer(self, checkpoint_id: int) -> None:
+        """The pointer goes from ZooKeeper (fenced: ``LeadershipLostError`` once deposed, even
+        if it is gone already); only then may the checkpoint's files be deleted."""
+        self.pointers.remove(checkpoint_id)
+
+    def check_leadership(self) -> None:
+        """``LeadershipLostError`` if this JobMaster's leadership is over (a fenced no-op write)."""
+        self.pointers.check_leadership()
 
     def latest(self) -> tuple[int, str] | None:
         return self.pointers.get_latest()

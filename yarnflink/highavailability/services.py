@@ -15,12 +15,15 @@ process); its components register on it under the component ids below.
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import threading
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from yarnflink.common.config import Configuration
+from yarnflink.common.process_identity import this_process
 from yarnflink.highavailability.election_service import LeaderElectionService
 from yarnflink.highavailability.leaderelection import (
     ConnectionState,
@@ -71,6 +74,9 @@ def ha_enabled(config: Configuration) -> bool:
     return str(config.get(HighAvailabilityOptions.HA_MODE)) != "NONE"
 
 
+log = logging.getLogger(__name__)
+
+
 class HighAvailabilityServices(ABC):
     @abstractmethod
     def leader_election_service(self) -> LeaderElectionService:
@@ -112,6 +118,15 @@ class HighAvailabilityServices(ABC):
         JobGraphStore's ``global_cleanup``) and its job result: checkpoint counter and pointers,
         the JobMaster's leader node. Idempotent."""
 
+    def register_process(self, kind: str, info: dict[str, Any]) -> None:
+        """Announces this process (``kind``: master or taskexecutor; ``info``: pid, host, start
+        time, addresses) for as long as it lives, so clients find and stop every process of the
+        cluster, however it was started. Without HA there is nothing to announce."""
+
+    def registered_processes(self) -> list[dict[str, Any]]:
+        """The processes announced now (``register_process``)."""
+        return []
+
     @abstractmethod
     def close(self) -> None:
         """Leaves the election and closes connections; HA data stays for the next leader."""
@@ -125,6 +140,15 @@ class HighAvailabilityServices(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def announce_process(ha: HighAvailabilityServices, kind: str, info: dict[str, Any]) -> None:
+    """This process (pid, host, start time, and ``info``) in the HA store's process registry; a
+    failure costs only that (logged)."""
+    try:
+        ha.register_process(kind, {**this_process(), **info})
+    except Exception as e:  # noqa: BLE001 - the process works without it
+        log.warning("could not announce this %s in the HA store: %s", kind, e)
 
 
 # ----------------------------------------------------------------------------- standalone

@@ -181,7 +181,13 @@ class CompletedCheckpointPointerStore(ABC):
         return entries[-1] if entries else None
 
     @abstractmethod
-    def remove(self, checkpoint_id: int) -> None: ...
+    def remove(self, checkpoint_id: int) -> None:
+        """Removes the pointer (a fenced write; no-op if absent, but ``LeadershipLostError`` if
+        the writer's leadership is over either way): only after it may the files go."""
+
+    def check_leadership(self) -> None:
+        """``LeadershipLostError`` if the writer's leadership is over (a fenced no-op write);
+        standalone stores have no fence."""
 
     @abstractmethod
     def shutdown(self, job_status: str) -> list[tuple[int, str]]:
@@ -357,6 +363,10 @@ class InMemoryCompletedCheckpointPointerStore(CompletedCheckpointPointerStore, _
         with self._lock:
             self._check_fence()
             self._entries.pop(checkpoint_id, None)
+
+    def check_leadership(self) -> None:
+        with self._lock:
+            self._check_fence()
 
     def shutdown(self, job_status: str) -> list[tuple[int, str]]:
         if job_status not in GLOBALLY_TERMINAL:

@@ -3,7 +3,8 @@
 
 * With HA, the latest completed checkpoint whose pointer is in ZooKeeper (a job recovered by a
   new leader resumes from it, ahead of ``execution.savepoint.path``), with the older retained
-  ones; if it is damaged, the newest valid checkpoint of the job's directory.
+  ones; one whose ``_metadata`` or state files are missing or damaged is skipped for the
+  previous retained one, and if none can be restored the job fails, naming each and why.
 * Else ``execution.savepoint.path`` (``yarnflink run -s PATH``): that savepoint or checkpoint, or
   the newest valid checkpoint of a job's checkpoint directory.
 """
@@ -17,7 +18,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from yarnflink.checkpoint import restore as rp
-from yarnflink.checkpoint.metadata import CheckpointMetadataError, CompletedCheckpoint
+from yarnflink.checkpoint.cleanup import orphaned_on_recovery
+from yarnflink.checkpoint.metadata import CheckpointMetadataError
 from yarnflink.checkpoint.options import SavepointConfigOptions
 from yarnflink.checkpoint.storage import FsCheckpointStorage, resolve_restore_location, storage_options_from_config
 from yarnflink.common.config import Configuration
@@ -62,43 +64,40 @@ async def read_initial_state(
 async def _read_from_ha(
     storage: FsCheckpointStorage, ha: JobCheckpointRecovery, job_id: str
 ) -> rp.ResumedFromHa | None:
+    """The newest retained checkpoint whose files are intact (``rp.resume_from_ha`` decides);
+    NoRestorableCheckpoint if none is; CheckpointStorageError if the storage cannot be read."""
     retained: list[tuple[int, str]] = await run_off_loop(ha.retained)
     if not retained:
         return None
-    cid, pointer = retained[-1]
-    older: list[CompletedCheckpoint] = []
-    skipped: tuple[str, ...] = ()
-    try:
-        checkpoint = await run_off_loop(storage.read_metadata, pointer)
-        await run_off_loop(storage.validate, checkpoint)
-        older = await run_off_loop(_read_retained, storage, retained[:-1], job_id)
-    except CheckpointMetadataError as e:  # damaged: the newest valid one of the job's directory
-        found = await run_off_loop(storage.find_latest_valid)
-        if found.checkpoint is None:
-            raise
-        skipped = (str(e), *(str(s) for s in found.skipped if s.path != e.path))
-        log.warning(
-            "job %s: checkpoint %d cannot be restored (%s); falling back to checkpoint %d",
-            job_id,
-            cid,
-            e,
-            found.checkpoint.checkpoint_id,
-        )
-        checkpoint = found.checkpoint
-        pointer = checkpoint.external_pointer or pointer
-    log.info("job %s: resuming from checkpoint %d (%s)", job_id, checkpoint.checkpoint_id, pointer)
-    return rp.ResumedFromHa(checkpoint, pointer, cid, tuple(older), skipped, _now_ms())
+    reads = await run_off_loop(_read_retained, storage, retained, job_id)
+    resumed = rp.resume_from_ha(reads, _now_ms())
+    for skipped in resumed.skipped:
+        log.warning("job %s: %s", job_id, skipped)
+    log.info("job %s: resuming from checkpoint %d (%s)", job_id, resumed.checkpoint.checkpoint_id, resumed.pointer)
+    return resumed
 
 
-def _read_retained(
-    storage: FsCheckpointStorage, entries: list[tuple[int, str]], job_id: str
-) -> list[CompletedCheckpoint]:
-    """The older retained checkpoints' metadata; one that cannot be read is logged and left
-    where it is (neither restored nor deleted)."""
-    found = []
+async def orphaned_directories(storage: FsCheckpointStorage, ha: JobCheckpointRecovery) -> list[int]:
+    """Ids of the job's ``chk-<n>`` directories that earlier leaders left and no pointer can name
+    (``yarnflink.checkpoint.cleanup.orphaned_on_recovery``); read before this leader draws an id."""
+    bound = await run_off_loop(ha.next_id)
+    retained = [cid for cid, _ in await run_off_loop(ha.retained)]
+    directories = await run_off_loop(storage.checkpoint_ids)
+    return orphaned_on_recovery(directories, retained, bound)
+
+
+def _read_retained(storage: FsCheckpointStorage, entries: list[tuple[int, str]], job_id: str) -> list[rp.RetainedRead]:
+    """Each retained checkpoint's ``_metadata``, its state files checked; a missing or damaged
+    one is a problem to skip (a storage that cannot be read raises)."""
+    reads = []
     for cid, pointer in entries:
         try:
-            found.append(storage.read_metadata(pointer))
-        except Exception as e:  # noqa: BLE001 - damaged or unreachable: only this one is left out
-            log.warning("job %s: retained checkpoint %d is not taken over: %s", job_id, cid, e)
-    return found
+            checkpoint = storage.read_metadata(pointer)
+            if checkpoint.job_id != job_id:
+                raise CheckpointMetadataError(pointer, f"it belongs to job {checkpoint.job_id}")
+            storage.validate(checkpoint)
+        except CheckpointMetadataError as e:
+            reads.append(rp.RetainedRead(cid, pointer, problem=e.problem))
+            continue
+        reads.append(rp.RetainedRead(cid, pointer, checkpoint))
+    return reads

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from yarnflink.checkpoint import cleanup as cu
 from yarnflink.checkpoint import coordinator as cc
 from yarnflink.checkpoint import restore as rp
 from yarnflink.checkpoint.assignment import RestoreVertex
@@ -35,7 +36,8 @@ from yarnflink.checkpoint.storage import (
 )
 from yarnflink.common.rpc_errors import RpcException
 from yarnflink.executiongraph.executiongraph import Execution, ExecutionState, ExecutionVertex, Failure, now_ms
-from yarnflink.jobmaster.checkpoint_recovery import read_initial_state, run_off_loop
+from yarnflink.highavailability.errors import HaStoreError, LeadershipLostError
+from yarnflink.jobmaster.checkpoint_recovery import orphaned_directories, read_initial_state, run_off_loop
 from yarnflink.jobmaster.gateway import AcknowledgeCheckpoint, DeclineCheckpoint
 from yarnflink.metrics.checkpoint_stats import subtask_record
 from yarnflink.operators.chain import operator_id_of
@@ -100,6 +102,8 @@ class CheckpointDriver:
         )
         #: HA (yarnflink.highavailability.checkpoints): ids from the shared counter, pointers in ZooKeeper
         self.ha = jm.checkpoint_ha
+        #: when files may be deleted: with HA, never while a pointer may name them (checkpoint/cleanup.py)
+        self.cleanup = cu.CheckpointCleanup(ha=self.ha is not None)
         self._reserved_id = 0
         self._task: asyncio.Task[None] | None = None
         self._validating: asyncio.Future[None] | None = None
@@ -221,7 +225,15 @@ class CheckpointDriver:
 
     def job_terminated(self, status: str) -> None:
         self.stop()
+        # with HA the completed checkpoints go with the job's HA data, after its result is recorded
+        # (dispatcher/leadership.py); SUSPENDED: the next leader owns them
+        self._clean(cu.JobEnded(status))
         self._handle(cc.JobTerminated(status))
+
+    def suspended(self, cause: str) -> None:
+        """Leadership lost (the JobMaster is suspended): no checkpoint file is deleted any more."""
+        self.stop()
+        self._clean(cu.LeadershipLost(cause))
 
     # ------------------------------------------------------------------ restore (storage and HA reads)
     async def load_initial(self) -> None:
@@ -230,7 +242,27 @@ class CheckpointDriver:
         that state cannot be read or does not fit the job; the job then fails."""
         started = await read_initial_state(self.jm.config, self.storage, self.ha, self.jm.job_id)
         if started is not None:
+            for skipped in started.skipped:
+                self._note_skipped(skipped)
             self._apply(self.restore.handle(started))
+        if self.ha is not None and self.storage is not None:
+            await self._delete_orphans(self.ha, self.storage)
+
+    async def _delete_orphans(self, ha: JobCheckpointRecovery, storage: FsCheckpointStorage) -> None:
+        """What earlier leaders of this job kept and no pointer can name goes (after a fenced check)."""
+        try:
+            orphans = await orphaned_directories(storage, ha)
+        except Exception as e:  # noqa: BLE001 - a leak at worst
+            log.warning("job %s: checkpoints left by earlier leaders not looked for: %s", self.jm.job_id, e)
+            return
+        for cid in orphans:
+            log.info("job %s: deleting chk-%d, left by an earlier leader (no pointer names it)", self.jm.job_id, cid)
+            self._clean(cu.DiscardDirectory(cid))
+
+    def _note_skipped(self, message: str) -> None:
+        """A checkpoint not restored, and why, goes to the job's exception history (REST
+        ``/jobs/:id/exceptions``) besides ``latest.restored.skipped`` of its checkpoint statistics."""
+        self.jm.eg.failures.append(Failure("CheckpointException", message, "", now_ms()))
 
     async def prepare_restore(self, execution: Execution) -> None:
         """Before a restarted task is deployed: the files of the checkpoint it would restore are
@@ -290,6 +322,8 @@ class CheckpointDriver:
             cid = await run_off_loop(ha.reserve_checkpoint_id, wanted)
         except Exception as e:  # noqa: BLE001 - ZooKeeper away or leadership lost: no checkpoint now
             log.warning("job %s: no checkpoint id from ZooKeeper: %s", self.jm.job_id, e)
+            if isinstance(e, LeadershipLostError):
+                self._clean(cu.LeadershipLost(f"drawing a checkpoint id was refused: {e}"))
             return False
         self._handle(cc.CheckpointIdReserved(cid))
         self._reserved_id = cid if self.coordinator.next_checkpoint_id == cid else 0
@@ -316,22 +350,23 @@ class CheckpointDriver:
             elif isinstance(a, cc.NotifyCheckpointAborted):
                 for tid in a.tasks:
                     self._rpc_notify(tid, a.checkpoint_id, False)
-                if self.storage is not None and not self.coordinator.shutdown:
-                    # its directory goes, with what a failing task left there (Flink:
-                    # disposeOnFailure) -- but not once the job ended: a checkpoint being
-                    # finalized then may already be in ZooKeeper, for the next leader
-                    self._discard(self.storage.discard_incomplete, a.checkpoint_id)
-            elif isinstance(a, cc.DiscardState) and self.storage is not None:
-                self._discard(self.storage.discard_state, list(a.handles))
-            elif isinstance(a, cc.DiscardCheckpoint) and self.storage is not None:
-                self._discard(self.storage.discard_checkpoint, a.checkpoint)
-            elif isinstance(a, cc.FailJob):
-                self.jm.fail_job(Failure("CheckpointException", a.reason, "", now_ms()))
+            elif isinstance(a, cc.DiscardIncomplete):
+                self._clean(cu.DiscardDirectory(a.checkpoint_id))
+            elif isinstance(a, cc.DiscardState):
+                self._clean(cu.DiscardFiles(a.checkpoint_id, a.handles))
+            elif isinstance(a, cc.DiscardCheckpoint):
+                self._clean(cu.DiscardCompleted(a.checkpoint))
+            elif isinstance(a, cc.FailGlobal):  # the restart strategy decides: a failover, or the end
+                self.jm.fail_global(Failure("CheckpointException", a.reason, "", now_ms()))
             elif isinstance(a, cc.RestoreFallback):
                 log.warning(
                     "job %s: restoring checkpoint %d instead of %d", self.jm.job_id, a.fallback_id, a.checkpoint_id
                 )
-                self.restore.handle(rp.CheckpointSkipped(f"checkpoint {a.checkpoint_id} skipped: {a.reason}"))
+                skipped = (
+                    f"checkpoint {a.checkpoint_id} skipped: {a.reason}; checkpoint {a.fallback_id} restored instead"
+                )
+                self.restore.handle(rp.CheckpointSkipped(skipped))
+                self._note_skipped(skipped)
             elif isinstance(a, cc.CheckpointsRecovered):
                 self._handle(a)
             elif isinstance(a, rp.RestoreCounted):
@@ -346,8 +381,7 @@ class CheckpointDriver:
             if a.checkpoint.is_savepoint and a.target_directory:
                 options = storage_options_from_config(self.jm.config, a.target_directory)
                 pointer, _ = await run_off_loop(write_savepoint, a.checkpoint, a.target_directory, options)
-                if self.storage is not None:
-                    self._discard(self.storage.discard_incomplete, cid)
+                self._clean(cu.DiscardDirectory(cid))  # the staging copies under chk-<n>
             elif self.storage is not None:
                 pointer = await run_off_loop(self.storage.write_metadata, a.checkpoint, None)
         except Exception as e:  # noqa: BLE001
@@ -366,8 +400,44 @@ class CheckpointDriver:
         try:
             await run_off_loop(ha.add_pointer, cid, metadata)
         except Exception as e:  # noqa: BLE001
-            return f"adding checkpoint {cid} to the HA store failed: {type(e).__name__}: {e}"
+            error = f"{type(e).__name__}: {e}"
+            refused = isinstance(e, HaStoreError)  # the store wrote nothing (e.g. the job's HA data is gone)
+            self._clean(cu.PublishFailed(cid, error, isinstance(e, LeadershipLostError), refused))
+            if refused and self.coordinator.shutdown:  # the job ended meanwhile: nobody else deletes it
+                self._clean(cu.DiscardDirectory(cid))
+            return f"adding checkpoint {cid} to the HA store failed: {error}"
         return None
+
+    # ------------------------------------------------------------------ deleting files (checkpoint/cleanup.py decides)
+    def _clean(self, event: cu.Event) -> None:
+        if self.storage is None:
+            return  # checkpoints in memory only: no files
+        if self.ha is not None and not self.jm.jobmaster_id and self.cleanup.deposed is None:
+            self.cleanup.handle(cu.LeadershipLost("its JobMaster was fenced: leadership lost"))
+        storage = self.storage
+        for a in self.cleanup.handle(event):
+            if isinstance(a, cu.RemovePointer) and self.ha is not None:
+                self.jm._spawn(self._ask_ha(a.ticket, self.ha.remove_pointer, a.checkpoint_id))
+            elif isinstance(a, cu.CheckLeadership) and self.ha is not None:
+                self.jm._spawn(self._ask_ha(a.ticket, self.ha.check_leadership))
+            elif isinstance(a, cu.DeleteCheckpoint):
+                self._discard(storage.discard_checkpoint, a.checkpoint)
+            elif isinstance(a, cu.DeleteState):
+                self._discard(storage.discard_state, list(a.handles))
+            elif isinstance(a, cu.DeleteDirectory):
+                self._discard(storage.discard_incomplete, a.checkpoint_id)
+            elif isinstance(a, cu.Kept):
+                level = logging.INFO if a.expected else logging.WARNING
+                log.log(level, "job %s: files of checkpoint %d kept: %s", self.jm.job_id, a.checkpoint_id, a.reason)
+
+    async def _ask_ha(self, ticket: int, fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            await run_off_loop(fn, *args)
+        except Exception as e:  # noqa: BLE001 - the files stay
+            answer = cu.HaAnswered(ticket, f"{type(e).__name__}: {e}", isinstance(e, LeadershipLostError))
+        else:
+            answer = cu.HaAnswered(ticket)
+        self._clean(answer)
 
     def _discard(self, fn: Callable[..., Any], *args: Any) -> None:
         async def discard() -> None:

@@ -13,6 +13,15 @@ from typing import Any
 from yarnflink.operators.base import OperatorContext
 
 
+class Subscriptable:
+    """PyFlink's function classes are generic (``ProcessWindowFunction[tuple, tuple, str, TimeWindow]``,
+    ``ProcessWindowFunction.Context[TimeWindow]``); subscripting gives the class itself, since
+    the type parameters only document what flows through."""
+
+    def __class_getitem__(cls, params: Any) -> Any:
+        return cls
+
+
 class RuntimeContext:
     """What a function may know about the parallel instance running it (PyFlink's
     ``RuntimeContext``)."""
@@ -72,7 +81,7 @@ class RuntimeContext:
         return self._keyed_state(state_descriptor, "aggregating", "get_aggregating_state")
 
 
-class Function:
+class Function(Subscriptable):
     """Base of all rich functions: ``open(runtime_context)`` before the first record,
     ``close()`` after the last."""
 
@@ -127,7 +136,7 @@ class TimerService:
 class ProcessFunction(Function):
     """``process_element(value, ctx)`` returns an iterable of outputs or yields them."""
 
-    class Context:
+    class Context(Subscriptable):
         def __init__(self) -> None:
             self._timer_service = TimerService()
 

@@ -80,21 +80,25 @@ class ReduceOperator(StreamOperator):
         keys = self.keys.keys_of_rows(rows)
         st = self.state
         get = st.get
-        fn = self.fn
+        fn, c = self.fn, self.cancellation
         if self.batch_mode:
             for k, r in zip(keys, rows):
+                if c.cancelled:
+                    c.check()
                 cur = get(k, _MISSING)
                 st[k] = r if cur is _MISSING else fn(cur, r)
             return
         out: list[Any] = []
         append = out.append
         for k, r in zip(keys, rows):
+            if c.cancelled:
+                c.check()
             cur = get(k, _MISSING)
             v = r if cur is _MISSING else fn(cur, r)
             st[k] = v
             append(v)
         if out:
-            self.output.emit(Batch.from_rows(out))
+            self.output.emit(Batch(out, None, batch.timestamps))  # outputs keep their input's timestamp
 
     def end_input(self) -> None:
         if self.batch_mode and self.state:
@@ -274,13 +278,13 @@ class AggregateOperator(StreamOperator):
             return
         if self.mode != "rec" and self.keys.is_field:
             if self.mode == "vec" or (batch.has_arrow and not batch.has_rows):
-                if self._process_vec(batch.arrow()):
+                if self._process_vec(batch.arrow(), batch.timestamps):
                     self.mode = "vec"
                     return
             if self.mode == "vec":
                 self._switch_to_rec()
         self.mode = "rec"
-        self._process_rec(batch.rows())
+        self._process_rec(batch.rows(), batch.timestamps)
 
     def end_input(self) -> None:
         if self.batch_mode:
@@ -291,7 +295,7 @@ class AggregateOperator(StreamOperator):
         self.output.end_input()
 
     # ------------------------------------------------------------------ per record
-    def _process_rec(self, rows: list) -> None:
+    def _process_rec(self, rows: list, ts: Any = None) -> None:
         keys = self.keys.keys_of_rows(rows)
         values = self._values_of(rows)
         st = self.rec_state
@@ -315,10 +319,10 @@ class AggregateOperator(StreamOperator):
         if self.batch_mode:
             self.rec_last.update(zip(keys, out))
         elif out:
-            self.output.emit(Batch.from_rows(out))
+            self.output.emit(Batch(out, None, ts))  # outputs keep their input's timestamp
 
     # ------------------------------------------------------------------ vectorized
-    def _process_vec(self, rb: pa.RecordBatch) -> bool:
+    def _process_vec(self, rb: pa.RecordBatch, ts: Any = None) -> bool:
         """Process ``rb`` vectorized; False (nothing done) if it is not eligible."""
         if record_kind(rb) == KIND_PICKLE:
             return False
@@ -356,7 +360,7 @@ class AggregateOperator(StreamOperator):
         if self.batch_mode:
             self._batch_vec(rb, vi, vname, v, codes, nu, slots, new)
         else:
-            self._stream_vec(rb, vi, vname, v, codes, nu, slots, has_state)
+            self._stream_vec(rb, vi, vname, v, codes, nu, slots, has_state, ts)
         return True
 
     def _identity(self) -> Any:
@@ -382,7 +386,7 @@ class AggregateOperator(StreamOperator):
         self.seq += 1
         self._store_last(slots, last)
 
-    def _stream_vec(self, rb, vi, vname, v, codes, nu, slots, has_state) -> None:
+    def _stream_vec(self, rb, vi, vname, v, codes, nu, slots, has_state, ts=None) -> None:
         """STREAMING: running aggregate per row = grouped cumulative op within the batch
         (stable radix argsort of the codes) combined with each key's carried state."""
         n = len(v)
@@ -437,7 +441,7 @@ class AggregateOperator(StreamOperator):
                 res = np.maximum(s.cummax().to_numpy(), carry[codes]).astype(acc, copy=False)
             self.vals[slots] = res[order[ends - 1]]
         out_rb = rb.set_column(vi, pa.field(vname, pa.from_numpy_dtype(acc)), pa.array(res))
-        self.output.emit(Batch.from_arrow(out_rb))
+        self.output.emit(Batch(rb=out_rb, timestamps=ts))
 
     def _store_last(self, slots: np.ndarray, rb: pa.RecordBatch) -> None:
         group = self.groups.get(rb.schema)

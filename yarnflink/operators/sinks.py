@@ -16,7 +16,7 @@ from yarnflink.operators.base import OperatorContext, StreamOperator
 from yarnflink.operators.checkpointed import CheckpointedValue
 from yarnflink.operators.specs import CollectSinkSpec, DiscardingSinkSpec, FileSinkSpec, PrintSinkSpec
 
-FILE_EXTENSIONS = {"jsonl": "jsonl", "parquet": "parquet", "csv": "csv"}
+FILE_EXTENSIONS = {"jsonl": "jsonl", "parquet": "parquet", "csv": "csv", "text": "txt"}
 
 
 class _NullOutput:
@@ -51,8 +51,12 @@ def _plain_schema(rb: pa.RecordBatch) -> pa.RecordBatch:
     return rb.replace_schema_metadata(None)
 
 
-def part_file_path(path: str, subtask_index: int, fmt: str) -> str:
-    return f"{path.rstrip('/')}/part-{subtask_index}-0.{FILE_EXTENSIONS[fmt]}"
+def part_file_path(path: str, subtask_index: int, fmt: str, prefix: str = "part", suffix: str | None = None) -> str:
+    return f"{path.rstrip('/')}/{prefix}-{subtask_index}-0{_suffix(fmt, suffix)}"
+
+
+def _suffix(fmt: str, suffix: str | None) -> str:
+    return f".{FILE_EXTENSIONS[fmt]}" if suffix is None else suffix
 
 
 def _part_subtask(name: str, prefix: str) -> int | None:
@@ -77,7 +81,7 @@ class FileSink(SinkOperator):
 
     def __init__(self, spec: FileSinkSpec):
         if spec.format not in FILE_EXTENSIONS:
-            raise ValueError(f"FileSink: unknown format {spec.format!r} (jsonl, parquet, csv)")
+            raise ValueError(f"FileSink: unknown format {spec.format!r} (jsonl, parquet, csv, text)")
         self.spec = spec
         self._file: Any = None  # a file of the path's fsspec file system, while one is open
         self._writer: Any = None  # pyarrow's ParquetWriter or CSVWriter on it (parquet, csv)
@@ -99,7 +103,9 @@ class FileSink(SinkOperator):
         if self.exactly_once:
             self._restore_exactly_once()
             return
-        self.path = part_file_path(root, ctx.subtask_index, self.spec.format)
+        self.path = part_file_path(
+            root, ctx.subtask_index, self.spec.format, self.spec.part_prefix, self.spec.part_suffix
+        )
         if self.spec.format != "parquet":
             self._file = fs.open(self.path, "wb")
 
@@ -112,7 +118,8 @@ class FileSink(SinkOperator):
     # k % parallelism == i (named after k), and numbers its own files after any part-i-* there.
     def _final_path(self, n: int, subtask: int | None = None) -> str:
         i = self.ctx.subtask_index if subtask is None else subtask
-        return f"{self._root.rstrip('/')}/part-{i}-{n}.{FILE_EXTENSIONS[self.spec.format]}"
+        suffix = _suffix(self.spec.format, self.spec.part_suffix)
+        return f"{self._root.rstrip('/')}/{self.spec.part_prefix}-{i}-{n}{suffix}"
 
     def _restore_exactly_once(self) -> None:
         self._pending: dict[int, list[tuple[str, int]]] = {}  # checkpoint id -> [(in-progress file, n)]
@@ -145,7 +152,7 @@ class FileSink(SinkOperator):
         if restored and not self._already_committed:  # never overwrite a part-<me>-<n> of an earlier parallelism
             for f in self._fs.ls(self._root, detail=False):
                 name = f.rstrip("/").rsplit("/", 1)[-1]
-                if _part_subtask(name, "part-") == me:
+                if _part_subtask(name, f"{self.spec.part_prefix}-") == me:
                     try:
                         self._counter = max(self._counter, int(name.split("-")[2].split(".")[0]) + 1)
                     except (IndexError, ValueError):
@@ -237,6 +244,9 @@ class FileSink(SinkOperator):
             dumps = json.dumps
             text = "\n".join([dumps(r, default=_json_default, ensure_ascii=False) for r in batch.rows()])
             self._file.write((text + "\n").encode("utf-8"))
+            return
+        if fmt == "text":  # Encoder.simple_string_encoder(): one str(record) per line
+            self._file.write("".join([f"{r}\n" for r in batch.rows()]).encode("utf-8"))
             return
         rb = self._conform(batch.arrow())
         if fmt == "parquet":

@@ -262,8 +262,8 @@ class FileSource(_SplitSource):
     those listed at the first start)."""
 
     def __init__(self, spec: FileSourceSpec, batch_rows: int = SOURCE_BATCH_ROWS):
-        if spec.format not in ("parquet", "csv", "jsonl"):
-            raise ValueError(f"FileSource: unknown format {spec.format!r} (parquet, csv, jsonl)")
+        if spec.format not in ("parquet", "csv", "jsonl", "text"):
+            raise ValueError(f"FileSource: unknown format {spec.format!r} (parquet, csv, jsonl, text)")
         self.spec = spec
         self.batch_rows = batch_rows
 
@@ -318,6 +318,10 @@ class FileSource(_SplitSource):
                 import pyarrow.parquet as pq  # deferred: pyarrow's Parquet reader/writer, for that format only
 
                 yield from pq.ParquetFile(f).iter_batches(batch_size=self.batch_rows)
+            elif fmt == "text":  # StreamFormat.text_line_format(): one str record per line
+                lines = f.read().decode("utf-8").splitlines()
+                for i in range(0, len(lines), self.batch_rows):
+                    yield pa.record_batch([pa.array(lines[i : i + self.batch_rows], pa.string())], names=["f0"])
             elif fmt == "csv":
                 import pyarrow.csv as pcsv  # deferred: pyarrow's CSV reader/writer, for that format only
 
@@ -350,5 +354,5 @@ class FileSource(_SplitSource):
                 if rb.num_rows:
                     done += rb.num_rows
                     self.progress[path] = (done, False)
-                    yield Batch.from_arrow(with_kind(rb, KIND_ROW))
+                    yield Batch.from_arrow(with_kind(rb, KIND_SCALAR if self.spec.format == "text" else KIND_ROW))
             self.progress[path] = (done, True)

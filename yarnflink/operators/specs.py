@@ -44,7 +44,7 @@ class FileSourceSpec:
     i % parallelism). Records are dicts (one per row)."""
 
     path: str
-    format: Literal["parquet", "csv", "jsonl"]
+    format: Literal["parquet", "csv", "jsonl", "text"]  # text: one str record per line
     storage_options: dict[str, Any] = field(default_factory=dict)
     kind: str = "source"
 
@@ -130,9 +130,12 @@ class FileSinkSpec:
     ``<path>/part-<subtask>-0.<ext>``; jsonl writes a tuple as a JSON array, a dict as an object."""
 
     path: str
-    format: Literal["jsonl", "parquet", "csv"]
+    format: Literal["jsonl", "parquet", "csv", "text"]  # text: str(record) per line
     storage_options: dict[str, Any] = field(default_factory=dict)
     kind: str = "sink"
+    #: part files are ``<part_prefix>-<subtask>-<n><part_suffix>`` (None: ``.<format's extension>``)
+    part_prefix: str = "part"
+    part_suffix: str | None = None
 
 
 @dataclass

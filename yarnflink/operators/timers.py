@@ -187,7 +187,10 @@ class TimestampedProcessOperator(ProcessOperator):
         fn, pctx = self.fn, self.pctx
         out: list = []
         out_ts: list = []
+        c = self.cancellation
         for r, t in zip(rows, ts.tolist()):
+            if c.cancelled:
+                c.check()
             pctx._ts = t
             n = len(out)
             _extend(out, fn(r, pctx) if self.with_ctx else fn(r), self._bad_result)
@@ -242,7 +245,10 @@ class KeyedProcessOperator(ProcessOperator):
         fn, pctx, backend = self.fn, self.pctx, self.backend
         out: list = []
         out_ts: list = []
+        c = self.cancellation
         for i, (k, r) in enumerate(zip(keys, rows)):
+            if c.cancelled:
+                c.check()
             backend.set_current_key(k, kgs[i])  # type: ignore[union-attr]
             pctx._current_key = k
             pctx._ts = ts_list[i] if ts_list is not None else None

@@ -23,7 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from yarnflink.common.records import Batch
+from yarnflink.common.records import (
+    KIND_PICKLE,
+    Batch,
+    FieldError,
+    column_of,
+    field_getter,
+    record_kind,
+    timestamps_of_column,
+)
 from yarnflink.jobgraph.options import PipelineOptions
 from yarnflink.operators.base import OperatorContext, StreamOperator
 from yarnflink.operators.functions import RuntimeContext
@@ -176,6 +184,9 @@ class WatermarkStrategy:
         WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5)) \\
             .with_timestamp_assigner(MyAssigner()) \\
             .with_idleness(Duration.of_minutes(1))
+
+    or, vectorized, ``...for_bounded_out_of_orderness(d).with_timestamp_column("ts")``.
+    Watermarks are generated per batch: the generator sees each batch's largest timestamp.
     """
 
     kind: str  # bounded | none
@@ -183,6 +194,7 @@ class WatermarkStrategy:
     timestamp_assigner: Any | None = None
     idle_timeout_ms: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    timestamp_column: int | str | None = None
 
     @staticmethod
     def for_bounded_out_of_orderness(max_out_of_orderness: Any) -> WatermarkStrategy:
@@ -208,11 +220,26 @@ class WatermarkStrategy:
             )
         return WatermarkStrategy(self.kind, self.bound_ms, timestamp_assigner, self.idle_timeout_ms, dict(self.extra))
 
+    def with_timestamp_column(self, column: int | str) -> WatermarkStrategy:
+        """Vectorized timestamps: each record's timestamp is its field ``column`` (a column name or
+        tuple position) holding epoch milliseconds (an integer) or an Arrow timestamp, read for a
+        whole batch at once (one Arrow column, no Python call per record). Replaces a timestamp
+        assigner."""
+        if isinstance(column, bool) or not isinstance(column, (int, str)) or column == "":
+            raise TypeError(
+                f"with_timestamp_column() needs a column name (str) or a tuple position (int >= 0), got {column!r}"
+            )
+        if isinstance(column, int) and column < 0:
+            raise ValueError(f"with_timestamp_column(): the tuple position must be >= 0, got {column}")
+        return WatermarkStrategy(self.kind, self.bound_ms, None, self.idle_timeout_ms, dict(self.extra), column)
+
     def with_idleness(self, idle_timeout: Any) -> WatermarkStrategy:
         ms = to_millis(idle_timeout, "with_idleness()")
         if ms <= 0:
             raise ValueError(f"with_idleness(): the timeout must be positive, got {ms} ms")
-        return WatermarkStrategy(self.kind, self.bound_ms, self.timestamp_assigner, ms, dict(self.extra))
+        return WatermarkStrategy(
+            self.kind, self.bound_ms, self.timestamp_assigner, ms, dict(self.extra), self.timestamp_column
+        )
 
     def create_watermark_generator(self) -> Any:
         return BoundedOutOfOrdernessWatermarks(self.bound_ms) if self.kind == "bounded" else NoWatermarks()
@@ -265,7 +292,10 @@ class TimestampsAndWatermarksOperator(StreamOperator):
             return
         extract = self.extract
         previous = batch.timestamps
-        if extract is None:
+        column = self.strategy.timestamp_column
+        if column is not None:
+            ts = self._column_timestamps(batch, column)
+        elif extract is None:
             if previous is None:
                 raise ValueError(
                     f"operator {self.ctx.operator_name!r}: the records have no timestamps; give the "
@@ -294,6 +324,33 @@ class TimestampsAndWatermarksOperator(StreamOperator):
             self._emit(WatermarkStatus.ACTIVE)  # type: ignore[attr-defined]
         self.output.emit(Batch(batch._rows, batch._rb, ts))
         self._maybe_periodic_emit()
+
+    def _column_timestamps(self, batch: Batch, column: int | str) -> np.ndarray:
+        name = self.ctx.operator_name
+        if batch.has_arrow or not batch.has_rows:
+            rb = batch.arrow()
+            if record_kind(rb) != KIND_PICKLE:
+                try:
+                    col = rb.column(column_of(rb, column)[0])
+                except FieldError as e:
+                    raise FieldError(f"operator {name!r}: with_timestamp_column({column!r}): {e}") from None
+                if col.null_count:
+                    raise ValueError(f"operator {name!r}: the timestamp column {column!r} has nulls")
+                try:
+                    return np.asarray(timestamps_of_column(col), dtype=np.int64)
+                except TypeError as e:
+                    raise TypeError(f"operator {name!r}: with_timestamp_column({column!r}): {e}") from None
+        try:
+            values = field_getter(column)(batch.rows())
+        except FieldError as e:
+            raise FieldError(f"operator {name!r}: with_timestamp_column({column!r}): {e}") from None
+        if not set(map(type, values)) <= _INT_TYPES:
+            bad = next(v for v in values if type(v) not in _INT_TYPES)
+            raise TypeError(
+                f"operator {name!r}: the timestamp column {column!r} must hold integers (ms), "
+                f"got {type(bad).__name__} {bad!r}"
+            )
+        return np.array(values, dtype=np.int64)
 
     def _emit(self, element: Any) -> None:
         emit = getattr(self.output, "emit_watermark", None)

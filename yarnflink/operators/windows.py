@@ -21,15 +21,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from yarnflink.common.keygroups import key_group_ids
-from yarnflink.common.records import Batch
+from yarnflink.common.records import TIMESTAMPS_COLUMN, Batch, arrow_to_records
 from yarnflink.operators.base import OperatorContext, StreamOperator
-from yarnflink.operators.functions import Function, RuntimeContext
+from yarnflink.operators.functions import Function, RuntimeContext, Subscriptable
 from yarnflink.operators.keys import KeyExtractor
 from yarnflink.operators.specs import KeySelectorSpec
 from yarnflink.operators.timers import InternalTimerService
 from yarnflink.operators.watermarks import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
+from yarnflink.operators.window_buffers import WindowBuffers
+from yarnflink.operators.window_columns import ColumnarWindows, FieldAggregator
 from yarnflink.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -38,6 +41,7 @@ from yarnflink.state.descriptors import (
     check_aggregate_function,
     to_millis,
 )
+from yarnflink.state.tables import copy_value
 from yarnflink.state.task_state import keyed_state_backend_for
 
 
@@ -84,6 +88,16 @@ class TimeWindow:
 
     start: int
     end: int
+
+    def __hash__(self) -> int:
+        # windows are dict keys of state and timers many times per record: hash once per object
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = self.__dict__["_hash"] = hash((self.start, self.end))
+        return h
+
+    def __getstate__(self) -> dict:
+        return {"start": self.start, "end": self.end}
 
     def max_timestamp(self) -> int:
         return self.end - 1
@@ -207,11 +221,20 @@ class ProcessingTimeSessionWindows(EventTimeSessionWindows):
     event_time = False
 
 
+def window_parameters(assigner: WindowAssigner) -> tuple[int, int, int] | None:
+    """(size, slide, offset) of a tumbling / sliding event-time assigner, else None."""
+    if type(assigner) is TumblingEventTimeWindows:
+        return assigner.size, assigner.size, assigner.offset
+    if type(assigner) is SlidingEventTimeWindows:
+        return assigner.size, assigner.slide, assigner.offset
+    return None
+
+
 # ----------------------------------------------------------------------------- functions
 class ProcessWindowFunction(Function):
     """``process(key, context, elements) -> iterable`` once per window firing."""
 
-    class Context:
+    class Context(Subscriptable):
         def __init__(self, op: WindowOperator):
             self._op = op
             self._window: TimeWindow | None = None
@@ -344,6 +367,36 @@ class WindowOperator(StreamOperator):
             raise ValueError(f"unknown window function kind {kind!r}")
         self._kind = kind
         self._wfn = spec.window_function
+        # the vectorized path (yarnflink.operators.window_columns): chosen by the first batch
+        self._vec_params = window_parameters(spec.assigner) if self.event_time else None
+        self._vec_candidate = (
+            kind == "reduce"
+            and isinstance(spec.function, FieldAggregator)
+            and spec.window_function is None
+            and self.keys.is_field
+            and self._vec_params is not None
+        )
+        self.mode: str | None = None  # "vec" | "rec"
+        self.columnar: ColumnarWindows | None = None
+        # per record, event-time tumbling / sliding windows keep their contents in plain dicts
+        self.buffers: WindowBuffers | None = None
+        # the per-record path groups a batch by (key, window start) for tumbling / sliding windows
+        self._starts: Callable[[int], Any] | None = None
+        self._tumbling: tuple[int, int] | None = None  # (size, offset)
+        self._size = 0
+        # one TimeWindow object per open window: equal objects would be compared on every lookup
+        self._window_objects: dict[int, TimeWindow] = {}
+        a = spec.assigner
+        if isinstance(a, SlidingEventTimeWindows):
+            size, slide, offset = a.size, a.slide, a.offset
+            self._size = size
+            self._starts = lambda t: range(t - (t - offset) % slide, t - size, -slide)
+        elif isinstance(a, TumblingEventTimeWindows):
+            size, offset = a.size, a.offset
+            self._size = size
+            self._starts = lambda t: (t - (t - offset) % size,)
+            self._tumbling = (size, offset)
+        self._buffered = self.event_time and self._starts is not None
         self._rich = [
             f
             for f in (spec.function, spec.window_function, self.keys.rich)
@@ -372,6 +425,17 @@ class WindowOperator(StreamOperator):
     # ------------------------------------------------------------------ elements
     def process_batch(self, batch: Batch) -> None:
         self._fire_processing_timers()
+        if self.mode != "rec" and self._vec_candidate and batch.timestamps is not None and len(batch):
+            if self.mode == "vec" or (batch.has_arrow and not batch.has_rows):
+                rb = batch.arrow()
+                columnar = self.columnar or self._new_columnar()
+                if columnar.eligible(rb):
+                    self.mode = "vec"
+                    self._process_columnar(columnar, rb, batch.timestamps)
+                    return
+            if self.mode == "vec":
+                self._leave_columnar()
+        self.mode = "rec"
         rows = batch.rows()
         if not rows:
             return
@@ -382,8 +446,9 @@ class WindowOperator(StreamOperator):
             if ts is None:
                 raise ValueError(
                     f"window operator {self.ctx.operator_name!r}: the records have no timestamps. Event-time "
-                    "windows need assign_timestamps_and_watermarks(...) before key_by(), or use a "
-                    "processing-time window assigner"
+                    "windows need assign_timestamps_and_watermarks(...) before key_by() (a map_batches "
+                    "function in between keeps them unless it returns another number of rows without the "
+                    f"column {TIMESTAMPS_COLUMN!r}), or use a processing-time window assigner"
                 )
             ts_list = ts.tolist()
         else:
@@ -391,7 +456,92 @@ class WindowOperator(StreamOperator):
             ts_list = [now] * len(rows)
         late: list = []
         late_ts: list = []
+        if self._buffered:
+            self._process_buffered(keys, rows, ts_list, late, late_ts)
+        elif self._starts is not None:
+            self._process_grouped(keys, kgs, rows, ts_list, late, late_ts)
+        else:
+            self._process_each(keys, kgs, rows, ts_list, late, late_ts)
+        self._flush()
+        if late:
+            self.output.emit(Batch(late, None, np.array(late_ts, dtype=np.int64)))
+
+    def _process_buffered(self, keys: list, rows: list, ts_list: list, late: list, late_ts: list) -> None:
+        buffers = self.buffers or self._new_buffers()
+        size = self._size
+
+        def refire(key: Any, start: int, contents: Any) -> None:
+            self._emit_contents(key, TimeWindow(start, start + size), contents)
+
+        for i in buffers.add_batch(keys, rows, ts_list, self.current_watermark, refire):
+            if self.late_tag is not None:
+                late.append(SideOutputRecord(self.late_tag, rows[i]))
+                late_ts.append(ts_list[i])
+            else:
+                self.num_late_records_dropped += 1
+
+    def _new_buffers(self) -> WindowBuffers:
+        """The dict buffers, holding the (restored) contents of the keyed backend, if any."""
+        a = self.assigner
+        slide = a.slide if isinstance(a, SlidingEventTimeWindows) else a.size  # type: ignore[attr-defined]
+        fn = self._reduce if self._kind == "reduce" else (self._agg if self._kind == "aggregate" else None)
+        buffers = WindowBuffers(self._kind, fn, self._size, slide, a.offset, self.allowed_lateness)  # type: ignore[attr-defined]
         backend, timers = self.backend, self.timers
+        assert timers is not None
+        for kg, key, window in backend.entries(_CONTENTS):
+            backend.set_current_key(key, kg)
+            self.contents.set_current_namespace(window)
+            contents = self.contents.get() if self._kind in ("process", "apply") else self.contents.get_internal()
+            self.contents.clear()
+            fired = not timers.event_queue.remove(window.max_timestamp(), key, window, kg)
+            t = self._cleanup_time(window)
+            if t != MAX_TIMESTAMP:
+                timers.event_queue.remove(t, key, window, kg)
+            if contents is not None:
+                buffers.adopt(key, window.start, contents, fired)
+        self.buffers = buffers
+        return buffers
+
+    def _fire_buffers(self, watermark: int) -> None:
+        assert self.buffers is not None
+        size = self._size
+
+        def emit(key: Any, start: int, contents: Any) -> None:
+            self._emit_contents(key, TimeWindow(start, start + size), contents)
+
+        cleared = None
+        if self._kind == "process" and self._wfn is not None:
+
+            def cleared(key: Any, start: int) -> None:
+                self.wctx._window = TimeWindow(start, start + size)
+                self._wfn.clear(self.wctx)
+
+        self.buffers.fire(watermark, emit, cleared)
+
+    def _write_buffers(self) -> list[tuple[Any, int, TimeWindow]]:
+        """Write the buffers into the keyed backend in its form (contents and timers)."""
+        assert self.buffers is not None and self.timers is not None
+        items = list(self.buffers.entries())
+        kgs = key_group_ids([k for k, _, _, _ in items], self.ctx.max_parallelism).tolist() if items else []
+        written = []
+        listed = self._kind in ("process", "apply")
+        for (key, start, contents, fired), kg in zip(items, kgs):
+            window = TimeWindow(start, start + self._size)
+            self.backend.set_current_key(key, kg)
+            self.contents.set_current_namespace(window)
+            if listed:
+                self.contents.update(list(contents))
+            else:
+                self.contents.update_internal(copy_value(contents))
+            if not fired:
+                self.timers.register_event_time_timer(window, window.max_timestamp())
+            self._register_cleanup_timer(window)
+            written.append((key, kg, window))
+        return written
+
+    def _process_each(self, keys: list, kgs: list, rows: list, ts_list: list, late: list, late_ts: list) -> None:
+        """Record by record (merging windows and other assigners)."""
+        backend = self.backend
         for i, (key, value) in enumerate(zip(keys, rows)):
             backend.set_current_key(key, kgs[i])
             t = ts_list[i]
@@ -419,21 +569,199 @@ class WindowOperator(StreamOperator):
                     late_ts.append(t)
                 else:
                     self.num_late_records_dropped += 1
-        self._flush()
-        if late:
-            self.output.emit(Batch(late, None, np.array(late_ts, dtype=np.int64)))
+
+    def _process_grouped(self, keys: list, kgs: list, rows: list, ts_list: list, late: list, late_ts: list) -> None:
+        """Tumbling / sliding windows, record at a time but without per-record window objects or
+        timers: the batch's records are grouped by (key, window start) (plain tuples of ints and
+        keys), then each group's contents are added in one state access (``add_all``: the same
+        values as adding one by one), and the timers of a (key, window) are registered once, when
+        it gets its first contents, in the order the groups first appear (the per-record path's
+        timer order). A window that has fired and gets late
+        elements within the allowed lateness fires once per element, as Flink does."""
+        starts_of = self._starts
+        assert starts_of is not None
+        groups: dict[tuple[Any, int], list[int]] = {}
+        status: dict[int, int] = {}  # window start -> 0 open, 1 fired (within the lateness), 2 past cleanup
+        refire: list[tuple[int, int]] = []
+        if self._tumbling is not None and (not self.event_time or min(ts_list) > self.current_watermark):
+            # the common case: one window per record and none has fired yet
+            size, offset = self._tumbling
+            get = groups.get
+            for i, (key, t) in enumerate(zip(keys, ts_list)):
+                gk = (key, t - (t - offset) % size)
+                g = get(gk)
+                if g is None:
+                    groups[gk] = [i]
+                else:
+                    g.append(i)
+            ts_list = []  # done
+        for i, t in enumerate(ts_list):
+            skipped = True
+            for start in starts_of(t):
+                st = status.get(start)
+                if st is None:
+                    st = status[start] = self._window_status(start)
+                if st == 0:
+                    g = groups.get((keys[i], start))
+                    if g is None:
+                        groups[(keys[i], start)] = [i]
+                    else:
+                        g.append(i)
+                    skipped = False
+                elif st == 1:
+                    refire.append((i, start))
+                    skipped = False
+            if skipped and self._is_element_late(t):
+                if self.late_tag is not None:
+                    late.append(SideOutputRecord(self.late_tag, rows[i]))
+                    late_ts.append(t)
+                else:
+                    self.num_late_records_dropped += 1
+        backend, contents, size = self.backend, self.contents, self._size
+        cleanup_differs = self.event_time and self.allowed_lateness > 0  # else one timer does both
+        windows = self._window_objects
+        for (key, start), idx in groups.items():
+            window = windows.get(start)
+            if window is None:
+                window = windows[start] = TimeWindow(start, start + size)
+            backend.set_current_key(key, kgs[idx[0]])
+            contents.set_current_namespace(window)
+            if contents.add_all([rows[j] for j in idx]):  # new contents: the window's timers
+                self._trigger_on_element(window)  # registers the window's timer (it has not fired)
+                if cleanup_differs:
+                    self._register_cleanup_timer(window)
+        for i, start in refire:
+            window = TimeWindow(start, start + size)
+            key = keys[i]
+            backend.set_current_key(key, kgs[i])
+            contents.set_current_namespace(window)
+            contents.add(rows[i])
+            self._emit_window(key, window, window)
+            self._register_cleanup_timer(window)
+
+    def _forget_windows(self) -> None:
+        """Drop the cached window objects of windows past their cleanup time."""
+        wm = self.current_watermark
+        objs = self._window_objects
+        for start in [s for s, w in objs.items() if self._cleanup_time(w) <= wm]:
+            del objs[start]
+
+    def _window_status(self, start: int) -> int:
+        window = TimeWindow(start, start + self._size)
+        if self._is_window_late(window):
+            return 2
+        if self.event_time and window.max_timestamp() <= self.current_watermark:
+            return 1
+        return 0
+
+    # ------------------------------------------------------------------ vectorized path
+    def _new_columnar(self) -> ColumnarWindows:
+        """The columnar state, holding the (restored) contents of the keyed backend, if any."""
+        assert self._vec_params is not None and self.keys.field is not None
+        size, slide, offset = self._vec_params
+        fn = self.spec.function
+        columnar = ColumnarWindows(
+            fn.agg, fn.field, self.keys.field, size, slide, offset, self.allowed_lateness, self.ctx.max_parallelism
+        )
+        items = []
+        backend, timers = self.backend, self.timers
         assert timers is not None
+        for kg, key, window in backend.entries(_CONTENTS):
+            backend.set_current_key(key, kg)
+            self.contents.set_current_namespace(window)
+            record = self.contents.get()
+            self.contents.clear()
+            fired = not timers.event_queue.remove(window.max_timestamp(), key, window, kg)
+            t = self._cleanup_time(window)
+            if t != MAX_TIMESTAMP:
+                timers.event_queue.remove(t, key, window, kg)
+            if record is not None:
+                items.append((key, window.start, record, fired))
+        columnar.adopt(items)
+        self.columnar = columnar
+        return columnar
+
+    def _process_columnar(self, columnar: ColumnarWindows, rb: Any, ts: Any) -> None:
+        dropped = columnar.num_late_records_dropped
+        fired, fired_ts, late, late_ts = columnar.add_batch(
+            rb, np.asarray(ts, dtype=np.int64), self.current_watermark, self.late_tag
+        )
+        self.num_late_records_dropped += columnar.num_late_records_dropped - dropped
+        if fired:
+            self.output.emit(Batch(fired, None, np.array(fired_ts, dtype=np.int64)))
+        if late:
+            assert self.late_tag is not None
+            tag = self.late_tag
+            self.output.emit(Batch([SideOutputRecord(tag, r) for r in late], None, np.array(late_ts, dtype=np.int64)))
+
+    def _fire_columnar(self, watermark: int) -> None:
+        assert self.columnar is not None
+        pieces, stamps = self.columnar.advance(watermark)
+        if not pieces:
+            return
+        ts = np.concatenate(stamps)
+        batches = [p for p in pieces if not isinstance(p, list)]
+        if len(batches) == len(pieces) and all(b.schema.equals(batches[0].schema) for b in batches):
+            self.output.emit(Batch(rb=pa.concat_batches(batches) if len(batches) > 1 else batches[0], timestamps=ts))
+            return
+        rows = [r for p in pieces for r in (p if isinstance(p, list) else arrow_to_records(p))]
+        self.output.emit(Batch(rows, None, ts))
+
+    def _write_columnar(self) -> list[tuple[Any, int, TimeWindow]]:
+        """Write the columnar contents into the keyed backend in the per-record form (records
+        and timers); returns what was written."""
+        assert self.columnar is not None and self.timers is not None
+        written = []
+        backend = self.backend
+        for key, kg, start, end, record, fired in self.columnar.entries():
+            window = TimeWindow(start, end)
+            backend.set_current_key(key, kg)
+            self.contents.set_current_namespace(window)
+            self.contents.add(record)
+            if not fired:
+                self.timers.register_event_time_timer(window, window.max_timestamp())
+            self._register_cleanup_timer(window)
+            written.append((key, kg, window))
+        return written
+
+    def _unwrite_columnar(self, written: list[tuple[Any, int, TimeWindow]]) -> None:
+        assert self.timers is not None
+        for key, kg, window in written:
+            self.backend.set_current_key(key, kg)
+            self.contents.set_current_namespace(window)
+            self.contents.clear()
+            self.timers.delete_event_time_timer(window, window.max_timestamp())
+            t = self._cleanup_time(window)
+            if t != MAX_TIMESTAMP:
+                self.timers.delete_event_time_timer(window, t)
+
+    def _leave_columnar(self) -> None:
+        """A batch the vectorized path cannot take: move the contents to the per-record path."""
+        if self.columnar is not None:
+            self._write_columnar()
+            self.columnar = None
+        self.mode = "rec"
 
     # ------------------------------------------------------------------ time
     def process_watermark(self, watermark: Any) -> None:
         if isinstance(watermark, Watermark):
             self.timers.advance_watermark(watermark.timestamp)  # type: ignore[union-attr]
+            if len(self._window_objects) > 64:
+                self._forget_windows()
+            if self.columnar is not None:
+                self._fire_columnar(self.timers.current_watermark)  # type: ignore[union-attr]
+            if self.buffers is not None:
+                self._fire_buffers(self.timers.current_watermark)  # type: ignore[union-attr]
             self._flush()
         super().process_watermark(watermark)
 
     def end_input(self) -> None:
         if self.event_time and self.timers.current_watermark < MAX_TIMESTAMP:  # type: ignore[union-attr]
             self.timers.advance_watermark(MAX_TIMESTAMP)  # type: ignore[union-attr]
+            if self.columnar is not None:
+                self._fire_columnar(MAX_TIMESTAMP)
+            if self.buffers is not None:
+                self._fire_buffers(MAX_TIMESTAMP)
             self._flush()
         self.output.end_input()
 
@@ -579,20 +907,28 @@ class WindowOperator(StreamOperator):
     def _emit_window(self, key: Any, window: TimeWindow, state_window: TimeWindow) -> None:
         self.contents.set_current_namespace(state_window)
         if self._kind == "reduce":
-            v = self.contents.get()
-            if v is None:
-                return
-            results: Any = self._window_fn(key, window, [v])
+            contents = self.contents.get()
         elif self._kind == "aggregate":
-            acc = self.contents.get_accumulator()
-            if acc is None:
-                return
-            results = self._window_fn(key, window, [self._agg.get_result(acc)])
+            contents = self.contents.get_accumulator()
         else:
-            elements = self.contents.get()
-            if not elements:
+            contents = self.contents.get()
+        self._emit_contents(key, window, contents)
+
+    def _emit_contents(self, key: Any, window: TimeWindow, contents: Any) -> None:
+        """Call the window function on a window's contents (reduced value, accumulator or
+        elements) and buffer its results with the timestamp ``window.max_timestamp()``."""
+        if self._kind == "reduce":
+            if contents is None:
                 return
-            results = self._window_fn(key, window, elements)
+            results: Any = self._window_fn(key, window, [contents])
+        elif self._kind == "aggregate":
+            if contents is None:
+                return
+            results = self._window_fn(key, window, [self._agg.get_result(contents)])
+        else:
+            if not contents:
+                return
+            results = self._window_fn(key, window, contents)
         if results is None:
             return
         if not hasattr(results, "__iter__"):
@@ -624,4 +960,11 @@ class WindowOperator(StreamOperator):
 
     # ------------------------------------------------------------------ checkpoints
     def snapshot_state(self, checkpoint_id: int, timestamp: int, stream_factory: Any = None) -> list:
-        return [self.backend.snapshot(checkpoint_id, timestamp, stream_factory)]
+        if self.columnar is None and self.buffers is None:
+            return [self.backend.snapshot(checkpoint_id, timestamp, stream_factory)]
+        # columnar and dict contents are checkpointed in the backend's form (see window_columns)
+        written = self._write_columnar() if self.columnar is not None else self._write_buffers()
+        try:
+            return [self.backend.snapshot(checkpoint_id, timestamp, stream_factory)]
+        finally:
+            self._unwrite_columnar(written)

@@ -112,9 +112,14 @@ class ResourceManager(RpcEndpoint):
         self._loop_task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self._heartbeats_in_flight: set[str] = set()
-        #: set when stopping: TaskExecutors that go now are not replaced (the driver stops them all)
-        self._stopping = False
         self._warned_unfulfillable: set[tuple[str, ResourceProfile]] = set()
+        #: set by ``begin_stop``: the cluster is going, its TaskExecutors with it; none is replaced
+        self.stopping = False
+
+    def begin_stop(self) -> None:
+        """From any thread, at once: start no TaskExecutor from now on (the cluster is stopping:
+        TaskExecutors that end meanwhile must not be replaced by ones that outlive it)."""
+        self.stopping = True
 
     @property
     def address(self) -> str:
@@ -143,7 +148,7 @@ class ResourceManager(RpcEndpoint):
         self._loop_task = asyncio.ensure_future(self._periodic())
 
     async def on_stop(self) -> None:
-        self._stopping = True
+        self.stopping = True
         if self._loop_task:
             self._loop_task.cancel()
         for t in list(self._background):
@@ -203,7 +208,8 @@ class ResourceManager(RpcEndpoint):
 
     def _start_worker(self, action: StartWorker) -> None:
         assert self.driver is not None
-        if self._stopping:  # a TaskExecutor stopped by the driver's terminate is not replaced
+        if self.stopping:
+            log.info("not starting a TaskExecutor: the cluster is stopping")
             return
         try:
             worker_id = self.driver.start_worker(action.spec)

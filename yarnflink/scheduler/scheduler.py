@@ -360,6 +360,21 @@ class DefaultScheduler:
         self._fail_job(failure, now)
         return self._flush(now)
 
+    def global_failure(self, failure: Failure, now: float) -> list[Action]:
+        """A failure of the job as a whole that may be recovered (Flink's ``handleGlobalFailure``,
+        e.g. checkpoint failures beyond the tolerable number): every task restarts, whatever the
+        failover strategy, if the restart strategy allows; else the job fails."""
+        if self.eg.status == JobStatus.RUNNING:
+            pending = {v for r in self.restarts for v in r.vertices}
+            fresh = [
+                v for v in self.eg.all_vertices() if v not in pending and v.current.state != ExecutionState.CREATED
+            ]
+            if fresh:
+                self._restart_or_fail(fresh, failure, now)
+            elif self.restarts:  # every task is restarting already: this failure joins that restart
+                self.restarts[-1].failure.concurrent.append(failure)
+        return self._flush(now)
+
     def take_actions(self, now: float) -> list[Action]:
         """Actions produced by ``cancel`` (which returns a bool)."""
         return self._flush(now)
@@ -551,6 +566,10 @@ class DefaultScheduler:
             restart.vertices.extend(fresh)
             self._stop_for_restart(fresh, now)
             return
+        self._restart_or_fail(fresh, primary, now)
+
+    def _restart_or_fail(self, fresh: list[ExecutionVertex], primary: Failure, now: float) -> None:
+        """The restart strategy decides: ``fresh`` restart after its backoff, or the job fails."""
         new_attempt = self.restart_strategy.notify_failure(now)
         if not self.restart_strategy.can_restart():
             primary.message = (

@@ -10,8 +10,9 @@ from __future__ import annotations
 import datetime
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Union
+
+from yarnflink.common.typeinfo import Types  # noqa: F401 - re-exported (yarnflink.api imports it here)
 
 
 def to_millis(value: Any, what: str) -> int:
@@ -197,7 +198,11 @@ class ReducingStateDescriptor(StateDescriptor):
 
 
 class AggregateFunction:
-    """PyFlink's ``AggregateFunction``: an accumulator per key / window."""
+    """PyFlink's ``AggregateFunction``: an accumulator per key / window (generic as PyFlink's:
+    ``AggregateFunction[IN, ACC, OUT]`` is the class itself)."""
+
+    def __class_getitem__(cls, params: Any) -> Any:
+        return cls
 
     def create_accumulator(self) -> Any:
         raise NotImplementedError
@@ -232,52 +237,3 @@ class AggregatingStateDescriptor(StateDescriptor):
 DescriptorLike = Union[
     ValueStateDescriptor, ListStateDescriptor, MapStateDescriptor, ReducingStateDescriptor, AggregatingStateDescriptor
 ]
-
-
-@dataclass(frozen=True)
-class _TypeInfo:
-    name: str
-
-    def __repr__(self) -> str:
-        return f"Types.{self.name}()"
-
-
-class Types:
-    """PyFlink's ``Types`` for descriptor signatures; informational only (values are Python
-    objects)."""
-
-    @staticmethod
-    def _t(name: str) -> Callable[..., _TypeInfo]:
-        return lambda *args, **kw: _TypeInfo(name)
-
-
-for _n in (
-    "STRING",
-    "BYTE",
-    "BOOLEAN",
-    "SHORT",
-    "INT",
-    "LONG",
-    "FLOAT",
-    "DOUBLE",
-    "CHAR",
-    "BIG_INT",
-    "BIG_DEC",
-    "SQL_DATE",
-    "SQL_TIME",
-    "SQL_TIMESTAMP",
-    "PICKLED_BYTE_ARRAY",
-    "TUPLE",
-    "ROW",
-    "ROW_NAMED",
-    "LIST",
-    "MAP",
-    "PRIMITIVE_ARRAY",
-    "BASIC_ARRAY",
-    "OBJECT_ARRAY",
-    "INSTANT",
-    "LOCAL_DATE",
-    "LOCAL_TIME",
-    "LOCAL_DATE_TIME",
-):
-    setattr(Types, _n, staticmethod(Types._t(_n)))

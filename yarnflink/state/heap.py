@@ -364,6 +364,13 @@ class HeapKeyedStateBackend:
         keys = [k for m in table.maps.values() for (k, ns) in map(split_entry_key, list(m.data)) if ns == namespace]
         return iter(keys)
 
+    def entries(self, state_name: str) -> list[tuple[int, Any, Any]]:
+        """``(key group, key, namespace)`` of every entry of ``state_name`` (a copy), by key group."""
+        table = self._tables.get(state_name)
+        if table is None:
+            return []
+        return [(kg, *split_entry_key(ek)) for kg, m in sorted(table.maps.items()) for ek in list(m.data)]
+
     def apply_to_all_keys(
         self, descriptor: StateDescriptor, fn: Callable[[Any, Any], None], namespace: Any = None
     ) -> None:

@@ -139,18 +139,20 @@ class ListState(_ElementsState):
         else:
             self._owned(list).append(self._wrap(value))
 
-    def add_all(self, values: Iterable[Any]) -> None:
+    def add_all(self, values: Iterable[Any]) -> bool:
+        """Add ``values``; True if the state had no elements before."""
         values = list(values)
         if any(x is None for x in values):
             raise ValueError(f"list state {self.descriptor.name!r}: you cannot add None to a ListState")
         if not values:
-            return
+            return False
         v = self._raw()
         wrapped = [self._wrap(x) for x in values]
         if v is MISSING:
             self._put(wrapped)
-        else:
-            self._owned(list).extend(wrapped)
+            return True
+        self._owned(list).extend(wrapped)
+        return False
 
     def update(self, values: Iterable[Any] | None) -> None:
         self.clear()
@@ -286,6 +288,15 @@ class _SingleValueState(_KeyedState):
         v = self._owned()
         return v.value if self._ttl_ms is not None else v
 
+    def get_internal(self) -> Any:
+        """The stored accumulator / reduced value, None if empty (Flink's ``getInternal``)."""
+        v = self._current()
+        return None if v is MISSING else v
+
+    def update_internal(self, value: Any) -> None:
+        """Store ``value`` as the accumulator / reduced value (Flink's ``updateInternal``)."""
+        self._put(self._wrap(value))
+
 
 class ReducingState(_SingleValueState):
     def __init__(self, backend: HeapKeyedStateBackend, table: StateTable, descriptor: ReducingStateDescriptor):
@@ -299,6 +310,22 @@ class ReducingState(_SingleValueState):
     def add(self, value: Any) -> None:
         cur = self._owned_current()
         self._put(self._wrap(value if cur is MISSING else self._reduce(cur, value)))
+
+    def add_all(self, values: list) -> bool:
+        """``add`` of each value in order (the same result), with one read and one write.
+        True if the state was empty before."""
+        if not values:
+            return False
+        acc = self._owned_current()
+        reduce = self._reduce
+        it = iter(values)
+        empty = acc is MISSING
+        if empty:
+            acc = next(it)
+        for v in it:
+            acc = reduce(acc, v)
+        self._put(self._wrap(acc))
+        return empty
 
     def merge_namespaces(self, target: Any, sources: Iterable[Any]) -> None:
         saved = self._ns
@@ -336,6 +363,21 @@ class AggregatingState(_SingleValueState):
         if acc is MISSING:
             acc = self._agg.create_accumulator()
         self._put(self._wrap(self._agg.add(value, acc)))
+
+    def add_all(self, values: list) -> bool:
+        """``add`` of each value in order (the same result), with one read and one write.
+        True if the state was empty before."""
+        if not values:
+            return False
+        acc = self._owned_current()
+        empty = acc is MISSING
+        if empty:
+            acc = self._agg.create_accumulator()
+        add = self._agg.add
+        for v in values:
+            acc = add(v, acc)
+        self._put(self._wrap(acc))
+        return empty
 
     def merge_namespaces(self, target: Any, sources: Iterable[Any]) -> None:
         saved = self._ns

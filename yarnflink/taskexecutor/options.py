@@ -63,3 +63,19 @@ class TaskManagerOptions:
         None,
         "Managed memory a TaskManager offers to its slots (default: 0.4 of its Flink memory; 512 mb for 1728m).",
     )
+    TASK_CANCELLATION_INTERVAL = ConfigOption(
+        "task.cancellation.interval",
+        "duration",
+        "30 s",
+        "Time between two interrupts of a cancelled task whose thread has not ended (an exception raised "
+        "asynchronously in the task thread; the first comes within 1 s of the cancel). A job's configuration "
+        "may set it for its own tasks.",
+    )
+    TASK_CANCELLATION_TIMEOUT = ConfigOption(
+        "task.cancellation.timeout",
+        "duration",
+        "3 min",
+        "A cancelled task whose thread has not ended this long after the cancel is a fatal error of its "
+        "TaskManager: the process logs why and exits, and a new one replaces it; 0 disables the timeout. "
+        "A job's configuration may set it for its own tasks.",
+    )

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -48,12 +49,20 @@ from yarnflink.network import (
     ResultPartition,
     ShuffleEnvironment,
 )
-from yarnflink.operators.base import OperatorContext
+from yarnflink.operators.base import Cancellation, OperatorContext, TaskCancelled
 from yarnflink.operators.chain import OperatorChain
 from yarnflink.operators.partitioners import NetworkOutput
 from yarnflink.operators.watermarks import StatusWatermarkValve
 from yarnflink.state.handles import TaskStateSnapshot
 from yarnflink.state.task_state import notify_chain
+from yarnflink.taskexecutor.cancellation import (
+    CancellationSettings,
+    CancellationWatch,
+    TaskCanceler,
+    TaskInterrupted,
+    clear_async_exception,
+    raise_async_exception,
+)
 from yarnflink.taskexecutor.channel_state import ChannelStateWriter, replay_channel_state
 from yarnflink.taskexecutor.checkpoint_responder import CheckpointResponder, NoCheckpointResponder
 from yarnflink.taskexecutor.checkpoints import CheckpointTrigger, SubtaskCheckpointCoordinator, open_task_state
@@ -67,11 +76,11 @@ log = logging.getLogger(__name__)
 
 StateReporter = Callable[["Task", ExecutionState, SerializedThrowable | None], None]
 
-__all__ = ["EndOfChannel", "StateReporter", "Task", "TaskCancelled", "checkpointing_enabled"]
+__all__ = ["EndOfChannel", "StateReporter", "Task", "TaskCancelled", "TaskInterrupted", "checkpointing_enabled"]
 
 
-class TaskCancelled(Exception):
-    pass
+def _log_fatal_error(reason: str) -> None:
+    log.critical("fatal error of the TaskExecutor (no handler): %s", reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +105,11 @@ class Task:
         send_to_coordinator: Callable[[str, bytes], None],
         buffer_timeout_s: float = 0.1,
         checkpoint_responder: CheckpointResponder | None = None,
+        cancellation: CancellationSettings | None = None,
+        fatal_error: Callable[[str], None] = _log_fatal_error,
     ) -> None:
+        """``cancellation``: when a cancelled task that does not end is interrupted, and when it
+        is a ``fatal_error`` of the TaskExecutor (``cancellation.py``)."""
         self.tdd = tdd
         self.execution_id = tdd.execution_id
         self.job_id = tdd.job_id
@@ -108,6 +121,15 @@ class Task:
         self._buffer_timeout_s = buffer_timeout_s
         self.state = ExecutionState.DEPLOYING
         self._cancelled = threading.Event()
+        #: read by the operators' per-record loops (a plain attribute: cheap)
+        self.cancellation = Cancellation(self.name)
+        self._cancellation_settings = cancellation or CancellationSettings()
+        self._fatal_error = fatal_error
+        self.canceler: TaskCanceler | None = None
+        # interrupts (asynchronous exceptions) reach the thread only while it runs the task's
+        # code, never while it reports its final state (see _leave_interruptible)
+        self._interrupt_lock = threading.Lock()
+        self._interruptible = False
         self._thread = threading.Thread(target=self._run, name=f"Task {self.name}", daemon=True)
         self.partitions: list[ResultPartition | BlockingResultPartition] = []
         #: set when the task failed reading an upstream partition (reported to the JobMaster)
@@ -175,13 +197,34 @@ class Task:
         return self._thread.is_alive()
 
     def cancel(self) -> None:
-        """From any thread: stops the task; blocked reads and writes are released."""
+        """From any thread: stops the task; blocked reads and writes are released. A task whose
+        thread does not end by itself is interrupted, and past ``task.cancellation.timeout`` the
+        TaskExecutor fails fatally (``cancellation.py``)."""
+        self.cancellation.cancelled = True  # the operators stop between two records
         self._cancelled.set()
         self.mailbox.try_put(Mail(self._check_cancelled, "cancel"), first=True)
         if self.gate is not None:
             self.gate.close()
         for p in self.partitions:
             p.release()
+        self._start_canceler()
+
+    def _start_canceler(self) -> None:
+        with self._interrupt_lock:
+            if self.canceler is not None or not self._thread.is_alive():
+                return
+            settings = self._cancellation_settings
+            watch = CancellationWatch(self.name, time.monotonic(), settings.interval_s, settings.timeout_s)
+            self.canceler = TaskCanceler(watch, self._thread, self._interrupt, self._fatal_error)
+        self.canceler.start()
+
+    def _interrupt(self) -> None:
+        """From the canceler's thread: TaskInterrupted in the task thread, if it still runs the
+        task's code."""
+        with self._interrupt_lock:
+            ident = self._thread.ident
+            if self._interruptible and ident is not None:
+                raise_async_exception(ident, TaskInterrupted)
 
     # ------------------------------------------------------------------ the task thread
     def _set_state(self, state: ExecutionState, error: SerializedThrowable | None = None) -> None:
@@ -192,14 +235,17 @@ class Task:
         chain: OperatorChain | None = None
         try:
             self._set_state(ExecutionState.INITIALIZING)
+            self._interruptible = True
             chain = self._chain = self._restore()
             self._check_cancelled()
             self._set_state(ExecutionState.RUNNING)
             self._invoke(chain)
             chain.close()
             chain = None
+            self._leave_interruptible()
             self._set_state(ExecutionState.FINISHED)
         except BaseException as e:  # noqa: BLE001 - every failure of user code ends here
+            self._leave_interruptible()
             if chain is not None:
                 try:
                     self._notify_completed(chain)  # cancel-with-savepoint: its sinks commit first
@@ -223,6 +269,20 @@ class Task:
             self.mailbox.close()
             if self.gate is not None:
                 self.gate.close()
+
+    def _leave_interruptible(self) -> None:
+        """No interrupt reaches the thread after this: one set but not yet raised is dropped,
+        one raised meanwhile is swallowed here (the task ends anyway)."""
+        ident = self._thread.ident
+        while True:
+            try:
+                with self._interrupt_lock:
+                    self._interruptible = False
+                    if ident is not None:
+                        clear_async_exception(ident)
+                return
+            except TaskInterrupted:
+                continue
 
     def _notify_completed(self, chain: OperatorChain) -> None:
         """Completed-checkpoint notifications that arrived before the task ended (cancelled, or
@@ -276,6 +336,7 @@ class Task:
                 config=config,
                 send_to_coordinator=self._send,
                 is_running=lambda: not self._cancelled.is_set(),
+                cancellation=self.cancellation,
             )
 
         state_manager = None

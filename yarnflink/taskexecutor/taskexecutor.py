@@ -22,11 +22,13 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import psutil
 
+from yarnflink.common.config import ConfigError
 from yarnflink.common.rpc_errors import (
     RPC_TIMEOUT_S,
     FencingTokenMismatch,
@@ -63,6 +65,7 @@ from yarnflink.rpc.resolver import GatewayResolver
 from yarnflink.rpc.servicers import TaskExecutorServicer
 from yarnflink.spark.session import holder as spark_sessions
 from yarnflink.taskexecutor import gateway as g
+from yarnflink.taskexecutor.cancellation import CancellationSettings
 from yarnflink.taskexecutor.checkpoint_responder import RpcCheckpointResponder
 from yarnflink.taskexecutor.leadership import (
     ConnectToResourceManager,
@@ -113,8 +116,14 @@ class TaskExecutor(RpcEndpoint):
         rpc_failure_threshold: int = 2,
         rm_leader_retriever: Any = None,
         gateways: GatewayResolver | None = None,
+        cancellation: CancellationSettings | None = None,
+        fatal_error: Callable[[str], None] | None = None,
     ) -> None:
-        """``gateways``: how it reaches the ResourceManager and JobMasters (default: over gRPC)."""
+        """``gateways``: how it reaches the ResourceManager and JobMasters (default: over gRPC).
+        ``cancellation``: when cancelled tasks that do not end are interrupted and given up on (a
+        job's configuration may set its own); ``fatal_error``: called (from any thread) when a
+        cancelled task did not end within its timeout; the process must exit (the entrypoint's
+        handler does; without one the error is only logged)."""
         super().__init__("TaskExecutor")
         if (resource_manager_address is None) == (rm_leader_retriever is None):
             raise ValueError("a TaskExecutor needs either the ResourceManager's address or its leader retriever")
@@ -150,6 +159,10 @@ class TaskExecutor(RpcEndpoint):
         self.partitions_by_job: dict[str, set[str]] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self.registered = asyncio.Event()
+        self.cancellation = cancellation or CancellationSettings()
+        self._fatal_error = fatal_error
+        #: the reasons of the fatal errors reported (a test without a handler reads them)
+        self.fatal_errors: list[str] = []
 
     @property
     def address(self) -> str:
@@ -433,6 +446,15 @@ class TaskExecutor(RpcEndpoint):
             conn.updates.put_nowait(None)
 
     # ------------------------------------------------------------------ tasks
+    def on_fatal_error(self, reason: str) -> None:
+        """From any thread (Flink's TaskManagerRunner.onFatalError): this process can no longer be
+        trusted (a cancelled task's thread did not end); the handler ends it, and the driver that
+        started it (the ResourceManager's, or the operator's) starts a new one."""
+        self.fatal_errors.append(reason)
+        log.critical("fatal error of TaskExecutor %s: %s", self.resource_id, reason)
+        if self._fatal_error is not None:
+            self._fatal_error(reason)
+
     def _submit(self, request: g.SubmitTask) -> None:
         tdd = request.tdd
         conn = self.job_managers.get(tdd.job_id)
@@ -440,6 +462,10 @@ class TaskExecutor(RpcEndpoint):
             raise SlotAllocationError(f"no connection to the JobMaster of job {tdd.job_id} with that id")
         if tdd.execution_id in self.tasks:
             raise SlotAllocationError(f"task {tdd.execution_id} is already running here")
+        try:
+            cancellation = self.cancellation.overridden_by(dict(tdd.job_config))
+        except ConfigError as e:
+            raise SlotAllocationError(f"task {tdd.task_name}: {e}") from None
         self.slot_table.add_task(tdd.allocation_id, tdd.job_id, tdd.execution_id)
         loop = self.loop
 
@@ -460,6 +486,8 @@ class TaskExecutor(RpcEndpoint):
             send_to_coordinator,
             buffer_timeout_s=self.buffer_timeout_s,
             checkpoint_responder=responder,
+            cancellation=cancellation,
+            fatal_error=self.on_fatal_error,
         )
         self.tasks[tdd.execution_id] = task
         self._task_ended[tdd.execution_id] = loop.create_future()

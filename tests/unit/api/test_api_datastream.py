@@ -277,7 +277,7 @@ def test_source_validation(env):
         env.from_sequence(1, 2.0)
     with pytest.raises(TypeError, match="from_collection"):
         env.from_collection("abc")
-    with pytest.raises(TypeError, match="from_source\\(\\) needs a FileSource"):
+    with pytest.raises(TypeError, match="from_source\\(\\) needs a source: a FileSource"):
         env.from_source("/x.csv")
     with pytest.raises(TypeError, match="sink_to\\(\\) needs a FileSink"):
         env.from_sequence(1, 2).sink_to("/out")

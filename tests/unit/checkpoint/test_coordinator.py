@@ -12,13 +12,15 @@ from yarnflink.checkpoint.coordinator import (
     CheckpointTimeout,
     DeclineCheckpoint,
     DiscardCheckpoint,
+    DiscardIncomplete,
     DiscardState,
-    FailJob,
+    FailGlobal,
     JobTerminated,
     MetadataWriteFailed,
     MetadataWritten,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
+    Rescaled,
     ScheduleTimeout,
     TaskFailed,
     TaskFinished,
@@ -129,14 +131,15 @@ def test_decline_aborts_discards_acknowledged_state_and_fails_the_job_past_the_t
         1, ALL, "CHECKPOINT_DECLINED: task win-0 declined checkpoint 1: disk full"
     )
     assert actions[1] == DiscardState(1, tuple(state("src-0", 1).stream_handles()))
-    assert len(actions) == 2 and c.consecutive_failures == 1
+    assert actions[2] == DiscardIncomplete(1)  # its directory, with what a failing task left there
+    assert len(actions) == 3 and c.consecutive_failures == 1
     # a late ack of the aborted checkpoint: its state is discarded
     assert c.handle(AcknowledgeCheckpoint(1, "src-1", state("src-1", 1))) == [
         DiscardState(1, tuple(state("src-1", 1).stream_handles()))
     ]
     c.handle(Tick(2000))
     actions = c.handle(DeclineCheckpoint(2, "src-1", "broken"))
-    assert isinstance(actions[-1], FailJob)
+    assert isinstance(actions[-1], FailGlobal)
     assert "Exceeded checkpoint tolerable failure threshold (1)" in actions[-1].reason
     assert "task src-1 declined checkpoint 2: broken" in actions[-1].reason
 
@@ -149,7 +152,21 @@ def test_a_completed_checkpoint_resets_the_failure_count() -> None:
     complete(c, 2, 6500)
     c.handle(Tick(7000))
     actions = c.handle(CheckpointTimeout(3, 12000))
-    assert not any(isinstance(a, FailJob) for a in actions)
+    assert not any(isinstance(a, FailGlobal) for a in actions)
+
+
+def test_failures_past_the_threshold_fail_the_job_over_and_the_count_starts_again() -> None:
+    """FailGlobal is a global failover (the restart strategy decides), not the job's end: the
+    coordinator goes on, and it takes as many failures again for the next failover."""
+    c = running(tolerable_failures=1, max_concurrent=1)
+    failovers = []
+    for n in range(4):
+        c.handle(Tick(1000 + 10_000 * n))
+        actions = c.handle(CheckpointTimeout(n + 1, 7000 + 10_000 * n))
+        assert actions[0].reason.startswith("CHECKPOINT_EXPIRED")  # type: ignore[union-attr]
+        failovers.append(any(isinstance(a, FailGlobal) for a in actions))
+    assert failovers == [False, True, False, True]
+    assert not c.shutdown
 
 
 def test_timeout_by_event_and_by_tick() -> None:
@@ -159,7 +176,8 @@ def test_timeout_by_event_and_by_tick() -> None:
     assert c.handle(CheckpointTimeout(1, 5999))[0].reason.startswith("CHECKPOINT_EXPIRED")
     actions = c.handle(Tick(7000))  # checkpoint 2 expired at 7000; 3 is triggered
     assert isinstance(actions[0], NotifyCheckpointAborted) and actions[0].checkpoint_id == 2
-    assert isinstance(actions[1], TriggerCheckpoint) and actions[1].checkpoint_id == 3
+    assert actions[1] == DiscardIncomplete(2)
+    assert isinstance(actions[2], TriggerCheckpoint) and actions[2].checkpoint_id == 3
     assert c.consecutive_failures == 2
     assert c.handle(CheckpointTimeout(2, 8000)) == []  # already gone
 
@@ -172,7 +190,8 @@ def test_completion_subsumes_older_pending_checkpoints_and_retention_discards_ol
     actions = complete(c, 2, 3500)
     assert actions[0] == NotifyCheckpointAborted(1, ALL, "CHECKPOINT_SUBSUMED: subsumed by checkpoint 2")
     assert actions[1] == DiscardState(1, tuple(state("src-0", 1).stream_handles()))
-    assert actions[2] == NotifyCheckpointComplete(2, ALL)
+    assert actions[2] == DiscardIncomplete(1)
+    assert actions[3] == NotifyCheckpointComplete(2, ALL)
     assert c.consecutive_failures == 0 and sorted(c.pending) == [3]
     complete(c, 3, 4000)
     c.handle(Tick(5000))
@@ -214,12 +233,12 @@ def test_declines_for_a_newer_barrier_or_an_upstream_cancellation_do_not_count()
     c.handle(Tick(1000))
     actions = c.handle(DeclineCheckpoint(1, "win-0", "CHECKPOINT_DECLINED_SUBSUMED: barrier of checkpoint 2 arrived"))
     assert actions[0].reason.startswith("CHECKPOINT_DECLINED_SUBSUMED: task win-0 declined checkpoint 1")
-    assert not any(isinstance(a, FailJob) for a in actions) and c.consecutive_failures == 0
+    assert not any(isinstance(a, FailGlobal) for a in actions) and c.consecutive_failures == 0
     c.handle(Tick(2000))
     actions = c.handle(DeclineCheckpoint(2, "win-1", "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER: cancelled"))
-    assert not any(isinstance(a, FailJob) for a in actions) and c.consecutive_failures == 0
+    assert not any(isinstance(a, FailGlobal) for a in actions) and c.consecutive_failures == 0
     c.handle(Tick(3000))
-    assert isinstance(c.handle(DeclineCheckpoint(3, "win-1", "disk full"))[-1], FailJob)  # a real decline counts
+    assert isinstance(c.handle(DeclineCheckpoint(3, "win-1", "disk full"))[-1], FailGlobal)  # a real decline counts
 
 
 def test_task_failure_aborts_pending_checkpoints_without_counting() -> None:
@@ -237,7 +256,7 @@ def test_failed_metadata_write_aborts_and_counts() -> None:
     ack_all(c, 1, 1100)
     actions = c.handle(MetadataWriteFailed(1, "s3 unreachable", 1200))
     assert actions[0].reason.startswith("FINALIZE_CHECKPOINT_FAILURE")
-    assert isinstance(actions[-1], FailJob)
+    assert isinstance(actions[-1], FailGlobal)
     assert c.latest_completed() is None
 
 
@@ -251,7 +270,7 @@ def test_savepoints_ignore_the_interval_are_not_retained_and_do_not_count() -> N
     assert c.handle(MetadataWritten(1, "s3://bucket/savepoints/savepoint-1", 700)) == [NotifyCheckpointComplete(1, ALL)]
     assert c.completed == []
     c.handle(TriggerSavepoint(800))
-    assert not any(isinstance(a, FailJob) for a in c.handle(DeclineCheckpoint(2, "src-0", "no")))
+    assert not any(isinstance(a, FailGlobal) for a in c.handle(DeclineCheckpoint(2, "src-0", "no")))
 
 
 @pytest.mark.parametrize(
@@ -315,3 +334,24 @@ def test_stop_with_savepoint_suspends_periodic_checkpoints_but_not_expiry() -> N
     assert isinstance(aborted[0], NotifyCheckpointAborted) and aborted[0].checkpoint_id == 1
     c.periodic_suspended = False  # the stop failed: the job goes on checkpointing
     assert isinstance(c.handle(Tick(7000))[0], TriggerCheckpoint)
+
+
+def test_a_checkpoint_whose_metadata_is_in_flight_keeps_its_files_when_the_job_ends_or_is_rescaled() -> None:
+    """Its pointer may yet land in the HA store (the write goes on): neither its state nor its
+    directory may go. Once the job ended no directory goes at all; a failed metadata write
+    discards both."""
+    for end, directories in ((JobTerminated("CANCELED"), []), (Rescaled(5000, "rescaled"), [2])):
+        c = running(max_concurrent=2)
+        c.handle(Tick(1000))
+        c.handle(Tick(2000))
+        ack_all(c, 1, 2500)  # checkpoint 1 is being finalized; 2 is pending
+        c.handle(AcknowledgeCheckpoint(2, "src-0", state("src-0", 2)))
+        actions = c.handle(end)
+        assert sorted(a.checkpoint_id for a in actions if isinstance(a, NotifyCheckpointAborted)) == [1, 2]
+        assert [a.checkpoint_id for a in actions if isinstance(a, DiscardState)] == [2]
+        assert [a.checkpoint_id for a in actions if isinstance(a, DiscardIncomplete)] == directories
+    c = running()
+    c.handle(Tick(1000))
+    ack_all(c, 1, 1500)
+    actions = c.handle(MetadataWriteFailed(1, "disk full", 1600))
+    assert DiscardIncomplete(1) in actions and any(isinstance(a, DiscardState) for a in actions)

@@ -16,6 +16,7 @@ from yarnflink.checkpoint.coordinator import (
     CheckpointIdReserved,
     CheckpointsRecovered,
     CheckpointUnrestorable,
+    DiscardIncomplete,
     MetadataWritten,
     NotifyCheckpointAborted,
     RequestSavepoint,
@@ -33,12 +34,15 @@ from yarnflink.checkpoint.restore import (
     CheckpointSkipped,
     CheckpointValidated,
     GraphRescaled,
+    NoRestorableCheckpoint,
     RestoreCounted,
     RestorePlanner,
     RestoreState,
     ResumedFromHa,
+    RetainedRead,
     StartedFromSavepoint,
     TaskDeploying,
+    resume_from_ha,
 )
 
 VERTICES = [RestoreVertex("window", 2, 128, ("window-op", "sink-op"))]
@@ -123,8 +127,9 @@ def test_a_redeployed_task_counts_as_failed_and_pending_checkpoints_cannot_compl
     assert c.handle(Tick(2000)) == []  # not all tasks run
     c.handle(TaskRunning("win-1", attempt=1))
     assert c.handle(Tick(2000))[0].checkpoint_id == 2
-    (aborted,) = c.handle(TaskDeployed("win-1", 2100))  # a CREATED task, but a checkpoint is pending
+    aborted, discard = c.handle(TaskDeployed("win-1", 2100))  # a CREATED task, but a checkpoint is pending
     assert isinstance(aborted, NotifyCheckpointAborted) and aborted.checkpoint_id == 2 and not c.pending
+    assert discard == DiscardIncomplete(2)
 
 
 # ----------------------------------------------------------------------------- planner
@@ -156,6 +161,35 @@ def test_a_job_resumed_from_ha_owns_the_retained_checkpoints_and_skips_the_ids_o
         RestoreCounted(done(5), "file:///chk/job/chk-5", ("earlier warning", "chk-7: damaged"), 9),
     ]
     assert planner.initial == done(5)
+
+
+def test_a_recovering_leader_skips_retained_pointers_without_valid_files_for_the_previous_valid_one() -> None:
+    reads = [
+        RetainedRead(4, "file:///chk/job/chk-4/_metadata", done(4)),
+        RetainedRead(6, "file:///chk/job/chk-6/_metadata", problem="the file does not exist (...)"),
+        RetainedRead(3, "file:///chk/job/chk-3/_metadata", problem="checksum mismatch"),
+        RetainedRead(5, "file:///chk/job/chk-5/_metadata", done(5)),
+        RetainedRead(7, "file:///chk/job/chk-7/_metadata", done(2)),  # a pointer to another checkpoint's files
+    ]
+    resumed = resume_from_ha(reads, 9)
+    assert resumed.checkpoint == done(5) and resumed.pointer == "file:///chk/job/chk-5/_metadata"
+    assert resumed.published_id == 7 and resumed.older == (done(4),)  # 3 is neither restored nor owned
+    assert resumed.skipped == (
+        "checkpoint 7 (file:///chk/job/chk-7/_metadata) skipped on recovery: its _metadata describes "
+        "checkpoint 2; checkpoint 5 restored instead",
+        "checkpoint 6 (file:///chk/job/chk-6/_metadata) skipped on recovery: the file does not exist (...); "
+        "checkpoint 5 restored instead",
+    )
+    assert resume_from_ha([RetainedRead(4, "p4", done(4))], 1).skipped == ()
+
+
+def test_a_recovering_leader_that_finds_no_valid_checkpoint_fails_naming_each() -> None:
+    """As Flink's CompletedCheckpointStore: it reads none of its checkpoints, the job does not
+    start from scratch silently."""
+    with pytest.raises(NoRestorableCheckpoint) as e:
+        resume_from_ha([RetainedRead(6, "p6", problem="gone"), RetainedRead(5, "p5", problem="corrupt")], 1)
+    assert "none of the 2 checkpoint(s)" in str(e.value)
+    assert "checkpoint 6 (p6) skipped on recovery: gone" in str(e.value) and "checkpoint 5 (p5)" in str(e.value)
 
 
 def test_a_restarted_task_restores_the_latest_checkpoint_counted_once_per_restart() -> None:

@@ -135,7 +135,7 @@ def test_a_failed_stop_lets_the_job_go_on_checkpointing(failure: str) -> None:
         actions = c.handle(TaskFailed("src-0", 600))
     (aborted,) = [a for a in actions if isinstance(a, NotifyCheckpointAborted)]
     assert aborted.checkpoint_id == 1
-    assert not any(type(a).__name__ == "FailJob" for a in actions)  # a savepoint failure is not counted
+    assert not any(type(a).__name__ == "FailGlobal" for a in actions)  # a savepoint failure is not counted
     assert c.stop_checkpoint_id == 0 and not c.periodic_suspended
     if failure != "task":
         assert c.savepoint_refusal() is None

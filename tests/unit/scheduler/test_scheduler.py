@@ -259,3 +259,32 @@ def test_a_probe_finding_more_lost_results_extends_the_consumers_restart_as_one_
     (entry,) = s.eg.failures
     assert "A (1/2)" in entry.restarted_tasks and "A (2/2)" in entry.restarted_tasks
     assert [f.exception_class for f in entry.concurrent] == ["TaskManagerLostException"]
+
+
+def test_a_global_failure_restarts_every_task_through_the_restart_strategy_whatever_the_failover_strategy() -> None:
+    """Flink's handleGlobalFailure (checkpoint failures beyond the tolerable number): with region
+    failover and two independent regions, every task restarts, counted once; with the restart
+    strategy exhausted the job fails with that failure as its cause."""
+    s = scheduler(
+        graph([("X", 1), ("Y", 1)], []),
+        failover_strategy="region",
+        restart_strategy=FixedDelayRestartBackoffTimeStrategy(1, 0.0),
+    )
+    d = Driver(s)
+    d.start()
+    d.run_all()
+    d.take()
+    checkpoint = Failure("CheckpointException", "Exceeded checkpoint tolerable failure threshold (0)", "", 1)
+    d.run(s.global_failure(checkpoint, d.now))
+    assert names(d.cancels()) == ["X (1/1)", "Y (1/1)"]
+    d.confirm_cancels()
+    assert [v.current.attempt_number for v in s.eg.all_vertices()] == [1, 1]
+    assert s.eg.num_restarts == 1 and s.eg.status == JobStatus.RUNNING
+    assert s.eg.failures == [checkpoint] and checkpoint.restarted_tasks == ["X (1/1)", "Y (1/1)"]
+
+    d.run_all()
+    again = Failure("CheckpointException", "Exceeded checkpoint tolerable failure threshold (0), again", "", 2)
+    d.run(s.global_failure(again, d.now))
+    d.confirm_cancels()
+    assert s.eg.status == JobStatus.FAILED and s.eg.num_restarts == 1
+    assert s.eg.failures[-1] is again and "recovery is suppressed by" in again.message

@@ -18,6 +18,7 @@ class FakeContainer:
     yarn_container_id: str = ""
     exit_message: str = ""
     env: dict[str, str] = field(default_factory=dict)
+    yarn_node_http_address: str = "node2.example.com:8042"
 
     @property
     def id(self) -> str:
@@ -31,6 +32,7 @@ class FakeApplicationClient:
         self.kv: dict[str, bytes] = {}
         self.refuse: Exception | None = None
         self.shutdowns: list[str] = []
+        self.report: FakeReport | None = None  # the application's report: FINISHED once shut down
         self._instances = itertools.count()
         self._lock = threading.Lock()
 
@@ -63,6 +65,9 @@ class FakeApplicationClient:
 
     def shutdown(self, status: str = "SUCCEEDED", diagnostics: str | None = None) -> None:
         self.shutdowns.append(status)
+        if self.report is not None:
+            self.report.state, self.report.final_status = "FINISHED", status
+            self.report.diagnostics = diagnostics or ""
 
     # what YARN does to containers
     def set_state(self, container_id: str, state: str, exit_message: str = "") -> None:
@@ -104,6 +109,7 @@ class FakeSkeinClient:
         self.specs.append(spec)
         self.apps[app_id] = FakeReport(app_id, tags=set(spec.tags))
         ac = self.app_clients[app_id] = FakeApplicationClient()
+        ac.report = self.apps[app_id]
         if self.publish:
             ac.kv["yarnflink.rest_url"] = self.publish.encode()
         return app_id

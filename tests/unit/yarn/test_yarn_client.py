@@ -16,7 +16,7 @@ from yarnflink.deployment.yarn.client import (
     stop_cluster,
     submit_cluster,
 )
-from yarnflink.deployment.yarn.master import prepare, yarn_master_config
+from yarnflink.deployment.yarn.master import prepare, yarn_master_config, yarn_taskexecutor_config
 from yarnflink.deployment.yarn.spec import REST_URL_KEY, ClusterRequest
 
 
@@ -105,14 +105,37 @@ def test_master_config_inside_the_application_master() -> None:
     assert explicit.get("high-availability.cluster-id") == "etl"
 
 
+def test_every_process_of_the_application_has_one_ha_cluster_id() -> None:
+    """HA on YARN without an explicit cluster id: the TaskExecutor containers must look for the
+    leader under the master's cluster id (the application id), or none ever registers."""
+    env = {"SKEIN_APPLICATION_ID": "application_1_0007", "SKEIN_CONTAINER_ID": "taskexecutor_3"}
+    ha = Configuration({"high-availability.type": "zookeeper"})
+    master = yarn_master_config(ha, env, "node3")
+    te = yarn_taskexecutor_config(ha, env, "node5.example.com")
+    assert te.get("high-availability.cluster-id") == master.get("high-availability.cluster-id") == "application_1_0007"
+    assert te.get("taskmanager.host") == "node5.example.com"  # reachable from other nodes, not loopback
+    explicit = Configuration({"high-availability.cluster-id": "etl", "taskmanager.host": "10.0.0.5"})
+    te = yarn_taskexecutor_config(explicit, env, "node5")
+    assert (te.get("high-availability.cluster-id"), te.get("taskmanager.host")) == ("etl", "10.0.0.5")
+
+
+def test_the_taskexecutor_command_applies_the_yarn_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    from yarnflink.cli import main as cli_main
+
+    seen: list[tuple[object, ...]] = []
+    monkeypatch.setattr(cli_main, "run_taskexecutor", lambda *a, **k: seen.append((a, k)) or 0)
+    assert main(["taskexecutor", "start", "--yarn", "--master", "am:1", "--resource-id", "te-1"]) == 0
+    assert seen[0][1]["yarn"] is True
+
+
 def test_master_publishes_its_rest_address_unless_standby() -> None:
     app = FakeApplicationClient()
-    _, driver, publish = prepare(Configuration(), app_client=app, env={"SKEIN_APPLICATION_ID": "a"})
-    assert driver.app_client is app
-    publish({"rest_url": "http://node3:8081"})
+    side = prepare(Configuration(), app_client=app, env={"SKEIN_APPLICATION_ID": "a"})
+    assert side.driver.app_client is app
+    side.publish({"rest_url": "http://node3:8081"})
     assert app.kv[REST_URL_KEY] == b"http://node3:8081"
     standby = FakeApplicationClient()
-    prepare(Configuration(), standby=True, app_client=standby, env={})[2]({"rest_url": "http://x:1"})
+    prepare(Configuration(), standby=True, app_client=standby, env={}).publish({"rest_url": "http://x:1"})
     assert standby.kv == {}
 
 
@@ -208,3 +231,21 @@ def test_cli_per_job_starts_an_application_and_stops_it_when_no_job_came(
     assert "--per-job" in fake.specs[0].master.script and "--local-taskexecutors 2" in fake.specs[0].master.script
     assert fake.app_clients[app_id].shutdowns == ["SUCCEEDED"]  # not left holding YARN resources
     assert last_session() is None  # a per-job cluster is no session
+
+
+def test_submission_warns_of_attempts_yarn_will_not_make(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fake = FakeSkeinClient()
+    config = Configuration({"yarn.application-attempts": "3"})
+    submit_cluster(config, ClusterRequest(), client_factory=fake, staging=tmp_path / "s")
+    assert "yarn.resourcemanager.am.max-attempts is 2" in capsys.readouterr().err
+
+
+def test_a_submission_yarn_refuses_is_a_user_error(tmp_path: Path) -> None:
+    fake = FakeSkeinClient()
+
+    def refuse(spec: object) -> str:
+        raise ConnectionError("Failed to connect to the ResourceManager at 127.0.0.1:8032")
+
+    fake.submit = refuse  # type: ignore[method-assign]
+    with pytest.raises(YarnDeploymentError, match="did not accept the application: ConnectionError: Failed"):
+        submit_cluster(Configuration(), ClusterRequest(), client_factory=fake, staging=tmp_path / "s")

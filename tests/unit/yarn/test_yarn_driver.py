@@ -121,3 +121,53 @@ def test_other_services_are_ignored_and_terminate_kills_every_container() -> Non
     assert kills == ["taskexecutor_0", "taskexecutor_1"]
     driver.poll_once()
     assert len(handler.events) == 2  # nothing reported after terminate
+
+
+def test_a_container_no_request_asked_for_is_killed_not_tracked() -> None:
+    """skein restarting a dead container (or an earlier attempt's) must not leave an untracked
+    TaskExecutor registered under a dead worker's id."""
+    app = FakeApplicationClient()
+    driver, handler = _driver(app)
+    wid = _start(driver)
+    app.set_state("taskexecutor_0", "RUNNING")
+    driver.poll_once()
+    app.set_state("taskexecutor_0", "FAILED", "Exit code 137")
+    restarted = app.add_container("taskexecutor", env={"YARNFLINK_RESOURCE_ID": wid})  # what max_restarts did
+    app.set_state(restarted.id, "RUNNING")
+    driver.poll_once()
+    wait_idle(driver)
+    assert ("kill_container", restarted.id) in app.requests
+    assert handler.events == [("started", wid), ("terminated", wid, handler.events[1][2])]
+    driver.poll_once()
+    wait_idle(driver)
+    assert sum(1 for r in app.requests if r == ("kill_container", restarted.id)) == 1  # told once
+    driver.terminate()
+
+
+def test_a_container_starting_while_a_request_is_unanswered_is_spared() -> None:
+    app = FakeApplicationClient()
+    driver, handler = _driver(app)
+    gate = threading.Event()
+    driver._calls.submit(gate.wait)  # add_container not answered yet
+    driver.start_worker(SPEC)
+    early = app.add_container("taskexecutor")  # skein's container exists before the answer
+    driver.poll_once()
+    assert driver.tracker.killed_unknown == set()
+    gate.set()
+    wait_idle(driver)
+    assert not any(r == ("kill_container", early.id) for r in app.requests)
+    driver.terminate()
+
+
+def test_stopping_a_worker_whose_container_ended_parks_nothing() -> None:
+    app = FakeApplicationClient()
+    driver, handler = _driver(app)
+    wid = _start(driver)
+    app.set_state("taskexecutor_0", "FAILED", "Exit code 1")
+    driver.poll_once()
+    driver.stop_worker(wid)  # the ResourceManager stops a worker whose container is gone
+    wait_idle(driver)
+    assert driver._pending_stop == set()
+    driver.stop_worker("taskexecutor-never-requested")
+    assert driver._pending_stop == set()
+    driver.terminate()

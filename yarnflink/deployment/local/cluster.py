@@ -18,6 +18,7 @@ find the leader (``ha_config``); ``stop_session`` stops them all and removes the
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -32,7 +33,13 @@ from typing import Any
 from yarnflink.client.rest_client import RestClient, RestClientError
 from yarnflink.client.sessions import LocalSession, sessions_dir
 from yarnflink.common.config import Configuration
-from yarnflink.deployment.local.ha_session import client_ha_config, prepare_ha_config, start_ha_cluster
+from yarnflink.common.process_identity import is_same_process
+from yarnflink.deployment.local.ha_session import (
+    client_ha_config,
+    prepare_ha_config,
+    registered_processes,
+    start_ha_cluster,
+)
 from yarnflink.deployment.local.processes import ClusterStartError, stop_process
 from yarnflink.dispatcher.options import RestOptions
 from yarnflink.highavailability import create_ha_services, ha_enabled
@@ -40,6 +47,8 @@ from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.security.client import RestCredentials, register
 from yarnflink.security.material import ensure_cluster_security, private_directory
 from yarnflink.taskexecutor.options import TaskManagerOptions
+
+log = logging.getLogger(__name__)
 
 
 def start_local_cluster(
@@ -201,17 +210,36 @@ def stop_session(session: LocalSession) -> bool:
     return stopped
 
 
+def announced_processes(session: LocalSession) -> list[dict[str, Any]]:
+    """The live processes of an HA session announced in its HA store, on this machine (a pid
+    with its start time: no other process of the same pid); [] if ZooKeeper cannot be reached."""
+    if not session.ha_config:
+        return []
+    try:
+        entries = registered_processes(session.ha_config)
+    except Exception as e:  # noqa: BLE001 - stopping goes on with the recorded processes
+        log.warning("session %s: could not read its processes from ZooKeeper: %s", session.id, e)
+        return []
+    return [e for e in entries if e.get("kind") in ("master", "taskexecutor") and is_same_process(e)]
+
+
 def _stop_ha_session(session: LocalSession) -> bool:
     """Every master at once (no standby may take over a cluster that is going), then the
-    TaskExecutors; then the cluster's HA data goes (best effort: ZooKeeper may be gone too)."""
-    pids = list(session.master_pids)
+    TaskExecutors; then the cluster's HA data goes (best effort: ZooKeeper may be gone too).
+    The processes are the ones the session file records and every one announced in the cluster's
+    HA store (masters and TaskExecutors started by hand to replace them), read before any master
+    goes."""
+    announced = announced_processes(session)
+    pids = list(dict.fromkeys([*session.master_pids, *(e["pid"] for e in announced if e["kind"] == "master")]))
+    te_pids = [e["pid"] for e in announced if e["kind"] == "taskexecutor"]
+    te_pids = list(dict.fromkeys([*session.taskexecutor_pids, *te_pids]))
     for pid in pids:
         try:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
     stopped = all([stop_process(pid) for pid in pids])
-    stopped = all([stop_process(pid) for pid in session.taskexecutor_pids]) and stopped
+    stopped = all([stop_process(pid) for pid in te_pids]) and stopped
     if session.ha_config:
         try:
             create_ha_services(Configuration(session.ha_config)).close_and_cleanup_all_data()

@@ -28,7 +28,14 @@ from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.security.client import RestCredentials, register, url_key
 from yarnflink.security.material import ensure_cluster_security, private_directory
 
-__all__ = ["client_ha_config", "prepare_ha_config", "start_ha_cluster", "start_master", "start_taskexecutor"]
+__all__ = [
+    "client_ha_config",
+    "prepare_ha_config",
+    "registered_processes",
+    "start_ha_cluster",
+    "start_master",
+    "start_taskexecutor",
+]
 
 _REQUIRED = (HighAvailabilityOptions.HA_ZOOKEEPER_QUORUM, HighAvailabilityOptions.HA_STORAGE_PATH)
 
@@ -73,6 +80,14 @@ def client_ha_config(config: Configuration) -> dict[str, str]:
         for k, v in config.to_dict().items()
         if k.startswith(("high-availability.", "job-result-store.")) or k == RestOptions.AWAIT_LEADER_TIMEOUT.key
     }
+
+
+def registered_processes(ha_config: dict[str, str]) -> list[dict[str, Any]]:
+    """The masters and TaskExecutors of the cluster announced in its HA store now (every live one,
+    however it was started: ``highavailability/zookeeper/processes.py``). Raises
+    HighAvailabilityError if ZooKeeper cannot be reached."""
+    with create_ha_services(Configuration(ha_config)) as ha:
+        return ha.registered_processes()
 
 
 def _command(args: list[str], config: Configuration) -> list[str]:

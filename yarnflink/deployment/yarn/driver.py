@@ -5,7 +5,8 @@
 ``start_worker`` asks skein for a container (``add_container``, with the worker's resource id and the
 ResourceManager's address in its environment); ``stop_worker`` releases it (``kill_container``).
 A watcher thread polls ``get_containers`` and turns state changes into events: RUNNING is a started
-worker; SUCCEEDED, FAILED or KILLED (a process that exited, a preempted container, a lost node) is
+worker; a live container no request of this driver asked for is killed (the service has
+``max_restarts=0``: the ResourceManager alone replaces TaskExecutors); SUCCEEDED, FAILED or KILLED (a process that exited, a preempted container, a lost node) is
 a terminated one, which the ResourceManager treats as a lost TaskExecutor (failover) or a failed
 start; it asks for replacements itself, throttled by ``resourcemanager.start-worker.max-failure-rate``.
 Blocking skein calls run on one worker thread, never on the ResourceManager's loop.
@@ -56,6 +57,14 @@ class ContainerEnded:
     diagnostics: str
 
 
+@dataclass(frozen=True)
+class KillUnknownContainer:
+    """A live container of the service that no request of this driver asked for (e.g. one skein
+    or an earlier attempt started): it would register under a worker id nobody tracks."""
+
+    container_id: str
+
+
 class ContainerTracker:
     """Pure: which container runs which worker, and what a snapshot of container states means.
     ``observe`` returns the events since the last snapshot."""
@@ -64,6 +73,9 @@ class ContainerTracker:
         self.container_of: dict[str, str] = {}  # worker id -> skein container id ("taskexecutor_3")
         self.worker_of: dict[str, str] = {}
         self.started: set[str] = set()
+        self.requested: set[str] = set()  # workers whose add_container has not answered yet
+        self.killed_unknown: set[str] = set()  # unknown containers already told to go
+        self.ended: set[str] = set()  # containers of ours already reported ended
 
     def assign(self, worker_id: str, container_id: str) -> None:
         self.container_of[worker_id] = container_id
@@ -73,14 +85,26 @@ class ContainerTracker:
         cid = self.container_of.pop(worker_id, None)
         if cid is not None:
             self.worker_of.pop(cid, None)
+            self.ended.add(cid)
         self.started.discard(worker_id)
 
-    def observe(self, containers: Sequence[Any]) -> list[ContainerStarted | ContainerEnded]:
-        events: list[ContainerStarted | ContainerEnded] = []
+    def observe(self, containers: Sequence[Any]) -> list[ContainerStarted | ContainerEnded | KillUnknownContainer]:
+        """Events since the last snapshot; ``containers`` are the driver's service's only. A live
+        container no request asked for is killed, unless a request is still unanswered (skein may
+        have started its container before it told us the id)."""
+        events: list[ContainerStarted | ContainerEnded | KillUnknownContainer] = []
         for c in containers:
             worker_id = self.worker_of.get(c.id)
             if worker_id is None:
-                continue  # not ours, or already reported
+                if (
+                    str(c.state) in ACTIVE_STATES
+                    and not self.requested
+                    and c.id not in self.ended
+                    and c.id not in self.killed_unknown
+                ):
+                    self.killed_unknown.add(c.id)
+                    events.append(KillUnknownContainer(c.id))
+                continue  # already reported, or told to go
             state = str(c.state)
             if state == "RUNNING" and worker_id not in self.started:
                 self.started.add(worker_id)
@@ -120,6 +144,8 @@ class YarnResourceManagerDriver:
     def start_worker(self, spec: WorkerSpec) -> str:
         worker_id = f"taskexecutor-{next(self._counter)}-{uuid.uuid4().hex[:6]}"
         env = {"YARNFLINK_RESOURCE_ID": worker_id, "YARNFLINK_RM_ADDRESS": self._rm_address}
+        with self._lock:
+            self.tracker.requested.add(worker_id)
         self._calls.submit(self._add_container, worker_id, env)
         return worker_id
 
@@ -127,7 +153,10 @@ class YarnResourceManagerDriver:
         with self._lock:
             cid = self.tracker.container_of.get(worker_id)
             if cid is None:
-                self._pending_stop.add(worker_id)
+                if worker_id in self.tracker.requested:  # killed once skein answers
+                    self._pending_stop.add(worker_id)
+                else:  # its container ended already, or was never ours: nothing to wait for
+                    log.info("TaskExecutor %s has no live container to stop", worker_id)
                 return
         self._calls.submit(self._kill, cid)  # the watcher reports its termination
 
@@ -146,9 +175,13 @@ class YarnResourceManagerDriver:
             container = self.app_client.add_container(self.service, env=env)
         except Exception as e:  # a request skein refused is a failed start
             log.warning("YARN refused a TaskExecutor container: %s", e)
+            with self._lock:
+                self.tracker.requested.discard(worker_id)
+                self._pending_stop.discard(worker_id)
             self._emit(ContainerEnded(worker_id, f"container request failed: {e}"))
             return
         with self._lock:
+            self.tracker.requested.discard(worker_id)
             self.tracker.assign(worker_id, container.id)
             stop_now = worker_id in self._pending_stop
             self._pending_stop.discard(worker_id)
@@ -171,7 +204,15 @@ class YarnResourceManagerDriver:
         with self._lock:
             events = self.tracker.observe(containers)
         for ev in events:
-            self._emit(ev)
+            if isinstance(ev, KillUnknownContainer):
+                if self._stop.is_set():
+                    continue
+                log.warning(
+                    "killing YARN container %s: no TaskExecutor request of this master started it", ev.container_id
+                )
+                self._calls.submit(self._kill, ev.container_id)
+            else:
+                self._emit(ev)
 
     def _emit(self, ev: ContainerStarted | ContainerEnded) -> None:
         if self._handler is None or self._stop.is_set():

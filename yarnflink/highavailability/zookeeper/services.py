@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import posixpath
 import threading
+from typing import Any
 
 from kazoo.client import KazooClient
 
@@ -28,6 +29,7 @@ from yarnflink.highavailability.zookeeper.client import (
 )
 from yarnflink.highavailability.zookeeper.leaderelection import ZooKeeperLeaderElectionDriver
 from yarnflink.highavailability.zookeeper.leaderretrieval import ZooKeeperLeaderRetrievalDriver
+from yarnflink.highavailability.zookeeper.processes import ZooKeeperProcessRegistry
 from yarnflink.highavailability.zookeeper.stores import (
     ZooKeeperCheckpointIDCounter,
     ZooKeeperCompletedCheckpointPointerStore,
@@ -67,6 +69,7 @@ class ZooKeeperHaServices(HighAvailabilityServices):
         self._lock = threading.Lock()
         self._election: LeaderElectionService | None = None
         self._closed = False
+        self.processes = ZooKeeperProcessRegistry(client, f"{paths.root}/processes")
 
     @staticmethod
     def from_config(config: Configuration) -> ZooKeeperHaServices:
@@ -124,6 +127,13 @@ class ZooKeeperHaServices(HighAvailabilityServices):
     def global_cleanup(self, job_id: str, fence: LeaderFence | None = None) -> None:
         delete_tree(self.client, self.paths.job(job_id), fence)
         delete_tree(self.client, self.paths.leader(job_master_component(job_id)), fence)
+
+    # ------------------------------------------------------------------ processes
+    def register_process(self, kind: str, info: dict[str, Any]) -> None:
+        self.processes.register(kind, info)
+
+    def registered_processes(self) -> list[dict[str, Any]]:
+        return self.processes.processes()
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:

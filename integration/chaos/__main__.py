@@ -1,0 +1,5 @@
+import sys
+
+from integration.chaos.runner import main
+
+sys.exit(main())

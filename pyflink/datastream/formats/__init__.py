@@ -1,0 +1,1 @@
+"""``pyflink.datastream.formats``: Parquet (``formats.parquet``); other formats are refused."""

@@ -1,0 +1,5 @@
+"""``pyflink.datastream.output_tag``."""
+
+from yarnflink.operators.windows import OutputTag
+
+__all__ = ["OutputTag"]
