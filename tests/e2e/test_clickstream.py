@@ -213,6 +213,12 @@ def test_a_spark_step_failing_mid_run_keeps_the_committed_sessions_exact(
     assert all(p.read_text().endswith(JIT) for p in marks.glob("app-*"))  # the TaskExecutor's spark.* key
 
 
+@pytest.mark.skipif(
+    not os.environ.get("YARNFLINK_E2E_CLICKSTREAM_2X2"),
+    reason="on demand (two more SparkSessions): YARNFLINK_E2E_CLICKSTREAM_2X2=1; the suite's short form is "
+    "test_jobs.py, whose keyed vertex runs on both TaskExecutors of a cluster with the default placement",
+)
+@pytest.mark.timeout(900)
 def test_on_two_task_executors_of_two_slots_the_example_uses_both_processes(
     reference: list[dict],
     tmp_path: Path,
