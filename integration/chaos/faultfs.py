@@ -4,9 +4,9 @@ by the chaos injector) can make it full (writes and new directories fail with EN
 (every change fails with EROFS) or slow (every open, rename, delete and mkdir waits ``delay_s``).
 
 The cluster's processes know the protocol through ``integration/chaos/site/sitecustomize.py`` on
-their PYTHONPATH. It stands in for a real small file system (tmpfs or loop mount) so the chaos run
-needs no root and the faults switch in a millisecond, for the masters' and the TaskExecutors'
-writes alike; the errors are the ones the kernel gives (``OSError`` with the same errno)."""
+their PYTHONPATH. Slow I/O always comes from here; full and read-only only where the run cannot
+mount a tmpfs for the disk (``disk.py``), with the errors the kernel gives (``OSError`` with the
+same errno)."""
 
 from __future__ import annotations
 

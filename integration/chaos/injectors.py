@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from integration.chaos.faultfs import FaultControl
+from integration.chaos.disk import CheckpointDisk
 from integration.chaos.schedule import Fault, FaultKind
 from integration.chaos.tcpproxy import TcpProxy
 
@@ -47,12 +47,12 @@ def _reap(pid: int) -> None:
 @dataclass
 class Injectors:
     """Faults on one chaos setup: ``cluster`` (LocalHaCluster), ``ensemble`` (tests.zk
-    ZooKeeperEnsemble), ``s3`` (the TcpProxy in front of moto), ``disk`` (the FaultControl)."""
+    ZooKeeperEnsemble), ``s3`` (the TcpProxy in front of moto), ``disk`` (the CheckpointDisk)."""
 
     cluster: Any
     ensemble: Any
     s3: TcpProxy
-    disk: FaultControl
+    disk: CheckpointDisk
     #: every pid this setup started (cluster, replacements), for the leak check
     started_pids: set[int] = field(default_factory=set)
     _te_restarts: int = 0
@@ -134,14 +134,11 @@ class Injectors:
             self.s3.stop()
             return f"S3 endpoint {self.s3.address} refuses connections"
         if k is FaultKind.DISK_FULL:
-            self.disk.set(full=True)
-            return "checkpoint disk full (ENOSPC)"
+            return self.disk.full()
         if k is FaultKind.DISK_READONLY:
-            self.disk.set(readonly=True)
-            return "checkpoint disk read-only (EROFS)"
+            return self.disk.readonly()
         if k is FaultKind.SLOW_IO:
-            self.disk.set(delay_s=SLOW_IO_DELAY_S)
-            return f"checkpoint disk slow ({SLOW_IO_DELAY_S:.1f}s per operation)"
+            return self.disk.slow(SLOW_IO_DELAY_S)
         raise ValueError(f"no injector for {k}")
 
     def end(self, fault: Fault) -> str:
@@ -188,12 +185,11 @@ class Injectors:
         if k is FaultKind.S3_OUTAGE:
             self.s3.start()
             return "S3 endpoint back"
-        self.disk.set()
-        return "checkpoint disk healthy"
+        return self.disk.heal()
 
     def heal_all(self) -> None:
         """At the end, or when a run is interrupted: nothing stays stopped, killed or broken."""
-        self.disk.set()
+        self.disk.heal()
         self.s3.start()
         for pid in [*self.cluster.master_pids.values(), *self.te_slots]:
             _signal(pid, signal.SIGCONT)

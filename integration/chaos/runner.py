@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from integration.chaos import checker
+from integration.chaos.disk import CheckpointDisk
 from integration.chaos.faultfs import CONTROL_ENV, PROTOCOL, FaultControl
 from integration.chaos.injectors import Injectors
 from integration.chaos.measure import FaultTiming, Sample, recovery, summarize
@@ -68,6 +69,9 @@ class ChaosOptions:
     records: int | None = None
     topology: Topology = field(default_factory=Topology)
     job_conf: dict[str, str] = field(default_factory=dict)
+    #: the checkpoint disk: a tmpfs where it can be mounted (auto), always one (tmpfs), or the fault
+    #: file system only (wrapper); see integration/chaos/disk.py
+    disk: str = "auto"
     #: orphaned checkpoints of finished jobs fail the run too (they are reported either way)
     strict: bool = False
     log: Callable[[str], None] = print
@@ -247,12 +251,13 @@ def run(options: ChaosOptions) -> ChaosReport:
     logging.lastResort = None
     event(f"seed {options.seed}, {options.duration_s:.0f}s, {len(schedule.faults)} faults scheduled in {workdir}")
     control = _environment(workdir)
+    disk = CheckpointDisk(workdir / "disk", control, options.disk)
     ensemble = moto = proxy = cluster = injectors = monitor = None
     records = options.records or records_for(options.duration_s)
     jobs = [
         ChaosJob(
             "disk",
-            f"{PROTOCOL}://{workdir / 'disk' / 'checkpoints'}",
+            disk.url,
             workdir / "out-disk",
             workdir / "disk.slow",
             records,
@@ -277,8 +282,11 @@ def run(options: ChaosOptions) -> ChaosReport:
         cluster = LocalHaCluster(
             config, workdir / "cluster", masters=topo.masters, taskexecutors=topo.taskexecutors, name="chaos"
         ).start()
-        injectors = Injectors(cluster, ensemble, proxy, control)
-        event(f"session up: leader {cluster.leader_url()}, ZooKeeper {ensemble.hosts}, S3 {proxy.address}")
+        injectors = Injectors(cluster, ensemble, proxy, disk)
+        event(
+            f"session up: leader {cluster.leader_url()}, ZooKeeper {ensemble.hosts}, S3 {proxy.address}, "
+            f"checkpoint disk: {disk.describe()}"
+        )
         for job in jobs:
             submit(cluster.leader_url(), job, options.job_conf)
             event(f"job {job.name} submitted: {job.job_id} ({records} records, checkpoints {job.checkpoint_dir})")
@@ -353,6 +361,7 @@ def run(options: ChaosOptions) -> ChaosReport:
             moto.wait(30)
         if ensemble is not None:
             ensemble.stop()
+        disk.close()
         report.wall_s = time.monotonic() - t_start
         (workdir / "report.json").write_text(json.dumps(asdict(report), indent=1, default=str))
         (workdir / "events.log").write_text("\n".join(report.events) + "\n")
@@ -491,6 +500,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="fail on checkpoint leftovers of finished jobs too (ZooKeeper nodes, chk-<n> dirs; else reported)",
     )
+    parser.add_argument(
+        "--disk",
+        choices=("auto", "tmpfs", "wrapper"),
+        default="auto",
+        help="the checkpoint disk: a tmpfs where it can be mounted (auto, the default), or the fault file system only",
+    )
     parser.add_argument("--report", type=Path, default=None, help="also write the report (JSON) here")
     parser.add_argument(
         "-D", dest="job_conf", action="append", default=[], help="KEY=VALUE for the jobs' configuration"
@@ -499,9 +514,12 @@ def main(argv: list[str] | None = None) -> int:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
     try:
         kinds = FaultKind.parse(args.kinds.split(","))
+        bad = [kv for kv in args.job_conf if "=" not in kv or not kv.split("=", 1)[0]]
+        if bad:
+            raise ValueError(f"-D takes KEY=VALUE, got {bad[0]!r}")
         job_conf = dict(kv.split("=", 1) for kv in args.job_conf)
         options = ChaosOptions(
-            seed, args.duration, kinds, args.workdir, args.keep, job_conf=job_conf, strict=args.strict
+            seed, args.duration, kinds, args.workdir, args.keep, job_conf=job_conf, strict=args.strict, disk=args.disk
         )
         schedule = make_schedule(seed, args.duration, kinds)
     except ValueError as e:

@@ -169,23 +169,6 @@ __all__ = [
     "StreamExecutionEnvironment",
     "get_default_executor",
     "set_default_executor",
-    "UnsupportedFeatureError",
-    # connectors
-    "Encoder",
-    "NumberSequenceSource",
-    "OutputFileConfig",
-    "ParquetBulkWriters",
-    "ParquetColumnarRowInputFormat",
-    "RollingPolicy",
-    "Source",
-    "StreamFormat",
-    # records and types
-    "Row",
-    "RowKind",
-    "TypeInformation",
-    # count and dynamic-gap session windows
-    "CountWindow",
-    "SessionWindowTimeGapExtractor",
     # state and event time
     "AggregateFunction",
     "AggregatingStateDescriptor",
@@ -212,4 +195,21 @@ __all__ = [
     "WatermarkStrategy",
     "WindowFunction",
     "WindowedStream",
+    "UnsupportedFeatureError",
+    # connectors
+    "Encoder",
+    "NumberSequenceSource",
+    "OutputFileConfig",
+    "ParquetBulkWriters",
+    "ParquetColumnarRowInputFormat",
+    "RollingPolicy",
+    "Source",
+    "StreamFormat",
+    # records and types
+    "Row",
+    "RowKind",
+    "TypeInformation",
+    # count and dynamic-gap session windows
+    "CountWindow",
+    "SessionWindowTimeGapExtractor",
 ]

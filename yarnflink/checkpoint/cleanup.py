@@ -22,10 +22,14 @@ The rule: **no file goes that a pointer in the HA store may still name.**
   (Flink's ``PossibleInconsistentStateException``).
 
 Every kept file is reported (``Kept``) so the driver logs why.
+
+``orphaned_on_recovery``: what a recovering leader may delete of what earlier leaders kept (the
+``chk-<n>`` directories no pointer names, nor ever can).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Union
 
@@ -69,11 +73,14 @@ class HaAnswered:
 
 @dataclass(frozen=True)
 class PublishFailed:
-    """Adding the pointer of ``checkpoint_id`` to the HA store failed."""
+    """Adding the pointer of ``checkpoint_id`` to the HA store failed: ``leadership_lost`` (the
+    fence refused it), ``refused`` (the store refused it, e.g. the job's HA data is gone: nothing
+    was written), else the outcome is unknown (the connection was lost: it may have landed)."""
 
     checkpoint_id: int
     reason: str
     leadership_lost: bool
+    refused: bool = False
 
 
 @dataclass(frozen=True)
@@ -130,6 +137,17 @@ Delete = Union[DeleteCheckpoint, DeleteState, DeleteDirectory]
 Action = Union[RemovePointer, CheckLeadership, DeleteCheckpoint, DeleteState, DeleteDirectory, Kept]
 
 
+def orphaned_on_recovery(directories: Iterable[int], retained: Iterable[int], handed_out_below: int) -> list[int]:
+    """The ``chk-<n>`` directories of a job that its recovering leader may delete: no pointer in
+    the HA store names them (``retained``: the ids it has) and none ever can, as their ids were
+    handed out by the shared counter before this leader's grant (below ``handed_out_below``, the
+    counter's value before this leader draws an id) and an earlier leader's pointer writes are
+    fenced off now. Without this, the files a deposed leader kept (its last checkpoints, whose
+    pointers it could no longer add) would leak."""
+    named = set(retained)
+    return sorted(n for n in set(directories) if n < handed_out_below and n not in named)
+
+
 def _checkpoint_id(d: Delete) -> int:
     return d.checkpoint.checkpoint_id if isinstance(d, DeleteCheckpoint) else d.checkpoint_id
 
@@ -158,7 +176,7 @@ class CheckpointCleanup:
         if isinstance(event, PublishFailed):
             if event.leadership_lost:
                 self._depose(f"adding checkpoint {event.checkpoint_id} to the HA store was refused: {event.reason}")
-            else:
+            elif not event.refused:
                 self.maybe_published[event.checkpoint_id] = event.reason
             return []
         if isinstance(event, JobEnded):

@@ -129,6 +129,9 @@ class RestClient:
             except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: keep trying until the deadline
                 log.info("cannot ask ZooKeeper for the leader: %s", e)
                 leader = None
+            ended = getattr(self.leader_resolver, "ended", "")  # a YARN application that ended: no leader comes
+            if ended:
+                raise RestClientError(f"{problem}; {ended}") from None
             if leader and leader.rstrip("/") != self.base_url:
                 log.info("the leading master's REST endpoint is now %s", leader)
                 self.base_url = leader.rstrip("/")

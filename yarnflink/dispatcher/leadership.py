@@ -378,6 +378,10 @@ class DispatcherLeadership:
                 handle.close()  # withdraws the JobMaster's leader information
             fence = self._fence(a.session_id)
             results = self.ha.job_result_store()
+            # the job result store's writes are not fenced: first a fenced check that this master
+            # still leads (a leader frozen past its session must not record an end for a job the
+            # next leader runs: a later leader would then clean up its checkpoints, and never run it)
+            self.ha.completed_checkpoint_pointer_store(a.job_id, 1, fence).check_leadership()
             if a.result is not None and not results.has_job_result_entry(a.job_id):
                 results.create_dirty_result(a.result)
             checkpoints = self._ended_checkpoints(a, fence)  # read before their pointers go

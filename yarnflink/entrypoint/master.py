@@ -156,7 +156,7 @@ class MasterProcess:
     def wait(self) -> None:
         while not self._stop.wait(0.2):
             if self.per_job and self._job_cluster_done():
-                log.info("the per-job cluster's jobs have ended and its client is done: shutting down")
+                log.info("the per-job cluster's job has ended and its client is gone (or done): shutting down")
                 break
         if self.application is not None and self.application.done.is_set():
             self.exit_code = 0 if self.application.succeeded else 1

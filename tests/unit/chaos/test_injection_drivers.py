@@ -4,6 +4,7 @@ read-only, slow; switched by its control file) and the S3 endpoint's stoppable T
 from __future__ import annotations
 
 import errno
+import os
 import socket
 import threading
 import time
@@ -103,3 +104,60 @@ def test_the_proxy_forwards_refuses_while_stopped_and_comes_back_on_the_same_por
     proxy.start()
     assert proxy.port == port and _roundtrip(port) == b"ping"
     proxy.stop()
+
+
+def _write(path: Path) -> int:
+    """0, or the errno of writing 64 KB to ``path``."""
+    try:
+        with open(path, "wb") as f:
+            f.write(b"x" * 65536)
+            f.flush()
+            os.fsync(f.fileno())
+        return 0
+    except OSError as e:
+        return e.errno or -1
+
+
+def test_the_checkpoint_disk_without_a_mount_goes_through_the_fault_file_system(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from integration.chaos.disk import CheckpointDisk
+
+    monkeypatch.setenv(CONTROL_ENV, str(tmp_path / "control.json"))
+    disk = CheckpointDisk(tmp_path / "disk", FaultControl(str(tmp_path / "control.json")), "wrapper")
+    fs = ChaosFileSystem(skip_instance_cache=True)
+    assert not disk.mounted and disk.url == f"chaosfile://{tmp_path / 'disk' / 'checkpoints'}"
+    assert "ENOSPC" in disk.full()
+    with pytest.raises(OSError):
+        fs.pipe_file(f"{disk.url}/a", b"a")
+    assert "EROFS" in disk.readonly()
+    disk.heal()
+    fs.pipe_file(f"{disk.url}/a", b"a")
+    disk.close()
+    with pytest.raises(ValueError, match="auto, tmpfs or wrapper"):
+        CheckpointDisk(tmp_path / "other", FaultControl(str(tmp_path / "c2.json")), "loop")
+
+
+def test_a_tmpfs_checkpoint_disk_gives_the_kernels_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from integration.chaos.disk import CheckpointDisk
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    monkeypatch.setenv(CONTROL_ENV, str(tmp_path / "control.json"))
+    disk = CheckpointDisk(tmp_path / "disk", FaultControl(str(tmp_path / "control.json")))
+    if not disk.mounted:
+        pytest.skip("mount is not allowed here")
+    try:
+        target = tmp_path / "disk" / "checkpoints" / "f"
+        assert _write(target) == 0
+        disk.full()
+        assert _write(target.with_name("g")) == errno.ENOSPC
+        disk.heal()
+        assert _write(target.with_name("g")) == 0
+        assert "remounted ro" in disk.readonly()
+        assert _write(target.with_name("h")) == errno.EROFS
+        disk.heal()
+        assert _write(target.with_name("h")) == 0
+    finally:
+        disk.close()
+    assert not os.path.ismount(tmp_path / "disk")

@@ -249,8 +249,11 @@ def test_an_ended_jobs_checkpoints_go_with_its_ha_data_pointers_first_as_its_ret
     assert b1.exists()  # RETAIN_ON_CANCELLATION, CANCELED: retained
 
 
-def test_a_deposed_leaders_cleanup_deletes_no_checkpoint(make_master: Any, tmp_path: Path) -> None:
-    """The fenced removal of the job's HA data fails: its pointers stay, and so do their files."""
+def test_a_deposed_leaders_cleanup_deletes_no_checkpoint_and_records_no_result(
+    make_master: Any, tmp_path: Path
+) -> None:
+    """A leader frozen past its session whose job ended: its fenced check fails, so it records no
+    job result and removes no HA data; the pointers stay, and so do their files."""
     m, ha = make_master()
     fence = ha.grant_leadership()
     _until(lambda: _get(m, "/jobs").status_code == 200, what="jobs accepted")
@@ -266,3 +269,5 @@ def test_a_deposed_leaders_cleanup_deletes_no_checkpoint(make_master: Any, tmp_p
     m.dispatcher.call(cleanup)
 
     assert chk.exists() and [cid for cid, _ in ha.completed_checkpoint_pointer_store(A).get_all()] == [1]
+    # nor does it record the job's end (the job result store is not fenced): the next leader runs it
+    assert not ha.job_result_store().has_job_result_entry(A)

@@ -240,3 +240,25 @@ def test_a_recovering_leader_that_finds_no_restorable_checkpoint_fails_the_job_n
     message = h.failures()
     assert "none of the 2 checkpoint(s) whose pointers are in the HA store can be restored" in message
     assert "checkpoint 2 (" in message and "checkpoint 1 (" in message
+
+
+def test_a_recovering_leader_deletes_what_a_deposed_one_kept_that_no_pointer_names(
+    start_jobmaster: StartJobMaster, ha: EmbeddedHaServices, tmp_path: Path
+) -> None:
+    """Chaos finding 3: the deposed leader's last checkpoint (its pointer refused) would leak."""
+    old, te = _leading(start_jobmaster, ha, tmp_path)
+    _complete(old, te, ha, 1)
+    wait_until(lambda: te.count("trigger_checkpoint") >= 2, what="checkpoint 2 triggered (its id drawn)")
+    ha.lose_latch_unnoticed()
+    _acknowledge(old, te, 2)  # _metadata written, the pointer refused: kept
+    wait_until(lambda: 2 in {n.checkpoint_id for n in te.requests("notify_checkpoint_aborted")}, what="2 aborted")
+    assert _metadata(tmp_path, 2).exists()
+    ha.lose_session()  # now it notices
+    old.call(lambda: old.jm.suspend("leadership lost", timeout=0.1))
+    ha.reconnect()
+
+    h, te = _leading(start_jobmaster, ha, tmp_path)
+
+    wait_until(lambda: not _metadata(tmp_path, 2).parent.exists(), what="chk-2 deleted by the new leader")
+    assert _metadata(tmp_path, 1).exists() and _pointers(ha) == [1]  # what it resumed from stays
+    assert {s.tdd.restored_checkpoint_id for s in h.deployed(te)} == {1}

@@ -301,10 +301,17 @@ class YarnRestLeaderResolver:
             else YARN_AWAIT_LEADER_TIMEOUT_S
         )
 
+    #: why no master will come (the application ended), "" while one may
+    ended = ""
+
     def current(self) -> str | None:
         client = _factory(self.client_factory)(self.config)
         report = client.application_report(self.app_id)
-        if str(report.state) != "RUNNING":
+        state = str(report.state)
+        if state in ("FINISHED", "FAILED", "KILLED"):
+            self.ended = f"YARN application {self.app_id} has ended ({state}, {report.final_status})"
+            return None
+        if state != "RUNNING":
             return None
         try:
             return _text(client.connect(self.app_id, wait=False).kv.get(REST_URL_KEY)) or None
