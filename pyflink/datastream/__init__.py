@@ -27,6 +27,13 @@ from pyflink.datastream.functions import (
 )
 from pyflink.datastream.output_tag import OutputTag
 from pyflink.datastream.window import CountWindow, GlobalWindow, TimeWindow, Window, WindowAssigner
+from yarnflink.api.checkpoint_config import (
+    CheckpointConfig,
+    EmbeddedRocksDBStateBackend,
+    FileSystemCheckpointStorage,
+    HashMapStateBackend,
+    JobManagerCheckpointStorage,
+)
 from yarnflink.api.common import RuntimeExecutionMode, SlotSharingGroup
 from yarnflink.api.datastream import DataStream, DataStreamSink, KeyedStream
 from yarnflink.api.environment import StreamExecutionEnvironment
@@ -43,6 +50,11 @@ class CheckpointingMode(enum.Enum):
 
 __all__ = [
     "AggregateFunction",
+    "CheckpointConfig",
+    "EmbeddedRocksDBStateBackend",
+    "FileSystemCheckpointStorage",
+    "HashMapStateBackend",
+    "JobManagerCheckpointStorage",
     "BroadcastProcessFunction",
     "CheckpointingMode",
     "CoFlatMapFunction",

@@ -3,6 +3,9 @@
 (connected streams, broadcast state, all-window functions) exist so that programs import; the call
 that would use them raises."""
 
+from collections.abc import Iterable
+from typing import Any
+
 from yarnflink.operators.functions import (
     FilterFunction,
     FlatMapFunction,
@@ -20,35 +23,47 @@ from yarnflink.state.descriptors import AggregateFunction
 
 
 class CoMapFunction(Function):
-    """Defined for imports; ``DataStream.connect()`` is refused."""
+    """``map1(value)`` / ``map2(value)`` of ``ds1.connect(ds2).map(...)``."""
 
 
 class CoFlatMapFunction(Function):
-    """Defined for imports; ``DataStream.connect()`` is refused."""
+    """``flat_map1(value)`` / ``flat_map2(value)`` of ``ds1.connect(ds2).flat_map(...)``."""
 
 
 class CoProcessFunction(Function):
-    """Defined for imports; ``DataStream.connect()`` is refused."""
+    """``process_element1(value, ctx)`` / ``process_element2(value, ctx)`` of ``connect(...).process(...)``."""
+
+    Context = KeyedProcessFunction.Context
 
 
 class KeyedCoProcessFunction(Function):
-    """Defined for imports; ``DataStream.connect()`` is refused."""
+    """As CoProcessFunction, both streams keyed: keyed state and timers (``on_timer``) per key."""
+
+    Context = KeyedProcessFunction.Context
 
 
 class BroadcastProcessFunction(Function):
-    """Defined for imports; ``DataStream.connect()`` is refused."""
+    """Defined for imports; broadcast state is refused (``connect(ds.broadcast(descriptor))``)."""
 
 
 class KeyedBroadcastProcessFunction(Function):
-    """Defined for imports; ``DataStream.connect()`` is refused."""
+    """Defined for imports; broadcast state is refused (``connect(ds.broadcast(descriptor))``)."""
 
 
 class AllWindowFunction(Function):
-    """Defined for imports; ``DataStream.window_all()`` is refused."""
+    """``apply(window, inputs) -> iterable`` once per window of ``window_all``."""
+
+    def apply(self, window: Any, inputs: Iterable[Any]) -> Iterable[Any]:
+        raise NotImplementedError
 
 
 class ProcessAllWindowFunction(Function):
-    """Defined for imports; ``DataStream.window_all()`` is refused."""
+    """``process(context, elements) -> iterable`` once per window of ``window_all``."""
+
+    Context = ProcessWindowFunction.Context
+
+    def process(self, context: Any, elements: Iterable[Any]) -> Iterable[Any]:
+        raise NotImplementedError
 
 
 class SourceFunction(Function):

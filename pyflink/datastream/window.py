@@ -3,6 +3,8 @@
 custom triggers and evictors are refused (``WindowedStream.trigger`` / ``evictor``)."""
 
 from yarnflink.api.window_adapters import (
+    CountSlidingWindowAssigner,
+    CountTumblingWindowAssigner,
     CountWindow,
     DynamicEventTimeSessionWindows,
     EventTimeSessionWindows,
@@ -22,6 +24,8 @@ from yarnflink.operators.windows import (
 Window = TimeWindow  # PyFlink's base of windows; yarnflink's time windows are the ones assigners make
 
 __all__ = [
+    "CountSlidingWindowAssigner",
+    "CountTumblingWindowAssigner",
     "CountWindow",
     "DynamicEventTimeSessionWindows",
     "EventTimeSessionWindows",

@@ -1,7 +1,8 @@
 """Cancelling a job whose user function is slow inside a large batch (issue 22, failure 4): the
 task stops between two records, a function stuck in one call is interrupted, and a function that
 swallows the interrupt makes its TaskExecutor exit after ``task.cancellation.timeout``, whereupon
-the session starts a new one. Real master and TaskExecutor processes; ``yarnflink cancel``."""
+the session starts a new one. A failover that cancels such a task restarts within seconds too.
+Real master and TaskExecutor processes; ``yarnflink cancel``."""
 
 from __future__ import annotations
 
@@ -58,6 +59,42 @@ env.execute("stubborn map")
 """
 
 
+# two independent pipelines; with full failover the failure of the second (once the first is inside
+# its slow batch) cancels the first, which must not hold the restart up for the batch
+FAILOVER_JOB = """
+import os, sys, time
+from yarnflink import DiscardingSink, StreamExecutionEnvironment
+
+out, _checkpoints, flag = sys.argv[1:4]
+
+def slow(x):
+    if not os.path.exists(out):
+        open(out, "w").close()
+    time.sleep(0.02)
+    return x
+
+def fail_once(x):
+    if not os.path.exists(flag + ".failed"):
+        while not os.path.exists(out):  # the slow map is inside its batch
+            time.sleep(0.01)
+        open(flag + ".failed", "w").close()
+        raise RuntimeError("failing once")
+    return x
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_parallelism(1)
+for k, v in {
+    "restart-strategy.type": "fixed-delay",
+    "restart-strategy.fixed-delay.delay": "0 ms",
+    "jobmanager.execution.failover-strategy": "full",
+}.items():
+    env.get_config().set(k, v)
+env.from_sequence(1, 10**9).name("Slow source").map(slow).sink_to(DiscardingSink())
+env.from_sequence(1, 10**9).name("Failing source").map(fail_once).sink_to(DiscardingSink())
+env.execute("failover of a slow map")
+"""
+
+
 @pytest.fixture(scope="module")
 def cancel_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """One TaskExecutor with one slot; a TaskExecutor that exits is replaced (the local driver)."""
@@ -104,6 +141,25 @@ def test_a_function_that_swallows_interrupts_makes_its_taskexecutor_exit(
         timeout=60,
         message="a new TaskExecutor",
     )
+
+
+def test_a_failover_does_not_wait_for_a_slow_map_it_cancels(cancel_cluster: Cluster, tmp_path: Path) -> None:
+    cli = JobCli(cancel_cluster, tmp_path, FAILOVER_JOB)
+    wait_until(lambda: len(cancel_cluster.taskexecutor_pids()) == 1, timeout=60, message="one TaskExecutor")
+    job_id = cli.submit((), ())
+    failed = Path(str(cli.flag) + ".failed")
+    wait_until(failed.exists, timeout=60, message="the failure")
+
+    def restarted() -> bool:
+        d = cancel_cluster.rest.job(job_id)
+        subtasks = [s for v in d["vertices"] for s in v["subtasks"]]
+        return d["numRestarts"] >= 1 and all(s["attempt"] >= 1 and s["status"] == "RUNNING" for s in subtasks)
+
+    # the slow map's task is cancelled between two records: the restart follows within seconds
+    wait_until(restarted, timeout=15, message="every task RUNNING again after the restart")
+    r = cli("cancel", "-m", cancel_cluster.rest_url, job_id)
+    assert r.returncode == 0, r.stderr
+    wait_until(lambda: job_state(cancel_cluster, job_id) == "CANCELED", timeout=10, message="CANCELED")
 
 
 def pid_alive(pid: int) -> bool:

@@ -303,37 +303,32 @@ def test_a_session_whose_masters_were_all_replaced_by_hand_is_still_found_and_st
     every process of the cluster, the replacements too (each announces itself in ZooKeeper)."""
     monkeypatch.setenv("YARNFLINK_SESSIONS_DIR", str(tmp_path / "sessions"))
     env = dict(os.environ)
-    started = _cli(
-        env,
-        "session",
-        "start",
-        "--target",
-        "local",
-        "--standby",
-        "1",
-        "-n",
-        "1",
-        "-s",
-        "1",
-        *_ha_args(zookeeper, tmp_path),
-    )
+    # an HA session with one master (no standby) and one TaskExecutor
+    ha = ["-D", "high-availability.type=zookeeper", *_ha_args(zookeeper, tmp_path)]
+    started = _cli(env, "session", "start", "--target", "local", "-n", "1", "-s", "1", *ha)
     assert started.returncode == 0, started.stderr
     (session_file,) = (tmp_path / "sessions").glob("*/session.json")
     session = json.loads(session_file.read_text())
-    masters, (te,) = session["master_pids"], session["taskexecutor_pids"]
+    (master,), (te,) = session["master_pids"], session["taskexecutor_pids"]
     workdir = Path(session["workdir"])
     by_hand: list[subprocess.Popen[bytes]] = []
     try:
-        for i in range(2):
-            info = workdir / f"by-hand-{i}.json"
-            replace = {"--info-file": str(info), "--log-file": str(workdir / f"by-hand-{i}.log")}
-            by_hand.append(_start_like(masters[0], replace, workdir / f"by-hand-{i}.out"))
-            _until(info.exists, 60, f"master {i} started by hand")
+        # a standby master and a TaskExecutor started by hand, with the command lines of the session's
+        info = workdir / "by-hand.json"
+        replace = {"--info-file": str(info), "--log-file": str(workdir / "by-hand.log")}
+        by_hand.append(_start_like(master, replace, workdir / "by-hand.out"))
         replace = {"--resource-id": "te-by-hand", "--log-file": str(workdir / "te-by-hand.log")}
         by_hand.append(_start_like(te, replace, workdir / "te-by-hand.out"))
-        for pid in masters:  # every master the session file knows is gone
-            os.kill(pid, signal.SIGKILL)
-        _until(lambda: not any(_alive(p) for p in masters), 30, "the recorded masters to end")
+        _until(info.exists, 60, "the master started by hand")
+        from yarnflink.deployment.local.ha_session import registered_processes
+
+        _until(
+            lambda: any(e.get("resource_id") == "te-by-hand" for e in registered_processes(session["ha_config"])),
+            60,
+            "the TaskExecutor started by hand to announce itself",
+        )
+        os.kill(master, signal.SIGKILL)  # every master the session file knows is gone
+        _until(lambda: not _alive(master), 30, "the recorded master to end")
 
         listed = _cli(env, "list", "--session", session["id"])
         assert listed.returncode == 0 and "No jobs." in listed.stdout, listed.stderr

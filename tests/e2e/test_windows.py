@@ -162,3 +162,31 @@ def test_keyed_process_function_with_value_state_and_event_time_timers(executor)
     out = list(_stream(_env()).process(SumUntilQuiet()).execute_and_collect())
     # every timer fires at the end of input (final watermark); only the latest per key emits
     assert sorted(out) == [("a", 20_000, 15), ("b", 16_000, 60), ("c", 7_500, 300)]
+
+
+@pytest.mark.parametrize("vectorized", [True, False], ids=["vectorized", "per-record"])
+def test_window_sum_on_arrow_batches_and_per_record(executor, vectorized: bool) -> None:  # type: ignore[no-untyped-def]
+    """The same job on the vectorized path (Arrow batches: a timestamp column, a filtering
+    map_batches the timestamps follow, the columnar window) and on the per-record path."""
+    import pyarrow.compute as pc
+
+    bounded = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(1))
+    stream = _env().from_collection(EVENTS)
+    if vectorized:
+        stream = (
+            stream.map_batches(lambda rb: rb)  # Arrow batches from here on
+            .assign_timestamps_and_watermarks(bounded.with_timestamp_column(1))
+            .map_batches(lambda rb: rb.filter(pc.not_equal(rb.column(0), "c")))
+        )
+    else:
+        stream = stream.assign_timestamps_and_watermarks(bounded.with_timestamp_assigner(lambda e, _ts: e[1])).filter(
+            lambda e: e[0] != "c"
+        )
+    out = list(stream.key_by(0).window(TumblingEventTimeWindows.of(Time.seconds(5))).sum(2).execute_and_collect())
+    assert sorted(out) == [
+        ("a", 1_000, 3),
+        ("a", 5_000, 7),
+        ("a", 16_000, 5),
+        ("b", 1_500, 40),
+        ("b", 12_000, 20),
+    ]

@@ -23,10 +23,25 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 #: Cases that do not pass under yarnflink yet, and why. They are not run (nor counted) unless
 #: YARNFLINK_COMPAT_PENDING=1; a case leaves this list once it passes.
-PENDING: dict[str, str] = {}
+PENDING: dict[str, str] = {
+    "example_event_time_timer": "Types.FLOAT() state: PyFlink stores a 32-bit float (163.29999923706055), yarnflink "
+    "a Python float (163.29999999999998)",
+    "example_state_access": "Types.FLOAT() state: PyFlink stores a 32-bit float (110.0999984741211), yarnflink "
+    "a Python float (110.1)",
+    "count_window_reduce": "sliding count windows (count_window(3, 2)) fire other windows than PyFlink's",
+    "side_outputs": "a ProcessFunction's `yield output_tag, value` is taken as a main-output tuple",
+    "keyed_side_outputs": "a KeyedProcessFunction's `yield output_tag, value` is taken as a main-output tuple",
+    "keyed_reduce_aggregations": "KeyedStream.min_by / max_by do not exist",
+    "connect_co_map": "DataStream.connect is refused (no two-input operators: CoMapFunction, CoFlatMapFunction)",
+    "keyed_co_process_join": "DataStream.connect is refused (no KeyedCoProcessFunction)",
+    "broadcast_state_rules": "broadcast(MapStateDescriptor) and broadcast state (KeyedBroadcastProcessFunction) "
+    "do not exist",
+    "row_named_types": "the print sink shows a Row as +I[BERLIN, 54.5]; PyFlink as +I[BERLIN,54.5]",
+    "window_all_count": "DataStream.window_all is refused",
+}
 
 #: (how, case): run in a process of their own, as a user starts them
-STANDALONE = [("python", "example_state_access"), ("yarnflink run", "console_print")]
+STANDALONE = [("python", "example_tumbling_time_window"), ("yarnflink run", "console_print")]
 
 WITH_PENDING = os.environ.get("YARNFLINK_COMPAT_PENDING", "") == "1"
 SUITE = [c for c in ALL.values() if WITH_PENDING or c.name not in PENDING]

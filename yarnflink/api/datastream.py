@@ -14,11 +14,19 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from yarnflink.api.common import SlotSharingGroup, UnsupportedFeatureError
+from yarnflink.api.connected import ConnectedStreams
 from yarnflink.api.connectors import DiscardingSink, FileSink
 from yarnflink.api.transformations import Input, Transformation
 from yarnflink.api.typed import typed
-from yarnflink.api.window_adapters import DynamicEventTimeSessionWindows, count_windowed, session_windowed
+from yarnflink.api.window_adapters import (
+    AllWindowedStream,
+    CountTumblingWindowAssigner,
+    DynamicEventTimeSessionWindows,
+    count_windowed,
+    session_windowed,
+)
 from yarnflink.api.windowing import WindowedStream
+from yarnflink.common.records import get_field
 from yarnflink.common.row import Row
 from yarnflink.common.typeinfo import PickledBytesTypeInfo, RowTypeInfo, Types, check_type_info
 from yarnflink.jobgraph.jobgraph import MAX_PARALLELISM_LIMIT
@@ -345,8 +353,15 @@ class DataStream(_OperatorSettings):
         """Uniformly random downstream subtask per record."""
         return self._view("shuffle")
 
-    def broadcast(self) -> DataStream:
-        """Every record to every downstream subtask."""
+    def broadcast(self, broadcast_state_descriptor: Any = None, *more: Any) -> DataStream:
+        """Every record to every downstream subtask. (With a MapStateDescriptor, PyFlink's
+        broadcast state, refused.)"""
+        if broadcast_state_descriptor is not None:
+            raise UnsupportedFeatureError(
+                "DataStream.broadcast(MapStateDescriptor)",
+                "broadcast state is not implemented",
+                "key the rules by what they apply to and connect the two keyed streams with a KeyedCoProcessFunction",
+            )
         return self._view("broadcast")
 
     def forward(self) -> DataStream:
@@ -365,7 +380,7 @@ class DataStream(_OperatorSettings):
             raise TypeError(f"sink_to() needs a FileSink or DiscardingSink, got {_describe(sink)}")
         stream: DataStream = self
         type_info = self._t.output_type
-        if sink.format == "text" and type_info is not None and not isinstance(type_info, PickledBytesTypeInfo):
+        if sink.format == "text" and _prints_differently(type_info):
             # Encoder.simple_string_encoder() writes typed records as Flink's toString
             stream = self._then("Map", MapSpec(fn=type_info.to_string), Types.STRING())
         elif sink.format in ("parquet", "csv") and isinstance(type_info, RowTypeInfo):
@@ -379,11 +394,25 @@ class DataStream(_OperatorSettings):
             raise TypeError(f"print() sink_identifier must be a string, got {_describe(sink_identifier)}")
         stream = self
         type_info = self._t.output_type
-        if type_info is not None and not isinstance(type_info, PickledBytesTypeInfo):
+        if _prints_differently(type_info):
             # typed records print as Flink's Java toString does: (hi,1), +I[1, hi], true, 1.0E7
             stream = self._then("Map", MapSpec(fn=type_info.to_string), Types.STRING())
         spec = PrintSinkSpec(prefix=sink_identifier)
         return DataStreamSink(self._env, stream._add("Print to Std. Out", spec, "sink"))
+
+    def union(self, *streams: DataStream) -> DataStream:
+        """The records of this stream and ``streams`` in one stream (all of one environment), through
+        a pass-through operator with one input per stream (Flink's union needs no operator)."""
+        for s in streams:
+            if not isinstance(s, DataStream):
+                raise TypeError(f"union() needs DataStreams, got {_describe(s)}")
+            if s._env is not self._env:
+                raise ValueError("union(): the streams must belong to the same StreamExecutionEnvironment")
+        inputs = [self._input(), *(s._input() for s in streams)]
+        t = self._env._add_transformation("Union", MapSpec(fn=_identity), "operator", inputs)
+        types = {s._t.output_type for s in (self, *streams)}
+        t.output_type = types.pop() if len(types) == 1 else None
+        return DataStream(self._env, t)
 
     # ------------------------------------------------------------------ refused (Java-only) calls
     def add_sink(self, sink_func: Any) -> Any:
@@ -394,20 +423,22 @@ class DataStream(_OperatorSettings):
             "(ds.transform_spark) that writes where Spark can",
         )
 
-    def window_all(self, window_assigner: Any) -> Any:
-        raise UnsupportedFeatureError(
-            "DataStream.window_all()",
-            "non-keyed windows are not implemented",
-            "key every record alike and window that: ds.key_by(lambda r: 0).window(assigner)",
-        )
+    def window_all(self, window_assigner: Any) -> AllWindowedStream:
+        """Windows of the whole stream, in one subtask (``yarnflink.api.window_adapters``)."""
+        return AllWindowedStream(self, window_assigner)
 
-    def connect(self, ds: Any) -> Any:
-        raise UnsupportedFeatureError(
-            "DataStream.connect()",
-            "connected streams (CoMap / CoProcess / broadcast state) are not implemented",
-            "map both streams to one record type, union() them, and process the union "
-            "(key_by + KeyedProcessFunction for shared state)",
-        )
+    def connect(self, ds: Any) -> ConnectedStreams:
+        """Two streams into one operator with a function per input (``CoMapFunction``,
+        ``CoFlatMapFunction``, ``KeyedCoProcessFunction``; ``yarnflink.api.connected``)."""
+        if not isinstance(ds, DataStream):
+            raise UnsupportedFeatureError(
+                "DataStream.connect(broadcast stream)",
+                "broadcast state is not implemented",
+                "key the rules by what they apply to and connect the two keyed streams with a KeyedCoProcessFunction",
+            )
+        if ds._env is not self._env:
+            raise ValueError("connect(): the streams must belong to the same StreamExecutionEnvironment")
+        return ConnectedStreams(self, ds, DataStream)
 
     def partition_custom(self, partitioner: Any, key_selector: Any) -> Any:
         raise UnsupportedFeatureError(
@@ -423,6 +454,30 @@ class DataStream(_OperatorSettings):
             raise ValueError(f"execute_and_collect(): limit must be an integer >= 0, got {limit!r}")
         self._add("Collect", CollectSinkSpec(), "sink")
         return self._env._execute_and_collect(job_execution_name, limit)
+
+
+class _By:
+    """The reduce function of ``min_by`` / ``max_by``: keeps the earlier record on ties (Flink's default)."""
+
+    def __init__(self, field: int | str, smaller: bool):
+        self.field = field
+        self.smaller = smaller
+
+    def __call__(self, kept: Any, new: Any) -> Any:
+        a, b = get_field(kept, self.field), get_field(new, self.field)
+        return new if (b < a if self.smaller else b > a) else kept
+
+
+def _identity(record: Any) -> Any:
+    return record
+
+
+def _prints_differently(type_info: Any) -> bool:
+    """Whether records of this type print otherwise than ``str(record)`` (untyped and STRING
+    records print as they are)."""
+    if type_info is None or isinstance(type_info, PickledBytesTypeInfo):
+        return False
+    return type_info != Types.STRING()
 
 
 def _row_as_dict(record: Any) -> Any:
@@ -489,6 +544,16 @@ class KeyedStream(DataStream):
     def max(self, position_to_max: int | str = 0) -> DataStream:
         return self._aggregate("max", position_to_max)
 
+    def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
+        """Per key, the record with the smallest field so far (the first of equal ones)."""
+        f = check_field(position_to_min_by, "min_by")
+        return self._then("Keyed Reduce", ReduceSpec(fn=_By(f, smaller=True), key_selector=self.get_key_selector()))
+
+    def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
+        """Per key, the record with the largest field so far (the first of equal ones)."""
+        f = check_field(position_to_max_by, "max_by")
+        return self._then("Keyed Reduce", ReduceSpec(fn=_By(f, smaller=False), key_selector=self.get_key_selector()))
+
     def process(self, func: Any, output_type: Any = None) -> DataStream:
         """``func``: a KeyedProcessFunction (state, timers) or a callable."""
         out = check_type_info(output_type, "process()")
@@ -501,6 +566,8 @@ class KeyedStream(DataStream):
         windows with a dynamic gap run as an adapter (``yarnflink.api.window_adapters``)."""
         if isinstance(window_assigner, DynamicEventTimeSessionWindows):
             return session_windowed(self, window_assigner)
+        if isinstance(window_assigner, CountTumblingWindowAssigner):
+            return count_windowed(self, window_assigner.size, window_assigner.slide)
         return WindowedStream(self, window_assigner)
 
     def count_window(self, size: int, slide: int = 0) -> Any:

@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from yarnflink.api.checkpoint_config import CheckpointConfig, state_backend_value
 from yarnflink.api.common import (
     JAR_ALTERNATIVE,
     ExecutorNotConfiguredError,
@@ -33,6 +34,7 @@ from yarnflink.jobgraph.jobgraph import JobGraph
 from yarnflink.jobgraph.options import CoreOptions, ExecutionOptions, PipelineOptions
 from yarnflink.operators.specs import CollectionSourceSpec, SequenceSourceSpec
 from yarnflink.operators.watermarks import WatermarkStrategy
+from yarnflink.state.options import StateBackendOptions
 from yarnflink.streaming.describe import job_graph_summary_json
 from yarnflink.streaming.graph import StreamGraph
 from yarnflink.streaming.jobgraph_generator import create_job_graph
@@ -217,6 +219,15 @@ class StreamExecutionEnvironment:
         """Milliseconds between checkpoints; -1 when checkpointing is off (as PyFlink)."""
         value = self._config.get(CheckpointingOptions.INTERVAL)
         return -1 if value is None else int(value.total_seconds() * 1000)
+
+    def get_checkpoint_config(self) -> CheckpointConfig:
+        """PyFlink's CheckpointConfig: its setters write this environment's ``execution.checkpointing.*`` keys."""
+        return CheckpointConfig(self._config)
+
+    def set_state_backend(self, state_backend: Any) -> StreamExecutionEnvironment:
+        """``HashMapStateBackend()`` (``state.backend.type: hashmap``, yarnflink's backend)."""
+        self._config.set(StateBackendOptions.STATE_BACKEND, state_backend_value(state_backend))
+        return self
 
     def set_default_savepoint_directory(self, directory: str) -> StreamExecutionEnvironment:
         self._config.set(

@@ -315,3 +315,118 @@ def count_windowed(keyed: KeyedStream, size: Any, slide: Any = 0) -> AdaptedWind
 
 def session_windowed(keyed: KeyedStream, assigner: DynamicEventTimeSessionWindows) -> AdaptedWindowedStream:
     return AdaptedWindowedStream(keyed, "DynamicEventTimeSessionWindows", gap=assigner.extract)
+
+
+class CountTumblingWindowAssigner:
+    """``window(CountTumblingWindowAssigner.of(n))``: the same as ``count_window(n)``."""
+
+    def __init__(self, window_size: int, slide: int = 0):
+        self.size = window_size
+        self.slide = slide
+
+    @staticmethod
+    def of(window_size: int) -> CountTumblingWindowAssigner:
+        return CountTumblingWindowAssigner(window_size)
+
+
+class CountSlidingWindowAssigner(CountTumblingWindowAssigner):
+    """``window(CountSlidingWindowAssigner.of(size, slide))``: the same as ``count_window(size, slide)``."""
+
+    @staticmethod
+    def of(window_size: int, window_slide: int) -> CountSlidingWindowAssigner:  # type: ignore[override]
+        return CountSlidingWindowAssigner(window_size, window_slide)
+
+
+def _all_key(record: Any) -> int:
+    return 0
+
+
+class _KeylessProcess:
+    """A ``ProcessAllWindowFunction`` (``process(context, elements)``) called as a keyed one."""
+
+    def __init__(self, fn: Any):
+        self.fn = fn
+
+    def open(self, runtime_context: Any) -> None:
+        opener = getattr(self.fn, "open", None)
+        if callable(opener):
+            opener(runtime_context)
+
+    def close(self) -> None:
+        closer = getattr(self.fn, "close", None)
+        if callable(closer):
+            closer()
+
+    def process(self, key: Any, context: Any, elements: Iterable[Any]) -> Any:
+        return self.fn.process(context, elements)
+
+    def clear(self, context: Any) -> None:
+        clear = getattr(self.fn, "clear", None)
+        if callable(clear):
+            clear(context)
+
+
+class _KeylessApply(_KeylessProcess):
+    """An ``AllWindowFunction`` (``apply(window, inputs)``) called as a keyed one."""
+
+    process = None  # type: ignore[assignment]
+
+    def apply(self, key: Any, window: Any, inputs: Iterable[Any]) -> Any:
+        return self.fn.apply(window, inputs)
+
+
+def _keyless(fn: Any) -> Any:
+    if fn is None or isinstance(fn, type):
+        return fn
+    if callable(getattr(fn, "process", None)):
+        return _KeylessProcess(fn)
+    if callable(getattr(fn, "apply", None)):
+        return _KeylessApply(fn)
+    return fn
+
+
+class AllWindowedStream:
+    """``window_all(assigner)``: the windows of the whole stream, in one subtask (as Flink): the
+    records are keyed alike and windowed; the all-window functions get no key."""
+
+    def __init__(self, stream: DataStream, assigner: Any):
+        self._windowed = stream.key_by(_all_key).window(assigner)
+
+    def allowed_lateness(self, time: Any) -> AllWindowedStream:
+        self._windowed.allowed_lateness(time)
+        return self
+
+    def side_output_late_data(self, output_tag: Any) -> AllWindowedStream:
+        self._windowed.side_output_late_data(output_tag)
+        return self
+
+    def trigger(self, trigger: Any) -> AllWindowedStream:
+        self._windowed.trigger(trigger)
+        return self
+
+    def evictor(self, evictor: Any) -> AllWindowedStream:
+        self._windowed.evictor(evictor)
+        return self
+
+    def reduce(self, reduce_function: Any, window_function: Any = None, output_type: Any = None) -> DataStream:
+        return self._windowed.reduce(reduce_function, _keyless(window_function), output_type).set_parallelism(1)
+
+    def aggregate(
+        self,
+        aggregate_function: Any,
+        window_function: Any = None,
+        accumulator_type: Any = None,
+        output_type: Any = None,
+    ) -> DataStream:
+        out = self._windowed.aggregate(aggregate_function, _keyless(window_function), accumulator_type, output_type)
+        return out.set_parallelism(1)
+
+    def process(self, process_window_function: Any, output_type: Any = None) -> DataStream:
+        if isinstance(process_window_function, type) or not callable(getattr(process_window_function, "process", None)):
+            raise TypeError(f"process() needs a ProcessAllWindowFunction instance, got {process_window_function!r}")
+        return self._windowed.process(_KeylessProcess(process_window_function), output_type).set_parallelism(1)
+
+    def apply(self, window_function: Any, output_type: Any = None) -> DataStream:
+        if isinstance(window_function, type) or not callable(getattr(window_function, "apply", None)):
+            raise TypeError(f"apply() needs an AllWindowFunction instance, got {window_function!r}")
+        return self._windowed.apply(_KeylessApply(window_function), output_type).set_parallelism(1)

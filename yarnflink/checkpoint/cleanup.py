@@ -13,15 +13,23 @@ The rule: **no file goes that a pointer in the HA store may still name.**
 * A JobMaster deposed (``LeadershipLost``: a fenced write refused, its leadership revoked, the
   job SUSPENDED) deletes nothing any more, whatever it was asked: the next leader owns the
   checkpoints now and may resume from any of them.
+* With HA, a job that ends for good (``JobEnded``) leaves its completed checkpoints to the
+  cleanup of its HA data, which runs once its result is in the JobResultStore (Flink's
+  ``CheckpointResourcesCleanupRunner``): a leader deposed before that leaves them, pointers and
+  files, to the next one, which resumes the job from them. Ending otherwise (SUSPENDED) deposes.
 * A checkpoint whose pointer write failed for another reason than a lost leadership
   (``PublishFailed``: ZooKeeper away, an unknown outcome) may be in the store: its files stay
   (Flink's ``PossibleInconsistentStateException``).
 
 Every kept file is reported (``Kept``) so the driver logs why.
+
+``orphaned_on_recovery``: what a recovering leader may delete of what earlier leaders kept (the
+``chk-<n>`` directories no pointer names, nor ever can).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Union
 
@@ -65,11 +73,14 @@ class HaAnswered:
 
 @dataclass(frozen=True)
 class PublishFailed:
-    """Adding the pointer of ``checkpoint_id`` to the HA store failed."""
+    """Adding the pointer of ``checkpoint_id`` to the HA store failed: ``leadership_lost`` (the
+    fence refused it), ``refused`` (the store refused it, e.g. the job's HA data is gone: nothing
+    was written), else the outcome is unknown (the connection was lost: it may have landed)."""
 
     checkpoint_id: int
     reason: str
     leadership_lost: bool
+    refused: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,7 +88,12 @@ class LeadershipLost:
     reason: str
 
 
-Event = Union[DiscardCompleted, DiscardFiles, DiscardDirectory, HaAnswered, PublishFailed, LeadershipLost]
+@dataclass(frozen=True)
+class JobEnded:
+    status: str  # FINISHED | CANCELED | FAILED (for good) | SUSPENDED
+
+
+Event = Union[DiscardCompleted, DiscardFiles, DiscardDirectory, HaAnswered, PublishFailed, LeadershipLost, JobEnded]
 
 
 # ----------------------------------------------------------------------------- actions
@@ -110,14 +126,26 @@ class DeleteDirectory:
 
 @dataclass(frozen=True)
 class Kept:
-    """Files of ``checkpoint_id`` not deleted, and why."""
+    """Files of ``checkpoint_id`` not deleted, and why (``expected``: as usual, not a fault)."""
 
     checkpoint_id: int
     reason: str
+    expected: bool = False
 
 
 Delete = Union[DeleteCheckpoint, DeleteState, DeleteDirectory]
 Action = Union[RemovePointer, CheckLeadership, DeleteCheckpoint, DeleteState, DeleteDirectory, Kept]
+
+
+def orphaned_on_recovery(directories: Iterable[int], retained: Iterable[int], handed_out_below: int) -> list[int]:
+    """The ``chk-<n>`` directories of a job that its recovering leader may delete: no pointer in
+    the HA store names them (``retained``: the ids it has) and none ever can, as their ids were
+    handed out by the shared counter before this leader's grant (below ``handed_out_below``, the
+    counter's value before this leader draws an id) and an earlier leader's pointer writes are
+    fenced off now. Without this, the files a deposed leader kept (its last checkpoints, whose
+    pointers it could no longer add) would leak."""
+    named = set(retained)
+    return sorted(n for n in set(directories) if n < handed_out_below and n not in named)
 
 
 def _checkpoint_id(d: Delete) -> int:
@@ -131,6 +159,8 @@ class CheckpointCleanup:
         self.deposed: str | None = None
         #: checkpoints whose pointer may be in the HA store though their completion failed
         self.maybe_published: dict[int, str] = {}
+        #: HA: the job ended for good; its completed checkpoints go with its HA data
+        self.left_to_ha_cleanup = False
         self._waiting: dict[int, Delete] = {}
         self._next_ticket = 1
 
@@ -146,8 +176,14 @@ class CheckpointCleanup:
         if isinstance(event, PublishFailed):
             if event.leadership_lost:
                 self._depose(f"adding checkpoint {event.checkpoint_id} to the HA store was refused: {event.reason}")
-            else:
+            elif not event.refused:
                 self.maybe_published[event.checkpoint_id] = event.reason
+            return []
+        if isinstance(event, JobEnded):
+            if event.status not in ("FINISHED", "CANCELED", "FAILED"):
+                self._depose(f"the job is {event.status}")
+            elif self.ha:
+                self.left_to_ha_cleanup = True
             return []
         self._depose(event.reason)
         return []
@@ -160,6 +196,8 @@ class CheckpointCleanup:
         cid = _checkpoint_id(delete)
         if self.deposed is not None:
             return [Kept(cid, f"this JobMaster no longer leads ({self.deposed}): the next leader owns its checkpoints")]
+        if pointer and self.left_to_ha_cleanup:
+            return [Kept(cid, "the job ended: its checkpoints go with its HA data once its result is recorded", True)]
         if cid in self.maybe_published:
             return [Kept(cid, f"its pointer may be in the HA store (adding it failed: {self.maybe_published[cid]})")]
         if not self.ha:

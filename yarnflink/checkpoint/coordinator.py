@@ -388,6 +388,12 @@ _DISCARD_ON = {
 }
 
 
+def discards_on(retention: str, status: str) -> bool:
+    """Whether a job ending ``status`` deletes its completed checkpoints under ``retention``
+    (``execution.checkpointing.externalized-checkpoint-retention``)."""
+    return status in _DISCARD_ON.get(retention, set())
+
+
 class CheckpointCoordinator:
     def __init__(
         self,
@@ -686,7 +692,7 @@ class CheckpointCoordinator:
         actions: list[Action] = []
         for cid in sorted(self.pending):
             actions += self._abort(cid, COORDINATOR_SHUTDOWN, 0, f"the job is {e.status}")
-        if e.status in _DISCARD_ON.get(self.config.externalized_retention, set()):
+        if discards_on(self.config.externalized_retention, e.status):
             actions += [DiscardCheckpoint(c) for c in self.completed]
             self.completed = []
         return actions

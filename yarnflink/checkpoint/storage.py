@@ -450,21 +450,7 @@ class FsCheckpointStorage:
         """Delete a completed checkpoint: its state files outside its directory, then the
         directory (``_metadata`` first, so a crash midway never leaves a restorable half)."""
         pointer = checkpoint.external_pointer or self.checkpoint_url(checkpoint.checkpoint_id)
-        fs, directory = filesystem_for(pointer, self.storage_options)
-        meta = posixpath.join(directory, METADATA_FILE_NAME)
-
-        def rm() -> None:
-            if fs.exists(meta):
-                fs.rm_file(meta)
-            for h in checkpoint.stream_handles():
-                if isinstance(h, FileStateHandle):
-                    hfs, hpath = filesystem_for(h.path, self.storage_options)
-                    if not hpath.startswith(directory.rstrip("/") + "/") and hfs.exists(hpath):
-                        hfs.rm_file(hpath)
-            if fs.exists(directory):
-                fs.rm(directory, recursive=True)
-
-        _io(pointer, "deleting the checkpoint", rm)
+        _discard_completed(checkpoint, pointer, self.storage_options)
 
     def discard_state(self, handles: list[StreamStateHandle]) -> None:
         for h in handles:
@@ -546,6 +532,39 @@ def read_checkpoint(location: str, storage_options: Mapping[str, Any] | None = N
     checkpoint = deserialize_metadata(data, url, _url(fs, posixpath.dirname(path)))
     checkpoint.external_pointer = _url(fs, posixpath.dirname(path))
     return checkpoint
+
+
+def _discard_completed(
+    checkpoint: CompletedCheckpoint, pointer: str, storage_options: Mapping[str, Any] | None
+) -> None:
+    fs, directory = filesystem_for(pointer, storage_options)
+    meta = posixpath.join(directory, METADATA_FILE_NAME)
+
+    def rm() -> None:
+        if fs.exists(meta):
+            fs.rm_file(meta)
+        for h in checkpoint.stream_handles():
+            if isinstance(h, FileStateHandle):
+                hfs, hpath = filesystem_for(h.path, storage_options)
+                if not hpath.startswith(directory.rstrip("/") + "/") and hfs.exists(hpath):
+                    hfs.rm_file(hpath)
+        if fs.exists(directory):
+            fs.rm(directory, recursive=True)
+
+    _io(pointer, "deleting the checkpoint", rm)
+
+
+def discard_checkpoint_at(pointer: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    """Delete the completed checkpoint whose ``_metadata`` (or directory) ``pointer`` names, as
+    ``FsCheckpointStorage.discard_checkpoint``; if its metadata cannot be read, its directory."""
+    location = pointer.rstrip("/")
+    if posixpath.basename(location) == METADATA_FILE_NAME:
+        location = location[: -len(METADATA_FILE_NAME) - 1]
+    try:
+        checkpoint = read_checkpoint(location, storage_options)
+    except CheckpointMetadataError:
+        checkpoint = CompletedCheckpoint("", 0, 0)
+    _discard_completed(checkpoint, location, storage_options)
 
 
 def validate_checkpoint(checkpoint: CompletedCheckpoint, storage_options: Mapping[str, Any] | None = None) -> None:

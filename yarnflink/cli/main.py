@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import runpy
 import sys
@@ -30,6 +29,8 @@ from typing import Any
 from yarnflink.api.common import ProgramAbortException
 from yarnflink.api.environment import PlanCaptureExecutor, set_default_executor
 from yarnflink.api.options import DeploymentOptions
+from yarnflink.api.pyflink_conflict import install_guard as install_pyflink_guard
+from yarnflink.api.pyflink_conflict import remove_guard as remove_pyflink_guard
 from yarnflink.checkpoint.options import SavepointConfigOptions
 from yarnflink.client.console import ConsoleForwarder
 from yarnflink.client.executor import JobExecutionException, RestClusterExecutor
@@ -47,7 +48,12 @@ from yarnflink.deployment.local.cluster import (
 )
 from yarnflink.deployment.local.options import LocalClusterOptions
 from yarnflink.deployment.yarn import YarnDeploymentError
-from yarnflink.deployment.yarn.cli import add_yarn_target_arguments, cmd_yarn_session, submit_job_cluster
+from yarnflink.deployment.yarn.cli import (
+    add_yarn_target_arguments,
+    cmd_yarn_logs,
+    cmd_yarn_session,
+    submit_job_cluster,
+)
 from yarnflink.deployment.yarn.client import (
     register_credentials_by_url,
     release_job_cluster,
@@ -56,7 +62,7 @@ from yarnflink.deployment.yarn.client import (
 )
 from yarnflink.entrypoint.application import run_application_cluster
 from yarnflink.entrypoint.master import run_master
-from yarnflink.entrypoint.taskexecutor import run_taskexecutor
+from yarnflink.entrypoint.taskexecutor import add_start_arguments, run_taskexecutor, setup_logging
 from yarnflink.highavailability import HighAvailabilityError, ha_enabled
 from yarnflink.highavailability.options import HighAvailabilityOptions
 from yarnflink.jobgraph.options import CoreOptions
@@ -224,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("--stdout", action="store_true", help="the process's stdout/stderr (.out) instead of its log")
     logs.add_argument("-n", "--lines", type=int, metavar="N", help="only the last N lines")
     logs.add_argument("--list", action="store_true", help="list the log files")
+    add_yarn_target_arguments(logs)
 
     session = sub.add_parser("session", help="start, list and stop session clusters")
     ssub = session.add_subparsers(dest="session_command", required=True, metavar="ACTION")
@@ -294,18 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     te = sub.add_parser("taskexecutor", help="run a TaskExecutor process")
     tsub = te.add_subparsers(dest="te_command", required=True, metavar="ACTION")
-    tstart = tsub.add_parser("start")
-    _common(tstart)
-    tstart.add_argument(
-        "--master",
-        metavar="HOST:PORT",
-        help="the master's RPC address (with high-availability.type: zookeeper the leader is "
-        "found in ZooKeeper instead)",
-    )
-    tstart.add_argument("--parent-pid", type=int)
-    tstart.add_argument("--resource-id")
-    tstart.add_argument("--yarn", action="store_true", help="run in a YARN container (the application's cluster id)")
-    tstart.add_argument("--log-file", type=Path)
+    add_start_arguments(tsub.add_parser("start"))
     return parser
 
 
@@ -314,9 +310,7 @@ def _config(args: argparse.Namespace) -> Configuration:
 
 
 def _setup_logging(log_file: Path | None) -> None:
-    level = os.environ.get("YARNFLINK_LOG_LEVEL", "INFO").upper()
-    kwargs: dict[str, Any] = {"filename": str(log_file)} if log_file else {"stream": sys.stderr}
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", **kwargs)
+    setup_logging(log_file)
 
 
 def _validate_positive(name: str, value: int | None) -> None:
@@ -395,9 +389,12 @@ def _run_job_file(job: str, job_args: Sequence[str]) -> None:
     old_argv = sys.argv
     sys.argv = [str(path), *job_args]
     sys.path.insert(0, str(path.parent.resolve()))
+    # apache-flink in this environment: `import pyflink` fails naming both (docs/PYFLINK.md)
+    guard = install_pyflink_guard()
     try:
         runpy.run_path(str(path), run_name="__main__")
     finally:
+        remove_pyflink_guard(guard)
         sys.argv = old_argv
         sys.path.pop(0)
 
@@ -588,6 +585,8 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
+    if args.application_id or args.target == "yarn":
+        return cmd_yarn_logs(args)
     url = args.jobmanager if args.jobmanager else None
     if url and not url.startswith("http"):
         url = f"http://{url}"

@@ -8,19 +8,15 @@ printed when a state changes and every ``PLAIN_PROGRESS_INTERVAL_S`` seconds.
 
 from __future__ import annotations
 
-import base64
 import shutil
 import time
-from collections.abc import Iterator
 from typing import IO, Any
 
-import pyarrow as pa
-
 from yarnflink.api.common import JobExecutionResult
+from yarnflink.client.collect import CollectResultIterator
 from yarnflink.client.console import ConsoleForwarder
 from yarnflink.client.rest_client import TERMINAL_STATES, RestClient
 from yarnflink.common.config import Configuration
-from yarnflink.common.records import arrow_to_records
 from yarnflink.jobgraph.jobgraph import JobGraph
 
 
@@ -85,13 +81,10 @@ class RestClusterExecutor:
     def execute_async(self, job_graph: JobGraph) -> RestJobClient:
         return RestJobClient(self, self.submit(job_graph), job_graph.job_name)
 
-    def execute_and_collect(self, job_graph: JobGraph) -> Iterator[Any]:
-        job_id = self.submit(job_graph)
-        result = self.wait(job_id, job_graph.job_name)
-        for payload in result.accumulators.get("collect", []):
-            with pa.ipc.open_stream(base64.b64decode(payload)) as reader:
-                for rb in reader:
-                    yield from arrow_to_records(rb)
+    def execute_and_collect(self, job_graph: JobGraph) -> CollectResultIterator:
+        """Submits now; the iterator reads the results while the job runs (and cancels it when
+        closed early)."""
+        return CollectResultIterator(self, self.submit(job_graph), job_graph.job_name)
 
     def wait(self, job_id: str, job_name: str = "") -> JobExecutionResult:
         """Waits for the job to end, printing progress; raises if it did not finish."""

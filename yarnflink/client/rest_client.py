@@ -129,6 +129,9 @@ class RestClient:
             except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: keep trying until the deadline
                 log.info("cannot ask ZooKeeper for the leader: %s", e)
                 leader = None
+            ended = getattr(self.leader_resolver, "ended", "")  # a YARN application that ended: no leader comes
+            if ended:
+                raise RestClientError(f"{problem}; {ended}") from None
             if leader and leader.rstrip("/") != self.base_url:
                 log.info("the leading master's REST endpoint is now %s", leader)
                 self.base_url = leader.rstrip("/")
@@ -189,6 +192,10 @@ class RestClient:
 
     def execution_result(self, job_id: str) -> dict[str, Any]:
         return self._request("GET", f"/jobs/{job_id}/execution-result")  # type: ignore[no-any-return]
+
+    def collected(self, job_id: str, offset: int) -> dict[str, Any]:
+        """``execute_and_collect()`` results after ``offset``: payloads, next offset, stale, done."""
+        return self._request("GET", f"/jobs/{job_id}/collect", params={"offset": offset})  # type: ignore[no-any-return]
 
     def cancel(self, job_id: str) -> None:
         self._request("PATCH", f"/jobs/{job_id}", params={"mode": "cancel"})

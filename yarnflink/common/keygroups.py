@@ -29,7 +29,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.types as pat
-from pandas.util import hash_array
 
 KeyArray = Union[pa.Array, pa.ChunkedArray, list, tuple, np.ndarray]
 
@@ -75,6 +74,9 @@ def _hash_float64(a: np.ndarray) -> np.ndarray:
 
 def _hash_strings(a: np.ndarray) -> np.ndarray:
     """a: object array of str / bytes / None."""
+    # pandas (~70 MB, ~0.5 s to import) loads on the first string key, not in every process.
+    from pandas.util import hash_array
+
     return hash_array(np.asarray(a, dtype=object), categorize=True)
 
 

@@ -48,6 +48,8 @@ from typing import Any, NoReturn, Union
 import cloudpickle
 import pyarrow as pa
 
+from yarnflink.common.row import Row
+
 Field = Union[int, str]
 
 KIND_KEY = b"yarnflink.kind"
@@ -442,6 +444,8 @@ def get_field(record: Any, field: Field) -> Any:
                 return record[keys[field]]
             raise FieldError(f"field {field} out of range for records with {len(keys)} fields")
         raise FieldError(f"field {field!r} not found; the record has fields {list(record)}")
+    if isinstance(record, Row):
+        return record[_row_position(record, field)]
     if field == 0 or field == "f0":
         return record
     raise FieldError(f"field {field!r} out of range for records with 1 field ({type(record).__name__} values)")
@@ -501,9 +505,28 @@ def replace_field(record: Any, field: Field, value: Any) -> Any:
                 out[keys[field]] = value
                 return out
         _bad_field(record, field)
+    if isinstance(record, Row):
+        names = record.get_field_names()
+        row = Row(*record)
+        row[_row_position(record, field)] = value
+        if names is not None:
+            row.set_field_names(names)
+        row.set_row_kind(record.get_row_kind())
+        return row
     if field == 0 or field == "f0":
         return value
     _bad_field(record, field)
+
+
+def _row_position(record: Row, field: Field) -> int:
+    """The position of ``field`` (a name, a position or ``f<position>``) in a Row."""
+    names = record.get_field_names()
+    if isinstance(field, str) and names is not None and field in names:
+        return names.index(field)
+    pos = _tuple_position(field)
+    if pos is None or not 0 <= pos < len(record):
+        raise FieldError(f"field {field!r} not found; the Row has fields {names or len(record)}")
+    return pos
 
 
 def _bad_field(record: Any, field: Field) -> NoReturn:

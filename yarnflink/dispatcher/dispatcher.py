@@ -21,6 +21,7 @@ from yarnflink.dispatcher.monitoring import start_master_reporter
 from yarnflink.dispatcher.rest import start_rest_server
 from yarnflink.dispatcher.views import job_config_json, plan_json, with_metrics
 from yarnflink.jobgraph.jobgraph import JobGraph
+from yarnflink.jobmaster.collect import CollectedSince, FrozenCollectLog
 from yarnflink.jobmaster.gateway import JobMasterControlGateway
 from yarnflink.jobmaster.jobmaster import JobMaster, job_configuration
 from yarnflink.jobmaster.local_gateway import LocalJobMasterGateway
@@ -328,6 +329,18 @@ class Dispatcher(RpcEndpoint):
         if gateway is None:  # submitted, its JobGraph being stored / JobMaster starting: not visible yet
             raise UnknownJob(job_id)
         return await gateway.request_job_details()
+
+    async def job_collected(self, job_id: str, offset: int) -> tuple[CollectedSince, bool]:
+        """``execute_and_collect()`` results after ``offset``, and whether the job has ended
+        (then nothing more will come)."""
+        e = self.entry(job_id)
+        if e.archive is not None:
+            log = e.archive.get("collect_log") or FrozenCollectLog(list(e.archive.get("collected", [])))
+            return log.since(offset), True
+        gateway = e.gateway
+        if gateway is None:  # not started yet: nothing collected
+            return CollectedSince([], 0, False), False
+        return await gateway.request_collected(offset), False
 
     async def job_exceptions(self, job_id: str) -> dict[str, Any]:
         e = self.entry(job_id)

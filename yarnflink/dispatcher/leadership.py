@@ -21,6 +21,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from yarnflink.checkpoint.config import CheckpointConfig
+from yarnflink.checkpoint.coordinator import discards_on
+from yarnflink.checkpoint.storage import discard_checkpoint_at, storage_options_from_config
 from yarnflink.dispatcher.recovery import (
     AcceptJobs,
     Action,
@@ -51,6 +54,7 @@ from yarnflink.highavailability.services import (
     job_master_component,
 )
 from yarnflink.highavailability.stores import recover_jobs
+from yarnflink.jobmaster.jobmaster import job_configuration
 
 if TYPE_CHECKING:
     from yarnflink.dispatcher.dispatcher import Dispatcher
@@ -338,6 +342,35 @@ class DispatcherLeadership:
         except Exception as e:  # noqa: BLE001 - the TaskExecutors learn the address from slot requests too
             log.warning("publishing the JobMaster of job %s failed: %s", job_id, e)
 
+    def _ended_checkpoints(self, a: CleanupJob, fence: Any) -> list[tuple[str, dict[str, Any]]]:
+        """The completed checkpoints (pointer, storage options) of a job that ended for good that
+        its retention policy deletes with its HA data (the JobMaster leaves them: a leader
+        deposed before the job's result is recorded must leave them to the next one)."""
+        status = a.result.job_status if a.result is not None else None
+        if status is None:
+            status = next(
+                (r.job_status for r in self.ha.job_result_store().get_dirty_results() if r.job_id == a.job_id), None
+            )
+        pointers = self.ha.completed_checkpoint_pointer_store(a.job_id).get_all()
+        if status is None or not pointers:
+            return []
+        try:
+            graph = self.ha.job_graph_store(fence).recover_job_graph(a.job_id)
+        except HaStoreError as e:
+            log.warning("job %s: its checkpoints are kept (its JobGraph cannot be read: %s)", a.job_id, e)
+            return []
+        if graph is None:
+            return []
+        try:
+            config = job_configuration(self.dispatcher.config, graph)
+            retention = CheckpointConfig.from_configuration(config).externalized_retention
+        except ValueError as e:
+            log.warning("job %s: its checkpoints are kept (%s)", a.job_id, e)
+            return []
+        if not discards_on(retention, status):
+            return []
+        return [(pointer, storage_options_from_config(config, pointer)) for _, pointer in pointers]
+
     async def _cleanup(self, a: CleanupJob) -> None:
         def run() -> None:
             handle = self._job_handles.pop(a.job_id, None)
@@ -345,9 +378,21 @@ class DispatcherLeadership:
                 handle.close()  # withdraws the JobMaster's leader information
             fence = self._fence(a.session_id)
             results = self.ha.job_result_store()
+            # the job result store's writes are not fenced: first a fenced check that this master
+            # still leads (a leader frozen past its session must not record an end for a job the
+            # next leader runs: a later leader would then clean up its checkpoints, and never run it)
+            self.ha.completed_checkpoint_pointer_store(a.job_id, 1, fence).check_leadership()
             if a.result is not None and not results.has_job_result_entry(a.job_id):
                 results.create_dirty_result(a.result)
+            checkpoints = self._ended_checkpoints(a, fence)  # read before their pointers go
             self.ha.global_cleanup(a.job_id, fence)
+            # the pointers are gone (a fenced write): now their files may go (Flink's
+            # CheckpointResourcesCleanupRunner); a deposed leader never gets here
+            for pointer, options in checkpoints:
+                try:
+                    discard_checkpoint_at(pointer, options)
+                except Exception as e:  # noqa: BLE001 - left behind, never restored again
+                    log.warning("job %s: deleting checkpoint %s failed: %s", a.job_id, pointer, e)
             self.ha.job_graph_store(fence).global_cleanup(a.job_id)
             if results.has_dirty_job_result_entry(a.job_id):
                 results.mark_result_as_clean(a.job_id)

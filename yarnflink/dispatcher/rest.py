@@ -384,6 +384,25 @@ def create_app(dispatcher: Dispatcher) -> FastAPI:
         }
 
     @app.get(
+        "/jobs/{jobid}/collect",
+        summary="execute_and_collect() results of a running or ended job, after an offset",
+        response_model=None,
+        responses=doc(m.CollectedResults),
+    )
+    async def collect(jobid: str, offset: int = Query(default=0)) -> dict[str, Any]:
+        job_id = parse_job_id(jobid)
+        try:
+            got, ended = await dispatcher.job_collected(job_id, offset)
+        except ValueError as e:
+            raise RestError(400, str(e)) from None
+        return {
+            "payloads": [base64.b64encode(p).decode("ascii") for p in got.payloads],
+            "offset": got.offset,
+            "stale": got.stale,
+            "done": ended,
+        }
+
+    @app.get(
         "/jobs/{jobid}/plan",
         summary="The JobGraph of a job: vertices with their inputs",
         response_model=None,

@@ -308,6 +308,13 @@ class JobExecutionResult(_Model):
     job_execution_result: JobExecutionResultBody | None = Field(default=None, alias="job-execution-result")
 
 
+class CollectedResults(_Model):
+    payloads: list[str]  # base64 Arrow IPC streams, in arrival order
+    offset: int
+    stale: bool
+    done: bool
+
+
 class CheckpointCounts(_Model):
     restored: int
     total: int

@@ -129,6 +129,7 @@ class MasterProcess:
         self.client_gone = client_gone
         self.client_wait_s = client_wait_s
         self._jobs_ended_at: float | None = None
+        self._started_at = time.monotonic()
         self._swept = False  # a job cluster's unfinished checkpoints, deleted once at its stop
         self.application: ApplicationRunner | None = None
         if application:
@@ -155,7 +156,7 @@ class MasterProcess:
     def wait(self) -> None:
         while not self._stop.wait(0.2):
             if self.per_job and self._job_cluster_done():
-                log.info("the per-job cluster's jobs have ended and its client is done: shutting down")
+                log.info("the per-job cluster's job has ended and its client is gone (or done): shutting down")
                 break
         if self.application is not None and self.application.done.is_set():
             self.exit_code = 0 if self.application.succeeded else 1
@@ -182,7 +183,9 @@ class MasterProcess:
 
         state = self.dispatcher.call(ended)
         if state is None:  # no job yet: only a client that went away will never submit one
-            return self.client_pid is not None or (self.client_gone is not None and self.client_gone())
+            if self.client_gone is not None:  # a remote client: gone when it says so, or silent too long
+                return self.client_gone() or time.monotonic() - self._started_at >= self.client_wait_s
+            return self.client_pid is not None
         if not state:
             self._jobs_ended_at = None
             return False
@@ -382,4 +385,6 @@ def run_master(
         master.wait()
     finally:
         master.stop()
+        if yarn_child:  # an orderly stop closed the session: nothing for the watcher to close
+            SESSION_FILE.unlink(missing_ok=True)
     return master.exit_code

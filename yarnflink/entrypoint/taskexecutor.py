@@ -3,17 +3,26 @@
 Without HA it registers at the ResourceManager at ``master_address``. With
 ``high-availability.type: zookeeper`` it finds the ResourceManager's leader in ZooKeeper and follows
 it from leader to leader (``master_address`` is then ignored).
+
+``python -m yarnflink.entrypoint.taskexecutor`` takes the flags of ``yarnflink taskexecutor start``
+(``add_start_arguments``): the local deployment starts its TaskExecutors so, without loading the
+command line's modules (client, deployments, DataStream API), which a TaskExecutor never uses.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import signal
 import socket
+import sys
 import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-from yarnflink.common.config import ConfigError, Configuration
+from yarnflink.common.config import ConfigError, Configuration, load_configuration
 from yarnflink.deployment.yarn.master import yarn_taskexecutor_config
 from yarnflink.highavailability import create_ha_services, ha_enabled
 from yarnflink.highavailability.services import announce_process
@@ -120,3 +129,53 @@ def run_taskexecutor(
     if ha is not None:
         ha.close()
     return 0
+
+
+def add_start_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of a TaskExecutor process (``yarnflink taskexecutor start`` and ``main``)."""
+    parser.add_argument("--conf", metavar="FILE", help="configuration file (default: conf/yarnflink.yaml)")
+    parser.add_argument(
+        "-D",
+        dest="dynamic",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="configuration override, e.g. -D parallelism.default=4 (repeatable)",
+    )
+    parser.add_argument(
+        "--master",
+        metavar="HOST:PORT",
+        help="the master's RPC address (with high-availability.type: zookeeper the leader is "
+        "found in ZooKeeper instead)",
+    )
+    parser.add_argument("--parent-pid", type=int)
+    parser.add_argument("--resource-id")
+    parser.add_argument("--yarn", action="store_true", help="run in a YARN container (the application's cluster id)")
+    parser.add_argument("--log-file", type=Path)
+
+
+def setup_logging(log_file: Path | None) -> None:
+    level = os.environ.get("YARNFLINK_LOG_LEVEL", "INFO").upper()
+    kwargs: dict[str, Any] = {"filename": str(log_file)} if log_file else {"stream": sys.stderr}
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", **kwargs)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m yarnflink.entrypoint.taskexecutor")
+    add_start_arguments(parser)
+    args = parser.parse_args(argv)
+    setup_logging(args.log_file)
+    try:
+        config = load_configuration(args.conf, args.dynamic)
+        return run_taskexecutor(
+            config, args.master, resource_id=args.resource_id, parent_pid=args.parent_pid, yarn=args.yarn
+        )
+    except ConfigError as e:
+        print(f"yarnflink taskexecutor: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

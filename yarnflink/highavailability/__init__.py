@@ -24,35 +24,76 @@ The master process's use of them: ``yarnflink.dispatcher.recovery`` (pure decisi
 This package's top level imports neither kazoo nor fsspec; the ZooKeeper forms load on demand.
 """
 
-from yarnflink.highavailability.checkpoints import JobCheckpointRecovery
-from yarnflink.highavailability.election_service import (
-    LeaderContender,
-    LeaderElectionHandle,
-    LeaderElectionService,
-)
-from yarnflink.highavailability.embedded import EmbeddedHaServices
-from yarnflink.highavailability.errors import HaStoreError, HighAvailabilityError, LeadershipLostError
-from yarnflink.highavailability.leaderelection import LeaderElection, LeaderFence, LeaderInformation
-from yarnflink.highavailability.leaderretrieval import LeaderRetrievalService
-from yarnflink.highavailability.services import (
-    DISPATCHER,
-    RESOURCE_MANAGER,
-    REST_SERVER,
-    HighAvailabilityServices,
-    StandaloneHaServices,
-    create_ha_services,
-    ha_enabled,
-    job_master_component,
-)
-from yarnflink.highavailability.stores import (
-    CheckpointIDCounter,
-    CompletedCheckpointPointerStore,
-    JobGraphStore,
-    JobResult,
-    JobResultStore,
-    RecoveryPlan,
-    plan_recovery,
-    recover_jobs,
+from typing import TYPE_CHECKING
+
+from yarnflink.common.lazy import lazy_exports
+
+if TYPE_CHECKING:  # the static view (mypy, import-linter); at run time they load on first use
+    from yarnflink.highavailability.checkpoints import JobCheckpointRecovery
+    from yarnflink.highavailability.election_service import (
+        LeaderContender,
+        LeaderElectionHandle,
+        LeaderElectionService,
+    )
+    from yarnflink.highavailability.embedded import EmbeddedHaServices
+    from yarnflink.highavailability.errors import HaStoreError, HighAvailabilityError, LeadershipLostError
+    from yarnflink.highavailability.leaderelection import LeaderElection, LeaderFence, LeaderInformation
+    from yarnflink.highavailability.leaderretrieval import LeaderRetrievalService
+    from yarnflink.highavailability.services import (
+        DISPATCHER,
+        RESOURCE_MANAGER,
+        REST_SERVER,
+        HighAvailabilityServices,
+        StandaloneHaServices,
+        create_ha_services,
+        ha_enabled,
+        job_master_component,
+    )
+    from yarnflink.highavailability.stores import (
+        CheckpointIDCounter,
+        CompletedCheckpointPointerStore,
+        JobGraphStore,
+        JobResult,
+        JobResultStore,
+        RecoveryPlan,
+        plan_recovery,
+        recover_jobs,
+    )
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "yarnflink.highavailability.checkpoints": ("JobCheckpointRecovery",),
+        "yarnflink.highavailability.election_service": (
+            "LeaderContender",
+            "LeaderElectionHandle",
+            "LeaderElectionService",
+        ),
+        "yarnflink.highavailability.embedded": ("EmbeddedHaServices",),
+        "yarnflink.highavailability.errors": ("HaStoreError", "HighAvailabilityError", "LeadershipLostError"),
+        "yarnflink.highavailability.leaderelection": ("LeaderElection", "LeaderFence", "LeaderInformation"),
+        "yarnflink.highavailability.leaderretrieval": ("LeaderRetrievalService",),
+        "yarnflink.highavailability.services": (
+            "DISPATCHER",
+            "RESOURCE_MANAGER",
+            "REST_SERVER",
+            "HighAvailabilityServices",
+            "StandaloneHaServices",
+            "create_ha_services",
+            "ha_enabled",
+            "job_master_component",
+        ),
+        "yarnflink.highavailability.stores": (
+            "CheckpointIDCounter",
+            "CompletedCheckpointPointerStore",
+            "JobGraphStore",
+            "JobResult",
+            "JobResultStore",
+            "RecoveryPlan",
+            "plan_recovery",
+            "recover_jobs",
+        ),
+    },
 )
 
 __all__ = [

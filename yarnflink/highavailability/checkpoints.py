@@ -39,6 +39,11 @@ class JobCheckpointRecovery:
             cid = at_least
         return cid
 
+    def next_id(self) -> int:
+        """The id the counter hands out next (every lower one was handed out already)."""
+        self._start()
+        return self.counter.get()
+
     def add_pointer(self, checkpoint_id: int, pointer: str) -> list[tuple[int, str]]:
         return self.pointers.add_checkpoint(checkpoint_id, pointer)
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from yarnflink.checkpoint import restore as rp
+from yarnflink.checkpoint.cleanup import orphaned_on_recovery
 from yarnflink.checkpoint.metadata import CheckpointMetadataError
 from yarnflink.checkpoint.options import SavepointConfigOptions
 from yarnflink.checkpoint.storage import FsCheckpointStorage, resolve_restore_location, storage_options_from_config
@@ -74,6 +75,15 @@ async def _read_from_ha(
         log.warning("job %s: %s", job_id, skipped)
     log.info("job %s: resuming from checkpoint %d (%s)", job_id, resumed.checkpoint.checkpoint_id, resumed.pointer)
     return resumed
+
+
+async def orphaned_directories(storage: FsCheckpointStorage, ha: JobCheckpointRecovery) -> list[int]:
+    """Ids of the job's ``chk-<n>`` directories that earlier leaders left and no pointer can name
+    (``yarnflink.checkpoint.cleanup.orphaned_on_recovery``); read before this leader draws an id."""
+    bound = await run_off_loop(ha.next_id)
+    retained = [cid for cid, _ in await run_off_loop(ha.retained)]
+    directories = await run_off_loop(storage.checkpoint_ids)
+    return orphaned_on_recovery(directories, retained, bound)
 
 
 def _read_retained(storage: FsCheckpointStorage, entries: list[tuple[int, str]], job_id: str) -> list[rp.RetainedRead]:

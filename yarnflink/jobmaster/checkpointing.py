@@ -36,8 +36,8 @@ from yarnflink.checkpoint.storage import (
 )
 from yarnflink.common.rpc_errors import RpcException
 from yarnflink.executiongraph.executiongraph import Execution, ExecutionState, ExecutionVertex, Failure, now_ms
-from yarnflink.highavailability.errors import LeadershipLostError
-from yarnflink.jobmaster.checkpoint_recovery import read_initial_state, run_off_loop
+from yarnflink.highavailability.errors import HaStoreError, LeadershipLostError
+from yarnflink.jobmaster.checkpoint_recovery import orphaned_directories, read_initial_state, run_off_loop
 from yarnflink.jobmaster.gateway import AcknowledgeCheckpoint, DeclineCheckpoint
 from yarnflink.metrics.checkpoint_stats import subtask_record
 from yarnflink.operators.chain import operator_id_of
@@ -225,8 +225,9 @@ class CheckpointDriver:
 
     def job_terminated(self, status: str) -> None:
         self.stop()
-        if status not in ("FINISHED", "CANCELED", "FAILED"):  # SUSPENDED: the next leader owns the checkpoints
-            self._clean(cu.LeadershipLost(f"the job is {status}"))
+        # with HA the completed checkpoints go with the job's HA data, after its result is recorded
+        # (dispatcher/leadership.py); SUSPENDED: the next leader owns them
+        self._clean(cu.JobEnded(status))
         self._handle(cc.JobTerminated(status))
 
     def suspended(self, cause: str) -> None:
@@ -244,6 +245,19 @@ class CheckpointDriver:
             for skipped in started.skipped:
                 self._note_skipped(skipped)
             self._apply(self.restore.handle(started))
+        if self.ha is not None and self.storage is not None:
+            await self._delete_orphans(self.ha, self.storage)
+
+    async def _delete_orphans(self, ha: JobCheckpointRecovery, storage: FsCheckpointStorage) -> None:
+        """What earlier leaders of this job kept and no pointer can name goes (after a fenced check)."""
+        try:
+            orphans = await orphaned_directories(storage, ha)
+        except Exception as e:  # noqa: BLE001 - a leak at worst
+            log.warning("job %s: checkpoints left by earlier leaders not looked for: %s", self.jm.job_id, e)
+            return
+        for cid in orphans:
+            log.info("job %s: deleting chk-%d, left by an earlier leader (no pointer names it)", self.jm.job_id, cid)
+            self._clean(cu.DiscardDirectory(cid))
 
     def _note_skipped(self, message: str) -> None:
         """A checkpoint not restored, and why, goes to the job's exception history (REST
@@ -387,7 +401,10 @@ class CheckpointDriver:
             await run_off_loop(ha.add_pointer, cid, metadata)
         except Exception as e:  # noqa: BLE001
             error = f"{type(e).__name__}: {e}"
-            self._clean(cu.PublishFailed(cid, error, isinstance(e, LeadershipLostError)))
+            refused = isinstance(e, HaStoreError)  # the store wrote nothing (e.g. the job's HA data is gone)
+            self._clean(cu.PublishFailed(cid, error, isinstance(e, LeadershipLostError), refused))
+            if refused and self.coordinator.shutdown:  # the job ended meanwhile: nobody else deletes it
+                self._clean(cu.DiscardDirectory(cid))
             return f"adding checkpoint {cid} to the HA store failed: {error}"
         return None
 
@@ -410,7 +427,8 @@ class CheckpointDriver:
             elif isinstance(a, cu.DeleteDirectory):
                 self._discard(storage.discard_incomplete, a.checkpoint_id)
             elif isinstance(a, cu.Kept):
-                log.warning("job %s: files of checkpoint %d kept: %s", self.jm.job_id, a.checkpoint_id, a.reason)
+                level = logging.INFO if a.expected else logging.WARNING
+                log.log(level, "job %s: files of checkpoint %d kept: %s", self.jm.job_id, a.checkpoint_id, a.reason)
 
     async def _ask_ha(self, ticket: int, fn: Callable[..., Any], *args: Any) -> None:
         try:

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from yarnflink.common.rpc_errors import RPC_TIMEOUT_S
 from yarnflink.executiongraph.executiongraph import ExecutionState
+from yarnflink.jobmaster.collect import CollectedSince
 from yarnflink.resourcemanager.resources import UNKNOWN, ResourceProfile
 from yarnflink.state.handles import TaskStateSnapshot
 
@@ -212,6 +213,10 @@ class JobMasterControlGateway(Protocol):
         ...
 
     async def request_savepoint_status(self, trigger_id: str) -> dict[str, Any] | None: ...
+
+    async def request_collected(self, offset: int) -> CollectedSince:
+        """``execute_and_collect()`` results after ``offset`` (``yarnflink.jobmaster.collect``)."""
+        ...
 
     async def cancel(self) -> bool: ...
 

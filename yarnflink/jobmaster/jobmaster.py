@@ -42,6 +42,7 @@ from yarnflink.executiongraph.executiongraph import (
 )
 from yarnflink.jobgraph.jobgraph import JobGraph
 from yarnflink.jobmaster.checkpointing import CheckpointDriver
+from yarnflink.jobmaster.collect import CollectLog
 from yarnflink.jobmaster.deployment import build_tdd
 from yarnflink.jobmaster.gateway import (
     AcknowledgeCheckpoint,
@@ -215,6 +216,8 @@ class JobMaster(RpcEndpoint):
         self.gateways: GatewayResolver = gateways
         #: collected results (execute_and_collect) by sink subtask: (attempt id, payload)
         self.collected: dict[int, list[tuple[str, bytes]]] = {}
+        #: the same in arrival order, read by the client while the job runs (yarnflink.jobmaster.collect)
+        self.collect_log = CollectLog()
         #: final task metrics (Flink's IOMetrics) by execution attempt id; read by the Dispatcher
         self.final_io_metrics: dict[str, dict[str, float]] = {}
         self._collected_bytes = 0
@@ -637,6 +640,11 @@ class JobMaster(RpcEndpoint):
             )
             return
         self.collected.setdefault(execution.vertex.subtask_index, []).append((attempt_id, payload))
+        self.collect_log.add(attempt_id, payload)
+
+    def is_current_attempt(self, attempt_id: str) -> bool:
+        execution = self.eg.find_execution(attempt_id)
+        return execution is not None and execution is execution.vertex.current
 
     def collected_payloads(self) -> list[bytes]:
         """The results of each sink subtask's latest attempt (a restarted sink's earlier output is dropped)."""

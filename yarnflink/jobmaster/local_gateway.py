@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from yarnflink.common.rpc_errors import RPC_TIMEOUT_S
+from yarnflink.jobmaster.collect import CollectedSince
 from yarnflink.jobmaster.gateway import (
     AcknowledgeCheckpoint,
     CoordinationData,
@@ -70,6 +71,9 @@ class LocalJobMasterGateway:
             return driver.trigger_savepoint(target_directory, stop=stop, drain=drain, cancel_job=cancel_job)
 
         return await self._run(trigger)
+
+    async def request_collected(self, offset: int) -> CollectedSince:
+        return await self._run(lambda: self._jm.collect_log.since(offset, self._jm.is_current_attempt))
 
     async def request_savepoint_status(self, trigger_id: str) -> dict[str, Any] | None:
         def status() -> dict[str, Any] | None:

@@ -200,6 +200,7 @@ def job_archive(jm: Any) -> dict[str, Any]:
         "details": jm.details(),
         "exceptions": exceptions_json(jm.eg),
         "collected": jm.collected_payloads(),
+        "collect_log": jm.collect_log.frozen(jm.is_current_attempt),
         **monitoring_snapshot(jm),
     }
 

@@ -15,10 +15,9 @@ column and a null-free numeric value column (see ``AggregateOperator``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.types as pat
 
@@ -35,6 +34,9 @@ from yarnflink.operators.base import OperatorContext, StreamOperator
 from yarnflink.operators.functions import RuntimeContext
 from yarnflink.operators.keys import KeyExtractor, unwrap_function
 from yarnflink.operators.specs import AggregateSpec, ReduceSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _MISSING = object()
 EMIT_ROWS = 65536
@@ -170,6 +172,8 @@ class _SlotTable:
             slots[miss] = found
             unindexed = len(keys) - self.indexed
             if unindexed >= max(64, self.indexed // 8):
+                import pandas as pd  # deferred: ~70 MB a TaskExecutor needs only for large keyed batches
+
                 self.index = pd.Index(keys)
                 self.indexed = len(keys)
         return slots, is_new
@@ -426,6 +430,8 @@ class AggregateOperator(StreamOperator):
             res[order] = res_sorted
             self.vals[slots] = res_sorted[ends - 1]
         else:
+            import pandas as pd  # deferred (see _SlotTable)
+
             s = pd.Series(v, copy=False).groupby(codes, sort=False)
             if self.agg == "sum":
                 res = (s.cumsum().to_numpy() + carry[codes]).astype(acc, copy=False)

@@ -31,6 +31,7 @@ from yarnflink.operators.keys import KeyExtractor
 from yarnflink.operators.specs import KeySelectorSpec
 from yarnflink.operators.timers import InternalTimerService
 from yarnflink.operators.watermarks import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
+from yarnflink.operators.window_buffers import WindowBuffers
 from yarnflink.operators.window_columns import ColumnarWindows, FieldAggregator
 from yarnflink.state.descriptors import (
     AggregatingStateDescriptor,
@@ -40,6 +41,7 @@ from yarnflink.state.descriptors import (
     check_aggregate_function,
     to_millis,
 )
+from yarnflink.state.tables import copy_value
 from yarnflink.state.task_state import keyed_state_backend_for
 
 
@@ -376,9 +378,14 @@ class WindowOperator(StreamOperator):
         )
         self.mode: str | None = None  # "vec" | "rec"
         self.columnar: ColumnarWindows | None = None
+        # per record, event-time tumbling / sliding windows keep their contents in plain dicts
+        self.buffers: WindowBuffers | None = None
         # the per-record path groups a batch by (key, window start) for tumbling / sliding windows
         self._starts: Callable[[int], Any] | None = None
+        self._tumbling: tuple[int, int] | None = None  # (size, offset)
         self._size = 0
+        # one TimeWindow object per open window: equal objects would be compared on every lookup
+        self._window_objects: dict[int, TimeWindow] = {}
         a = spec.assigner
         if isinstance(a, SlidingEventTimeWindows):
             size, slide, offset = a.size, a.slide, a.offset
@@ -388,6 +395,8 @@ class WindowOperator(StreamOperator):
             size, offset = a.size, a.offset
             self._size = size
             self._starts = lambda t: (t - (t - offset) % size,)
+            self._tumbling = (size, offset)
+        self._buffered = self.event_time and self._starts is not None
         self._rich = [
             f
             for f in (spec.function, spec.window_function, self.keys.rich)
@@ -447,13 +456,88 @@ class WindowOperator(StreamOperator):
             ts_list = [now] * len(rows)
         late: list = []
         late_ts: list = []
-        if self._starts is not None:
+        if self._buffered:
+            self._process_buffered(keys, rows, ts_list, late, late_ts)
+        elif self._starts is not None:
             self._process_grouped(keys, kgs, rows, ts_list, late, late_ts)
         else:
             self._process_each(keys, kgs, rows, ts_list, late, late_ts)
         self._flush()
         if late:
             self.output.emit(Batch(late, None, np.array(late_ts, dtype=np.int64)))
+
+    def _process_buffered(self, keys: list, rows: list, ts_list: list, late: list, late_ts: list) -> None:
+        buffers = self.buffers or self._new_buffers()
+        size = self._size
+
+        def refire(key: Any, start: int, contents: Any) -> None:
+            self._emit_contents(key, TimeWindow(start, start + size), contents)
+
+        for i in buffers.add_batch(keys, rows, ts_list, self.current_watermark, refire):
+            if self.late_tag is not None:
+                late.append(SideOutputRecord(self.late_tag, rows[i]))
+                late_ts.append(ts_list[i])
+            else:
+                self.num_late_records_dropped += 1
+
+    def _new_buffers(self) -> WindowBuffers:
+        """The dict buffers, holding the (restored) contents of the keyed backend, if any."""
+        a = self.assigner
+        slide = a.slide if isinstance(a, SlidingEventTimeWindows) else a.size  # type: ignore[attr-defined]
+        fn = self._reduce if self._kind == "reduce" else (self._agg if self._kind == "aggregate" else None)
+        buffers = WindowBuffers(self._kind, fn, self._size, slide, a.offset, self.allowed_lateness)  # type: ignore[attr-defined]
+        backend, timers = self.backend, self.timers
+        assert timers is not None
+        for kg, key, window in backend.entries(_CONTENTS):
+            backend.set_current_key(key, kg)
+            self.contents.set_current_namespace(window)
+            contents = self.contents.get() if self._kind in ("process", "apply") else self.contents.get_internal()
+            self.contents.clear()
+            fired = not timers.event_queue.remove(window.max_timestamp(), key, window, kg)
+            t = self._cleanup_time(window)
+            if t != MAX_TIMESTAMP:
+                timers.event_queue.remove(t, key, window, kg)
+            if contents is not None:
+                buffers.adopt(key, window.start, contents, fired)
+        self.buffers = buffers
+        return buffers
+
+    def _fire_buffers(self, watermark: int) -> None:
+        assert self.buffers is not None
+        size = self._size
+
+        def emit(key: Any, start: int, contents: Any) -> None:
+            self._emit_contents(key, TimeWindow(start, start + size), contents)
+
+        cleared = None
+        if self._kind == "process" and self._wfn is not None:
+
+            def cleared(key: Any, start: int) -> None:
+                self.wctx._window = TimeWindow(start, start + size)
+                self._wfn.clear(self.wctx)
+
+        self.buffers.fire(watermark, emit, cleared)
+
+    def _write_buffers(self) -> list[tuple[Any, int, TimeWindow]]:
+        """Write the buffers into the keyed backend in its form (contents and timers)."""
+        assert self.buffers is not None and self.timers is not None
+        items = list(self.buffers.entries())
+        kgs = key_group_ids([k for k, _, _, _ in items], self.ctx.max_parallelism).tolist() if items else []
+        written = []
+        listed = self._kind in ("process", "apply")
+        for (key, start, contents, fired), kg in zip(items, kgs):
+            window = TimeWindow(start, start + self._size)
+            self.backend.set_current_key(key, kg)
+            self.contents.set_current_namespace(window)
+            if listed:
+                self.contents.update(list(contents))
+            else:
+                self.contents.update_internal(copy_value(contents))
+            if not fired:
+                self.timers.register_event_time_timer(window, window.max_timestamp())
+            self._register_cleanup_timer(window)
+            written.append((key, kg, window))
+        return written
 
     def _process_each(self, keys: list, kgs: list, rows: list, ts_list: list, late: list, late_ts: list) -> None:
         """Record by record (merging windows and other assigners)."""
@@ -499,6 +583,18 @@ class WindowOperator(StreamOperator):
         groups: dict[tuple[Any, int], list[int]] = {}
         status: dict[int, int] = {}  # window start -> 0 open, 1 fired (within the lateness), 2 past cleanup
         refire: list[tuple[int, int]] = []
+        if self._tumbling is not None and (not self.event_time or min(ts_list) > self.current_watermark):
+            # the common case: one window per record and none has fired yet
+            size, offset = self._tumbling
+            get = groups.get
+            for i, (key, t) in enumerate(zip(keys, ts_list)):
+                gk = (key, t - (t - offset) % size)
+                g = get(gk)
+                if g is None:
+                    groups[gk] = [i]
+                else:
+                    g.append(i)
+            ts_list = []  # done
         for i, t in enumerate(ts_list):
             skipped = True
             for start in starts_of(t):
@@ -523,7 +619,7 @@ class WindowOperator(StreamOperator):
                     self.num_late_records_dropped += 1
         backend, contents, size = self.backend, self.contents, self._size
         cleanup_differs = self.event_time and self.allowed_lateness > 0  # else one timer does both
-        windows: dict[int, TimeWindow] = {}
+        windows = self._window_objects
         for (key, start), idx in groups.items():
             window = windows.get(start)
             if window is None:
@@ -542,6 +638,13 @@ class WindowOperator(StreamOperator):
             contents.add(rows[i])
             self._emit_window(key, window, window)
             self._register_cleanup_timer(window)
+
+    def _forget_windows(self) -> None:
+        """Drop the cached window objects of windows past their cleanup time."""
+        wm = self.current_watermark
+        objs = self._window_objects
+        for start in [s for s, w in objs.items() if self._cleanup_time(w) <= wm]:
+            del objs[start]
 
     def _window_status(self, start: int) -> int:
         window = TimeWindow(start, start + self._size)
@@ -643,8 +746,12 @@ class WindowOperator(StreamOperator):
     def process_watermark(self, watermark: Any) -> None:
         if isinstance(watermark, Watermark):
             self.timers.advance_watermark(watermark.timestamp)  # type: ignore[union-attr]
+            if len(self._window_objects) > 64:
+                self._forget_windows()
             if self.columnar is not None:
                 self._fire_columnar(self.timers.current_watermark)  # type: ignore[union-attr]
+            if self.buffers is not None:
+                self._fire_buffers(self.timers.current_watermark)  # type: ignore[union-attr]
             self._flush()
         super().process_watermark(watermark)
 
@@ -653,6 +760,8 @@ class WindowOperator(StreamOperator):
             self.timers.advance_watermark(MAX_TIMESTAMP)  # type: ignore[union-attr]
             if self.columnar is not None:
                 self._fire_columnar(MAX_TIMESTAMP)
+            if self.buffers is not None:
+                self._fire_buffers(MAX_TIMESTAMP)
             self._flush()
         self.output.end_input()
 
@@ -798,20 +907,28 @@ class WindowOperator(StreamOperator):
     def _emit_window(self, key: Any, window: TimeWindow, state_window: TimeWindow) -> None:
         self.contents.set_current_namespace(state_window)
         if self._kind == "reduce":
-            v = self.contents.get()
-            if v is None:
-                return
-            results: Any = self._window_fn(key, window, [v])
+            contents = self.contents.get()
         elif self._kind == "aggregate":
-            acc = self.contents.get_accumulator()
-            if acc is None:
-                return
-            results = self._window_fn(key, window, [self._agg.get_result(acc)])
+            contents = self.contents.get_accumulator()
         else:
-            elements = self.contents.get()
-            if not elements:
+            contents = self.contents.get()
+        self._emit_contents(key, window, contents)
+
+    def _emit_contents(self, key: Any, window: TimeWindow, contents: Any) -> None:
+        """Call the window function on a window's contents (reduced value, accumulator or
+        elements) and buffer its results with the timestamp ``window.max_timestamp()``."""
+        if self._kind == "reduce":
+            if contents is None:
                 return
-            results = self._window_fn(key, window, elements)
+            results: Any = self._window_fn(key, window, [contents])
+        elif self._kind == "aggregate":
+            if contents is None:
+                return
+            results = self._window_fn(key, window, [self._agg.get_result(contents)])
+        else:
+            if not contents:
+                return
+            results = self._window_fn(key, window, contents)
         if results is None:
             return
         if not hasattr(results, "__iter__"):
@@ -843,10 +960,10 @@ class WindowOperator(StreamOperator):
 
     # ------------------------------------------------------------------ checkpoints
     def snapshot_state(self, checkpoint_id: int, timestamp: int, stream_factory: Any = None) -> list:
-        if self.columnar is None:
+        if self.columnar is None and self.buffers is None:
             return [self.backend.snapshot(checkpoint_id, timestamp, stream_factory)]
-        # the vectorized path checkpoints in the per-record form (see window_columns)
-        written = self._write_columnar()
+        # columnar and dict contents are checkpointed in the backend's form (see window_columns)
+        written = self._write_columnar() if self.columnar is not None else self._write_buffers()
         try:
             return [self.backend.snapshot(checkpoint_id, timestamp, stream_factory)]
         finally:

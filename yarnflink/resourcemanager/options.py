@@ -40,8 +40,10 @@ class ClusterOptions:
     EVENLY_SPREAD_OUT_SLOTS = ConfigOption(
         "cluster.evenly-spread-out-slots",
         "bool",
-        False,
-        "Allocate slots from the least used TaskManager instead of filling one TaskManager first.",
+        True,
+        "Allocate slots from the least used TaskManager instead of filling one TaskManager first. "
+        "On by default (Flink: off): a TaskManager's slots share one Python interpreter lock, so a "
+        "job's subtasks run in parallel only in different TaskManager processes.",
     )
     ENABLE_FINE_GRAINED_RESOURCE_MANAGEMENT = ConfigOption(
         "cluster.fine-grained-resource-management.enabled",

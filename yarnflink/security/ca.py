@@ -13,11 +13,14 @@ import ipaddress
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+if TYPE_CHECKING:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+# cryptography (~10 MB, its own OpenSSL) loads when a CA is generated or used, not in every
+# process that imports the security package (a TaskExecutor only reads its PEM files).
 
 #: Hosts every member certificate names: processes of a local cluster talk over loopback.
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
@@ -36,16 +39,22 @@ class Issued:
 
 
 def _new_key() -> ec.EllipticCurvePrivateKey:
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     return ec.generate_private_key(ec.SECP256R1())
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
 
 
 def _names(hosts: Iterable[str]) -> list[x509.GeneralName]:
+    from cryptography import x509
+
     out: list[x509.GeneralName] = []
     seen: set[str] = set()
     for host in hosts:
@@ -70,6 +79,10 @@ class ClusterCA:
 
     @classmethod
     def generate(cls, cluster_name: str = "") -> ClusterCA:
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.x509.oid import NameOID
+
         key = _new_key()
         name = x509.Name(
             [
@@ -110,10 +123,16 @@ class ClusterCA:
 
     @property
     def cert_pem(self) -> bytes:
+        from cryptography.hazmat.primitives import serialization
+
         return self._cert.public_bytes(serialization.Encoding.PEM)
 
     def issue(self, common_name: str, hosts: Iterable[str] = ()) -> Issued:
         """A member certificate for ``hosts`` (plus the loopback names), for server and client use."""
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
         key = _new_key()
         now = datetime.datetime.now(datetime.UTC)
         cert = (

@@ -288,6 +288,15 @@ class _SingleValueState(_KeyedState):
         v = self._owned()
         return v.value if self._ttl_ms is not None else v
 
+    def get_internal(self) -> Any:
+        """The stored accumulator / reduced value, None if empty (Flink's ``getInternal``)."""
+        v = self._current()
+        return None if v is MISSING else v
+
+    def update_internal(self, value: Any) -> None:
+        """Store ``value`` as the accumulator / reduced value (Flink's ``updateInternal``)."""
+        self._put(self._wrap(value))
+
 
 class ReducingState(_SingleValueState):
     def __init__(self, backend: HeapKeyedStateBackend, table: StateTable, descriptor: ReducingStateDescriptor):

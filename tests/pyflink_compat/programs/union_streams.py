@@ -1,9 +1,11 @@
-"""union: three streams of the same type, merged and counted per key."""
+"""union: three streams of the same type, merged and summed per key (BATCH: one final sum; in
+STREAMING the running sums would depend on how the three sources interleave)."""
 
 from pyflink.common import Types
-from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
 
 env = StreamExecutionEnvironment.get_execution_environment()
+env.set_runtime_mode(RuntimeExecutionMode.BATCH)
 env.set_parallelism(1)
 t = Types.TUPLE([Types.STRING(), Types.INT()])
 web = env.from_collection([("web", 1), ("web", 2)], type_info=t)

@@ -1,4 +1,4 @@
-"""Non-keyed windows: count_window_all and a tumbling event-time window_all with a ProcessAllWindowFunction."""
+"""Non-keyed windows: window_all with a CountTumblingWindowAssigner and a tumbling event-time window_all with a ProcessAllWindowFunction."""
 
 from collections.abc import Iterable
 
@@ -6,7 +6,7 @@ from pyflink.common import Time, Types, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.datastream.functions import ProcessAllWindowFunction
-from pyflink.datastream.window import TimeWindow, TumblingEventTimeWindows
+from pyflink.datastream.window import CountTumblingWindowAssigner, TimeWindow, TumblingEventTimeWindows
 
 
 class Ts(TimestampAssigner):
@@ -23,7 +23,9 @@ class Summary(ProcessAllWindowFunction[int, tuple, TimeWindow]):
 env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(1)
 ds = env.from_collection([1, 2, 5, 11, 12, 13, 27, 31], type_info=Types.LONG())
-ds.count_window_all(3).reduce(lambda a, b: a + b).map(lambda v: "count window sum %d" % v).print()
+ds.window_all(CountTumblingWindowAssigner.of(3)).reduce(lambda a, b: a + b).map(
+    lambda v: "count window sum %d" % v
+).print()
 ds.assign_timestamps_and_watermarks(
     WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(Ts())
 ).window_all(TumblingEventTimeWindows.of(Time.milliseconds(10))).process(Summary()).print()

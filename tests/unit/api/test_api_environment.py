@@ -4,8 +4,14 @@ import cloudpickle
 import pytest
 
 from yarnflink import RuntimeExecutionMode, StreamExecutionEnvironment
+from yarnflink.api import environment
 from yarnflink.api.common import ExecutorNotConfiguredError, JobExecutionResult, ProgramAbortException
-from yarnflink.api.environment import PlanCaptureExecutor, get_default_executor, set_default_executor
+from yarnflink.api.environment import (
+    PlanCaptureExecutor,
+    get_default_executor,
+    set_default_executor,
+    set_fallback_executor_factory,
+)
 from yarnflink.common.config import ConfigError, Configuration
 from yarnflink.jobgraph.jobgraph import JobGraph
 from yarnflink.operators.specs import CollectSinkSpec
@@ -43,8 +49,27 @@ class FakeExecutor:
 @pytest.fixture(autouse=True)
 def no_default_executor():
     previous = set_default_executor(None)
+    fallback = environment._fallback_factory  # importing pyflink installs the embedded cluster
+    set_fallback_executor_factory(None)
     yield
     set_default_executor(previous)
+    set_fallback_executor_factory(fallback)
+
+
+def test_without_an_executor_the_fallback_factory_makes_one_and_keeps_it():
+    made = []
+
+    def factory():
+        made.append(FakeExecutor(configuration={"parallelism.default": "2"}))
+        return made[-1]
+
+    set_fallback_executor_factory(factory)
+    env = StreamExecutionEnvironment.get_execution_environment()
+    assert env.get_parallelism() == 2 and get_default_executor() is made[0]
+    env.from_sequence(1, 2).print()
+    env.execute()
+    StreamExecutionEnvironment.get_execution_environment().from_sequence(1, 2).print()
+    assert len(made) == 1 and made[0].calls[0][0] == "execute"
 
 
 def test_execute_without_executor_tells_the_user_to_use_yarnflink_run():

@@ -12,10 +12,12 @@ from yarnflink.checkpoint.cleanup import (
     DiscardDirectory,
     DiscardFiles,
     HaAnswered,
+    JobEnded,
     Kept,
     LeadershipLost,
     PublishFailed,
     RemovePointer,
+    orphaned_on_recovery,
 )
 from yarnflink.checkpoint.metadata import CompletedCheckpoint
 from yarnflink.state.handles import FileStateHandle
@@ -91,3 +93,36 @@ def test_a_refused_pointer_write_deposes_and_an_unknown_outcome_keeps_that_check
     c.handle(PublishFailed(8, "LeadershipLostError: over", leadership_lost=True))
     assert c.deposed is not None and "refused" in c.deposed
     assert [type(a) for a in c.handle(HaAnswered(1))] == [Kept]
+
+
+def test_with_ha_a_job_ending_for_good_leaves_its_completed_checkpoints_to_the_ha_cleanup() -> None:
+    """They go with the job's HA data once its result is recorded: a leader deposed before that
+    leaves them, pointers and files, to the next one."""
+    c = CheckpointCleanup(ha=True)
+    assert c.handle(JobEnded("FAILED")) == []
+    (kept,) = c.handle(DiscardCompleted(CHK3))
+    assert isinstance(kept, Kept) and "HA data" in kept.reason
+    assert c.handle(DiscardFiles(5, HANDLES)) == [CheckLeadership(1)]  # no pointer names these
+    c = CheckpointCleanup(ha=False)
+    c.handle(JobEnded("FAILED"))
+    assert c.handle(DiscardCompleted(CHK3)) == [DeleteCheckpoint(CHK3)]
+    c = CheckpointCleanup(ha=True)
+    c.handle(JobEnded("SUSPENDED"))
+    assert c.deposed == "the job is SUSPENDED"
+
+
+def test_a_recovering_leader_deletes_only_directories_no_pointer_can_name() -> None:
+    """Below the counter's value at recovery every id was handed out to an earlier leader, whose
+    pointer writes are fenced off now: a directory without a pointer there never gets one."""
+    directories = [1, 2, 4, 5, 7, 9]
+    assert orphaned_on_recovery(directories, retained=[4, 7], handed_out_below=9) == [1, 2, 5]
+    assert orphaned_on_recovery(directories, retained=[], handed_out_below=1) == []
+
+
+def test_a_pointer_write_the_store_refused_wrote_nothing() -> None:
+    """E.g. the job's HA data is gone (the job ended while its last _metadata was written): the
+    files of that checkpoint may go as any aborted checkpoint's."""
+    c = CheckpointCleanup(ha=True)
+    c.handle(PublishFailed(9, "HaStoreError: the HA data of job ... is gone", leadership_lost=False, refused=True))
+    assert c.deposed is None and 9 not in c.maybe_published
+    assert c.handle(DiscardDirectory(9)) == [CheckLeadership(1)]

@@ -91,6 +91,25 @@ def test_checkpoint_ids_and_pointers_survive_the_process_that_wrote_them(make_ha
     assert pointers.get_all() != []
 
 
+def test_a_pointer_written_after_the_jobs_cleanup_is_refused_and_recreates_nothing(
+    make_ha: Any, timeline: Timeline
+) -> None:
+    """Chaos finding (docs/RELIABILITY.md): a checkpoint whose metadata upload outlived its job
+    added its pointer after the Dispatcher had removed the job's HA data, re-creating
+    ``jobs/<id>/checkpoints`` for good."""
+    a = make_ha()
+    fence = lead(a, timeline)
+    counter = a.checkpoint_id_counter(JOB_A, fence)
+    counter.start()
+    pointers = a.completed_checkpoint_pointer_store(JOB_A, max_retained=1, fence=fence)
+    assert pointers.add_checkpoint(counter.get_and_increment(), "s3://b/chk-1/_metadata") == []
+    a.global_cleanup(JOB_A, fence)
+    assert not a.client.exists(a.paths.job(JOB_A))
+    with pytest.raises(HaStoreError, match=f"HA data of job {JOB_A} is gone"):
+        pointers.add_checkpoint(2, "s3://b/chk-2/_metadata")
+    assert not a.client.exists(a.paths.job(JOB_A))
+
+
 def test_concurrent_increments_never_hand_out_an_id_twice(make_ha: Any) -> None:
     import threading
 

@@ -10,12 +10,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from yarnflink.common.config import Configuration
+from yarnflink.dispatcher.recovery import CleanupJob
 from yarnflink.entrypoint.master import MasterProcess
 from yarnflink.highavailability import EmbeddedHaServices, JobResult
 from yarnflink.highavailability.leaderelection import LeaderInformation
@@ -203,3 +205,69 @@ def test_a_suspended_connection_steps_down_unless_tolerated(make_master: Any) ->
     assert not tolerant.replaced.is_set() and tolerant.rm.fencing_token == fence.session_id
     ha2.lose_session()
     assert tolerant.replaced.wait(30) and tolerant.rm.fencing_token == ""
+
+
+def _checkpointed(job_id: str, directory: Path, retention: str = "NO_EXTERNALIZED_CHECKPOINTS") -> Any:
+    g = graph(job_id)
+    g.config = {
+        "execution.checkpointing.interval": "1 h",
+        "execution.checkpointing.dir": f"file://{directory}",
+        "execution.checkpointing.externalized-checkpoint-retention": retention,
+    }
+    return g
+
+
+def _checkpoint_on_disk(ha: EmbeddedHaServices, job_id: str, directory: Path, cid: int) -> Path:
+    """A completed checkpoint's directory and its pointer in the HA store (as its JobMaster left them)."""
+    chk = directory / job_id / f"chk-{cid}"
+    chk.mkdir(parents=True)
+    (chk / "_metadata").write_bytes(b"metadata")
+    ha.completed_checkpoint_pointer_store(job_id, 2).add_checkpoint(cid, f"file://{chk}/_metadata")
+    return chk
+
+
+def test_an_ended_jobs_checkpoints_go_with_its_ha_data_pointers_first_as_its_retention_says(
+    make_master: Any, tmp_path: Path
+) -> None:
+    """A dirty result of an earlier leader: the new leader's cleanup removes the job's pointers
+    (fenced), then deletes their checkpoints if the job's retention discards them for that end."""
+    m, ha = make_master()
+    for job_id, status, retention in (
+        (A, "FAILED", "NO_EXTERNALIZED_CHECKPOINTS"),
+        (B, "CANCELED", "RETAIN_ON_CANCELLATION"),
+    ):
+        ha.job_graph_store().put_job_graph(_checkpointed(job_id, tmp_path, retention))
+        ha.job_result_store().create_dirty_result(JobResult(job_id, status))
+    a1, a2 = (_checkpoint_on_disk(ha, A, tmp_path, cid) for cid in (1, 2))
+    b1 = _checkpoint_on_disk(ha, B, tmp_path, 1)
+
+    ha.grant_leadership()
+    _until(lambda: ha.job_result_store().has_clean_job_result_entry(A), what="A cleaned up")
+    _until(lambda: ha.job_result_store().has_clean_job_result_entry(B), what="B cleaned up")
+    assert ha.completed_checkpoint_pointer_store(A).get_all() == []
+    assert not a1.exists() and not a2.exists()  # NO_EXTERNALIZED_CHECKPOINTS: deleted
+    assert b1.exists()  # RETAIN_ON_CANCELLATION, CANCELED: retained
+
+
+def test_a_deposed_leaders_cleanup_deletes_no_checkpoint_and_records_no_result(
+    make_master: Any, tmp_path: Path
+) -> None:
+    """A leader frozen past its session whose job ended: its fenced check fails, so it records no
+    job result and removes no HA data; the pointers stay, and so do their files."""
+    m, ha = make_master()
+    fence = ha.grant_leadership()
+    _until(lambda: _get(m, "/jobs").status_code == 200, what="jobs accepted")
+    ha.job_graph_store(fence).put_job_graph(_checkpointed(A, tmp_path))
+    chk = _checkpoint_on_disk(ha, A, tmp_path, 1)
+    ha.lose_latch_unnoticed()
+    leadership = m.leadership
+    assert leadership is not None
+
+    async def cleanup() -> None:
+        await leadership._cleanup(CleanupJob(A, fence.session_id, JobResult(A, "FAILED")))
+
+    m.dispatcher.call(cleanup)
+
+    assert chk.exists() and [cid for cid, _ in ha.completed_checkpoint_pointer_store(A).get_all()] == [1]
+    # nor does it record the job's end (the job result store is not fenced): the next leader runs it
+    assert not ha.job_result_store().has_job_result_entry(A)

@@ -86,7 +86,7 @@ def _fail_the_job(h: Harness, te: TestingTaskExecutorGateway) -> None:
     assert h.terminated.wait(10) and h.jm.eg.status == JobStatus.FAILED
 
 
-def test_a_leading_job_master_deletes_a_subsumed_checkpoint_after_its_pointer_and_all_at_the_jobs_end(
+def test_a_leading_job_master_deletes_a_subsumed_checkpoint_after_its_pointer(
     start_jobmaster: StartJobMaster, ha: EmbeddedHaServices, tmp_path: Path
 ) -> None:
     h, te = _leading(start_jobmaster, ha, tmp_path)
@@ -95,24 +95,22 @@ def test_a_leading_job_master_deletes_a_subsumed_checkpoint_after_its_pointer_an
     wait_until(lambda: not _metadata(tmp_path, 1).parent.exists(), what="checkpoint 1 deleted once subsumed")
     assert _pointers(ha) == [2] and _metadata(tmp_path, 2).exists()
 
-    _fail_the_job(h, te)  # FAILED, NO_EXTERNALIZED_CHECKPOINTS: its checkpoints go, pointer first
-    wait_until(lambda: not _metadata(tmp_path, 2).parent.exists(), what="checkpoint 2 deleted at the job's end")
-    assert _pointers(ha) == []
 
-
-def test_a_job_ending_under_a_deposed_job_master_keeps_its_checkpoint_and_pointer(
+def test_a_job_ending_for_good_leaves_its_checkpoints_to_the_cleanup_of_its_ha_data(
     start_jobmaster: StartJobMaster, ha: EmbeddedHaServices, tmp_path: Path
 ) -> None:
-    """The issue's case: a leader frozen past its session fails its job before it notices."""
+    """The issue's case: a leader frozen past its session fails its job before it notices. Its
+    JobMaster deletes nothing at the job's end: the checkpoints go with the job's HA data once its
+    result is recorded (dispatcher/leadership.py), which a deposed leader never gets to."""
     h, te = _leading(start_jobmaster, ha, tmp_path)
     _complete(h, te, ha, 1)
     ha.lose_latch_unnoticed()
 
-    _fail_the_job(h, te)
+    _fail_the_job(h, te)  # FAILED, NO_EXTERNALIZED_CHECKPOINTS: the coordinator discards checkpoint 1
 
     driver = h.jm.checkpoints
-    assert driver is not None
-    wait_until(lambda: driver.cleanup.deposed is not None, what="the pointer removal refused")
+    assert driver is not None and driver.cleanup.left_to_ha_cleanup
+    wait_until(lambda: not h.jm._io, what="the JobMaster's I/O done")
     assert _pointers(ha) == [1] and _metadata(tmp_path, 1).exists()  # the next leader resumes from it
 
 
@@ -242,3 +240,25 @@ def test_a_recovering_leader_that_finds_no_restorable_checkpoint_fails_the_job_n
     message = h.failures()
     assert "none of the 2 checkpoint(s) whose pointers are in the HA store can be restored" in message
     assert "checkpoint 2 (" in message and "checkpoint 1 (" in message
+
+
+def test_a_recovering_leader_deletes_what_a_deposed_one_kept_that_no_pointer_names(
+    start_jobmaster: StartJobMaster, ha: EmbeddedHaServices, tmp_path: Path
+) -> None:
+    """Chaos finding 3: the deposed leader's last checkpoint (its pointer refused) would leak."""
+    old, te = _leading(start_jobmaster, ha, tmp_path)
+    _complete(old, te, ha, 1)
+    wait_until(lambda: te.count("trigger_checkpoint") >= 2, what="checkpoint 2 triggered (its id drawn)")
+    ha.lose_latch_unnoticed()
+    _acknowledge(old, te, 2)  # _metadata written, the pointer refused: kept
+    wait_until(lambda: 2 in {n.checkpoint_id for n in te.requests("notify_checkpoint_aborted")}, what="2 aborted")
+    assert _metadata(tmp_path, 2).exists()
+    ha.lose_session()  # now it notices
+    old.call(lambda: old.jm.suspend("leadership lost", timeout=0.1))
+    ha.reconnect()
+
+    h, te = _leading(start_jobmaster, ha, tmp_path)
+
+    wait_until(lambda: not _metadata(tmp_path, 2).parent.exists(), what="chk-2 deleted by the new leader")
+    assert _metadata(tmp_path, 1).exists() and _pointers(ha) == [1]  # what it resumed from stays
+    assert {s.tdd.restored_checkpoint_id for s in h.deployed(te)} == {1}

@@ -5,11 +5,13 @@ before they register, and idle workers stopped."""
 
 from __future__ import annotations
 
+import asyncio
+
 from tests.fakes.conditions import wait_until
 from tests.fakes.driver import TestingResourceManagerDriver
 from tests.fakes.gateways import TestingTaskExecutorGateway
 from tests.unit.resourcemanager.harness import FAST, JOB, Harness, StartResourceManager
-from yarnflink.resourcemanager.gateway import DisconnectJobMaster, ReportedSlot, SlotReport
+from yarnflink.resourcemanager.gateway import DisconnectJobMaster, DisconnectTaskExecutor, ReportedSlot, SlotReport
 from yarnflink.resourcemanager.resources import WorkerSpec
 from yarnflink.resourcemanager.slotmanager import AllocationState
 
@@ -140,3 +142,27 @@ def test_an_idle_worker_is_stopped_and_forgotten(start_resource_manager: StartRe
 
 def _disconnect(h: Harness) -> DisconnectJobMaster:
     return DisconnectJobMaster(h.token, JOB, "FINISHED")
+
+
+def test_task_executors_that_go_while_the_resource_manager_stops_are_not_replaced(
+    start_resource_manager: StartResourceManager,
+) -> None:
+    """The driver's ``terminate`` stops every TaskExecutor; each one's disconnect reaches the
+    ResourceManager meanwhile, and must not start a new process (that outlives the stop)."""
+    h, driver = _start(start_resource_manager, **{"slotmanager.number-of-slots.min": "2"})
+    wait_until(lambda: len(driver.started) == 1, what="the minimum's worker started")
+    _register_worker(h, *driver.started[0])
+    disconnected: list[None] = []
+
+    def terminate() -> None:  # on the executor thread, as the local driver's, while the loop runs
+        disconnect = DisconnectTaskExecutor(h.token, driver.started[0][0], "TaskExecutor stopped")
+        disconnected.append(
+            asyncio.run_coroutine_threadsafe(h.rm.disconnect_task_executor(disconnect), h.rm.loop).result()
+        )
+        driver.terminated = True
+
+    driver.terminate = terminate  # type: ignore[method-assign]
+    h.rm.stop()
+
+    assert disconnected and driver.terminated
+    assert len(driver.started) == 1

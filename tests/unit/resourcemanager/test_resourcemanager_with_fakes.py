@@ -189,6 +189,21 @@ def test_declared_requirements_become_slot_requests_to_task_executors(
     assert h.rm.slot_manager.allocated_to(JOB) == 2
 
 
+def test_by_default_a_jobs_slots_spread_over_task_executors_before_two_share_one(
+    start_resource_manager: StartResourceManager,
+) -> None:
+    """A TaskExecutor's slots share one Python interpreter lock: by default (no
+    cluster.evenly-spread-out-slots in the configuration) a job's two slots go to two processes."""
+    h = start_resource_manager(FAST)
+    first, _ = h.register_task_executor("te-1", num_slots=2)
+    second, _ = h.register_task_executor("te-2", num_slots=2)
+
+    h.register_job_master(slots=2)
+
+    wait_until(lambda: first.count("request_slot") + second.count("request_slot") == 2, what="two slot requests")
+    assert (first.count("request_slot"), second.count("request_slot")) == (1, 1)
+
+
 def test_the_control_gateway_reads_task_executors_and_slots_from_another_loop(
     start_resource_manager: StartResourceManager,
 ) -> None:

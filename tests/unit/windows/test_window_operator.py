@@ -213,3 +213,30 @@ def test_time_window_arithmetic() -> None:
     with pytest.raises(ValueError, match="must be positive"):
         TumblingEventTimeWindows.of(Time.seconds(0))
     assert Watermark(5).get_timestamp() == 5
+
+
+def test_tumbling_windows_keep_contents_outside_the_backend_between_checkpoints() -> None:
+    def run(restored=None):  # type: ignore[no-untyped-def]
+        mgr = TaskStateManager(restored=restored)
+        op, out = open_operator(
+            spec(TumblingEventTimeWindows.of(Time.seconds(5)), "process", None, Describe(), lateness=2_000),
+            state=mgr,
+            name="window",
+        )
+        return op, out
+
+    op, out = run()
+    op.process_batch(events(("a", 1, 1_000), ("b", 2, 1_500), ("a", 3, 6_000)))
+    op.process_watermark(wm(5_500))  # fires [0, 5000); kept until 6999 for late data
+    assert out.rows == [("a", 0, 5_000, [1], 5_500), ("b", 0, 5_000, [2], 5_500)]
+    assert op.backend.num_entries() == 0  # contents in the window buffers, no timers
+    snapshot = snapshot_operators([("window", op)], 1, 0).result()
+    assert op.backend.num_entries() == 0  # written for the snapshot, removed again
+    restored, out2 = run(snapshot)
+    restored.process_watermark(wm(5_500))
+    restored.process_batch(events(("a", 4, 2_000)))  # late within the allowed lateness: fires again
+    restored.end_input()
+    assert out2.rows == [
+        ("a", 0, 5_000, [1, 4], 5_500),
+        ("a", 5_000, 10_000, [3], MAX_TIMESTAMP),
+    ]

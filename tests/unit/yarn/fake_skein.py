@@ -18,6 +18,7 @@ class FakeContainer:
     yarn_container_id: str = ""
     exit_message: str = ""
     env: dict[str, str] = field(default_factory=dict)
+    yarn_node_http_address: str = "node2.example.com:8042"
 
     @property
     def id(self) -> str:

@@ -112,3 +112,23 @@ def test_the_client_follows_the_master_of_the_next_application_attempt(
     with RestClient(url, timeout=5) as rest:
         assert rest.jobs_overview() == [{"jid": "j1"}]
         assert rest.base_url == next_attempts_master
+
+
+def test_a_client_of_an_application_that_ended_says_so_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+    import time
+
+    from yarnflink.client.rest_client import RestClientError
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        gone = f"http://127.0.0.1:{s.getsockname()[1]}"
+    fake = FakeSkeinClient(publish=gone)
+    monkeypatch.setattr(yarn_client, "skein_client", fake)
+    app_id = fake.submit(type("Spec", (), {"tags": {"yarnflink"}})())
+    url = rest_url_of(Configuration(), app_id)
+    fake.apps[app_id].state, fake.apps[app_id].final_status = "FINISHED", "SUCCEEDED"  # stopped meanwhile
+    t0 = time.monotonic()
+    with RestClient(url, timeout=5) as rest, pytest.raises(RestClientError, match="has ended \\(FINISHED"):
+        rest.jobs_overview()
+    assert time.monotonic() - t0 < 30  # not the 300 s a next attempt may take

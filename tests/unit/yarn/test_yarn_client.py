@@ -238,3 +238,14 @@ def test_submission_warns_of_attempts_yarn_will_not_make(tmp_path: Path, capsys:
     config = Configuration({"yarn.application-attempts": "3"})
     submit_cluster(config, ClusterRequest(), client_factory=fake, staging=tmp_path / "s")
     assert "yarn.resourcemanager.am.max-attempts is 2" in capsys.readouterr().err
+
+
+def test_a_submission_yarn_refuses_is_a_user_error(tmp_path: Path) -> None:
+    fake = FakeSkeinClient()
+
+    def refuse(spec: object) -> str:
+        raise ConnectionError("Failed to connect to the ResourceManager at 127.0.0.1:8032")
+
+    fake.submit = refuse  # type: ignore[method-assign]
+    with pytest.raises(YarnDeploymentError, match="did not accept the application: ConnectionError: Failed"):
+        submit_cluster(Configuration(), ClusterRequest(), client_factory=fake, staging=tmp_path / "s")

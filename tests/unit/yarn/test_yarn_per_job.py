@@ -83,6 +83,17 @@ def test_a_failed_per_job_job_makes_the_master_exit_non_zero(per_job_master: tup
     assert master.exit_code == 1  # skein: "driver failed" -> the YARN application ends FAILED
 
 
+def test_a_per_job_master_that_never_gets_a_job_ends_after_the_bound() -> None:
+    """E.g. YARN's second attempt of a per-job application whose job ended in the first: no job
+    comes and the key-value store (with the client's word) was the first ApplicationMaster's."""
+    master = MasterProcess(Configuration(CONFIG), per_job=True, client_gone=lambda: False, client_wait_s=0)
+    master.start()
+    try:
+        assert master._job_cluster_done()
+    finally:
+        master.stop()
+
+
 def test_a_client_that_went_away_keeps_the_cluster_for_a_bounded_time() -> None:
     assert not job_cluster_done_for_remote_client(False, 10.0, 300.0)
     assert job_cluster_done_for_remote_client(False, 300.0, 300.0)

@@ -66,9 +66,7 @@ class LocalProcessDriver:
         cmd = [
             sys.executable,
             "-m",
-            "yarnflink.cli.main",
-            "taskexecutor",
-            "start",
+            "yarnflink.entrypoint.taskexecutor",  # = yarnflink taskexecutor start, without the CLI's imports
             "--master",
             self._rm_address,
             "--parent-pid",

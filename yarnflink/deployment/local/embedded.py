@@ -21,6 +21,7 @@ from typing import Any
 
 from yarnflink.api.common import JobClient, JobExecutionResult
 from yarnflink.api.environment import set_fallback_executor_factory
+from yarnflink.client.console import ConsoleForwarder
 from yarnflink.client.executor import RestClusterExecutor
 from yarnflink.client.sessions import find_session
 from yarnflink.common.config import Configuration, load_configuration
@@ -38,11 +39,13 @@ class EmbeddedClusterExecutor:
         self._lock = threading.Lock()
         self._delegate: RestClusterExecutor | None = None
         self._process: subprocess.Popen[bytes] | None = None
+        self._console: ConsoleForwarder | None = None
 
     def _executor(self) -> RestClusterExecutor:
         with self._lock:
             if self._delegate is None:
-                self._delegate = RestClusterExecutor(self._cluster_url(), self.configuration)
+                url = self._cluster_url()
+                self._delegate = RestClusterExecutor(url, self.configuration, console=self._console)
             return self._delegate
 
     def _cluster_url(self) -> str:
@@ -57,9 +60,9 @@ class EmbeddedClusterExecutor:
             taskexecutors=n,
             workdir=workdir,
             detached=False,
-            inherit_stdout=True,
             master_args=["--per-job", "--client-pid", str(os.getpid())],
         )
+        self._console = ConsoleForwarder(workdir).start()  # what user functions print appears here
         atexit.register(self.close)
         return str(info["rest_url"])
 
@@ -79,6 +82,9 @@ class EmbeddedClusterExecutor:
     def close(self) -> None:
         """Stops the per-job cluster this executor started (a session is left running)."""
         process, self._process = self._process, None
+        console, self._console = self._console, None
+        if console is not None:
+            console.stop()
         if process is not None:
             sys.stdout.flush()
             stop_process(process.pid)

@@ -1,6 +1,8 @@
 """YARN deployment through skein (docs/yarn.md): the application spec (``spec``), the
 ResourceManagerDriver that runs TaskExecutors as containers (``driver``), the ApplicationMaster
-side (``master``) and the client side: session, per-job and application submission (``client``).
+side (``master``; with HA its watcher, ``supervisor``) and the client side: session, per-job and
+application submission and following the application's master (``client``), the CLI commands
+(``cli``), container logs (``logs``) and shipping the client's environment (``environment``).
 """
 
 from __future__ import annotations

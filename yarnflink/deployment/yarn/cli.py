@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from yarnflink.common.config import Configuration, load_configuration
@@ -14,12 +15,14 @@ from yarnflink.deployment.yarn import YarnDeploymentError
 from yarnflink.deployment.yarn.client import (
     ClientFactory,
     _factory,
+    last_session,
     list_clusters,
     stop_cluster,
     submit_cluster,
 )
+from yarnflink.deployment.yarn.logs import ContainerLog, aggregated, container_logs, http_get, read_log
 from yarnflink.deployment.yarn.options import YarnConfigOptions
-from yarnflink.deployment.yarn.spec import STANDBY_REFUSED, ClusterRequest
+from yarnflink.deployment.yarn.spec import STANDBY_REFUSED, TASKEXECUTOR_SERVICE, ClusterRequest
 from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.taskexecutor.options import TaskManagerOptions
 
@@ -33,6 +36,41 @@ def add_yarn_target_arguments(p: argparse.ArgumentParser) -> None:
         help="yarn: the last YARN session started (or -yid)",
     )
     p.add_argument("-yid", "--application-id", metavar="APPID", help="the cluster of this YARN application")
+
+
+def cmd_yarn_logs(
+    args: argparse.Namespace,
+    client_factory: ClientFactory | None = None,
+    fetch: Callable[[str], str] = http_get,
+    read_aggregated: Callable[[str, ContainerLog], str] = aggregated,
+) -> int:
+    """``yarnflink logs -yid APPID [-t N|taskexecutor_N] [-n LINES] [--list]`` (a container's
+    stdout and log are one file on YARN, so ``--stdout`` changes nothing)."""
+    config = load_configuration(args.conf, args.dynamic)
+    app_id = args.application_id
+    if app_id is None:
+        last = last_session()
+        if last is None:
+            raise YarnDeploymentError("no YARN session: pass -yid APPLICATION_ID")
+        app_id = last.app_id
+    logs = container_logs(_factory(client_factory)(config), app_id)
+    if args.list:
+        for log in logs:
+            print(f"{log.name:<16} {log.container_id:<40} {log.file}")
+        return 0
+    wanted = args.taskexecutor
+    if wanted is None:
+        chosen = [log for log in logs if log.name == "master"]
+    else:
+        name = f"{TASKEXECUTOR_SERVICE}_{wanted}" if wanted.isdigit() else wanted
+        chosen = [log for log in logs if name in (log.name, log.container_id)]
+    if not chosen:
+        known = ", ".join(log.name for log in logs) or "none"
+        raise YarnDeploymentError(f"no log of {wanted or 'the master'} in {app_id}; the containers are: {known}")
+    text = read_log(app_id, chosen[0], fetch, read_aggregated)
+    lines = text.splitlines(keepends=True)
+    print("".join(lines[-args.lines :] if args.lines else lines), end="")
+    return 0
 
 
 def _positive(name: str, value: int | None) -> None:

@@ -21,6 +21,8 @@ from yarnflink.client.sessions import sessions_dir
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.local.ha_session import client_ha_config
 from yarnflink.deployment.yarn import YarnDeploymentError, import_skein
+from yarnflink.deployment.yarn.environment import Packer, pack_environment, ship_client_environment
+from yarnflink.deployment.yarn.options import YarnConfigOptions
 from yarnflink.deployment.yarn.spec import (
     CLIENT_DONE_KEY,
     REST_URL_KEY,
@@ -29,6 +31,7 @@ from yarnflink.deployment.yarn.spec import (
     attempts_warning,
     build_application_spec,
     check_staging_filesystem,
+    default_filesystem,
     job_files,
     ship_configuration,
 )
@@ -103,12 +106,16 @@ def submit_cluster(
     timeout: float = 300.0,
     staging: Path | None = None,
     wait_rest: bool = True,
+    environment_packer: Packer = pack_environment,
 ) -> YarnCluster:
-    """Submits the application and (``wait_rest``) waits until its master published the REST address."""
+    """Submits the application and (``wait_rest``) waits until its master published the REST
+    address. Without ``yarn.ship-archives`` / ``yarn.python.executable`` the client's environment
+    is shipped (``environment``), when there is a cluster filesystem to upload it to."""
     check_staging_filesystem(os.environ.get("HADOOP_CONF_DIR"))
     warning = attempts_warning(config, os.environ.get("HADOOP_CONF_DIR"))
     if warning:
         print(f"yarnflink: warning: {warning}", file=sys.stderr)
+    config = _with_client_environment(config, environment_packer)
     own_staging = staging is None
     staging = staging or Path(tempfile.mkdtemp(prefix="yarnflink-yarn-"))
     try:
@@ -123,6 +130,15 @@ def submit_cluster(
     elif own_staging:
         shutil.rmtree(staging, ignore_errors=True)
     return cluster
+
+
+def _with_client_environment(config: Configuration, packer: Packer) -> Configuration:
+    if not config.get(YarnConfigOptions.SHIP_ENVIRONMENT):
+        return config
+    default_fs = default_filesystem(os.environ.get("HADOOP_CONF_DIR"))
+    if not config.get(YarnConfigOptions.ENVIRONMENT_DIR) and (not default_fs or default_fs.startswith("file:")):
+        return config  # nowhere to upload it: the nodes' python3, as configured
+    return ship_client_environment(config, default_fs, packer=packer)
 
 
 #: app id -> staging directory of the clusters this process submitted (removed when done with)
@@ -145,7 +161,12 @@ def _submit(
     if request.job_file:
         files.update(job_files(request.job_file))
     spec = build_application_spec(config, request, files)
-    app_id = client.submit(spec)
+    try:
+        app_id = client.submit(spec)
+    except YarnDeploymentError:
+        raise
+    except Exception as e:  # skein's errors (YARN unreachable, queue refused, ...): the user's to fix
+        raise YarnDeploymentError(f"YARN did not accept the application: {type(e).__name__}: {e}") from None
     creds = RestCredentials.from_config(config)
     cluster = YarnCluster(
         app_id,
@@ -280,10 +301,17 @@ class YarnRestLeaderResolver:
             else YARN_AWAIT_LEADER_TIMEOUT_S
         )
 
+    #: why no master will come (the application ended), "" while one may
+    ended = ""
+
     def current(self) -> str | None:
         client = _factory(self.client_factory)(self.config)
         report = client.application_report(self.app_id)
-        if str(report.state) != "RUNNING":
+        state = str(report.state)
+        if state in ("FINISHED", "FAILED", "KILLED"):
+            self.ended = f"YARN application {self.app_id} has ended ({state}, {report.final_status})"
+            return None
+        if state != "RUNNING":
             return None
         try:
             return _text(client.connect(self.app_id, wait=False).kv.get(REST_URL_KEY)) or None

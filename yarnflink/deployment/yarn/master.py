@@ -9,17 +9,19 @@ application's key-value store (``spec.REST_URL_KEY``), where clients read it.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.yarn import import_skein
 from yarnflink.deployment.yarn.driver import YarnResourceManagerDriver
-from yarnflink.deployment.yarn.spec import CLIENT_DONE_KEY, REST_URL_KEY, START_ERROR_KEY
+from yarnflink.deployment.yarn.logs import master_container_info
+from yarnflink.deployment.yarn.spec import CLIENT_DONE_KEY, MASTER_CONTAINER_KEY, REST_URL_KEY, START_ERROR_KEY
 from yarnflink.dispatcher.options import RestOptions
 from yarnflink.highavailability.options import HighAvailabilityOptions
 from yarnflink.jobmaster.options import JobManagerOptions
@@ -72,11 +74,13 @@ class YarnMasterSide:
     app_client: Any
     app_id: str
     standby: bool = False
+    env: Mapping[str, str] = field(default_factory=dict)
 
     def publish(self, info: dict[str, object]) -> None:
         """The started master's REST address, where clients read it (a standby publishes nothing)."""
         if self.standby:
             return
+        self.app_client.kv[MASTER_CONTAINER_KEY] = json.dumps(master_container_info(self.env)).encode()
         self.app_client.kv[REST_URL_KEY] = str(info["rest_url"]).encode()
         log.info("published the REST address %s for YARN application %s", info["rest_url"], self.app_id)
 
@@ -114,5 +118,5 @@ def prepare(
         app_client = import_skein().ApplicationClient.from_current()
     config = yarn_master_config(config, env, socket.getfqdn())
     return YarnMasterSide(
-        config, YarnResourceManagerDriver(app_client), app_client, env.get("SKEIN_APPLICATION_ID", ""), standby
+        config, YarnResourceManagerDriver(app_client), app_client, env.get("SKEIN_APPLICATION_ID", ""), standby, env
     )

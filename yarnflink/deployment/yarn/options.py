@@ -56,6 +56,21 @@ class YarnConfigOptions:
         None,
         "Python interpreter present on every node (default: python3, or the first shipped archive's bin/python).",
     )
+    ENVIRONMENT_DIR = ConfigOption(
+        "yarn.environment.dir",
+        "str",
+        None,
+        "Where the client's packed Python environment is uploaded, once per content hash, when "
+        "neither yarn.ship-archives nor yarn.python.executable is set (default: "
+        "<fs.defaultFS>/user/<user>/.yarnflink/environments).",
+    )
+    SHIP_ENVIRONMENT = ConfigOption(
+        "yarn.ship-environment",
+        "bool",
+        True,
+        "Pack and ship the client's environment (venv-pack/conda-pack) when neither "
+        "yarn.ship-archives nor yarn.python.executable is set; false: the nodes' python3.",
+    )
     PER_JOB_RESULT_TIMEOUT = ConfigOption(
         "yarn.per-job.result-timeout",
         "duration",

@@ -38,6 +38,7 @@ CONF_FILE = "yarnflink-conf.yaml"
 REST_URL_KEY = "yarnflink.rest_url"  # skein key-value entry where the master publishes its REST address
 START_ERROR_KEY = "yarnflink.start_error"  # why the master did not start
 CLIENT_DONE_KEY = "yarnflink.client_done"  # per-job: the attached client has its results
+MASTER_CONTAINER_KEY = "yarnflink.master_container"  # the master's container and NodeManager (its log)
 MODES = ("session", "per-job", "application")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 STANDBY_REFUSED = (

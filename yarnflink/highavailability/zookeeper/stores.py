@@ -252,10 +252,20 @@ class ZooKeeperCompletedCheckpointPointerStore(CompletedCheckpointPointerStore):
             return []
 
     def add_checkpoint(self, checkpoint_id: int, pointer: str) -> list[tuple[int, str]]:
-        self.client.ensure_path(self.dir)
         node = self._node(checkpoint_id)
+        job_node = posixpath.dirname(self.dir)
 
         def attempt() -> list[tuple[int, str]]:
+            # The job's node exists while the job does (its checkpoint id counter made it). Once
+            # the job's HA data is removed (it ended for good), a late pointer write, e.g. of a
+            # checkpoint whose metadata upload outlived the job, is refused: re-creating the path
+            # would leave a pointer that no cleanup ever removes.
+            create_dir = self.client.exists(self.dir) is None
+            if create_dir and self.client.exists(job_node) is None:
+                raise HaStoreError(
+                    f"checkpoint {checkpoint_id} not added: the HA data of job {posixpath.basename(job_node)} "
+                    f"is gone ({job_node}; the job ended and was cleaned up)"
+                )
             ids = self._ids()
             if checkpoint_id in ids:
                 if self.client.get(node)[0] == pointer.encode():
@@ -269,6 +279,8 @@ class ZooKeeperCompletedCheckpointPointerStore(CompletedCheckpointPointerStore):
                     dropped.append((cid, self.client.get(self._node(cid))[0].decode()))
 
             def ops(tx: Any) -> None:
+                if create_dir:  # fenced: a deposed leader cannot re-create the job's path either
+                    tx.create(self.dir)
                 if checkpoint_id not in drop:
                     tx.create(node, pointer.encode())
                 for cid, _ in dropped:

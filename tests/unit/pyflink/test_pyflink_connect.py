@@ -1,0 +1,115 @@
+"""connect() (CoMap / CoFlatMap / KeyedCoProcess), window_all() and min_by / max_by, as adapters
+over union, keyed process functions and reduce."""
+
+import numpy as np
+
+from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream.functions import (
+    AllWindowFunction,
+    CoFlatMapFunction,
+    CoMapFunction,
+    KeyedCoProcessFunction,
+    ProcessAllWindowFunction,
+)
+from pyflink.datastream.window import CountTumblingWindowAssigner, TumblingEventTimeWindows
+from tests.unit.operators.helpers import run_operator
+from yarnflink.common.records import Batch
+
+
+def graph_names(env):
+    return [n.name for n in env.get_stream_graph().nodes.values()]
+
+
+class Describe(CoMapFunction):
+    def map1(self, value):
+        return f"number {value}"
+
+    def map2(self, value):
+        return f"word {value}"
+
+
+class Explode(CoFlatMapFunction):
+    def flat_map1(self, value):
+        yield from [value] * value
+
+    def flat_map2(self, value):
+        yield from value.split("-")
+
+
+def test_connect_tags_each_side_unions_them_and_dispatches_per_side():
+    env = StreamExecutionEnvironment()
+    numbers, words = env.from_collection([1, 2]), env.from_collection(["a-b"])
+    mapped = numbers.connect(words).map(Describe(), output_type=Types.STRING())
+    flat = numbers.connect(words).flat_map(Explode())
+    assert mapped.get_type() == Types.STRING()
+    _, out = run_operator(mapped._t.spec, [[(0, 1), (1, "a-b")]])
+    assert out.rows == ["number 1", "word a-b"]
+    _, out = run_operator(flat._t.spec, [[(0, 2), (1, "a-b")]])
+    assert out.rows == [2, 2, "a", "b"]
+    assert "Union" in graph_names(env) and "Co-Map" in graph_names(env)
+
+
+class Join(KeyedCoProcessFunction):
+    def open(self, runtime_context):
+        from pyflink.datastream.state import ValueStateDescriptor
+
+        self.order = runtime_context.get_state(ValueStateDescriptor("order", Types.STRING()))
+        self.paid = runtime_context.get_state(ValueStateDescriptor("paid", Types.INT()))
+
+    def process_element1(self, value, ctx):
+        if self.paid.value() is not None:
+            yield value[0], value[1], self.paid.value()
+        else:
+            self.order.update(value[1])
+
+    def process_element2(self, value, ctx):
+        if self.order.value() is not None:
+            yield value[0], self.order.value(), value[1]
+        else:
+            self.paid.update(value[1])
+
+
+def test_keyed_connect_shares_keyed_state_between_the_two_inputs():
+    env = StreamExecutionEnvironment()
+    orders = env.from_collection([(1, "book"), (2, "pen")]).key_by(lambda v: v[0])
+    payments = env.from_collection([(1, 12), (3, 9)]).key_by(lambda v: v[0])
+    joined = orders.connect(payments).process(Join(), Types.TUPLE([Types.INT(), Types.STRING(), Types.INT()]))
+    tagged = [(0, (1, "book")), (1, (3, 9)), (0, (2, "pen")), (1, (1, 12))]
+    _, out = run_operator(joined._t.spec, [tagged])
+    assert out.rows == [(1, "book", 12)]
+
+
+class Summary(ProcessAllWindowFunction):
+    def process(self, context: ProcessAllWindowFunction.Context, elements):
+        values = list(elements)
+        yield context.window().start, len(values), sum(values)
+
+
+class Total(AllWindowFunction):
+    def apply(self, window, inputs):
+        return [sum(inputs)]
+
+
+def test_window_all_windows_the_whole_stream_in_one_subtask():
+    env = StreamExecutionEnvironment()
+    env.set_parallelism(4)
+    ds = env.from_collection([1, 2, 5, 11])
+    by_time = ds.window_all(TumblingEventTimeWindows.of(10)).process(Summary())
+    by_count = ds.window_all(CountTumblingWindowAssigner.of(2)).apply(Total())
+    assert by_time.get_parallelism() == 1 and by_count.get_parallelism() == 1
+    batch = Batch([1, 2, 5, 11], None, np.array([1, 2, 5, 11], dtype=np.int64))
+    _, out = run_operator(by_time._t.spec, [batch])
+    assert out.rows == [(0, 3, 8), (10, 1, 11)]
+    _, out = run_operator(by_count._t.spec, [[1, 2, 5, 11]])
+    assert out.rows == [3, 16]
+
+
+def test_min_by_and_max_by_keep_the_whole_record_with_the_extreme_field():
+    env = StreamExecutionEnvironment()
+    keyed = env.from_collection([]).key_by(lambda v: v[0])
+    data = [("a", 3, "x"), ("a", 1, "z"), ("a", 1, "w"), ("a", 7, "v")]
+    _, out = run_operator(keyed.min_by(1)._t.spec, [data])
+    assert out.rows == [("a", 3, "x"), ("a", 1, "z"), ("a", 1, "z"), ("a", 1, "z")]
+    _, out = run_operator(keyed.max_by(1)._t.spec, [data])
+    assert out.rows[-1] == ("a", 7, "v")
