@@ -3,7 +3,8 @@
 * ``session_ready_s``: a local session of a master and 2 TaskExecutors (1 slot each) from the
   start call until both TaskExecutors have registered (the session accepts a job), measured in
   this process (``start_local_cluster``; the client's own imports are already done);
-* ``idle_rss_mb``: each process's resident set size ``--idle`` seconds after that;
+* ``idle_rss_mb``, ``idle_uss_mb``: each process's resident and unique set sizes ``--idle`` seconds
+  after that;
 * ``per_job_s``: ``yarnflink run`` of a 3-element job on its own per-job local cluster, end to end
   as a user types it (a new Python process: its imports, the cluster's start, the job, the stop),
   its output checked;
@@ -65,6 +66,10 @@ def session_run(idle_s: float) -> dict[str, Any]:
             rss = {
                 "master": master.memory_info().rss / 2**20,
                 "taskexecutors": [c.memory_info().rss / 2**20 for c in children],
+                # unique set size: what the process alone holds (its shared libraries' pages, e.g.
+                # libarrow's ~30 MB, count in every process's RSS but exist once on the machine)
+                "master_uss": master.memory_full_info().uss / 2**20,
+                "taskexecutors_uss": [c.memory_full_info().uss / 2**20 for c in children],
             }
         finally:
             _stop(proc, info)
@@ -99,7 +104,7 @@ def per_job_run(job_file: Path) -> tuple[float, float]:
         [sys.executable, "-m", "yarnflink.cli.main", "run", str(job_file)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,  # a loaded machine (other processes) may stretch a 2 s run by 10x and more
         stdin=subprocess.DEVNULL,
     )
     elapsed = time.monotonic() - started
@@ -135,6 +140,8 @@ def main(argv: list[str] | None = None) -> None:
     ready_cpu: list[float] = []
     master_rss: list[float] = []
     te_rss: list[float] = []
+    master_uss: list[float] = []
+    te_uss: list[float] = []
     per_job: list[float] = []
     per_job_cpu: list[float] = []
     with tempfile.TemporaryDirectory(prefix="yarnflink-startup-job-") as tmp:
@@ -150,6 +157,8 @@ def main(argv: list[str] | None = None) -> None:
             ready_cpu.append(s["session_ready_cpu_s"])
             master_rss.append(s["rss_mb"]["master"])
             te_rss.extend(s["rss_mb"]["taskexecutors"])
+            master_uss.append(s["rss_mb"]["master_uss"])
+            te_uss.extend(s["rss_mb"]["taskexecutors_uss"])
             wall, cpu = per_job_run(job_file)
             per_job.append(wall)
             per_job_cpu.append(cpu)
@@ -164,6 +173,7 @@ def main(argv: list[str] | None = None) -> None:
         "per_job_3_elements_s": summary(per_job),
         "per_job_3_elements_cpu_s": summary(per_job_cpu),
         "idle_rss_mb": {"master": summary(master_rss), "taskexecutor": summary(te_rss)},
+        "idle_uss_mb": {"master": summary(master_uss), "taskexecutor": summary(te_uss)},
         "import_s": {m: summary(v) for m, v in imports.items()},
         "import_cpu_s": {m: summary(v) for m, v in imports_cpu.items()},
     }
@@ -177,6 +187,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"  CPU of the CLI and its cluster:                 {result['per_job_3_elements_cpu_s']} s")
     print(f"idle RSS master:                                  {result['idle_rss_mb']['master']} MB")
     print(f"idle RSS TaskExecutor:                            {result['idle_rss_mb']['taskexecutor']} MB")
+    print(f"idle USS master:                                  {result['idle_uss_mb']['master']} MB")
+    print(f"idle USS TaskExecutor:                            {result['idle_uss_mb']['taskexecutor']} MB")
     for m, v in result["import_s"].items():
         print(f"import {m:42s} {v} s, CPU {result['import_cpu_s'][m]} s")
 

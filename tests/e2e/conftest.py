@@ -56,9 +56,9 @@ def start_cluster(workdir: Path, taskexecutors: int = 2, slots: int = 2, **conf:
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """One shared cluster: 2 TaskExecutors with 2 slots each; slots spread evenly, so a job at
-    parallelism 2 runs one subtask of each vertex on each TaskExecutor."""
-    c = start_cluster(tmp_path_factory.mktemp("cluster"), cluster_evenly__spread__out__slots="true")
+    """One shared cluster: 2 TaskExecutors with 2 slots each; slots spread evenly (the default), so
+    a job at parallelism 2 runs one subtask of each vertex on each TaskExecutor."""
+    c = start_cluster(tmp_path_factory.mktemp("cluster"))
     yield c
     c.stop()
 

@@ -211,3 +211,41 @@ def test_a_spark_step_failing_mid_run_keeps_the_committed_sessions_exact(
     assert {pid for pid, _ in runs} == {str(te_pid)}
     assert len({app for _, app in runs}) == 1
     assert all(p.read_text().endswith(JIT) for p in marks.glob("app-*"))  # the TaskExecutor's spark.* key
+
+
+@pytest.mark.skipif(
+    not os.environ.get("YARNFLINK_E2E_CLICKSTREAM_2X2"),
+    reason="on demand (two more SparkSessions): YARNFLINK_E2E_CLICKSTREAM_2X2=1; the suite's short form is "
+    "test_jobs.py, whose keyed vertex runs on both TaskExecutors of a cluster with the default placement",
+)
+@pytest.mark.timeout(900)
+def test_on_two_task_executors_of_two_slots_the_example_uses_both_processes(
+    reference: list[dict],
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A TaskExecutor's slots share one interpreter lock: on a session of 2 TaskExecutors x 2
+    slots with the default configuration, every vertex of the example (parallelism 2) runs one
+    subtask in each process, and the output is still exactly the reference."""
+    c = start_cluster(
+        tmp_path_factory.mktemp("clickstream-2x2"), taskexecutors=2, slots=2, spark_driver_extraJavaOptions=JIT
+    )
+    try:
+        c.executor()
+        out = tmp_path / "sessions"
+        monkeypatch.setattr(
+            sys,
+            "argv",
+            [str(EXAMPLE), "--events", str(EVENTS), "--seed", str(SEED), "--gap", str(GAP_S), "--output", str(out)],
+        )
+        runpy.run_path(str(EXAMPLE), run_name="__main__")
+        assert committed(out) == reference
+        (job,) = c.rest.jobs_overview()
+        vertices = c.rest.job(job["jid"])["vertices"]
+        assert vertices and {v["parallelism"] for v in vertices} == {2}
+        for v in vertices:
+            assert len({s["taskmanager-id"] for s in v["subtasks"]}) == 2, v["name"]
+    finally:
+        set_default_executor(None)
+        c.stop()
