@@ -1,6 +1,7 @@
 """Issue 20's workloads W1-W3 in both API styles, on a local session of a master and two
-TaskExecutors with one slot each, parallelism 2. Prints rows/s, the session's start-up time and
-the peak RSS (VmHWM) of every process. See docs/PERFORMANCE.md.
+TaskExecutors with one slot each, parallelism 2. Prints rows/s, rows per CPU second of the two
+TaskExecutors (user + system time, far less disturbed by other load on the machine), the
+session's start-up time and the peak RSS (VmHWM) of every process. See docs/PERFORMANCE.md.
 
     scripts/bench --suite workloads [--rows N] [--only W3-vectorized,...] [--repeat R]
 
@@ -207,6 +208,13 @@ WORKLOADS: dict[str, Callable[[StreamExecutionEnvironment, int], DataStream]] = 
 }
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_job(
     env: StreamExecutionEnvironment, executor: RestClusterExecutor, name: str, rows: int
 ) -> tuple[float, float]:
@@ -242,7 +250,10 @@ def run_session(names: list[str], rows: int, workdir: Path, repeat: int) -> list
         for name in names:
             env = StreamExecutionEnvironment.get_execution_environment()
             env.set_parallelism(2)
+            tes = [pid for k, pid in pids.items() if k != "master"]
+            cpu0 = sum(cpu_seconds(p) for p in tes)
             runs = sorted(run_job(env, executor, name, rows) for _ in range(repeat))
+            cpu = (sum(cpu_seconds(p) for p in tes) - cpu0) / repeat
             runtime_s, wall = runs[len(runs) // 2]  # the median run
             out.append(
                 {
@@ -251,6 +262,7 @@ def run_session(names: list[str], rows: int, workdir: Path, repeat: int) -> list
                     "seconds": round(runtime_s, 3),
                     "wall_seconds": round(wall, 3),
                     "rows_per_s": round(rows / runtime_s),
+                    "rows_per_te_cpu_s": round(rows / cpu) if cpu > 0 else None,
                     "startup_s": round(startup, 2),
                     "peak_rss_mb": {k: round(peak_rss_mb(pid), 1) for k, pid in pids.items()},
                     "load": os.getloadavg()[0],
@@ -292,7 +304,8 @@ def main() -> None:
                 mem = " / ".join(f"{v:.0f}" for v in r["peak_rss_mb"].values())
                 print(
                     f"{r['workload']:<14} {r['rows_per_s']:>13,} rows/s ({r['rows']:,} rows in {r['seconds']:.2f} s, "
-                    f"wall {r['wall_seconds']:.2f} s)  start-up {r['startup_s']:.2f} s  "
+                    f"wall {r['wall_seconds']:.2f} s)  {r['rows_per_te_cpu_s'] or 0:,} rows per TaskExecutor CPU-s  "
+                    f"start-up {r['startup_s']:.2f} s  "
                     f"peak RSS master/te0/te1 {mem} MB  load {r['load']:.2f}",
                     flush=True,
                 )

@@ -1,5 +1,4 @@
-"""Fixtures of the PyFlink compatibility suite: one local session shared by the module's
-programs, PyFlink's examples (downloaded once, see pyflink_examples.py), and running a program
+"""Fixtures of the PyFlink compatibility suite: one local session shared by its programs, PyFlink's examples (downloaded once, see pyflink_examples.py), and running a program
 the ways a user does."""
 
 from __future__ import annotations
@@ -66,7 +65,7 @@ class Session:
         stop_process(self.proc.pid)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     s = Session(tmp_path_factory.mktemp("compat-session"))
     yield s

@@ -4,8 +4,8 @@ output equals what real PyFlink printed (expected/, made by generate_expected.py
 
 Most run through ``yarnflink run -m URL`` on one shared local session (in this process, as the CLI
 does, to keep the suite fast); ``STANDALONE`` ones run as a user starts them, in a process of
-their own: ``python job.py`` (an embedded local cluster) and ``yarnflink run job.py`` (a per-job
-local cluster whose TaskExecutors' prints reach the console).
+their own: ``python job.py`` (an embedded local cluster whose TaskExecutors' prints reach the
+console); test_console.py runs ``yarnflink run job.py`` on a per-job local cluster.
 """
 
 from __future__ import annotations
@@ -31,17 +31,16 @@ PENDING: dict[str, str] = {
     "count_window_reduce": "sliding count windows (count_window(3, 2)) fire other windows than PyFlink's",
     "side_outputs": "a ProcessFunction's `yield output_tag, value` is taken as a main-output tuple",
     "keyed_side_outputs": "a KeyedProcessFunction's `yield output_tag, value` is taken as a main-output tuple",
-    "keyed_reduce_aggregations": "KeyedStream.min_by / max_by do not exist",
-    "connect_co_map": "DataStream.connect is refused (no two-input operators: CoMapFunction, CoFlatMapFunction)",
-    "keyed_co_process_join": "DataStream.connect is refused (no KeyedCoProcessFunction)",
-    "broadcast_state_rules": "broadcast(MapStateDescriptor) and broadcast state (KeyedBroadcastProcessFunction) "
-    "do not exist",
+    "keyed_reduce_aggregations": "sum(1) / min / max keep the other fields of the key's latest record; PyFlink "
+    "keeps those of its first (('sum', 'a', 11, 'x'), yarnflink gives 'v')",
+    "broadcast_state_rules": "broadcast state is refused (a clear error naming the alternative: keyed rules and "
+    "a KeyedCoProcessFunction)",
     "row_named_types": "the print sink shows a Row as +I[BERLIN, 54.5]; PyFlink as +I[BERLIN,54.5]",
-    "window_all_count": "DataStream.window_all is refused",
 }
 
-#: (how, case): run in a process of their own, as a user starts them
-STANDALONE = [("python", "example_tumbling_time_window"), ("yarnflink run", "console_print")]
+#: (how, case): run in a process of their own, as a user starts them (``yarnflink run`` on a
+#: per-job cluster: test_console.py)
+STANDALONE = [("python", "console_print")]
 
 WITH_PENDING = os.environ.get("YARNFLINK_COMPAT_PENDING", "") == "1"
 SUITE = [c for c in ALL.values() if WITH_PENDING or c.name not in PENDING]

@@ -17,7 +17,7 @@ from yarnflink.api.common import SlotSharingGroup, UnsupportedFeatureError
 from yarnflink.api.connected import ConnectedStreams
 from yarnflink.api.connectors import DiscardingSink, FileSink
 from yarnflink.api.transformations import Input, Transformation
-from yarnflink.api.typed import typed
+from yarnflink.api.typed import SideOutputsFunction, typed
 from yarnflink.api.window_adapters import (
     AllWindowedStream,
     CountTumblingWindowAssigner,
@@ -303,8 +303,10 @@ class DataStream(_OperatorSettings):
     def process(self, func: Any, output_type: Any = None) -> DataStream:
         """``func``: a ProcessFunction (``process_element(value, ctx)``) or a callable."""
         out = check_type_info(output_type, "process()")
-        fn = typed(_process_function(func), "process_element", out, single=False)
-        return self._then("Process", ProcessSpec(fn=fn), out)
+        fn = SideOutputsFunction(_process_function(func), "process_element", out)
+        t = self._add("Process", ProcessSpec(fn=fn))
+        t.output_type = out
+        return ProcessStream(self._env, t, fn)
 
     # ------------------------------------------------------------------ event time (yarnflink.api.windowing)
     def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> DataStream:
@@ -557,8 +559,10 @@ class KeyedStream(DataStream):
     def process(self, func: Any, output_type: Any = None) -> DataStream:
         """``func``: a KeyedProcessFunction (state, timers) or a callable."""
         out = check_type_info(output_type, "process()")
-        fn = typed(_process_function(func), "process_element", out, single=False)
-        return self._then("KeyedProcess", ProcessSpec(fn=fn, key_selector=self.get_key_selector()), out)
+        fn = SideOutputsFunction(_process_function(func), "process_element", out)
+        t = self._add("KeyedProcess", ProcessSpec(fn=fn, key_selector=self.get_key_selector()))
+        t.output_type = out
+        return ProcessStream(self._env, t, fn)
 
     def window(self, window_assigner: Any) -> Any:
         """Keyed windows: ``window(TumblingEventTimeWindows.of(Time.seconds(5)))`` then
@@ -626,6 +630,66 @@ class SideOutputStream(DataStream):
     def start_new_chain(self) -> Any:
         DataStream(self._env, self._producer).start_new_chain()
         return self
+
+
+class ProcessStream(DataStream):
+    """The stream of a process function, whose ``yield output_tag, value`` results go to side
+    outputs (PyFlink's way). The main output needs a selector that drops side records only once a
+    side output is asked for: ``get_side_output`` adds it and moves the main output's consumers
+    so far onto it; results for tags nobody asked for are dropped (``SideOutputsFunction.wanted``)."""
+
+    def __init__(self, env: Any, producer: Transformation, fn: SideOutputsFunction):
+        super().__init__(env, producer)
+        self._fn = fn
+        self._main: Transformation | None = None
+
+    def _input(self) -> Input:
+        return Input(self._main) if self._main is not None else super()._input()
+
+    def _output(self) -> Transformation:
+        return self._main if self._main is not None else self._t
+
+    def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
+        return KeyedStream(self._env, self._output(), key_selector_spec(key_selector))
+
+    def _view(self, partitioning: str) -> DataStream:
+        return DataStream(self._env, self._output(), partitioning)
+
+    def get_side_output(self, output_tag: Any) -> DataStream:
+        if not isinstance(output_tag, OutputTag):
+            raise TypeError(f"get_side_output() needs an OutputTag, got {type(output_tag).__name__} {output_tag!r}")
+        if self._main is None:
+            main = self._env._add_transformation(
+                "Main Output", SideOutputSelectSpec(None), "operator", [Input(self._t)]
+            )
+            main.parallelism, main.max_parallelism = self._t.parallelism, self._t.max_parallelism
+            main.output_type = self._t.output_type
+            for other in self._env._transformations:
+                if other is not main:
+                    for i in other.inputs:
+                        if i.transformation is self._t:
+                            i.transformation = main
+            self._main = main
+        self._fn.wanted.add(output_tag.tag_id)
+        return super().get_side_output(output_tag)
+
+    def _with_main(self, method: str, *args: Any) -> Any:
+        getattr(DataStream(self._env, self._t), method)(*args)
+        if self._main is not None:
+            getattr(DataStream(self._env, self._main), method)(*args)
+        return self
+
+    def set_parallelism(self, parallelism: int) -> Any:
+        return self._with_main("set_parallelism", parallelism)
+
+    def set_max_parallelism(self, max_parallelism: int) -> Any:
+        return self._with_main("set_max_parallelism", max_parallelism)
+
+    def force_non_parallel(self) -> Any:
+        return self._with_main("force_non_parallel")
+
+    def slot_sharing_group(self, slot_sharing_group: Any) -> Any:
+        return self._with_main("slot_sharing_group", slot_sharing_group)
 
 
 class DataStreamSink(_OperatorSettings):

@@ -69,8 +69,7 @@ def generate_stream_graph(
         max_parallelism=max_parallelism if (max_parallelism or 0) > 0 else None,
         config=dict(config),
     )
-    # include inputs not in the list (a stream reused after an earlier execute(), as Flink does);
-    # inputs are always created before their consumers, so id order is a topological order
+    # include inputs not in the list (a stream reused after an earlier execute(), as Flink does)
     closure: dict[int, Transformation] = {}
     stack = list(transformations)
     while stack:
@@ -78,7 +77,7 @@ def generate_stream_graph(
         if t.id not in closure:
             closure[t.id] = t
             stack.extend(i.transformation for i in t.inputs)
-    for t in sorted(closure.values(), key=lambda t: t.id):
+    for t in _inputs_first(closure):
         spec = t.spec
         if (
             dataclasses.is_dataclass(spec)
@@ -110,3 +109,22 @@ def generate_stream_graph(
         for i in t.inputs:
             graph.add_edge(i.transformation.id, t.id, i.partitioning, i.key_selector)
     return graph
+
+
+def _inputs_first(closure: dict[int, Transformation]) -> list[Transformation]:
+    """The transformations in id order, each after its inputs (an input is usually created first;
+    a side-output selector inserted later, ``ProcessStream``, is not)."""
+    done: set[int] = set()
+    order: list[Transformation] = []
+
+    def visit(t: Transformation) -> None:
+        if t.id in done:
+            return
+        done.add(t.id)
+        for i in sorted(t.inputs, key=lambda i: i.transformation.id):
+            visit(i.transformation)
+        order.append(t)
+
+    for t in sorted(closure.values(), key=lambda t: t.id):
+        visit(t)
+    return order

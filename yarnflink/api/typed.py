@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from yarnflink.common.typeinfo import TypeInformation, needs_conversion
+from yarnflink.operators.windows import OutputTag, SideOutputRecord
 
 
 def _convert_all(type_info: TypeInformation, results: Any) -> Any:
@@ -54,6 +55,39 @@ class TypedFunction:
 
     def __repr__(self) -> str:
         return f"{self._fn!r} -> {self._type_info!r}"
+
+
+class SideOutputsFunction(TypedFunction):
+    """A process function whose results may go to side outputs, as PyFlink's do: a result
+    ``(output_tag, value)`` becomes a ``SideOutputRecord`` for that tag (its value converted to the
+    tag's type); the others are converted to ``type_info`` (None: kept as they are)."""
+
+    def __init__(self, fn: Any, method: str, type_info: TypeInformation | None):
+        super().__init__(fn, method, type_info, single=False)  # type: ignore[arg-type]
+        #: the tags some get_side_output() asked for (set while the program is defined)
+        self.wanted: set[str] = set()
+
+    def _convert(self, result: Any) -> Any:
+        if result is None or not hasattr(result, "__iter__"):
+            return result
+        out = []
+        for r in result:
+            if isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], OutputTag):
+                tag, value = r
+                if tag.tag_id in self.wanted:  # Flink drops side outputs nobody reads
+                    tag_type = tag.type_info if isinstance(tag.type_info, TypeInformation) else None
+                    out.append(SideOutputRecord(tag.tag_id, tag_type.from_python(value) if tag_type else value))
+            else:
+                out.append(self._type_info.from_python(r) if self._type_info is not None else r)
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "on_timer":
+            on_timer = getattr(self._fn, "on_timer", None)
+            if on_timer is None:
+                raise AttributeError(name)
+            return lambda *args: self._convert(on_timer(*args))
+        return super().__getattr__(name)
 
 
 def typed(fn: Any, method: str, type_info: TypeInformation | None, *, single: bool) -> Any:

@@ -1,10 +1,11 @@
 """Count windows and session windows with dynamic gaps, as adapters over keyed process functions
 (keyed state and event-time timers), apart from the window operator (``yarnflink.operators.windows``).
 
-* ``key_by(...).count_window(size)`` fires every ``size`` records of a key with those records and
-  forgets them; ``count_window(size, slide)`` fires every ``slide`` records with the last ``size``
-  (Flink's ``CountTrigger`` with purging / with a ``CountEvictor``). Incomplete windows never fire,
-  as in Flink.
+* ``key_by(...).count_window(size)`` fires every ``size`` records of a key with those records;
+  ``count_window(size, slide)`` fires once ``size`` records arrived and then every ``slide``
+  records, each time with the last ``size`` (PyFlink's count window assigners; Java Flink's
+  evictor-based sliding count window fires every ``slide`` records from the start instead).
+  Incomplete windows never fire.
 * ``window(EventTimeSessionWindows.with_dynamic_gap(extractor))`` gives each record the window
   ``[timestamp, timestamp + extractor.extract(record))``, merges the windows of a key that overlap
   or touch, and fires a session when the watermark passes its end (at the end of input at the
@@ -172,16 +173,16 @@ class _WindowAdapter(KeyedProcessFunction):
 
     def _count_element(self, value: Any, ctx: Any) -> list:
         size, slide = self.count  # type: ignore[misc]
-        fired, since, buffer = self.state.value() or (0, 0, [])
+        fired, seen, buffer = self.state.value() or (0, 0, [])
         buffer = (buffer + [value])[-size:]
-        since += 1
+        seen += 1
         out: list = []
-        if since == slide:
+        # PyFlink's count windows: the first fires with the first `size` records, each next one
+        # `slide` records later with the last `size` (tumbling: slide == size)
+        if seen >= size and (seen - size) % slide == 0:
             out = self._fire(ctx.get_current_key(), CountWindow(fired), list(buffer), ctx)
-            fired, since = fired + 1, 0
-            if slide == size:
-                buffer = []  # tumbling: the window's records are purged
-        self.state.update((fired, since, buffer))
+            fired += 1
+        self.state.update((fired, seen, buffer))
         return out
 
     def _session_element(self, value: Any, ctx: Any) -> list:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import math
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +43,28 @@ def java_double_string(x: float) -> str:
     e = int(exp) + len(digits) - 1
     mantissa = ds[0] + "." + (ds[1:] or "0")
     return ("-" if sign else "") + f"{mantissa}E{e}"
+
+
+def to_float32(x: float) -> float:
+    """``x`` rounded to the nearest 32-bit float."""
+    if math.isnan(x) or math.isinf(x):
+        return x
+    try:
+        return float(struct.unpack("f", struct.pack("f", x))[0])
+    except OverflowError:
+        return math.copysign(math.inf, x)
+
+
+def float32_shortest(x: float) -> float:
+    """The shortest decimal that rounds to the same 32-bit float as ``x`` (what Java prints)."""
+    f = to_float32(x)
+    if math.isnan(f) or math.isinf(f) or f == 0:
+        return f
+    for digits in range(1, 10):
+        candidate = float(f"{f:.{digits}g}")
+        if to_float32(candidate) == f:
+            return candidate
+    return f
 
 
 def java_string(value: Any) -> str:
@@ -88,7 +111,9 @@ class BasicTypeInfo(TypeInformation):
         self.name = name
 
     def from_python(self, value: Any) -> Any:
-        if self.name in ("FLOAT", "DOUBLE") and isinstance(value, int) and not isinstance(value, bool):
+        if self.name == "FLOAT" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return to_float32(float(value))  # PyFlink's FLOAT is a 32-bit float
+        if self.name == "DOUBLE" and isinstance(value, int) and not isinstance(value, bool):
             return float(value)
         return value
 
@@ -96,7 +121,7 @@ class BasicTypeInfo(TypeInformation):
         if value is None:
             return "null"
         if self.name == "FLOAT" and isinstance(value, (int, float)):
-            return java_double_string(float(f"{float(value):.7g}"))  # a float's ~7 significant digits
+            return java_double_string(float32_shortest(float(value)))  # Java's Float.toString
         if self.name == "DOUBLE" and isinstance(value, (int, float)):
             return java_double_string(float(value))
         if self.name == "SQL_TIMESTAMP" and isinstance(value, datetime.datetime):

@@ -30,6 +30,11 @@ class LineStdout(io.TextIOBase):
     def encoding(self) -> str:  # type: ignore[override]
         return getattr(self._target, "encoding", "utf-8")
 
+    @property
+    def buffer(self) -> object:
+        """The binary stream below (code writing bytes to ``sys.stdout.buffer`` still works)."""
+        return self._target.buffer
+
     def writable(self) -> bool:
         return True
 

@@ -1,8 +1,13 @@
 """print() in a user function and ds.print() at parallelism 2 (the console test's program):
-print() lines as they are, the print sink's lines prefixed with the subtask ('1> ', '2> ')."""
+print() lines as they are, the print sink's lines prefixed with the subtask ('1> ', '2> ').
+Its logging.basicConfig(level=INFO) must not bring the client's HTTP request lines."""
+
+import logging
 
 from pyflink.common import Types
 from pyflink.datastream import StreamExecutionEnvironment
+
+logging.basicConfig(level=logging.INFO)
 
 
 def tag(x):

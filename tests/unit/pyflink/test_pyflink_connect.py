@@ -113,3 +113,46 @@ def test_min_by_and_max_by_keep_the_whole_record_with_the_extreme_field():
     assert out.rows == [("a", 3, "x"), ("a", 1, "z"), ("a", 1, "z"), ("a", 1, "z")]
     _, out = run_operator(keyed.max_by(1)._t.spec, [data])
     assert out.rows[-1] == ("a", 7, "v")
+
+
+def test_a_process_function_yielding_output_tag_and_value_feeds_that_side_output():
+    from pyflink.datastream import OutputTag, ProcessFunction
+
+    odd = OutputTag("odd", Types.INT())
+
+    class Split(ProcessFunction):
+        def process_element(self, value, ctx):
+            yield (odd, value) if value % 2 else value * 10
+
+    env = StreamExecutionEnvironment()
+    main = env.from_collection([1, 2, 3]).process(Split(), output_type=Types.INT())
+    evens = main.map(lambda v: v)  # a consumer made before the side output was asked for
+    side = main.get_side_output(odd)
+    evens.print()
+    side.print()
+    names = graph_names(env)
+    assert names.count("Main Output") == 1 and "Side Output 'odd'" in names
+    process_spec = main._t.spec
+    _, out = run_operator(process_spec, [[1, 2, 3]])
+    assert [getattr(r, "value", r) for r in out.rows] == [1, 20, 3]
+    assert [r.tag_id for r in out.rows if hasattr(r, "tag_id")] == ["odd", "odd"]
+    graph = env.get_stream_graph()
+    main_id = next(i for i, n in graph.nodes.items() if n.name == "Main Output")
+    map_id = next(i for i, n in graph.nodes.items() if n.name == "Map")
+    assert any(e.source_id == main_id and e.target_id == map_id for e in graph.edges)
+
+
+def test_side_outputs_nobody_asked_for_are_dropped():
+    from pyflink.datastream import OutputTag, ProcessFunction
+
+    class Split(ProcessFunction):
+        def process_element(self, value, ctx):
+            yield OutputTag("unused"), value
+            yield value
+
+    env = StreamExecutionEnvironment()
+    ds = env.from_collection([1]).process(Split())
+    ds.print()
+    _, out = run_operator(ds._t.spec, [[1, 2]])
+    assert out.rows == [1, 2]
+    assert "Main Output" not in graph_names(env)

@@ -63,3 +63,11 @@ def test_threads_printing_at_once_never_share_a_line() -> None:
         t.join()
     lines = target.getvalue().splitlines()
     assert sorted(lines) == sorted(f"thread {n} line {i}" for n in range(4) for i in range(300))
+
+
+def test_bytes_written_to_its_buffer_reach_the_target() -> None:
+    raw = io.BytesIO()
+    target = io.TextIOWrapper(raw, encoding="utf-8")
+    out = LineStdout(target)
+    out.buffer.write(b"raw bytes\n")  # type: ignore[attr-defined]
+    assert raw.getvalue() == b"raw bytes\n"
