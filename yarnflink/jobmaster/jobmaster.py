@@ -353,6 +353,7 @@ class JobMaster(RpcEndpoint):
                 self._spawn(self._check_task_manager(a))
             elif isinstance(a, TaskManagerLost):
                 self._spawn(self._report_task_manager_lost(a))
+                self._spawn(self._disconnect_task_manager(a))
             elif isinstance(a, JobTerminated):
                 self._job_terminated(a)
         self._arm_timer()
@@ -484,6 +485,21 @@ class JobMaster(RpcEndpoint):
             )
         except RpcException as e:
             log.info("telling the ResourceManager about lost TaskManager %s failed: %s", a.resource_id, e)
+
+    async def _disconnect_task_manager(self, a: TaskManagerLost) -> None:
+        """Tells the TaskExecutor itself (Flink's ``disconnectJobManager``): one found lost by a
+        heartbeat timeout or the ResourceManager's notice may be alive; it must free this job's
+        slots and cancel its tasks there, which the restart replaces. Else its slot report, when it
+        registers at the ResourceManager again, counts those slots as this job's, and the job's
+        new slot requests are never served."""
+        if not a.rpc_address:
+            return
+        try:
+            await self.gateways.task_executor(a.rpc_address).disconnect_job_manager(
+                te.DisconnectJobManager(self.job_id, f"the JobMaster of job {self.job_id} lost it: {a.cause}")
+            )
+        except RpcException as e:
+            log.debug("telling lost TaskManager %s to drop job %s failed: %s", a.resource_id, self.job_id, e)
 
     async def _release_partitions(self, a: ReleasePartitions) -> None:
         try:

@@ -89,10 +89,14 @@ class CheckTaskManager:
 
 @dataclass(frozen=True)
 class TaskManagerLost:
-    """This job found a TaskExecutor dead (tell the ResourceManager, so it frees its slots)."""
+    """This job found a TaskExecutor dead (tell the ResourceManager, so it frees its slots, and
+    the TaskExecutor itself at ``rpc_address``: if it is alive after all, e.g. only its heartbeats
+    were late, it must drop the job's slots and tasks, or its slot report keeps them counted as
+    the job's at the ResourceManager while the job waits for new ones)."""
 
     resource_id: str
     cause: str
+    rpc_address: str = ""
 
 
 @dataclass(frozen=True)
@@ -280,8 +284,23 @@ class DefaultScheduler:
         )
         if resource_id in self._lost_task_managers or not known:
             return self._flush(now)
+        tm = self.pool.task_managers.get(resource_id)
+        rpc_address = tm.rpc_address if tm is not None else ""
+        holds = any(s.resource_id == resource_id for s in self.pool.slots.values())
+        for ev in self.eg.all_vertices():
+            e = ev.current
+            if e.slot is not None and e.slot.resource_id == resource_id:
+                rpc_address = rpc_address or e.slot.rpc_address
+                holds = holds or e.state in _BUSY or e.state == ExecutionState.FINISHED
+        if not holds:
+            # registered here once but holds nothing of this job (its offer was refused, its slots
+            # were freed): it sends this job no heartbeats, so their timeout says nothing about
+            # it. It is forgotten, not reported: reporting it would have the ResourceManager drop
+            # a healthy TaskExecutor and fail the other jobs' tasks on it.
+            self.pool.release_task_manager(resource_id)
+            return self._flush(now)
         self._lost_task_managers.add(resource_id)
-        self._out.append(TaskManagerLost(resource_id, failure.message))
+        self._out.append(TaskManagerLost(resource_id, failure.message, rpc_address))
         self.pool.release_task_manager(resource_id)  # groups that lost their slot ask again
         failed: list[tuple[ExecutionVertex, Failure]] = []
         for ev in self.eg.all_vertices():

@@ -274,6 +274,19 @@ def test_a_disconnected_task_manager_fails_its_tasks_and_is_forgotten(start_jobm
     assert "te-1" not in h.jm.slot_pool.task_managers
 
 
+def test_a_task_manager_lost_while_alive_is_told_to_drop_the_jobs_slots(start_jobmaster: StartJobMaster) -> None:
+    """Chaos finding 4: the ResourceManager's notice (or a heartbeat timeout) makes a TaskExecutor
+    lost that is in fact alive; unless told, it keeps the job's slots and tasks, and its slot
+    report has the ResourceManager count them as the job's while the restart waits for slots."""
+    h, te = running_with_one_slot(start_jobmaster)
+
+    h.call(lambda: h.jm.disconnect_task_manager(DisconnectTaskManager(h.token, "te-1", "heartbeat timed out")))
+
+    wait_until(lambda: te.count("disconnect_job_manager") == 1, what="the TaskExecutor told to drop the job")
+    request = next(c.request for c in te.calls if c.method == "disconnect_job_manager")
+    assert request.job_id == h.jm.job_id and "heartbeat timed out" in request.cause
+
+
 def test_a_task_manager_without_heartbeats_is_lost_after_the_heartbeat_timeout(start_jobmaster: StartJobMaster) -> None:
     h, te = running_with_one_slot(start_jobmaster, heartbeat_interval_s=0.05, heartbeat_timeout_s=2.0)
     noted = h.jm.slot_pool.task_managers["te-1"].last_heartbeat

@@ -141,7 +141,7 @@ def test_lost_task_executor_restarts_its_tasks_and_producers_whose_results_are_s
     d.take()
     lost = te_of[1]
     d.run(s.task_manager_lost(lost, Failure("TaskManagerLostException", "gone", "", 5), d.now))
-    assert TaskManagerLost(lost, "gone") in d.actions
+    assert [(a.resource_id, a.cause) for a in d.actions if isinstance(a, TaskManagerLost)] == [(lost, "gone")]
     # A1's result is lost and B (the running one) still needs it
     assert names(d.cancels()) == [f"B ({b_on[te_of[0]] + 1}/2)"]
     d.confirm_cancels()
@@ -288,3 +288,28 @@ def test_a_global_failure_restarts_every_task_through_the_restart_strategy_whate
     d.confirm_cancels()
     assert s.eg.status == JobStatus.FAILED and s.eg.num_restarts == 1
     assert s.eg.failures[-1] is again and "recovery is suppressed by" in again.message
+
+
+def test_a_task_executor_that_holds_nothing_of_the_job_is_forgotten_not_reported_lost() -> None:
+    """Chaos finding 4: a TaskExecutor registered at a JobMaster whose offer that JobMaster refused
+    sends it no heartbeats; their timeout must not have the ResourceManager drop it (that failed
+    another job's healthy tasks there and left that job without slots)."""
+    s = scheduler(graph([("A", 1)], []), restart_strategy=FixedDelayRestartBackoffTimeStrategy(1, 0.0))
+    d = Driver(s, task_managers=2, slots_each=1)
+    d.start()
+    d.run_all()
+    assert ev(s.eg, "A", 0).current.slot.resource_id == "te0"  # type: ignore[union-attr]
+    d.take()
+
+    d.run(s.task_manager_lost("te1", Failure("TaskManagerLostException", "heartbeat timed out", "", 5), d.now))
+
+    assert not [a for a in d.actions if isinstance(a, TaskManagerLost)]
+    assert not d.cancels()
+    assert "te1" not in s.pool.task_managers
+    assert ev(s.eg, "A", 0).current.state == ExecutionState.RUNNING
+
+    # one that holds the job's tasks is reported, with its address (the JobMaster tells it too)
+    d.run(s.task_manager_lost("te0", Failure("TaskManagerLostException", "heartbeat timed out", "", 6), d.now))
+    assert [a for a in d.actions if isinstance(a, TaskManagerLost)] == [
+        TaskManagerLost("te0", "heartbeat timed out", "te0:rpc")
+    ]
