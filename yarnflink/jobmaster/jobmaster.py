@@ -9,7 +9,9 @@ batch jobs; failures are recovered per ``jobmanager.execution.failover-strategy`
 Dead TaskExecutors are noticed without waiting for the heartbeat timeout: an RPC that finds one
 unreachable (deploy, cancel, a probe) and a consumer that loses its data connection to one (its
 ``PartitionException`` names the partition, whose producer's TaskExecutor is then probed) make it
-lost at once; heartbeats and the ResourceManager's notice remain the backstop.
+lost at once; heartbeats and the ResourceManager's notice remain the backstop. A TaskExecutor made
+lost is told to drop the job's slots and tasks (it may be alive: late heartbeats), and its heartbeats
+go unanswered from then on; one that holds nothing of the job is just forgotten.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from yarnflink.common.rpc_errors import (
     InvalidRequest,
     RpcException,
     RpcUnreachable,
+    UnknownTarget,
     check_fencing,
 )
 from yarnflink.executiongraph.executiongraph import (
@@ -729,8 +732,15 @@ class JobMaster(RpcEndpoint):
     ) -> None:
         check_fencing(self.jobmaster_id, request.jobmaster_id, "JobMaster")
         tm = self.slot_pool.task_managers.get(request.resource_id)
-        if tm is not None:
-            tm.last_heartbeat = time.monotonic()
+        if tm is None:
+            # lost (or never registered): not answering lets its heartbeat timeout of this
+            # JobMaster free the job's slots there, should the disconnect_job_manager sent at its
+            # loss not have reached it (e.g. it was frozen); a TaskExecutor about to offer a slot
+            # registers first
+            raise UnknownTarget(
+                f"TaskManager {request.resource_id} is not registered at the JobMaster of job {self.job_id}"
+            )
+        tm.last_heartbeat = time.monotonic()
 
     async def disconnect_task_manager(self, request: DisconnectTaskManager, *, timeout: float = RPC_TIMEOUT_S) -> None:
         check_fencing(self.jobmaster_id, request.jobmaster_id, "JobMaster")

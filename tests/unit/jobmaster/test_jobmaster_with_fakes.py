@@ -285,6 +285,9 @@ def test_a_task_manager_lost_while_alive_is_told_to_drop_the_jobs_slots(start_jo
     wait_until(lambda: te.count("disconnect_job_manager") == 1, what="the TaskExecutor told to drop the job")
     request = next(c.request for c in te.calls if c.method == "disconnect_job_manager")
     assert request.job_id == h.jm.job_id and "heartbeat timed out" in request.cause
+    # should that not reach it, its heartbeats go unanswered: it times this JobMaster out and frees them
+    with pytest.raises(UnknownTarget):
+        h.call(lambda: h.jm.heartbeat_from_task_manager(TaskManagerHeartbeat(h.token, "te-1", ())))
 
 
 def test_a_task_manager_without_heartbeats_is_lost_after_the_heartbeat_timeout(start_jobmaster: StartJobMaster) -> None:
