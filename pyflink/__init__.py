@@ -20,11 +20,20 @@ _found = _apache_flink_installed()
 if _found is not None and not _os.environ.get(_ALLOW_ENV):
     raise ImportError(_conflict_message(*_found), name="pyflink")
 
-from yarnflink.deployment.local.embedded import use_embedded_cluster as _use_embedded_cluster  # noqa: E402
+from yarnflink.api.environment import set_fallback_executor_factory as _set_fallback  # noqa: E402
 from yarnflink.version import __version__ as _yarnflink_version  # noqa: E402
 
 #: marks this package as yarnflink's (apache-flink's ``pyflink`` has no such attribute)
 __yarnflink__ = _yarnflink_version
 
+
+def _embedded_cluster_executor():  # type: ignore[no-untyped-def]
+    """The executor of `python job.py` (yarnflink.deployment.local.embedded). Imported when first
+    needed: a TaskExecutor that unpickles a function referring to pyflink names loads no client."""
+    from yarnflink.deployment.local.embedded import EmbeddedClusterExecutor
+
+    return EmbeddedClusterExecutor()
+
+
 # `python job.py`: an environment without an executor runs its jobs on a local cluster
-_use_embedded_cluster()
+_set_fallback(_embedded_cluster_executor)

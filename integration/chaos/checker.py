@@ -105,9 +105,11 @@ def check_processes(pids: Iterable[int], marker: str) -> list[str]:
     for pid in sorted(set(pids)):
         try:
             p = psutil.Process(pid)
-            if p.status() != psutil.STATUS_ZOMBIE:
-                problems.append(f"process {pid} still runs: {' '.join(p.cmdline())[:200]}")
-        except psutil.NoSuchProcess:
+            cmdline = " ".join(p.cmdline())
+            # a pid of ours that is gone may name another process by now: only ours count
+            if p.status() != psutil.STATUS_ZOMBIE and marker in cmdline:
+                problems.append(f"process {pid} still runs: {cmdline[:200]}")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
             pass
     me = os.getpid()
     for p in psutil.process_iter(["pid", "cmdline", "status"]):

@@ -105,5 +105,7 @@ def summarize(
 
 def output_diff(got: Sequence[object], expected: Sequence[object]) -> tuple[int, int]:
     """(duplicates, gaps): records committed more often than expected, and expected records missing."""
+    if len(got) == len(expected) and list(got) == list(expected):
+        return 0, 0  # the usual case, without counting millions of records
     g, e = Counter(got), Counter(expected)
     return sum((g - e).values()), sum((e - g).values())

@@ -31,13 +31,11 @@ PENDING: dict[str, str] = {
     "count_window_reduce": "sliding count windows (count_window(3, 2)) fire other windows than PyFlink's",
     "side_outputs": "a ProcessFunction's `yield output_tag, value` is taken as a main-output tuple",
     "keyed_side_outputs": "a KeyedProcessFunction's `yield output_tag, value` is taken as a main-output tuple",
-    "keyed_reduce_aggregations": "KeyedStream.min_by / max_by do not exist",
-    "connect_co_map": "DataStream.connect is refused (no two-input operators: CoMapFunction, CoFlatMapFunction)",
-    "keyed_co_process_join": "DataStream.connect is refused (no KeyedCoProcessFunction)",
-    "broadcast_state_rules": "broadcast(MapStateDescriptor) and broadcast state (KeyedBroadcastProcessFunction) "
-    "do not exist",
+    "keyed_reduce_aggregations": "sum(1) / min / max keep the other fields of the key's latest record; PyFlink "
+    "keeps those of its first (('sum', 'a', 11, 'x'), yarnflink gives 'v')",
+    "broadcast_state_rules": "broadcast state is refused (a clear error naming the alternative: keyed rules and "
+    "a KeyedCoProcessFunction)",
     "row_named_types": "the print sink shows a Row as +I[BERLIN, 54.5]; PyFlink as +I[BERLIN,54.5]",
-    "window_all_count": "pyflink.datastream.window has no CountTumblingWindowAssigner, and window_all is refused",
 }
 
 #: (how, case): run in a process of their own, as a user starts them (``yarnflink run`` on a

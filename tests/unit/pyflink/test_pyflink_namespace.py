@@ -96,7 +96,20 @@ def test_function_classes_are_generic_as_pyflinks():
 
 def test_importing_pyflink_installs_the_embedded_cluster_as_the_fallback_executor():
     assert environment._fallback_factory is not None
-    assert environment._fallback_factory.__name__ == "EmbeddedClusterExecutor"
+    assert environment._fallback_factory.__name__ == "_embedded_cluster_executor"
+
+
+def test_importing_pyflink_loads_no_client_until_a_job_runs():
+    code = "import sys, pyflink.datastream; print('yarnflink.client.executor' in sys.modules, 'httpx' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False"]
 
 
 def test_without_apache_flink_no_guard_is_installed():
