@@ -56,7 +56,9 @@ def session_run(idle_s: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="yarnflink-startup-") as tmp:
         config = Configuration({"taskmanager.numberOfTaskSlots": "1"})
         started = time.monotonic()
-        proc, info = start_local_cluster(config, taskexecutors=TASKEXECUTORS, workdir=Path(tmp), detached=False)
+        proc, info = start_local_cluster(
+            config, taskexecutors=TASKEXECUTORS, workdir=Path(tmp), detached=False, timeout=600
+        )
         ready = time.monotonic() - started
         try:
             master = psutil.Process(proc.pid)
