@@ -30,6 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.types as pat
 
+from yarnflink.common.lazy import load_module
+
 KeyArray = Union[pa.Array, pa.ChunkedArray, list, tuple, np.ndarray]
 
 LOWER_BOUND_MAX_PARALLELISM = 128  # Flink's DEFAULT_LOWER_BOUND_MAX_PARALLELISM
@@ -75,8 +77,7 @@ def _hash_float64(a: np.ndarray) -> np.ndarray:
 def _hash_strings(a: np.ndarray) -> np.ndarray:
     """a: object array of str / bytes / None."""
     # pandas (~70 MB, ~0.5 s to import) loads on the first string key, not in every process.
-    from pandas.util import hash_array
-
+    hash_array = load_module("pandas.util").hash_array
     return hash_array(np.asarray(a, dtype=object), categorize=True)
 
 

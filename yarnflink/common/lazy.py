@@ -11,15 +11,33 @@ re-exports, and they load on first attribute access::
 
 ``from package import Name`` works unchanged: the import system falls back to the module's
 ``__getattr__``. This module imports nothing of yarnflink.
+
+Deferred imports run in whichever thread first needs them, often several task threads at once.
+Two threads importing a package with internal import cycles (pandas) at the same moment can
+fail with ``_DeadlockError``; ``load_module`` serializes such first imports on one lock.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping
+from types import ModuleType
 
-__all__ = ["lazy_exports"]
+__all__ = ["lazy_exports", "load_module"]
+
+#: re-entrant: a module imported under it may itself load others lazily
+_first_imports = threading.RLock()
+
+
+def load_module(name: str) -> ModuleType:
+    """``importlib.import_module(name)``, with first imports serialized across threads."""
+    module = sys.modules.get(name)
+    if module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False):
+        return module  # fully imported: no lock on the hot path
+    with _first_imports:
+        return importlib.import_module(name)
 
 
 def lazy_exports(
@@ -38,7 +56,7 @@ def lazy_exports(
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
+        value = getattr(load_module(module), name)
         setattr(sys.modules[package], name, value)
         return value
 

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.types as pat
 
+from yarnflink.common.lazy import load_module
 from yarnflink.common.records import (
     KIND_PICKLE,
     Batch,
@@ -172,9 +173,8 @@ class _SlotTable:
             slots[miss] = found
             unindexed = len(keys) - self.indexed
             if unindexed >= max(64, self.indexed // 8):
-                import pandas as pd  # deferred: ~70 MB a TaskExecutor needs only for large keyed batches
-
-                self.index = pd.Index(keys)
+                # deferred: ~70 MB a TaskExecutor needs only for large keyed batches
+                self.index = load_module("pandas").Index(keys)
                 self.indexed = len(keys)
         return slots, is_new
 
@@ -430,8 +430,7 @@ class AggregateOperator(StreamOperator):
             res[order] = res_sorted
             self.vals[slots] = res_sorted[ends - 1]
         else:
-            import pandas as pd  # deferred (see _SlotTable)
-
+            pd = load_module("pandas")  # deferred (see _SlotTable)
             s = pd.Series(v, copy=False).groupby(codes, sort=False)
             if self.agg == "sum":
                 res = (s.cumsum().to_numpy() + carry[codes]).astype(acc, copy=False)
