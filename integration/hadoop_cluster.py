@@ -18,10 +18,16 @@ import shutil
 import subprocess
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape
 
 from tests.zk import _die_with_parent, free_ports
+
+if TYPE_CHECKING:
+    from yarnflink.client.rest_client import RestClient
+    from yarnflink.common.config import Configuration
 
 JAVA17_OPENS = "--add-opens=java.base/java.lang=ALL-UNNAMED"
 HOW_TO_RUN = (
@@ -215,3 +221,88 @@ class HadoopCluster:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+
+
+# ----------------------------------------------------------------------------- shared by integration/test_yarn.py and benchmarks/yarn.py
+#: The keyed running sum of the HA drills as a job file for the CLI (attached unless -d): its
+#: functions come from tests.ha_jobs (pickled by value), checkpoints where argv says.
+SUM_JOB = """\
+import sys
+from tests.ha_jobs import SlowWhile, add, key_of, to_key
+from yarnflink import FileSink, StreamExecutionEnvironment
+
+n, out, checkpoints, flag, parallelism = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_parallelism(parallelism)
+for k, v in {
+    "execution.checkpointing.interval": "300 ms",
+    "execution.checkpointing.dir": checkpoints,
+    "restart-strategy.type": "fixed-delay",
+    "restart-strategy.fixed-delay.attempts": "1000",
+    "restart-strategy.fixed-delay.delay": "0 ms",
+}.items():
+    env.get_config().set(k, v)
+(
+    env.from_sequence(0, n - 1)
+    .map(SlowWhile(flag, 0.0003))
+    .map(to_key)
+    .key_by(key_of)
+    .reduce(add)
+    .sink_to(FileSink(out, format="jsonl"))
+)
+env.execute("yarn it sum")
+"""
+
+
+def until(cond: Callable[[], Any], timeout: float = 180.0, what: str = "condition") -> Any:
+    """``cond()``'s first truthy value, polled every 0.5 s (errors count as not yet)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            value = cond()
+        except Exception:  # noqa: BLE001 - a cluster between states
+            value = None
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+def app_id_in(text: str) -> str:
+    return next(w.rstrip(".:,") for w in text.split() if w.startswith("application_"))
+
+
+def running_taskexecutors(config: Configuration, app_id: str) -> list[Any]:
+    from yarnflink.deployment.yarn.client import skein_client  # skein only where a cluster is
+
+    app = skein_client(config).connect(app_id)
+    return list(app.get_containers(services=["taskexecutor"], states=["RUNNING"]))
+
+
+def all_running(rest: RestClient, job_id: str) -> bool:
+    d = rest.job(job_id)
+    return d["state"] == "RUNNING" and all(s["status"] == "RUNNING" for v in d["vertices"] for s in v["subtasks"])
+
+
+def hdfs_url(path: str) -> str:
+    fs = os.environ.get("YARNFLINK_IT_HDFS") or ""
+    if not fs:
+        from yarnflink.deployment.yarn.spec import default_filesystem
+
+        fs = default_filesystem(os.environ.get("HADOOP_CONF_DIR")) or "hdfs://"
+    return fs.rstrip("/") + "/" + path.lstrip("/")
+
+
+def master_pid(app_id: str) -> int:
+    """The yarnflink master process of ``app_id`` on this node (the watched child with HA)."""
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            cmd = (p / "cmdline").read_bytes().split(b"\0")
+            environ = (p / "environ").read_bytes()
+        except OSError:
+            continue
+        if b"--yarn-child" in cmd and f"SKEIN_APPLICATION_ID={app_id}".encode() in environ:
+            return int(p.name)
+    raise AssertionError(f"no master process of {app_id} on this node")

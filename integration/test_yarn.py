@@ -29,13 +29,18 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from integration.hadoop_cluster import HOW_TO_RUN, HadoopCluster
+from integration.hadoop_cluster import HOW_TO_RUN, SUM_JOB, HadoopCluster
+from integration.hadoop_cluster import all_running as _all_running
+from integration.hadoop_cluster import app_id_in as _app_id
+from integration.hadoop_cluster import hdfs_url as _hdfs
+from integration.hadoop_cluster import master_pid as _master_pid
+from integration.hadoop_cluster import running_taskexecutors as _running_taskexecutors
+from integration.hadoop_cluster import until as _until
 
 EXISTING = bool(os.environ.get("HADOOP_CONF_DIR") and os.environ.get("YARNFLINK_IT_YARN") == "1")
 if not EXISTING and not os.environ.get("HADOOP_HOME"):
@@ -59,35 +64,6 @@ from yarnflink.deployment.yarn.spec import ClusterRequest  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 WORDCOUNT = ROOT / "examples" / "wordcount.py"
 pytestmark = pytest.mark.timeout(1800)
-
-#: The keyed running sum of the HA drills as a job file for the CLI (attached unless -d): its
-#: functions come from tests.ha_jobs (pickled by value), checkpoints where argv says.
-SUM_JOB = """\
-import sys
-from tests.ha_jobs import SlowWhile, add, key_of, to_key
-from yarnflink import FileSink, StreamExecutionEnvironment
-
-n, out, checkpoints, flag, parallelism = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-env = StreamExecutionEnvironment.get_execution_environment()
-env.set_parallelism(parallelism)
-for k, v in {
-    "execution.checkpointing.interval": "300 ms",
-    "execution.checkpointing.dir": checkpoints,
-    "restart-strategy.type": "fixed-delay",
-    "restart-strategy.fixed-delay.attempts": "1000",
-    "restart-strategy.fixed-delay.delay": "0 ms",
-}.items():
-    env.get_config().set(k, v)
-(
-    env.from_sequence(0, n - 1)
-    .map(SlowWhile(flag, 0.0003))
-    .map(to_key)
-    .key_by(key_of)
-    .reduce(add)
-    .sink_to(FileSink(out, format="jsonl"))
-)
-env.execute("yarn it sum")
-"""
 
 
 # ----------------------------------------------------------------------------- the cluster
@@ -171,31 +147,9 @@ def _cli(env: dict[str, str], *args: str, timeout: float = 900) -> subprocess.Co
     )
 
 
-def _until(cond: Callable[[], Any], timeout: float = 180.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            value = cond()
-        except Exception:  # noqa: BLE001 - a cluster between states
-            value = None
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
-
-
-def _app_id(text: str) -> str:
-    return next(w.rstrip(".:,") for w in text.split() if w.startswith("application_"))
-
-
 def _state(config: Configuration, app_id: str) -> tuple[str, str]:
     report = skein_client(config).application_report(app_id)
     return str(report.state), str(report.final_status)
-
-
-def _running_taskexecutors(config: Configuration, app_id: str) -> list[Any]:
-    app = skein_client(config).connect(app_id)
-    return list(app.get_containers(services=["taskexecutor"], states=["RUNNING"]))
 
 
 def _job_file(tmp_path: Path) -> Path:
@@ -204,37 +158,8 @@ def _job_file(tmp_path: Path) -> Path:
     return job
 
 
-def _all_running(rest: RestClient, job_id: str) -> bool:
-    d = rest.job(job_id)
-    return d["state"] == "RUNNING" and all(s["status"] == "RUNNING" for v in d["vertices"] for s in v["subtasks"])
-
-
 def _completed_checkpoints(rest: RestClient, job_id: str) -> int:
     return int(rest.get_json(f"/jobs/{job_id}/checkpoints")["counts"]["completed"])
-
-
-def _hdfs(path: str) -> str:
-    fs = os.environ.get("YARNFLINK_IT_HDFS") or ""
-    if not fs:
-        from yarnflink.deployment.yarn.spec import default_filesystem
-
-        fs = default_filesystem(os.environ.get("HADOOP_CONF_DIR")) or "hdfs://"
-    return fs.rstrip("/") + "/" + path.lstrip("/")
-
-
-def _master_pid(app_id: str) -> int:
-    """The yarnflink master process of ``app_id`` on this node (the watched child with HA)."""
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        try:
-            cmd = (p / "cmdline").read_bytes().split(b"\0")
-            environ = (p / "environ").read_bytes()
-        except OSError:
-            continue
-        if b"--yarn-child" in cmd and f"SKEIN_APPLICATION_ID={app_id}".encode() in environ:
-            return int(p.name)
-    raise AssertionError(f"no master process of {app_id} on this node")
 
 
 # ----------------------------------------------------------------------------- sessions

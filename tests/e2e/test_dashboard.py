@@ -183,11 +183,18 @@ def test_a_click_held_down_across_refreshes_still_follows_the_link(dcluster: Clu
     try:
         page.goto(dcluster.rest_url + "/#/jobmanager/config")
         page.wait_for_selector("#jm-config")
-        link = page.wait_for_selector("a[href='#/jobmanager/metrics']")
-        box = link.bounding_box()
-        assert box is not None
-        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        # a refresh may replace the link between finding it and pressing on it (the button is not
+        # down yet): measure whichever link is there, then hold on to the element under the button
+        box = wait_until(
+            lambda: page.wait_for_selector("a[href='#/jobmanager/metrics']").bounding_box(),
+            timeout=UI_TIMEOUT_MS / 1000,
+            message="the metrics link laid out",
+        )
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2  # type: ignore[index]
+        page.mouse.move(x, y)
         page.mouse.down()
+        link = page.evaluate_handle("([x, y]) => document.elementFromPoint(x, y).closest('a')", [x, y])
+        assert link.evaluate("e => e !== null && e.getAttribute('href')") == "#/jobmanager/metrics"
         page.wait_for_timeout(2_000)  # four refresh intervals with the button held down
         assert link.evaluate("e => e.isConnected"), "a refresh replaced the link under the pressed button"
         page.mouse.up()

@@ -4,6 +4,9 @@ cluster's filesystem and reuses it; the containers run its bin/python."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import tarfile
 import uuid
 from pathlib import Path
 
@@ -13,7 +16,8 @@ from tests.unit.yarn.fake_skein import FakeSkeinClient
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.yarn import YarnDeploymentError
 from yarnflink.deployment.yarn.client import submit_cluster
-from yarnflink.deployment.yarn.environment import environment_hash, ship_client_environment
+from yarnflink.deployment.yarn.environment import environment_hash, pack_environment, ship_client_environment
+from yarnflink.deployment.yarn.options import YarnConfigOptions
 from yarnflink.deployment.yarn.spec import ClusterRequest
 
 
@@ -71,3 +75,54 @@ def test_a_configured_interpreter_or_archive_ships_nothing(cluster_fs: str) -> N
 def test_no_cluster_filesystem_to_upload_to_is_a_clear_error() -> None:
     with pytest.raises(YarnDeploymentError, match="yarn.environment.dir"):
         ship_client_environment(Configuration(), "file:///", packer=Packer())
+
+
+# ----------------------------------------------------------------------------- the real venv-pack
+def _throwaway_venv(root: Path, *, with_yarnflink: bool) -> Path:
+    """A tiny virtualenv (no pip: fast) whose site-packages holds a stand-in yarnflink package."""
+    prefix = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True, timeout=60)
+    site_packages = next(prefix.glob("lib/python*/site-packages"))
+    if with_yarnflink:
+        (site_packages / "yarnflink").mkdir()
+        (site_packages / "yarnflink" / "__init__.py").write_text("VERSION = 'shipped'\n")
+    else:  # what pip install -e leaves: a path hook to the client's checkout
+        (site_packages / "__editable__.yarnflink-0.1.0.pth").write_text("import __editable___yarnflink_finder\n")
+    return prefix
+
+
+def test_a_real_virtualenv_is_packed_by_venv_pack_uploaded_once_and_reused(cluster_fs: str, tmp_path: Path) -> None:
+    pytest.importorskip("venv_pack")
+    import fsspec
+
+    prefix = _throwaway_venv(tmp_path, with_yarnflink=True)
+    packs: list[Path] = []
+
+    def packer(target: Path) -> None:
+        pack_environment(target, prefix=str(prefix))
+        packs.append(target)
+        with tarfile.open(target) as tar:  # checked while the temporary archive exists
+            names = set(tar.getnames())
+            init = next(n for n in names if n.endswith("site-packages/yarnflink/__init__.py"))
+            assert tar.extractfile(init).read() == b"VERSION = 'shipped'\n"  # type: ignore[union-attr]
+        assert {"bin/python", "pyvenv.cfg"} <= names
+
+    shipped = [ship_client_environment(Configuration(), cluster_fs, packer=packer) for _ in range(2)]
+    assert len(packs) == 1  # the second submission found the content hash uploaded
+    url = shipped[0].get(YarnConfigOptions.SHIP_ARCHIVES)
+    assert url == shipped[1].get(YarnConfigOptions.SHIP_ARCHIVES)
+    assert url == f"{cluster_fs}/user/etl/.yarnflink/environments/yarnflink-env-{environment_hash()}.tar.gz"
+    with fsspec.open(url, "rb") as f, tarfile.open(fileobj=f) as tar:
+        assert any(n.endswith("site-packages/yarnflink/__init__.py") for n in tar.getnames())
+
+
+def test_an_environment_without_yarnflink_in_it_is_refused_with_the_reason(tmp_path: Path) -> None:
+    pytest.importorskip("venv_pack")
+    prefix = _throwaway_venv(tmp_path, with_yarnflink=False)
+    with pytest.raises(YarnDeploymentError, match="holds no yarnflink package .*editable"):
+        pack_environment(tmp_path / "env.tar.gz", prefix=str(prefix))
+
+
+def test_a_python_that_is_no_environment_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(YarnDeploymentError, match="no virtualenv or conda environment"):
+        pack_environment(tmp_path / "env.tar.gz", prefix=str(tmp_path))

@@ -14,12 +14,14 @@ its nodes need the same base Python at the same path (conda-pack includes it).
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 import platform
 import posixpath
 import site
 import sys
+import tarfile
 import tempfile
 from collections.abc import Callable
 from importlib import metadata
@@ -52,25 +54,50 @@ def environment_hash() -> str:
     return h.hexdigest()[:32]
 
 
-def pack_environment(target: Path) -> None:
-    """conda-pack for a conda environment, venv-pack for a virtualenv, else a clear error."""
-    if os.environ.get("CONDA_PREFIX") and Path(os.environ["CONDA_PREFIX"]).resolve() == Path(sys.prefix).resolve():
+def pack_environment(target: Path, prefix: str | None = None) -> None:
+    """conda-pack for a conda environment, venv-pack for a virtualenv (this process's unless
+    ``prefix`` names another), else a clear error; an archive without yarnflink is refused."""
+    prefix = prefix or sys.prefix
+    conda = os.environ.get("CONDA_PREFIX")
+    if (Path(prefix) / "conda-meta").is_dir() or (conda and Path(conda).resolve() == Path(prefix).resolve()):
         try:
             import conda_pack  # optional: packs the client's conda environment
         except ImportError:
             raise YarnDeploymentError(_HINT.format(tool="conda-pack")) from None
-        conda_pack.pack(prefix=sys.prefix, output=str(target), force=True)
-        return
-    if sys.prefix == sys.base_prefix:
+        _run_packer(conda_pack.pack, prefix, target)
+    elif (Path(prefix) / "pyvenv.cfg").is_file():
+        try:
+            import venv_pack  # optional: packs the client's virtualenv
+        except ImportError:
+            raise YarnDeploymentError(_HINT.format(tool="venv-pack")) from None
+        _run_packer(venv_pack.pack, prefix, target)
+    else:
         raise YarnDeploymentError(
-            "the client's Python is no virtualenv or conda environment, which yarnflink could ship: "
+            f"the client's Python ({prefix}) is no virtualenv or conda environment, which yarnflink could ship: "
             "set yarn.python.executable (a Python with yarnflink on every node) or yarn.ship-archives"
         )
+    _check_holds_yarnflink(target, prefix)
+
+
+def _run_packer(pack: Callable[..., Any], prefix: str, target: Path) -> None:
     try:
-        import venv_pack  # optional: packs the client's virtualenv
-    except ImportError:
-        raise YarnDeploymentError(_HINT.format(tool="venv-pack")) from None
-    venv_pack.pack(prefix=sys.prefix, output=str(target), force=True)
+        pack(prefix=prefix, output=str(target), force=True)
+    except Exception as e:  # noqa: BLE001 - the packers raise their own exception types (e.g. editable installs)
+        raise YarnDeploymentError(f"packing the client's environment {prefix} failed: {e}") from e
+
+
+def _check_holds_yarnflink(archive: Path, prefix: str) -> None:
+    """An editable install (pip install -e) leaves yarnflink's source outside the environment: the
+    packers ship only a path hook pointing at the client's checkout, and every container would fail
+    to import yarnflink. Refused here rather than as dead containers."""
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+    if not any(fnmatch.fnmatch(n.lstrip("./"), "lib/python*/site-packages/yarnflink/__init__.py") for n in names):
+        raise YarnDeploymentError(
+            f"the packed environment {prefix} holds no yarnflink package (an editable install, pip install -e, "
+            "is not shipped): install yarnflink into it non-editable, or set yarn.ship-archives / "
+            "yarn.python.executable"
+        )
 
 
 _HINT = (
