@@ -37,6 +37,7 @@ from yarnflink.checkpoint.barriers import CheckpointBarrier, UnalignedBarrierHan
 from yarnflink.checkpoint.config import checkpointing_enabled
 from yarnflink.checkpoint.options import CheckpointingOptions
 from yarnflink.common.config import parse_memory
+from yarnflink.common.lazy import load_module
 from yarnflink.common.records import Batch
 from yarnflink.executiongraph.executiongraph import ExecutionState
 from yarnflink.jobmaster.gateway import SerializedThrowable
@@ -187,6 +188,11 @@ class Task:
         self.mailbox.try_put(Mail(notification, f"{what} of checkpoint {checkpoint_id}"))
 
     def start(self) -> None:
+        # pandas loads on first use (a TaskExecutor idles without it), but never inside two task
+        # threads at once: one thread's import and pyarrow's own lazy `import pandas` in another
+        # deadlock in pandas' import cycles (_DeadlockError). Loaded here, on the TaskExecutor's
+        # thread before any task thread runs, the task threads find it imported.
+        load_module("pandas")
         self._thread.start()
 
     def join(self, timeout: float) -> None:
