@@ -30,6 +30,7 @@ from pathlib import Path
 
 from yarnflink.checkpoint.options import CheckpointingOptions
 from yarnflink.checkpoint.storage import FsCheckpointStorage
+from yarnflink.client.sessions import pid_alive
 from yarnflink.common.config import Configuration
 from yarnflink.deployment.local.driver import LocalProcessDriver
 from yarnflink.deployment.yarn.master import YarnMasterSide
@@ -174,7 +175,7 @@ class MasterProcess:
 
     def _job_cluster_done(self) -> bool:
         """Every job ended and the client is gone (or it went away without submitting one)."""
-        if self.client_pid is not None and _pid_alive(self.client_pid):
+        if self.client_pid is not None and pid_alive(self.client_pid):
             return False
 
         async def ended() -> bool | None:
@@ -282,20 +283,6 @@ def job_cluster_done_for_remote_client(client_gone: bool, ended_for_s: float, cl
         log.warning("the client did not fetch its result within %.0fs: shutting down", client_wait_s)
         return True
     return False
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def _record_zookeeper_session(master: MasterProcess) -> None:
