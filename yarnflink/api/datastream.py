@@ -396,8 +396,11 @@ class DataStream(_OperatorSettings):
             raise TypeError(f"print() sink_identifier must be a string, got {_describe(sink_identifier)}")
         stream = self
         type_info = self._t.output_type
-        if _prints_differently(type_info):
-            # typed records print as Flink's Java toString does: (hi,1), +I[1, hi], true, 1.0E7
+        if isinstance(type_info, RowTypeInfo):
+            # PyFlink formats Rows in Python before its Java print sink: +I[BERLIN,54.5]
+            stream = self._then("Map", MapSpec(fn=type_info.print_string), Types.STRING())
+        elif _prints_differently(type_info):
+            # other typed records print as Flink's Java toString does: (hi,1), true, 1.0E7
             stream = self._then("Map", MapSpec(fn=type_info.to_string), Types.STRING())
         spec = PrintSinkSpec(prefix=sink_identifier)
         return DataStreamSink(self._env, stream._add("Print to Std. Out", spec, "sink"))
