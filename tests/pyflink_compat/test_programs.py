@@ -23,10 +23,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 #: Cases that do not pass under yarnflink yet, and why. They are not run (nor counted) unless
 #: YARNFLINK_COMPAT_PENDING=1; a case leaves this list once it passes.
-PENDING: dict[str, str] = {
-    "broadcast_state_rules": "broadcast state is refused (a clear error naming the alternative: keyed rules and "
-    "a KeyedCoProcessFunction)",
-}
+PENDING: dict[str, str] = {}
 
 #: (how, case): run in a process of their own, as a user starts them (``yarnflink run`` on a
 #: per-job cluster: test_console.py)

@@ -84,11 +84,11 @@ class SideOutputsFunction(TypedFunction):
         return out
 
     def __getattr__(self, name: str) -> Any:
-        if name == "on_timer":
-            on_timer = getattr(self._fn, "on_timer", None)
-            if on_timer is None:
+        if name in ("on_timer", "process_broadcast_element"):  # results of these convert alike
+            method = getattr(self._fn, name, None)
+            if method is None:
                 raise AttributeError(name)
-            return lambda *args: self._convert(on_timer(*args))
+            return lambda *args: self._convert(method(*args))
         return super().__getattr__(name)
 
 
