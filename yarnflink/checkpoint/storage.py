@@ -493,11 +493,17 @@ class FsCheckpointStorage:
         return LatestValid(None, skipped)
 
     # ------------------------------------------------------------------ deletion
-    def discard_checkpoint(self, checkpoint: CompletedCheckpoint) -> None:
+    def discard_checkpoint(
+        self, checkpoint: CompletedCheckpoint, shared: list[StreamStateHandle] | None = None
+    ) -> None:
         """Delete a completed checkpoint: its state files outside its directory, then the
-        directory (``_metadata`` first, so a crash midway never leaves a restorable half)."""
+        directory (``_metadata`` first, so a crash midway never leaves a restorable half), then
+        ``shared``: the shared files no retained checkpoint refers to any more (its own shared
+        files are not touched otherwise: the SharedStateRegistry decides)."""
         pointer = checkpoint.external_pointer or self.checkpoint_url(checkpoint.checkpoint_id)
         _discard_completed(checkpoint, pointer, self.storage_options)
+        if shared:
+            self.discard_state(shared)
 
     def discard_state(self, handles: list[StreamStateHandle]) -> None:
         for h in handles:
@@ -601,9 +607,12 @@ def _discard_completed(
     _io(pointer, "deleting the checkpoint", rm)
 
 
-def discard_checkpoint_at(pointer: str, storage_options: Mapping[str, Any] | None = None) -> None:
+def discard_checkpoint_at(
+    pointer: str, storage_options: Mapping[str, Any] | None = None, with_shared: bool = False
+) -> None:
     """Delete the completed checkpoint whose ``_metadata`` (or directory) ``pointer`` names, as
-    ``FsCheckpointStorage.discard_checkpoint``; if its metadata cannot be read, its directory."""
+    ``FsCheckpointStorage.discard_checkpoint``; if its metadata cannot be read, its directory.
+    ``with_shared``: its shared files too (every checkpoint of the job goes: its HA cleanup)."""
     location = pointer.rstrip("/")
     if posixpath.basename(location) == METADATA_FILE_NAME:
         location = location[: -len(METADATA_FILE_NAME) - 1]
@@ -612,6 +621,10 @@ def discard_checkpoint_at(pointer: str, storage_options: Mapping[str, Any] | Non
     except CheckpointMetadataError:
         checkpoint = CompletedCheckpoint("", 0, 0)
     _discard_completed(checkpoint, location, storage_options)
+    if with_shared:
+        for h in checkpoint.shared_handles():
+            fs, path = filesystem_for(h.path, storage_options)
+            _io(h.path, "deleting a shared state file", functools.partial(_remove_if_exists, fs, path))
 
 
 def validate_checkpoint(

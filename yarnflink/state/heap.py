@@ -459,7 +459,7 @@ class HeapKeyedStateBackend:
         views = self._views()
         if self.incremental and supports_shared_state(factory):
             return self._executor_for_snapshots().submit(
-                self._write_incremental, gen, views, checkpoint_id, now, label, factory
+                lambda: self._write_incremental(gen, views, checkpoint_id, now, label, factory)
             )
 
         def write() -> SnapshotResult:
