@@ -435,14 +435,15 @@ class RocksDBKeyedStateBackend:
         timers = [(name, q.snapshot_entries()) for name, q in self._queues.items() if len(q)]
         metas = tuple(self._tables[n].meta for n in self._tables)
         compression = self.compression
+        path = self.path
 
         def write() -> SnapshotResult:
             try:
-                files = list(_write_checkpoint_rows(chk, names, ttls, now, compression, factory, label))
+                files = list(_write_checkpoint_rows(chk, names, ttls, now, compression, factory, label, path))
+                for name, entries in timers:
+                    files += _write_timer_rows(name, entries, compression, factory, label, path)
             finally:
                 shutil.rmtree(chk, ignore_errors=True)
-            for name, entries in timers:
-                files += _write_timer_rows(name, entries, compression, factory, label)
             return SnapshotResult(
                 keyed_handles=tuple(KeyGroupsStateHandle(kgs, h, metas, self.backend_name) for kgs, h in files)
             )
@@ -531,12 +532,15 @@ class RocksDBKeyedStateBackend:
 # ----------------------------------------------------------------------------- snapshot rows
 class _RowFiles:
     """Canonical snapshot rows into Arrow IPC files of about ``SNAPSHOT_FILE_BYTES`` (a file
-    ends at a key-group boundary), each written to ``factory`` when full."""
+    ends at a key-group boundary), each written to ``factory`` when full. A file is spooled to
+    ``spool_dir`` on local disk and handed to the factory memory-mapped: its pages are the page
+    cache's, not the process's own memory (built in memory, a 64 MB file cost ~200 MB of RSS)."""
 
-    def __init__(self, compression: str | None, factory: CheckpointStreamFactory, label: str) -> None:
+    def __init__(self, compression: str | None, factory: CheckpointStreamFactory, label: str, spool_dir: str) -> None:
         self._opts = pa.ipc.IpcWriteOptions(compression=compression)
         self._factory = factory
         self._label = label
+        self._spool = os.path.join(spool_dir, f"spool-{uuid.uuid4().hex}.arrow")
         self._sink: Any = None
         self._writer: Any = None
         self._first = self._last = -1
@@ -547,7 +551,7 @@ class _RowFiles:
         if kg != self._last and self._sink is not None and self._sink.tell() >= SNAPSHOT_FILE_BYTES:
             self._close_file()
         if self._sink is None:
-            self._sink = pa.BufferOutputStream()
+            self._sink = pa.OSFile(self._spool, "wb")
             self._writer = pa.ipc.new_stream(self._sink, _SNAPSHOT_SCHEMA, options=self._opts)
             self._first = kg
         self._last = kg
@@ -580,9 +584,14 @@ class _RowFiles:
     def _close_file(self) -> None:
         self._write_batch()
         self._writer.close()
-        payload = self._sink.getvalue()
+        self._sink.close()
         self._sink = self._writer = None
-        self.done.append((KeyGroupRange(self._first, self._last), self._factory.write_state(payload, self._label)))
+        try:
+            with pa.memory_map(self._spool) as mapped:
+                handle = self._factory.write_state(mapped.read_buffer(), self._label)  # type: ignore[arg-type]
+        finally:
+            os.unlink(self._spool)
+        self.done.append((KeyGroupRange(self._first, self._last), handle))
 
     def close(self) -> list[tuple[KeyGroupRange, Any]]:
         if self._sink is not None:
@@ -598,13 +607,14 @@ def _write_checkpoint_rows(
     compression: str | None,
     factory: CheckpointStreamFactory,
     label: str,
+    spool_dir: str,
 ) -> Iterator[tuple[KeyGroupRange, Any]]:
     """(Snapshot thread) the rows of the RocksDB checkpoint ``chk`` as snapshot files."""
     from rocksdict import AccessType, Options, Rdict
 
     db = Rdict(chk, Options(raw_mode=True), access_type=AccessType.read_only())
     try:
-        files = _RowFiles(compression, factory, label)
+        files = _RowFiles(compression, factory, label, spool_dir)
         for k, v in cast(Iterator[tuple[bytes, bytes]], db.items()):
             sid = k[2:4]
             ttl_ms = ttls.get(sid)
@@ -625,9 +635,10 @@ def _write_timer_rows(
     compression: str | None,
     factory: CheckpointStreamFactory,
     label: str,
+    spool_dir: str,
 ) -> list[tuple[KeyGroupRange, Any]]:
     """(Snapshot thread) the timers ``(key group, timestamp, key, namespace)`` as snapshot files."""
-    files = _RowFiles(compression, factory, label)
+    files = _RowFiles(compression, factory, label, spool_dir)
     for kg, ts, key, ns in sorted(entries, key=lambda e: e[0]):
         files.add(kg, name, dumps((key, ns)), dumps(ts))
     return files.close()
