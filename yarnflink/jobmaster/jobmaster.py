@@ -242,7 +242,8 @@ class JobMaster(RpcEndpoint):
         #: the connection to the ResourceManager (None until the JobMaster started)
         self.rm_connection: ResourceManagerConnection | None = None
         #: HA takeover: the reconciliation with the TaskExecutors' reports (None: a fresh start)
-        self.reconcile = reconcile
+        # (the Adaptive scheduler plans its parallelism at the start: it redeploys, as before)
+        self.reconcile = reconcile and not isinstance(self.scheduler, AdaptiveScheduler)
         self.reconciliation: rc.Reconciliation | None = None
         #: what the reconciliation decided (None until then, or without one): the seam for the
         #: checkpoint driver -- adopted tasks keep their state, nothing of theirs is restored
@@ -294,7 +295,7 @@ class JobMaster(RpcEndpoint):
         await self.serve(JobMasterServicer(self), self.host, 0)
         if self.checkpoints is not None:
             try:
-                await self.checkpoints.load_initial()
+                await self.checkpoints.load_initial(tasks_adopted=self.reconcile)
             except Exception as e:  # noqa: BLE001 - an unreadable savepoint fails the job
                 self.fail_job(Failure("CheckpointException", f"cannot restore {e}", "", now_ms()))
                 return
