@@ -553,8 +553,18 @@ class TaskExecutor(RpcEndpoint):
     async def _allocate_slot(self, r: g.RequestSlot) -> g.SlotRequestAck:
         if self.job_leader_retrievers is not None and not self._saw_jobmaster(r.job_id, r.jobmaster_id):
             raise SlotAllocationError(f"slot request for a JobMaster of job {r.job_id} of an older leader epoch")
-        slot = self.slot_table.allocate(r.slot_index, r.job_id, r.allocation_id, r.profile)
         conn = self.job_managers.get(r.job_id)
+        if (
+            self.job_leader_retrievers is not None
+            and conn is not None
+            and conn.jobmaster_id != r.jobmaster_id
+            and self.slot_table.slots_of_job(r.job_id)
+        ):
+            # a new leader of a job whose slots and tasks are kept here: they are reported to it
+            # first (the ResourceManager asks again once the allocation failed)
+            self._on_job_leader(r.job_id, LeaderInformation(r.jobmaster_id, r.jobmaster_address))
+            raise SlotAllocationError(f"job {r.job_id}: reporting the slots kept here to its new JobMaster first")
+        slot = self.slot_table.allocate(r.slot_index, r.job_id, r.allocation_id, r.profile)
         if conn is None or conn.jobmaster_id != r.jobmaster_id:
             if conn is not None:
                 self._close_job_connection(r.job_id)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+import pytest
+
 from tests.fakes.conditions import wait_until
 from tests.fakes.gateways import raises
 from tests.fakes.leadership import TestingLeaderRetrievalDriver
@@ -17,6 +19,7 @@ from yarnflink.common.rpc_errors import FencingTokenMismatch, RpcRejected, RpcUn
 from yarnflink.executiongraph.executiongraph import ExecutionState
 from yarnflink.highavailability.leaderretrieval import LeaderRetrievalService
 from yarnflink.jobmaster.gateway import ReconnectTaskManager
+from yarnflink.resourcemanager.resources import UNKNOWN
 from yarnflink.taskexecutor import gateway as g
 
 OLD_JM = "0000000001-" + "a" * 32
@@ -144,3 +147,17 @@ def test_a_leader_that_started_the_job_afresh_gets_the_slots_back(start_task_exe
     job_retriever.publish(NEW_JM, JM_2)
     wait_until(lambda: h.slot_state("alloc-1") is None, what="the slot freed")
     wait_until(lambda: "exec-1" not in h.te.tasks, what="the task cancelled")
+
+
+def test_a_slot_request_of_the_jobs_new_leader_first_reports_the_kept_slots(
+    start_task_executor: StartTaskExecutor,
+) -> None:
+    h, _, _ = _running(start_task_executor)
+    jm2 = h.resolver.add_job_master(JM_2, jobmaster_id=NEW_JM)
+    request = g.RequestSlot("session-1", 1, JOB, "alloc-2", UNKNOWN, JM_2, NEW_JM)
+    with pytest.raises(RpcRejected, match="reporting the slots kept here"):
+        h.call(lambda: h.te.request_slot(request))
+    wait_until(lambda: h.te.job_managers[JOB].jobmaster_id == NEW_JM, what="reported to the new leader")
+    assert [s.allocation_id for s in jm2.requests("reconnect_task_manager")[0].slots] == ["alloc-1"]
+    h.call(lambda: h.te.request_slot(request))  # asked again: served for the new leader
+    assert h.slot_state("alloc-2") is not None and h.te.tasks["exec-1"].state == ExecutionState.RUNNING
