@@ -41,12 +41,14 @@ from yarnflink.api.environment import set_default_executor
 from yarnflink.client.executor import RestClusterExecutor
 from yarnflink.common.config import Configuration
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200 if os.environ.get("YARNFLINK_HA_DRILL_FULL") == "1" else 240)]
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 FULL = os.environ.get("YARNFLINK_HA_DRILL_FULL") == "1"
 KILLS = 10 if FULL else 1
-N = 60_000 if not FULL else 200_000
+#: records, and the pause per record while the flag exists: the job must outlive every kill
+N = 1_000_000 if FULL else 60_000
+PAUSE_S = 0.001 if FULL else 0.0005
 
 
 class CountOpens(MapFunction):
@@ -80,7 +82,7 @@ def submit(rest_url: str, tmp: Path, flag: Path, opens: Path) -> tuple[str, Path
             env.get_config().set(k, v)
         (
             env.from_sequence(0, N - 1)
-            .map(SlowWhile(str(flag), 0.0005))
+            .map(SlowWhile(str(flag), PAUSE_S))
             .map(CountOpens(str(opens)))
             .map(to_key)
             .key_by(key_of)
@@ -156,7 +158,7 @@ def test_a_sigkilled_leader_is_replaced_without_the_job_noticing(cluster: Any, t
             cluster.restart(old)  # the killed master comes back as a standby for the next round
     flag.unlink()
     with cluster.rest() as rest:
-        wait_until(lambda: rest.job(job_id)["state"] in ("FINISHED", "FAILED", "CANCELED"), 180, "the job to end")
+        wait_until(lambda: rest.job(job_id)["state"] in ("FINISHED", "FAILED", "CANCELED"), 600, "the job to end")
         details = rest.job(job_id)
         assert completed_checkpoints(rest, job_id) >= 1
     assert details["state"] == "FINISHED"
