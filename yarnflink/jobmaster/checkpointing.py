@@ -236,15 +236,23 @@ class CheckpointDriver:
         self._clean(cu.LeadershipLost(cause))
 
     # ------------------------------------------------------------------ restore (storage and HA reads)
-    async def load_initial(self) -> None:
+    async def load_initial(self, tasks_adopted: bool = False) -> None:
         """What the job starts from (``checkpoint_recovery``): with HA the latest checkpoint in
         ZooKeeper, else ``execution.savepoint.path``. Raises, naming the path and the problem, if
-        that state cannot be read or does not fit the job; the job then fails."""
+        that state cannot be read or does not fit the job; the job then fails.
+
+        ``tasks_adopted`` (HA takeover, issue 18): the new leader adopts the tasks that kept
+        running (``yarnflink.jobmaster.reconciliation``) and they keep their state: the retained
+        checkpoints and the id counter are taken over as usual, but no restore is counted; a
+        task redeployed later (a region failover) restores, and is counted, as on any restart."""
         started = await read_initial_state(self.jm.config, self.storage, self.ha, self.jm.job_id)
         if started is not None:
             for skipped in started.skipped:
                 self._note_skipped(skipped)
-            self._apply(self.restore.handle(started))
+            actions = self.restore.handle(started)
+            if tasks_adopted:
+                actions = [a for a in actions if not isinstance(a, rp.RestoreCounted)]
+            self._apply(actions)
         if self.ha is not None and self.storage is not None:
             await self._delete_orphans(self.ha, self.storage)
 
