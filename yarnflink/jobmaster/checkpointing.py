@@ -12,6 +12,7 @@ the HA store, ids reserved from it, files discarded, the job failed or cancelled
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
@@ -105,6 +106,10 @@ class CheckpointDriver:
         #: when files may be deleted: with HA, never while a pointer may name them (checkpoint/cleanup.py)
         self.cleanup = cu.CheckpointCleanup(ha=self.ha is not None)
         self._reserved_id = 0
+        #: HA takeover (read before this leader draws an id): the newest checkpoint whose pointer
+        #: is in the HA store and the counter's value (every id below it was an earlier leader's)
+        self._published_id = 0
+        self._handed_out_below = 1
         self._task: asyncio.Task[None] | None = None
         self._validating: asyncio.Future[None] | None = None
 
@@ -236,12 +241,24 @@ class CheckpointDriver:
         self._clean(cu.LeadershipLost(cause))
 
     # ------------------------------------------------------------------ restore (storage and HA reads)
-    async def load_initial(self) -> None:
+    async def load_initial(self, adopted: bool = False) -> None:
         """What the job starts from (``checkpoint_recovery``): with HA the latest checkpoint in
         ZooKeeper, else ``execution.savepoint.path``. Raises, naming the path and the problem, if
-        that state cannot be read or does not fit the job; the job then fails."""
+        that state cannot be read or does not fit the job; the job then fails.
+
+        ``adopted``: a new leader adopts the job's running tasks (issue 18): they keep their
+        state, so nothing is restored now (the checkpoints are owned for later restarts); call
+        ``tasks_adopted`` once the JobMaster knows which executions it adopted."""
+        if self.ha is not None:
+            self._handed_out_below = int(await run_off_loop(self.ha.next_id))
+            if self._handed_out_below > 1:  # an earlier leader ran this job: its triggers are lost
+                self.coordinator.savepoints.taken_over(self._handed_out_below)
         started = await read_initial_state(self.jm.config, self.storage, self.ha, self.jm.job_id)
         if started is not None:
+            if adopted:
+                started = dataclasses.replace(started, adopted=True)
+            if isinstance(started, rp.ResumedFromHa):
+                self._published_id = started.published_id
             for skipped in started.skipped:
                 self._note_skipped(skipped)
             self._apply(self.restore.handle(started))
@@ -258,6 +275,24 @@ class CheckpointDriver:
         for cid in orphans:
             log.info("job %s: deleting chk-%d, left by an earlier leader (no pointer names it)", self.jm.job_id, cid)
             self._clean(cu.DiscardDirectory(cid))
+
+    def tasks_adopted(self, running: Sequence[Execution], finished: Sequence[Execution] = ()) -> None:
+        """The JobMaster adopted these executions of an earlier leader (issue 18) instead of
+        deploying them: the coordinator notifies the latest completed checkpoint (its notice may
+        not have reached the tasks: the FileSink commits it exactly once), aborts what was in flight
+        at the crash (files discarded through ``checkpoint/cleanup.py``) and continues the ids
+        (``checkpoint/takeover.py``). Call after ``load_initial(adopted=True)``, on the loop."""
+        known = self.coordinator.tasks
+        adopted = tuple((tid, e.attempt_number) for e in running if (tid := task_id_of(e.vertex)) in known)
+        done = tuple(tid for e in finished if (tid := task_id_of(e.vertex)) in known)
+        log.info(
+            "job %s: checkpointing continues on %d adopted task(s): checkpoint %d notified, ids from %d",
+            self.jm.job_id,
+            len(adopted),
+            self._published_id,
+            max(self._handed_out_below, self._published_id + 1),
+        )
+        self._handle(cc.TasksAdopted(adopted, done, self._published_id, self._handed_out_below, _now_ms()))
 
     def _note_skipped(self, message: str) -> None:
         """A checkpoint not restored, and why, goes to the job's exception history (REST
