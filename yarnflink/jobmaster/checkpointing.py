@@ -15,6 +15,8 @@ import asyncio
 import dataclasses
 import json
 import logging
+import os
+import signal
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -35,6 +37,7 @@ from yarnflink.checkpoint.storage import (
     validate_checkpoint,
     write_savepoint,
 )
+from yarnflink.common.config import ConfigOption
 from yarnflink.common.rpc_errors import RpcException
 from yarnflink.executiongraph.executiongraph import Execution, ExecutionState, ExecutionVertex, Failure, now_ms
 from yarnflink.highavailability.errors import HaStoreError, LeadershipLostError
@@ -421,13 +424,32 @@ class CheckpointDriver:
                 pointer = await run_off_loop(self.storage.write_metadata, a.checkpoint, None)
         except Exception as e:  # noqa: BLE001
             pointer, error = "", f"{type(e).__name__}: {e}"
+        if error is None and pointer and not a.checkpoint.is_savepoint:
+            self._testing_kill(CheckpointingOptions.TESTING_KILL_MASTER_AFTER_METADATA, cid)
         if error is None and self.ha is not None and pointer and not a.checkpoint.is_savepoint:
             error = await self._publish_pointer(self.ha, cid, pointer)
+            if error is None:
+                self._testing_kill(CheckpointingOptions.TESTING_KILL_MASTER_AFTER_POINTER, cid)
         self._handle(
             cc.MetadataWritten(cid, pointer, _now_ms())
             if error is None
             else cc.MetadataWriteFailed(cid, error, _now_ms())
         )
+
+    def _testing_kill(self, option: ConfigOption, checkpoint_id: int) -> None:
+        """The HA drills' fault hook (test only): SIGKILL of this master in the middle of finalizing
+        a checkpoint, armed by the file the option names (deleted first: the next leader, which
+        has the same configuration, goes on)."""
+        trigger = self.jm.config.get_string(option)
+        if not trigger or not os.path.exists(trigger):
+            return
+        os.remove(trigger)
+        with open(f"{trigger}.fired", "w") as f:
+            f.write(str(checkpoint_id))
+        log.warning("job %s: %s: SIGKILL of this master at checkpoint %d", self.jm.job_id, option.key, checkpoint_id)
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
 
     async def _publish_pointer(self, ha: JobCheckpointRecovery, cid: int, pointer: str) -> str | None:
         """A checkpoint's ``_metadata`` URL added to ZooKeeper; the error otherwise."""
