@@ -38,32 +38,53 @@ __all__ = ["OpenLogging", "committed_values", "expected_batch_sums", "opens", "s
 
 class OpenLogging(MapFunction):
     """The identity, logging each ``open()`` to ``log``; while ``flag`` exists every record waits
-    ``pause_s`` (``hold``: waits until the flag is gone)."""
+    ``pause_s`` (``hold``: waits until the flag is gone). ``progress_every``: also logs, every so
+    many records, the subtask's count and the time (``"stage": "progress"``: the benchmark's
+    throughput, read from the TaskExecutors' side, so it needs no master)."""
 
-    def __init__(self, log: str, stage: str, flag: str = "", pause_s: float = 0.0, hold: bool = False) -> None:
+    def __init__(
+        self,
+        log: str,
+        stage: str,
+        flag: str = "",
+        pause_s: float = 0.0,
+        hold: bool = False,
+        progress_every: int = 0,
+    ) -> None:
         self.log = log
         self.stage = stage
         self.flag = flag
         self.pause_s = pause_s
         self.hold = hold
+        self.progress_every = progress_every
+        self._subtask = 0
+        self._count = 0
+
+    def _append(self, entry: dict[str, Any]) -> None:
+        fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (json.dumps(entry) + "\n").encode())  # one write of a short line: atomic with O_APPEND
+        finally:
+            os.close(fd)
 
     def open(self, runtime_context: Any) -> None:
-        line = json.dumps(
+        self._subtask = runtime_context.get_index_of_this_subtask()
+        self._count = 0
+        self._append(
             {
                 "stage": self.stage,
-                "subtask": runtime_context.get_index_of_this_subtask(),
+                "subtask": self._subtask,
                 "attempt": runtime_context.get_attempt_number(),
                 "pid": os.getpid(),
                 "time": time.time(),
             }
         )
-        fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, (line + "\n").encode())  # one write of a short line: atomic with O_APPEND
-        finally:
-            os.close(fd)
 
     def map(self, value: Any) -> Any:
+        if self.progress_every:
+            self._count += 1
+            if self._count % self.progress_every == 0:
+                self._append({"stage": "progress", "subtask": self._subtask, "n": self._count, "time": time.time()})
         if self.flag:
             if self.hold:
                 while os.path.exists(self.flag):
@@ -104,6 +125,7 @@ def submit_forward_job(
     checkpoint_interval: str = "300 ms",
     pause_s: float = 0.0005,
     config: Mapping[str, str] | None = None,
+    progress_every: int = 0,
 ) -> str:
     """0..n-1 through an ``OpenLogging`` map into an exactly-once FileSink; returns the job id."""
     env, executor = _environment(
@@ -121,7 +143,7 @@ def submit_forward_job(
     try:
         (
             env.from_sequence(0, n - 1)
-            .map(OpenLogging(str(log), "map", str(flag), pause_s))
+            .map(OpenLogging(str(log), "map", str(flag), pause_s, progress_every=progress_every))
             .sink_to(FileSink(str(out), format="jsonl"))
         )
         return str(env.execute_async(name).get_job_id())
