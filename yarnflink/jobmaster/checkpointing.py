@@ -244,21 +244,22 @@ class CheckpointDriver:
         self._clean(cu.LeadershipLost(cause))
 
     # ------------------------------------------------------------------ restore (storage and HA reads)
-    async def load_initial(self, adopted: bool = False) -> None:
+    async def load_initial(self, tasks_adopted: bool = False) -> None:
         """What the job starts from (``checkpoint_recovery``): with HA the latest checkpoint in
         ZooKeeper, else ``execution.savepoint.path``. Raises, naming the path and the problem, if
         that state cannot be read or does not fit the job; the job then fails.
 
-        ``adopted``: a new leader adopts the job's running tasks (issue 18): they keep their
-        state, so nothing is restored now (the checkpoints are owned for later restarts); call
-        ``tasks_adopted`` once the JobMaster knows which executions it adopted."""
+        ``tasks_adopted`` (HA takeover, issue 18): a new leader adopts the job's running tasks:
+        they keep their state, so nothing is restored or counted now (the retained checkpoints
+        are owned for later restarts: a region failover restores the latest); call
+        ``on_tasks_adopted`` once the JobMaster knows which executions it adopted."""
         if self.ha is not None:
             self._handed_out_below = int(await run_off_loop(self.ha.next_id))
             if self._handed_out_below > 1:  # an earlier leader ran this job: its triggers are lost
                 self.coordinator.savepoints.taken_over(self._handed_out_below)
         started = await read_initial_state(self.jm.config, self.storage, self.ha, self.jm.job_id)
         if started is not None:
-            if adopted:
+            if tasks_adopted:
                 started = dataclasses.replace(started, adopted=True)
             if isinstance(started, rp.ResumedFromHa):
                 self._published_id = started.published_id
@@ -279,12 +280,12 @@ class CheckpointDriver:
             log.info("job %s: deleting chk-%d, left by an earlier leader (no pointer names it)", self.jm.job_id, cid)
             self._clean(cu.DiscardDirectory(cid))
 
-    def tasks_adopted(self, running: Sequence[Execution], finished: Sequence[Execution] = ()) -> None:
+    def on_tasks_adopted(self, running: Sequence[Execution], finished: Sequence[Execution] = ()) -> None:
         """The JobMaster adopted these executions of an earlier leader (issue 18) instead of
         deploying them: the coordinator notifies the latest completed checkpoint (its notice may
         not have reached the tasks: the FileSink commits it exactly once), aborts what was in flight
         at the crash (files discarded through ``checkpoint/cleanup.py``) and continues the ids
-        (``checkpoint/takeover.py``). Call after ``load_initial(adopted=True)``, on the loop."""
+        (``checkpoint/takeover.py``). Call after ``load_initial(tasks_adopted=True)``, on the loop."""
         known = self.coordinator.tasks
         adopted = tuple((tid, e.attempt_number) for e in running if (tid := task_id_of(e.vertex)) in known)
         done = tuple(tid for e in finished if (tid := task_id_of(e.vertex)) in known)
