@@ -394,7 +394,7 @@ class CheckpointDriver:
             elif isinstance(a, cc.DiscardState):
                 self._clean(cu.DiscardFiles(a.checkpoint_id, a.handles))
             elif isinstance(a, cc.DiscardCheckpoint):
-                self._clean(cu.DiscardCompleted(a.checkpoint))
+                self._clean(cu.DiscardCompleted(a.checkpoint, a.shared))
             elif isinstance(a, cc.FailGlobal):  # the restart strategy decides: a failover, or the end
                 self.jm.fail_global(Failure("CheckpointException", a.reason, "", now_ms()))
             elif isinstance(a, cc.RestoreFallback):
@@ -479,7 +479,7 @@ class CheckpointDriver:
             elif isinstance(a, cu.CheckLeadership) and self.ha is not None:
                 self.jm._spawn(self._ask_ha(a.ticket, self.ha.check_leadership))
             elif isinstance(a, cu.DeleteCheckpoint):
-                self._discard(storage.discard_checkpoint, a.checkpoint)
+                self._discard(storage.discard_checkpoint, a.checkpoint, list(a.shared))
             elif isinstance(a, cu.DeleteState):
                 self._discard(storage.discard_state, list(a.handles))
             elif isinstance(a, cu.DeleteDirectory):
