@@ -56,6 +56,9 @@ Protocol (Flink's):
    with its ``DiscardState``. The registry is rebuilt from the checkpoints a coordinator takes
    over (``CheckpointsRecovered``, ``continuing``). A savepoint that refers to shared files
    (it must be self-contained) is aborted.
+10. Takeover without a restore (issue 18): ``TasksAdopted`` -- a new leader adopted the running
+    tasks of the job (with their attempt numbers); it notifies the latest completed checkpoint,
+    aborts what an earlier leader had in flight and continues the ids (``checkpoint/takeover.py``).
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ from yarnflink.checkpoint.metadata import CompletedCheckpoint, OperatorState
 from yarnflink.checkpoint.savepoints import NO_TARGET_DIRECTORY, SavepointTracker, savepoint_directory
 from yarnflink.checkpoint.shared import SharedStateDiscardedError, SharedStateRegistry
 from yarnflink.checkpoint.stop_with_savepoint import FailWithoutRestart
+from yarnflink.checkpoint.takeover import abort_reason, in_flight_ids
 from yarnflink.state.handles import StreamStateHandle, TaskStateSnapshot
 
 CREATED, RUNNING, FINISHED = "CREATED", "RUNNING", "FINISHED"
@@ -253,6 +257,20 @@ class CheckpointUnrestorable:
     reason: str
 
 
+@dataclass(frozen=True)
+class TasksAdopted:
+    """A new leader adopted the job's tasks instead of redeploying them: ``running`` (task id,
+    attempt number) keep running with their state, ``finished`` had finished; ``published_id`` is
+    the newest checkpoint whose pointer is in the HA store (0: none), ``handed_out_below`` the
+    shared id counter's value before this leader drew an id (see ``checkpoint/takeover.py``)."""
+
+    running: tuple[tuple[str, int], ...]
+    finished: tuple[str, ...]
+    published_id: int
+    handed_out_below: int
+    now: int
+
+
 Event = Union[
     Tick,
     TriggerSavepoint,
@@ -273,6 +291,7 @@ Event = Union[
     CheckpointsRecovered,
     CheckpointIdReserved,
     CheckpointUnrestorable,
+    TasksAdopted,
 ]
 
 
@@ -794,6 +813,32 @@ class CheckpointCoordinator:
         dropped = self.completed.pop()
         self.shared.unregister(dropped.checkpoint_id)  # (nothing deleted: its pointer may remain)
         return [RestoreFallback(e.checkpoint_id, self.completed[-1].checkpoint_id, e.reason)]
+
+    # ------------------------------------------------------------------ takeover without a restore
+    def _on_TasksAdopted(self, e: TasksAdopted) -> list[Action]:
+        if self.pending:
+            raise ValueError("tasks are adopted before any checkpoint is triggered")
+        for task_id, attempt in e.running:
+            self._check_task(task_id)
+            self.status[task_id] = RUNNING
+            self.attempts[task_id] = attempt
+        for task_id in e.finished:
+            self._check_task(task_id)
+            self.status[task_id] = FINISHED
+        in_flight = in_flight_ids(e.published_id, e.handed_out_below)
+        self.next_checkpoint_id = max(self.next_checkpoint_id, e.handed_out_below, e.published_id + 1)
+        self.savepoints.taken_over(e.handed_out_below)
+        running = tuple(sorted(t for t, _ in e.running))
+        actions: list[Action] = []
+        if e.published_id and running:
+            actions.append(NotifyCheckpointComplete(e.published_id, running))
+        for cid in in_flight:
+            if running:
+                actions.append(NotifyCheckpointAborted(cid, running, abort_reason(cid, e.published_id)))
+            actions.append(DiscardIncomplete(cid))
+        # the first checkpoint under the new leader as soon as every task runs: it proves the takeover
+        self.next_trigger = min(self.next_trigger, e.now)
+        return actions
 
     # ------------------------------------------------------------------ aborting
     def _abort(self, cid: int, reason: str, now: int, message: str) -> list[Action]:
