@@ -107,6 +107,23 @@ def test_non_keyed_broadcast_process_and_read_only_state():
         run_operator(bad._t.spec, [[(0, "x")]])
 
 
+def test_a_non_keyed_broadcast_function_has_no_keyed_state():
+    class Keyed(BroadcastProcessFunction):
+        def open(self, runtime_context):
+            runtime_context.get_state(ValueStateDescriptor("v", Types.INT()))
+
+        def process_element(self, value, ctx):
+            pass
+
+        def process_broadcast_element(self, value, ctx):
+            pass
+
+    env = StreamExecutionEnvironment()
+    out = env.from_collection([1]).connect(env.from_collection([2]).broadcast(RULES)).process(Keyed())
+    with pytest.raises(RuntimeError, match=r"keyed state is only available .* after key_by"):
+        run_operator(out._t.spec, [[(0, 1)]])
+
+
 def test_wrong_uses_are_clear_errors():
     env = StreamExecutionEnvironment()
     ds = env.from_collection([1])
