@@ -110,7 +110,8 @@ class JobManagerConnection:
     reconnect_timer: asyncio.TimerHandle | None = None
     #: HA: the leader being reported to (its report in flight)
     reconnecting: LeaderInformation | None = None
-    #: tasks that ended and whose final state has not reached a JobMaster yet (reported to the next leader)
+    #: tasks that ended and whose final state has not reached a JobMaster yet, and every task
+    #: that finished (reported to the job's next leader, which adopts them as finished)
     ended: dict[str, ReportedTask] = field(default_factory=dict)
     #: HA: watches leader/<job id> (a LeaderRetrievalService)
     leader_retriever: Any = None
@@ -774,7 +775,8 @@ class TaskExecutor(RpcEndpoint):
                     await self.gateways.job_master(conn.address).update_task_execution_state(
                         dataclasses.replace(update, jobmaster_id=jobmaster_id)
                     )
-                    conn.ended.pop(update.execution_id, None)
+                    if update.state != ExecutionState.FINISHED:  # a next leader must know what finished
+                        conn.ended.pop(update.execution_id, None)
                     break
                 except FencingTokenMismatch as e:
                     if not ha or self.job_managers.get(conn.job_id) is not conn:
