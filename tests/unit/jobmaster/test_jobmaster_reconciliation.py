@@ -96,3 +96,10 @@ def test_a_report_of_an_older_leader_is_refused_and_a_fresh_jobmaster_adopts_not
     fresh = start_jobmaster(job_graph=two_pipelines(), jobmaster_id=NEW)
     with pytest.raises(RpcRejected, match="adopts no tasks"):
         fresh.call(lambda: fresh.jm.reconnect_task_manager(report("te-0", 0)))
+
+
+def test_a_suspended_jobmaster_refuses_reports(start_jobmaster: StartJobMaster) -> None:
+    h = start_jobmaster(job_graph=two_pipelines(), jobmaster_id=NEW, reconcile=True)
+    h.call(lambda: h.jm.suspend("leadership lost"))
+    with pytest.raises(FencingTokenMismatch):
+        h.call(lambda: h.jm.reconnect_task_manager(report("te-0", 0)))
