@@ -174,3 +174,9 @@ def test_a_task_that_finished_under_the_old_leader_is_reported_to_the_next_one(
     wait_until(lambda: jm2.count("reconnect_task_manager") == 1, what="the report")
     tasks = {t.execution_id: t.state for t in jm2.requests("reconnect_task_manager")[0].tasks}
     assert tasks == {"exec-1": ExecutionState.RUNNING, "exec-2": ExecutionState.FINISHED}
+
+
+def test_stopping_stops_the_job_leader_retrievals(start_task_executor: StartTaskExecutor) -> None:
+    h, _, job_retriever = _running(start_task_executor)
+    h.te.stop()
+    assert job_retriever.stopped
