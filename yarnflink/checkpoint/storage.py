@@ -474,6 +474,18 @@ class FsCheckpointStorage:
                 ids.append(int(m.group(1)))
         return sorted(ids)
 
+    def shared_files(self) -> list[str]:
+        """URLs of the files in the job's ``shared/`` directory."""
+
+        def ls() -> list[str]:
+            self.fs.invalidate_cache(self.shared_path)
+            try:
+                return [p for p in self.fs.ls(self.shared_path, detail=False)]
+            except FileNotFoundError:
+                return []
+
+        return [_url(self.fs, p) for p in _io(self.shared_url, "listing shared state", ls)]
+
     def validate(self, checkpoint: CompletedCheckpoint) -> None:
         """CheckpointMetadataError if a state file the checkpoint refers to is missing or has
         another size than recorded."""

@@ -62,7 +62,7 @@ from yarnflink.state.handles import (
     OperatorSubtaskState,
     StateMetaInfo,
 )
-from yarnflink.state.heap import SNAPSHOT_FORMAT, TtlValue, _encode
+from yarnflink.state.heap import SNAPSHOT_FORMAT, HeapKeyedStateBackend, TtlValue, _encode
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -122,8 +122,6 @@ def _decode_incremental(task: tuple[dict, str, dict, int]) -> Iterator[tuple[Any
     """One incremental keyed state handle (a checkpoint of ``execution.checkpointing.incremental``)
     -> its (key, value) entries of one state: its base and deltas replayed into a ``hashmap``
     backend of its key groups (a Spark task)."""
-    from yarnflink.state.heap import HeapKeyedStateBackend
-
     handle_json, state_name, options, max_parallelism = task
     handle = IncrementalKeyedStateHandle.from_json(handle_json)
     if handle.backend != HeapKeyedStateBackend.backend_name:
