@@ -70,6 +70,7 @@ def test_taskexecutor_kills_with_incremental_checkpoints_are_exactly_once(
     kill_drill(cluster, tmp_path, store, backend)
 
 
+@pytest.mark.parametrize("where", ["file", "s3"] if FULL else ["file"], indirect=True)  # (S3: the full form)
 @pytest.mark.parametrize("backend", DRILL_BACKENDS)
 def test_savepoints_of_an_incremental_job_are_self_contained_and_rescale_2_3_1_exactly(
     where: tuple[Cluster, Store], backend: str, tmp_path: Path
