@@ -118,3 +118,11 @@ def test_a_recovering_leader_deletes_shared_files_no_retained_checkpoint_refers_
     # this leader's own (at or above the counter's value at its grant): it stays
     got = orphaned_shared_on_recovery(files, {files[0], files[2]}, handed_out_below=12)
     assert got == [files[1]]
+
+
+def test_checkpointed_size_counts_only_what_an_incremental_checkpoint_wrote() -> None:
+    h = IncrementalKeyedStateHandle(
+        KeyGroupRange(0, 127), 5, (shared("base", 1000), shared("d5", 30)), (), (), "hashmap", 30
+    )
+    c = CompletedCheckpoint("job", 5, 0, {"op": OperatorState("op", 1, 128, {0: OperatorSubtaskState([h])})})
+    assert (c.state_size, c.checkpointed_size) == (1030, 30)
