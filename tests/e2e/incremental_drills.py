@@ -8,8 +8,9 @@ backend (``state.backend.type``) and storage (a local directory or S3 through mo
   stopped with a savepoint (self-contained: no shared file) and restored at parallelism
   2 -> 3 -> 1; the output of the three runs together is exact.
 * ``damaged_shared_file_drill``: the newest retained checkpoint's own shared file is corrupted,
-  then deleted; a job started from the checkpoint directory restores the previous checkpoint and
-  names the file and the problem; the original job's other files are left alone.
+  then deleted; a job started from the checkpoint directory (at parallelism 3, then 1: rescaled
+  from an incremental checkpoint) restores the previous checkpoint and names the file and the
+  problem; the original job's other files are left alone.
 * ``retention_drill``: after many checkpoints with ``num-retained`` 3, storage holds exactly the
   files the 3 retained checkpoints refer to (shared and their own).
 
@@ -294,7 +295,8 @@ def damaged_shared_file_drill(cluster: Cluster, tmp_path: Path, store: Store, ba
     data = bytearray(store.read(victim.path))
     data[len(data) // 2] ^= 0xFF  # same size, other bytes
     store.write(victim.path, bytes(data))
-    resumed = cli.run(2, "-s", store.job_url(job), conf=conf)
+    # (at parallelism 3: the incremental checkpoint's chains redistributed by key group)
+    resumed = cli.run(3, "-s", store.job_url(job), conf=conf)
     wait_completed(cluster, resumed, 1)
     restored = checkpoints_of(cluster, resumed)["latest"]["restored"]
     assert restored["id"] == previous, restored
@@ -302,7 +304,7 @@ def damaged_shared_file_drill(cluster: Cluster, tmp_path: Path, store: Store, ba
     cancel(cli, cluster, resumed)
 
     store.delete(victim.path)
-    resumed = cli.run(2, "-s", store.job_url(job), conf=conf)
+    resumed = cli.run(1, "-s", store.job_url(job), conf=conf)
     wait_completed(cluster, resumed, 1)
     restored = checkpoints_of(cluster, resumed)["latest"]["restored"]
     assert restored["id"] == previous, restored
