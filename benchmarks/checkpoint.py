@@ -18,8 +18,15 @@ task thread's CPU time per update with and without checkpoints (what they cost t
 and the snapshot thread's CPU per second (what they take from the machine). The storage is
 initialized first and keeps one checkpoint, as a job's does.
 
+Full against incremental checkpoints (``--kinds full,incremental``; issue 21): with
+``--hot-fraction 0.01`` the updates of each second go to a window of 1% of the keys (a new window
+every second), so that a 1-second interval changes 1% of the keys per checkpoint at the task's
+full speed. Each row then gives what the checkpoints wrote (``checkpointed_mb``: the whole state
+for a full one, the new delta or base for an incremental one) and the time to restore the last
+one into a fresh backend (``restore_s``: reading its files and loading them).
+
     scripts/bench --suite checkpoint [--sizes-mb 100,1000] [--targets local,s3] [--value-bytes 1024]
-                  [--throughput-seconds 10] [--json]
+                  [--kinds full,incremental] [--hot-fraction 0.01] [--throughput-seconds 10] [--json]
 """
 
 from __future__ import annotations
@@ -78,14 +85,16 @@ class _CpuTimedExecutor(ThreadPoolExecutor):
 class _KeyedOperator:
     """The stateful operator of the modelled task: one ``ValueState`` of bytes per key."""
 
-    def __init__(self, snapshot_mode: str = "thread") -> None:
+    def __init__(self, snapshot_mode: str = "thread", incremental: bool = False) -> None:
         self.executor = _CpuTimedExecutor()
+        self.incremental = incremental
         self.backend = HeapKeyedStateBackend(
             MAX_PARALLELISM,
             range(0, MAX_PARALLELISM),
             name="bench",
             snapshot_mode=snapshot_mode,
             executor=self.executor,
+            incremental=incremental,
         )
         self.state = self.backend.get_partitioned_state(ValueStateDescriptor("v", "bytes"))
 
@@ -249,8 +258,21 @@ class MemoryWitness:
 class TaskLoop:
     """The modelled task thread: batches of state updates, checkpoints when due."""
 
-    def __init__(self, op: _KeyedOperator, kgs: Sequence[int], value_bytes: int, batch: int, storage: Any) -> None:
+    def __init__(
+        self,
+        op: _KeyedOperator,
+        kgs: Sequence[int],
+        value_bytes: int,
+        batch: int,
+        storage: Any,
+        hot_fraction: float = 0.0,
+    ) -> None:
         self.op, self.kgs, self.batch, self.storage = op, kgs, batch, storage
+        #: > 0: each second's updates go to a window of this fraction of the keys
+        self.hot = max(1, int(hot_fraction * len(kgs))) if hot_fraction > 0 else 0
+        self._window = (-1, 0)  # (second, first key of its window)
+        self.last_snapshot: Any = None
+        self._notified = 0
         self.value_bytes = value_bytes
         self.rng = random.Random(1)
         self.updates = 0
@@ -271,8 +293,14 @@ class TaskLoop:
         b, st, kgs, rng, vb = self.op.backend, self.op.state, self.kgs, self.rng, self.value_bytes
         n = len(kgs)
         pool = os.urandom(vb * self.batch)  # every update writes new, incompressible bytes
+        hot = self.hot
+        if hot:
+            second = int(time.monotonic())
+            if self._window[0] != second:
+                self._window = (second, rng.randrange(n))
+            first = self._window[1]
         for i in range(self.batch):
-            k = rng.randrange(n)
+            k = (first + rng.randrange(hot)) % n if hot else rng.randrange(n)
             b.set_current_key(k, kgs[k])
             st.update(pool[i * vb : (i + 1) * vb])
         self.updates += self.batch
@@ -283,7 +311,13 @@ class TaskLoop:
         started = time.monotonic()
         cpu0 = time.thread_time()
         storage = self.storage
-        factory = LazyStreamFactory(lambda: storage.stream_factory(cid)) if storage is not None else None
+        factory = (
+            LazyStreamFactory(
+                lambda: storage.stream_factory(cid), shared_state=True, shared_prefix=storage.shared_url + "/"
+            )
+            if storage is not None
+            else None
+        )
         future = snapshot_operators([("bench", self.op)], cid, int(time.time() * 1000), factory)
         sync_s = time.monotonic() - started
         rec: dict[str, float] = {"id": cid, "sync_ms": sync_s * 1000, "sync_cpu_ms": (time.thread_time() - cpu0) * 1000}
@@ -291,7 +325,14 @@ class TaskLoop:
         def done(f: Future) -> None:
             rec["total_ms"] = (time.monotonic() - started) * 1000
             try:
-                rec["state_size"] = f.result().state_size
+                snapshot = f.result()
+                self.last_snapshot = snapshot
+                rec["state_size"] = snapshot.state_size
+                rec["checkpointed_size"] = sum(
+                    getattr(h, "checkpointed_size", h.state_size)
+                    for st in snapshot.subtask_states.values()
+                    for h in st.managed_keyed_state
+                )
                 if storage is not None and cid > 1:  # one retained checkpoint (num-retained: 1)
                     storage.discard_incomplete(cid - 1)
             except BaseException as e:  # noqa: BLE001 - reported
@@ -318,6 +359,9 @@ class TaskLoop:
             elif now - start >= seconds:
                 break
             checkpointing = self.in_flight is not None and not self.in_flight.done()
+            if not checkpointing and self.checkpoint_id > self._notified:  # (the task thread is notified)
+                self._notified = self.checkpoint_id
+                self.op.backend.notify_checkpoint_complete(self.checkpoint_id)
             if next_cp is not None and now >= next_cp and not checkpointing:
                 self._checkpoint()
                 next_cp = now + (interval_s or 0)
@@ -368,11 +412,33 @@ def _pct(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
 
 
+def restore_seconds(loop: TaskLoop, storage: Any) -> float:
+    """Seconds to restore the last checkpoint into a fresh backend (its files read, loaded)."""
+    from yarnflink.checkpoint.storage import make_reader
+
+    snapshot = loop.last_snapshot
+    handles = [h for st in snapshot.subtask_states.values() for h in st.managed_keyed_state]
+    t = time.monotonic()
+    fresh = HeapKeyedStateBackend(MAX_PARALLELISM, range(0, MAX_PARALLELISM), name="restored")
+    fresh.restore(handles, make_reader(storage.storage_options))
+    took = time.monotonic() - t
+    fresh.dispose()
+    return took
+
+
 def bench_size(
-    size_mb: int, targets: list[str], value_bytes: int, batch: int, checkpoints: int, workdir: Path, mode: str
+    size_mb: int,
+    targets: list[str],
+    value_bytes: int,
+    batch: int,
+    checkpoints: int,
+    workdir: Path,
+    mode: str,
+    kind: str = "full",
+    hot_fraction: float = 0.0,
 ) -> list[dict[str, Any]]:
     num_keys = size_mb * 1024 * 1024 // value_bytes
-    op = _KeyedOperator(mode)
+    op = _KeyedOperator(mode, incremental=kind == "incremental")
     t0 = time.monotonic()
     kgs = fill(op, num_keys, value_bytes)
     rss_filled = _memory_mb("VmRSS")
@@ -383,22 +449,29 @@ def bench_size(
     )
     rows = []
     for target in targets:
-        storage = Storage(target, workdir / f"{target}-{size_mb}-{mode}")
-        witness = MemoryWitness(workdir / f"{target}-{size_mb}-{mode}")
+        storage = Storage(target, workdir / f"{target}-{size_mb}-{mode}-{kind}")
+        witness = MemoryWitness(workdir / f"{target}-{size_mb}-{mode}-{kind}")
         try:
-            loop = TaskLoop(op, kgs, value_bytes, batch, storage.storage)
+            loop = TaskLoop(op, kgs, value_bytes, batch, storage.storage, hot_fraction)
             loop.run(3.0, None)  # the stalls without checkpoints (longest gap per second)
             steal0, t_run = _steal_s(), time.monotonic()
-            loop.run(0, 2.0, first_at=0.2, until_checkpoints=checkpoints)
+            loop.run(0, 1.0, first_at=0.2, until_checkpoints=checkpoints)
             steal_s, t_run = _steal_s() - steal0, time.monotonic() - t_run
             done = [d for d in loop.durations if "total_ms" in d]
             row = {
                 "size_mb": size_mb,
                 "target": target,
                 "mode": mode,
+                "kind": kind,
+                "hot_fraction": hot_fraction,
                 "keys": num_keys,
                 "checkpoints": len(done),
                 "state_size_mb": round(_median([d.get("state_size", 0) for d in done]) / 2**20, 1),
+                # what each checkpoint wrote (the first one, a base, aside): median and largest
+                "checkpointed_mb_median": round(_median([d.get("checkpointed_size", 0) for d in done[1:]]) / 2**20, 1),
+                "checkpointed_mb_max": round(max([d.get("checkpointed_size", 0) for d in done[1:]] or [0]) / 2**20, 1),
+                "duration_ms_each": [round(d["total_ms"]) for d in done],
+                "restore_s": round(restore_seconds(loop, storage.storage), 2),
                 "sync_ms_max": round(max(d["sync_ms"] for d in done), 2),
                 "sync_cpu_ms_median": round(_median([d["sync_cpu_ms"] for d in done]), 2),
                 "snapshot_thread_cpu_ms_median": round(_median(op.executor.cpu_s[-len(done) :]) * 1000),
@@ -434,18 +507,25 @@ def bench_size(
 
 
 def bench_throughput(
-    size_mb: int, value_bytes: int, batch: int, seconds: float, workdir: Path, mode: str
+    size_mb: int,
+    value_bytes: int,
+    batch: int,
+    seconds: float,
+    workdir: Path,
+    mode: str,
+    kind: str = "full",
+    hot_fraction: float = 0.0,
 ) -> dict[str, Any]:
     num_keys = size_mb * 1024 * 1024 // value_bytes
-    op = _KeyedOperator(mode)
+    op = _KeyedOperator(mode, incremental=kind == "incremental")
     kgs = fill(op, num_keys, value_bytes)
-    storage = Storage("local", workdir / f"throughput-{size_mb}-{mode}")
+    storage = Storage("local", workdir / f"throughput-{size_mb}-{mode}-{kind}")
     try:
-        base = TaskLoop(op, kgs, value_bytes, batch, storage.storage)
+        base = TaskLoop(op, kgs, value_bytes, batch, storage.storage, hot_fraction)
         base.run(1.0, None)
         none = base.run(seconds, None)
         cpu_none = base.cpu_us_per_update()
-        cp = TaskLoop(op, kgs, value_bytes, batch, storage.storage)
+        cp = TaskLoop(op, kgs, value_bytes, batch, storage.storage, hot_fraction)
         with_cp = cp.run(seconds, 1.0, first_at=1.0)
         none2 = base.run(seconds, None)  # again, to see the noise of a shared machine
         cpu_none = (cpu_none + base.cpu_us_per_update()) / 2
@@ -456,6 +536,8 @@ def bench_throughput(
     row = {
         "size_mb": size_mb,
         "mode": mode,
+        "kind": kind,
+        "hot_fraction": hot_fraction,
         "updates_per_s_without": round(baseline),
         "updates_per_s_with_1s_interval": round(with_cp),
         "loss_percent": round(100 * (1 - with_cp / baseline), 1),
@@ -464,6 +546,7 @@ def bench_throughput(
         "snapshot_cpu_s_per_s": round((sum(op.executor.cpu_s) + sum(op.executor.apply_cpu_s)) / seconds, 2),
         "checkpoints": sum(1 for d in cp.durations if "total_ms" in d),
         "stall_ms_checkpointing": round(cp.stall_in_checkpoint * 1000, 1),
+        "stall_ms_median_per_checkpoint": round(_median([d.get("stall_ms", 0.0) for d in cp.durations]), 1),
     }
     print("  " + json.dumps(row), flush=True)
     return row
@@ -483,8 +566,16 @@ def main(argv: list[str] | None = None) -> None:
         default="fork,thread",
         help="state.backend.hashmap.snapshot-mode values to compare (fork, thread)",
     )
+    p.add_argument("--kinds", default="full", help="checkpoint kinds to compare: full, incremental or both")
+    p.add_argument(
+        "--hot-fraction",
+        type=float,
+        default=0.0,
+        help="> 0: each second's updates go to a window of this fraction of the keys (0.01: 1%% per second)",
+    )
     p.add_argument("--json", action="store_true", help="print the results as one JSON document at the end")
     a = p.parse_args(argv)
+    kinds = [k.strip() for k in a.kinds.split(",") if k.strip()]
     sizes = [int(s) for s in a.sizes_mb.split(",") if s.strip()]
     targets = [t.strip() for t in a.targets.split(",") if t.strip()]
     print(
@@ -498,14 +589,25 @@ def main(argv: list[str] | None = None) -> None:
         modes = [m.strip() for m in a.snapshot_modes.split(",") if m.strip()]
         for size in sizes:
             for mode in modes:
-                results["checkpoints"] += bench_size(
-                    size, targets, a.value_bytes, a.batch, a.checkpoints, workdir, mode
-                )
+                for kind in kinds:
+                    results["checkpoints"] += bench_size(
+                        size, targets, a.value_bytes, a.batch, a.checkpoints, workdir, mode, kind, a.hot_fraction
+                    )
         if a.throughput_seconds > 0:
             print("throughput (local directory, 1 s interval vs none):", flush=True)
             results["throughput"] = [
-                bench_throughput(a.throughput_size_mb, a.value_bytes, a.batch, a.throughput_seconds, workdir, mode)
+                bench_throughput(
+                    a.throughput_size_mb,
+                    a.value_bytes,
+                    a.batch,
+                    a.throughput_seconds,
+                    workdir,
+                    mode,
+                    kind,
+                    a.hot_fraction,
+                )
                 for mode in modes
+                for kind in kinds
             ]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -24,11 +24,13 @@ The rule: **no file goes that a pointer in the HA store may still name.**
 Every kept file is reported (``Kept``) so the driver logs why.
 
 ``orphaned_on_recovery``: what a recovering leader may delete of what earlier leaders kept (the
-``chk-<n>`` directories no pointer names, nor ever can).
+``chk-<n>`` directories no pointer names, nor ever can); ``orphaned_shared_on_recovery``: the
+same for shared state files (incremental checkpoints) no retained checkpoint refers to.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Union
@@ -151,6 +153,24 @@ def orphaned_on_recovery(directories: Iterable[int], retained: Iterable[int], ha
     pointers it could no longer add) would leak."""
     named = set(retained)
     return sorted(n for n in set(directories) if n < handed_out_below and n not in named)
+
+
+_SHARED_NAME = re.compile(r"^chk(\d+)_")
+
+
+def orphaned_shared_on_recovery(files: Iterable[str], referenced: Iterable[str], handed_out_below: int) -> list[str]:
+    """The shared state files (URLs, named ``chk<n>_...`` by the checkpoint ``n`` that wrote them)
+    that a recovering leader may delete: no retained checkpoint refers to them (``referenced``,
+    read from all of their metadata) and none can any more, as the checkpoint that wrote them
+    was started by an earlier leader (``n`` below ``handed_out_below``), whose tasks are gone and
+    whose pointer writes are fenced off. A file named otherwise is left alone."""
+    keep = set(referenced)
+    out = []
+    for url in files:
+        m = _SHARED_NAME.match(url.rsplit("/", 1)[-1])
+        if m and int(m.group(1)) < handed_out_below and url not in keep:
+            out.append(url)
+    return sorted(out)
 
 
 def _checkpoint_id(d: Delete) -> int:

@@ -457,6 +457,11 @@ class CheckpointCoordinator:
         self.last_completion: int | None = None
         self.next_trigger = start_time + (config.interval_ms or 0)
         self.shutdown = False
+        #: how the job ended (``JobTerminated``), None while it runs
+        self.terminal_status: str | None = None
+        #: checkpoints whose ``_metadata`` write was in flight when the job ended: their outcome
+        #: decides (written: a completed checkpoint, kept or discarded as the retention says)
+        self.finalizing_at_end: dict[int, CompletedCheckpoint] = {}
         #: stop-with-savepoint: no periodic checkpoint after the savepoint (its sinks would commit
         #: records the savepoint does not cover); lifted if the savepoint fails
         self.periodic_suspended = False
@@ -698,6 +703,10 @@ class CheckpointCoordinator:
 
     def _on_MetadataWriteFailed(self, e: MetadataWriteFailed) -> list[Action]:
         p = self.pending.get(e.checkpoint_id)
+        late = self.finalizing_at_end.pop(e.checkpoint_id, None)
+        if late is not None:  # the job ended meanwhile: its files go (cleanup.py keeps what HA may name)
+            freed = tuple(h.as_file() for h in self.shared.unregister(e.checkpoint_id))
+            return [DiscardState(e.checkpoint_id, tuple(late.stream_handles()) + freed)]
         if p is None or p.finalizing is None:
             return []
         return self._abort(
@@ -709,6 +718,14 @@ class CheckpointCoordinator:
 
     def _on_MetadataWritten(self, e: MetadataWritten) -> list[Action]:
         p = self.pending.get(e.checkpoint_id)
+        late = self.finalizing_at_end.pop(e.checkpoint_id, None)
+        if late is not None:  # completed after the job ended: kept or discarded as the others were
+            late.external_pointer = e.external_pointer
+            late.completion_timestamp = e.now
+            status = self.terminal_status or ""
+            if not late.is_savepoint and discards_on(self.config.externalized_retention, status):
+                return [self._discard_completed(late)]
+            return []
         if p is None or p.finalizing is None:
             return []
         del self.pending[e.checkpoint_id]
@@ -741,6 +758,7 @@ class CheckpointCoordinator:
 
     def _on_JobTerminated(self, e: JobTerminated) -> list[Action]:
         self.shutdown = True
+        self.terminal_status = e.status
         self.savepoints.job_terminated(e.status)  # before the aborts: a stop's result names the status
         actions: list[Action] = []
         for cid in sorted(self.pending):
@@ -855,6 +873,8 @@ class CheckpointCoordinator:
         # its files stay while its _metadata write and pointer publication are in flight (the job
         # ended or was rescaled meanwhile): the pointer may still land in the HA store
         in_flight = p.finalizing is not None and reason != FINALIZE_FAILURE
+        if in_flight and reason == COORDINATOR_SHUTDOWN and p.finalizing is not None:
+            self.finalizing_at_end[cid] = p.finalizing
         handles = p.handles()
         if not in_flight:
             # shared files: those only it referred to (registered when it was finalized), and

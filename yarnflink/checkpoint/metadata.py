@@ -90,6 +90,11 @@ class CompletedCheckpoint:
     def state_size(self) -> int:
         return sum(o.state_size for o in self.operator_states.values())
 
+    @property
+    def checkpointed_size(self) -> int:
+        """Bytes this checkpoint wrote (incremental: its new files only; else its state size)."""
+        return sum(s.checkpointed_size for o in self.operator_states.values() for s in o.subtask_states.values())
+
     def stream_handles(self) -> list[StreamStateHandle]:
         """The files that belong to this checkpoint alone (deleted with it)."""
         return [h for o in self.operator_states.values() for s in o.subtask_states.values() for h in s.stream_handles()]

@@ -45,7 +45,7 @@ class CheckpointStatsTracker:
                         now,
                         external_path=done.external_pointer or "",
                         state_size=done.state_size,
-                        checkpointed_size=done.state_size,
+                        checkpointed_size=done.checkpointed_size,
                     )
             elif isinstance(a, cc.NotifyCheckpointAborted):
                 self._finalizing.pop(a.checkpoint_id, None)

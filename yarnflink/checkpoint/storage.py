@@ -209,6 +209,7 @@ class FsCheckpointStreamFactory:
         self.checkpoint_id = checkpoint_id
         #: whether snapshots may write shared files here (a checkpoint's factory, not a savepoint's)
         self.shared_state = shared_state
+        self._shared_dir_made = False
 
     def write_shared(self, data: Any, name: str, key_group_range: KeyGroupRange, kind: str) -> SharedFileHandle:
         """A shared state file (always a file, never inline): ``shared/chk<n>_<name>-<uuid>.arrow``
@@ -219,7 +220,14 @@ class FsCheckpointStreamFactory:
         file_name = f"chk{self.checkpoint_id}_{_safe_name(name)}-{uuid.uuid4().hex}.arrow"
         path = posixpath.join(self.dirs[SHARED], file_name)
         url = _url(self.fs, path)
-        _io(url, "writing a shared state file", lambda: write_file(self.fs, path, data))
+
+        def write() -> None:
+            if not self._shared_dir_made:
+                self.fs.makedirs(self.dirs[SHARED], exist_ok=True)
+                self._shared_dir_made = True
+            write_file(self.fs, path, data)
+
+        _io(url, "writing a shared state file", write)
         return SharedFileHandle(url, size, digest, key_group_range, kind)
 
     def write_state(self, data: bytes, name: str, scope: str = EXCLUSIVE) -> StreamStateHandle:
@@ -465,6 +473,18 @@ class FsCheckpointStorage:
             if m:
                 ids.append(int(m.group(1)))
         return sorted(ids)
+
+    def shared_files(self) -> list[str]:
+        """URLs of the files in the job's ``shared/`` directory."""
+
+        def ls() -> list[str]:
+            self.fs.invalidate_cache(self.shared_path)
+            try:
+                return [p for p in self.fs.ls(self.shared_path, detail=False)]
+            except FileNotFoundError:
+                return []
+
+        return [_url(self.fs, p) for p in _io(self.shared_url, "listing shared state", ls)]
 
     def validate(self, checkpoint: CompletedCheckpoint) -> None:
         """CheckpointMetadataError if a state file the checkpoint refers to is missing or has

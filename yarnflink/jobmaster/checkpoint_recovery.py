@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from yarnflink.checkpoint import restore as rp
-from yarnflink.checkpoint.cleanup import orphaned_on_recovery
+from yarnflink.checkpoint.cleanup import orphaned_on_recovery, orphaned_shared_on_recovery
 from yarnflink.checkpoint.metadata import CheckpointMetadataError
 from yarnflink.checkpoint.options import SavepointConfigOptions
 from yarnflink.checkpoint.storage import FsCheckpointStorage, resolve_restore_location, storage_options_from_config
@@ -84,6 +84,16 @@ async def orphaned_directories(storage: FsCheckpointStorage, ha: JobCheckpointRe
     retained = [cid for cid, _ in await run_off_loop(ha.retained)]
     directories = await run_off_loop(storage.checkpoint_ids)
     return orphaned_on_recovery(directories, retained, bound)
+
+
+async def orphaned_shared_files(
+    storage: FsCheckpointStorage, ha: JobCheckpointRecovery, referenced: set[str]
+) -> list[str]:
+    """URLs of the job's shared state files that earlier leaders left and no retained checkpoint
+    refers to (``yarnflink.checkpoint.cleanup.orphaned_shared_on_recovery``)."""
+    bound = await run_off_loop(ha.next_id)
+    files = await run_off_loop(storage.shared_files)
+    return orphaned_shared_on_recovery(files, referenced, bound)
 
 
 def _read_retained(storage: FsCheckpointStorage, entries: list[tuple[int, str]], job_id: str) -> list[rp.RetainedRead]:

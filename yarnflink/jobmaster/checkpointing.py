@@ -41,10 +41,16 @@ from yarnflink.common.config import ConfigOption
 from yarnflink.common.rpc_errors import RpcException
 from yarnflink.executiongraph.executiongraph import Execution, ExecutionState, ExecutionVertex, Failure, now_ms
 from yarnflink.highavailability.errors import HaStoreError, LeadershipLostError
-from yarnflink.jobmaster.checkpoint_recovery import orphaned_directories, read_initial_state, run_off_loop
+from yarnflink.jobmaster.checkpoint_recovery import (
+    orphaned_directories,
+    orphaned_shared_files,
+    read_initial_state,
+    run_off_loop,
+)
 from yarnflink.jobmaster.gateway import AcknowledgeCheckpoint, DeclineCheckpoint
 from yarnflink.metrics.checkpoint_stats import subtask_record
 from yarnflink.operators.chain import operator_id_of
+from yarnflink.state.handles import FileStateHandle
 from yarnflink.taskexecutor.gateway import NotifyCheckpoint, TriggerCheckpoint
 
 if TYPE_CHECKING:
@@ -271,6 +277,8 @@ class CheckpointDriver:
             self._apply(actions)
         if self.ha is not None and self.storage is not None:
             await self._delete_orphans(self.ha, self.storage)
+            if started is None or not started.skipped:  # (a retained one unread: its files unknown)
+                await self._delete_orphaned_shared(self.ha, self.storage)
 
     async def _delete_orphans(self, ha: JobCheckpointRecovery, storage: FsCheckpointStorage) -> None:
         """What earlier leaders of this job kept and no pointer can name goes (after a fenced check)."""
@@ -300,6 +308,21 @@ class CheckpointDriver:
             max(self._handed_out_below, self._published_id + 1),
         )
         self._handle(cc.TasksAdopted(adopted, done, self._published_id, self._handed_out_below, _now_ms()))
+
+    async def _delete_orphaned_shared(self, ha: JobCheckpointRecovery, storage: FsCheckpointStorage) -> None:
+        """Shared state files earlier leaders left that no retained checkpoint refers to go
+        (after a fenced check): e.g. those a deposed leader freed but could no longer delete."""
+        referenced = set(self.coordinator.shared.referenced())
+        try:
+            orphans = await orphaned_shared_files(storage, ha, referenced)
+        except Exception as e:  # noqa: BLE001 - a leak at worst
+            log.warning("job %s: shared state left by earlier leaders not looked for: %s", self.jm.job_id, e)
+            return
+        if orphans:
+            log.info(
+                "job %s: deleting %d shared state files no retained checkpoint refers to", self.jm.job_id, len(orphans)
+            )
+            self._clean(cu.DiscardFiles(0, tuple(FileStateHandle(url, 0) for url in orphans)))
 
     def _note_skipped(self, message: str) -> None:
         """A checkpoint not restored, and why, goes to the job's exception history (REST

@@ -354,6 +354,19 @@ class OperatorSubtaskState:
         """Bytes of in-flight data persisted (unaligned checkpoints)."""
         return sum(h.state_size for h in self.input_channel_state)
 
+    @property
+    def checkpointed_size(self) -> int:
+        """Bytes this checkpoint wrote (Flink's checkpointed size): an incremental handle's new
+        files only, everything else whole."""
+        return (
+            sum(
+                h.checkpointed_size if isinstance(h, IncrementalKeyedStateHandle) else h.state_size
+                for h in self.managed_keyed_state
+            )
+            + sum(h.state_size for h in self.managed_operator_state)
+            + self.persisted_data
+        )
+
     def is_empty(self) -> bool:
         return not self.managed_keyed_state and not self.managed_operator_state and not self.input_channel_state
 
@@ -403,6 +416,10 @@ class TaskStateSnapshot:
     @property
     def persisted_data(self) -> int:
         return sum(s.persisted_data for s in self.subtask_states.values())
+
+    @property
+    def checkpointed_size(self) -> int:
+        return sum(s.checkpointed_size for s in self.subtask_states.values())
 
     def stream_handles(self) -> list[StreamStateHandle]:
         return [h for s in self.subtask_states.values() for h in s.stream_handles()]

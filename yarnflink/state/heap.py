@@ -425,6 +425,17 @@ class HeapKeyedStateBackend:
             return []
         return [(kg, *split_entry_key(ek)) for kg, m in sorted(table.maps.items()) for ek in list(m.data)]
 
+    def stored_items(self, state_name: str) -> Iterator[tuple[int, Any, Any, Any]]:
+        """``(key group, key, namespace, stored value)`` of every entry of ``state_name`` (values
+        as stored: under a TTL, wrapped in ``TtlValue``), by key group (a copy is iterated)."""
+        table = self._tables.get(state_name)
+        if table is None:
+            return
+        for kg, m in sorted(table.maps.items()):
+            for ek, v in list(m.data.items()):
+                key, ns = split_entry_key(ek)
+                yield kg, key, ns, v
+
     def apply_to_all_keys(
         self, descriptor: StateDescriptor, fn: Callable[[Any, Any], None], namespace: Any = None
     ) -> None:

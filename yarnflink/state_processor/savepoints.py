@@ -55,13 +55,14 @@ from yarnflink.common.keygroups import (
 )
 from yarnflink.state.handles import (
     FileStateHandle,
+    IncrementalKeyedStateHandle,
     KeyGroupRange,
     KeyGroupsStateHandle,
     OperatorStateHandle,
     OperatorSubtaskState,
     StateMetaInfo,
 )
-from yarnflink.state.heap import SNAPSHOT_FORMAT, TtlValue, _encode
+from yarnflink.state.heap import SNAPSHOT_FORMAT, HeapKeyedStateBackend, TtlValue, _encode
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -103,14 +104,40 @@ def _decode(task: tuple[dict, str, dict]) -> Iterator[tuple[Any, Any]]:
         key, namespace = pickle.loads(entry)
         if namespace is not None:
             continue
-        v = pickle.loads(value)
-        if isinstance(v, TtlValue):
-            v = v.value
-        elif isinstance(v, list):
-            v = [e.value if isinstance(e, TtlValue) else e for e in v]
-        elif isinstance(v, dict):
-            v = {k: (e.value if isinstance(e, TtlValue) else e) for k, e in v.items()}
-        yield key, v
+        yield key, _without_ttl(pickle.loads(value))
+
+
+def _without_ttl(v: Any) -> Any:
+    """A stored value without its TTL wrappers."""
+    if isinstance(v, TtlValue):
+        return v.value
+    if isinstance(v, list):
+        return [e.value if isinstance(e, TtlValue) else e for e in v]
+    if isinstance(v, dict):
+        return {k: (e.value if isinstance(e, TtlValue) else e) for k, e in v.items()}
+    return v
+
+
+def _decode_incremental(task: tuple[dict, str, dict, int]) -> Iterator[tuple[Any, Any]]:
+    """One incremental keyed state handle (a checkpoint of ``execution.checkpointing.incremental``)
+    -> its (key, value) entries of one state: its base and deltas replayed into a ``hashmap``
+    backend of its key groups (a Spark task)."""
+    handle_json, state_name, options, max_parallelism = task
+    handle = IncrementalKeyedStateHandle.from_json(handle_json)
+    if handle.backend != HeapKeyedStateBackend.backend_name:
+        raise StateProcessorError(
+            f"incremental keyed state of the {handle.backend!r} backend cannot be read here (only "
+            f"{HeapKeyedStateBackend.backend_name!r} chains); take a savepoint of the job and read that"
+        )
+    backend = HeapKeyedStateBackend(max_parallelism, handle.key_group_range)
+    backend.restore([handle], lambda h: read_stream_handle(h, options))
+    for _kg, key, namespace, value in backend.stored_items(state_name):
+        if namespace is None:
+            yield key, _without_ttl(value)
+
+
+def _decode_any(task: tuple) -> Iterator[tuple[Any, Any]]:
+    return _decode_incremental(task) if len(task) == 4 else _decode(task)  # type: ignore[arg-type]
 
 
 def _decode_keyed_dicts(task: tuple[dict, str, dict]) -> Iterator[tuple[Any, Any]]:
@@ -156,8 +183,14 @@ def read_savepoint(
     # reduce / sum / min / max keep key -> value dicts as union operator state ("reduce", "aggregate-sum", ...)
     union_names = {n for h in op_handles for n, (mode, _) in h.states.items() if mode == "UNION"}
     if state_name in names:
-        tasks = [(h.to_json(), state_name, options) for h in handles if any(m.name == state_name for m in h.states)]
-        decode: Any = _decode
+        tasks: list[tuple] = [
+            (h.to_json(), state_name, options)
+            if isinstance(h, KeyGroupsStateHandle)
+            else (h.to_json(), state_name, options, op.max_parallelism)
+            for h in handles
+            if any(m.name == state_name for m in h.states)
+        ]
+        decode: Any = _decode_any
     elif state_name in union_names:
         tasks = [(h.to_json(), state_name, options) for h in op_handles if state_name in h.states]
         decode = _decode_keyed_dicts

@@ -188,7 +188,7 @@ class SubtaskCheckpointCoordinator:
                 alignment_ms=round(alignment_ms, 3),
                 start_delay_ms=start_delay_ms,
                 state_size=size,
-                checkpointed_size=size,
+                checkpointed_size=snapshot.checkpointed_size,
                 persisted_data=snapshot.persisted_data if unaligned else 0,
                 unaligned=unaligned,
             )

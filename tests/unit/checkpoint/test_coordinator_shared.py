@@ -177,3 +177,25 @@ def test_cleanup_deletes_freed_shared_files_only_after_the_pointer_is_removed_an
     ha.handle(cu.LeadershipLost("revoked"))
     (kept,) = ha.handle(cu.DiscardCompleted(c1, shared))
     assert isinstance(kept, cu.Kept) and chk == []
+
+
+def test_a_checkpoint_completing_after_the_job_ended_goes_as_the_retention_says() -> None:
+    """Its ``_metadata`` write was in flight when the job finished: once written it is a
+    completed checkpoint of an ended job, discarded with its shared files (the retention
+    discards them on FINISHED); one whose write failed loses its files."""
+    from yarnflink.checkpoint.coordinator import MetadataWriteFailed
+
+    c = running(num_retained=1)
+    base, d2 = f("base"), f("d2")
+    complete(c, 1, {"win-0": (base,)}, 1000)
+    assert [type(a) for a in chains(2, {"win-0": (base, d2)}, c, 2000)] == [WriteMetadata]
+    ended = c.handle(JobTerminated("FINISHED"))
+    assert discarded_shared(ended) == []  # 1 goes, but 2 (being written) still refers to base
+    late = c.handle(MetadataWritten(2, "file:///chk/job/chk-2", 3000))
+    assert [type(a) for a in late] == [DiscardCheckpoint] and discarded_shared(late) == ["base", "d2"]
+
+    c2 = running(num_retained=1)
+    complete(c2, 1, {"win-0": (base,)}, 1000)
+    chains(2, {"win-0": (base, d2)}, c2, 2000)
+    c2.handle(JobTerminated("CANCELED"))
+    assert discarded_shared(c2.handle(MetadataWriteFailed(2, "disk full", 3000))) == ["base", "d2"]

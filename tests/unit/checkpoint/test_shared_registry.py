@@ -106,3 +106,23 @@ def test_metadata_round_trip_keeps_shared_and_private_handles() -> None:
     assert got == h and back.shared_handles() == [f] and back.is_incremental
     assert back.stream_handles() == [ByteStreamStateHandle("p", b"abc")]  # shared files: not its own
     assert back.state_size == 13
+
+
+def test_a_recovering_leader_deletes_shared_files_no_retained_checkpoint_refers_to() -> None:
+    from yarnflink.checkpoint.cleanup import orphaned_shared_on_recovery
+
+    d = "s3://b/chk/job/shared/"
+    files = [d + "chk3_op-0-63-chk3-base-aa.arrow", d + "chk7_op-0-63-chk7-delta-bb.arrow"]
+    files += [d + "chk9_op-0-63-chk9-delta-cc.arrow", d + "chk12_op-0-63-chk12-delta-dd.arrow", d + "other.arrow"]
+    # retained: 9 (refers to 3's base and its delta); 7 was freed by a deposed leader; 12 is
+    # this leader's own (at or above the counter's value at its grant): it stays
+    got = orphaned_shared_on_recovery(files, {files[0], files[2]}, handed_out_below=12)
+    assert got == [files[1]]
+
+
+def test_checkpointed_size_counts_only_what_an_incremental_checkpoint_wrote() -> None:
+    h = IncrementalKeyedStateHandle(
+        KeyGroupRange(0, 127), 5, (shared("base", 1000), shared("d5", 30)), (), (), "hashmap", 30
+    )
+    c = CompletedCheckpoint("job", 5, 0, {"op": OperatorState("op", 1, 128, {0: OperatorSubtaskState([h])})})
+    assert (c.state_size, c.checkpointed_size) == (1030, 30)
