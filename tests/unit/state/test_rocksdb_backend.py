@@ -125,14 +125,15 @@ def test_rescale_2_3_1_redistributes_by_key_group_across_backends(
     makers: dict[str, Maker], kinds: tuple[str, str, str]
 ) -> None:
     keys = [f"key-{i}" for i in range(300)]
-    old = [makers[kinds[0]](128, key_group_range(128, 2, i)) for i in range(2)]
+    clock = Clock()  # (the TTL state's values must not expire while a slow machine runs the test)
+    old = [makers[kinds[0]](128, key_group_range(128, 2, i), clock=clock) for i in range(2)]
     for b in old:
         _fill(b, [k for k in keys if key_group_of(k, 128) in b.key_group_range])
     want = {k: v for b in old for k, v in _read(b, keys).items()}
     assert len(want) == len(keys)
     handles = [h for b in old for h in b.snapshot(1).result().keyed_handles]
     for kind, parallelism in ((kinds[1], 3), (kinds[2], 1)):
-        new = [makers[kind](128, key_group_range(128, parallelism, i)) for i in range(parallelism)]
+        new = [makers[kind](128, key_group_range(128, parallelism, i), clock=clock) for i in range(parallelism)]
         counts = [b.restore(handles) for b in new]
         assert all(counts) and sum(counts) == sum(b.num_entries() for b in old)
         got = {k: v for b in new for k, v in _read(b, keys).items()}
