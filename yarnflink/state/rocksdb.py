@@ -439,10 +439,11 @@ class RocksDBKeyedStateBackend:
         metas = tuple(self._tables[n].meta for n in self._tables)
         compression = self.compression
         path = self.path
+        memory = self.memory
 
         def write() -> SnapshotResult:
             try:
-                files = list(_write_checkpoint_rows(chk, names, ttls, now, compression, factory, label, path))
+                files = list(_write_checkpoint_rows(chk, names, ttls, now, compression, factory, label, path, memory))
                 for name, entries in timers:
                     files += _write_timer_rows(name, entries, compression, factory, label, path)
             finally:
@@ -611,14 +612,19 @@ def _write_checkpoint_rows(
     factory: CheckpointStreamFactory,
     label: str,
     spool_dir: str,
+    memory: RocksDBMemory,
 ) -> Iterator[tuple[KeyGroupRange, Any]]:
     """(Snapshot thread) the rows of the RocksDB checkpoint ``chk`` as snapshot files."""
-    from rocksdict import AccessType, Options, Rdict
+    from rocksdict import AccessType, Rdict, ReadOptions
 
-    db = Rdict(chk, Options(raw_mode=True), access_type=AccessType.read_only())
+    db = Rdict(chk, _options(memory), access_type=AccessType.read_only())  # (the backend's cache)
+    scan = ReadOptions()
+    # a bulk scan: the blocks it reads would only push the task's out of the cache
+    scan.fill_cache(False)  # type: ignore[call-arg]  # (a method; the stub says a property)
+    scan.set_readahead_size(2 << 20)
     try:
         files = _RowFiles(compression, factory, label, spool_dir)
-        for k, v in cast(Iterator[tuple[bytes, bytes]], db.items()):
+        for k, v in cast(Iterator[tuple[bytes, bytes]], db.items(read_opt=scan)):
             sid = k[2:4]
             ttl_ms = ttls.get(sid)
             if ttl_ms is not None:
