@@ -27,6 +27,7 @@ from pyflink.datastream.functions import (
 )
 from pyflink.datastream.output_tag import OutputTag
 from pyflink.datastream.window import CountWindow, GlobalWindow, TimeWindow, Window, WindowAssigner
+from yarnflink.api.broadcast import BroadcastConnectedStream, BroadcastStream
 from yarnflink.api.checkpoint_config import (
     CheckpointConfig,
     EmbeddedRocksDBStateBackend,
@@ -35,6 +36,7 @@ from yarnflink.api.checkpoint_config import (
     JobManagerCheckpointStorage,
 )
 from yarnflink.api.common import RuntimeExecutionMode, SlotSharingGroup
+from yarnflink.api.connected import ConnectedStreams
 from yarnflink.api.datastream import DataStream, DataStreamSink, KeyedStream
 from yarnflink.api.environment import StreamExecutionEnvironment
 from yarnflink.api.windowing import WindowedStream
@@ -55,11 +57,14 @@ __all__ = [
     "FileSystemCheckpointStorage",
     "HashMapStateBackend",
     "JobManagerCheckpointStorage",
+    "BroadcastConnectedStream",
     "BroadcastProcessFunction",
+    "BroadcastStream",
     "CheckpointingMode",
     "CoFlatMapFunction",
     "CoMapFunction",
     "CoProcessFunction",
+    "ConnectedStreams",
     "CountWindow",
     "DataStream",
     "DataStreamSink",

@@ -1,15 +1,17 @@
 """``pyflink.datastream.functions``: the function classes (generic as PyFlink's, e.g.
 ``ProcessWindowFunction[tuple, tuple, str, TimeWindow]``). Classes for features yarnflink refuses
-(connected streams, broadcast state, all-window functions) exist so that programs import; the call
+(``SourceFunction``, ``SinkFunction``, ``Partitioner``) exist so that programs import; the call
 that would use them raises."""
 
 from collections.abc import Iterable
 from typing import Any
 
 from yarnflink.operators.functions import (
+    BroadcastProcessFunction,
     FilterFunction,
     FlatMapFunction,
     Function,
+    KeyedBroadcastProcessFunction,
     KeyedProcessFunction,
     KeySelector,
     MapFunction,
@@ -40,14 +42,6 @@ class KeyedCoProcessFunction(Function):
     """As CoProcessFunction, both streams keyed: keyed state and timers (``on_timer``) per key."""
 
     Context = KeyedProcessFunction.Context
-
-
-class BroadcastProcessFunction(Function):
-    """Defined for imports; broadcast state is refused (``connect(ds.broadcast(descriptor))``)."""
-
-
-class KeyedBroadcastProcessFunction(Function):
-    """Defined for imports; broadcast state is refused (``connect(ds.broadcast(descriptor))``)."""
 
 
 class AllWindowFunction(Function):

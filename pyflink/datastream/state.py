@@ -1,5 +1,6 @@
 """``pyflink.datastream.state``: state descriptors and the keyed state types."""
 
+from yarnflink.state.broadcast import BroadcastState, ReadOnlyBroadcastState
 from yarnflink.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -13,10 +14,12 @@ from yarnflink.state.keyed_states import AggregatingState, ListState, MapState, 
 __all__ = [
     "AggregatingState",
     "AggregatingStateDescriptor",
+    "BroadcastState",
     "ListState",
     "ListStateDescriptor",
     "MapState",
     "MapStateDescriptor",
+    "ReadOnlyBroadcastState",
     "ReducingState",
     "ReducingStateDescriptor",
     "StateTtlConfig",

@@ -70,6 +70,41 @@ def test_streaming_keyed_reduce_emits_every_update(cluster: Cluster, executor) -
     assert by_key == {"a": [1, 3, 6], "b": [10, 30]}
 
 
+def test_broadcast_state_reaches_every_subtask_of_a_keyed_broadcast_process(cluster: Cluster, executor) -> None:
+    """The rules (one subtask) are broadcast to both subtasks of the keyed operator, across
+    TaskExecutors; each applies its own copy to the keys it owns. The elements wait in keyed
+    state for a timer that fires at the end of both inputs, when the rules are in."""
+    from yarnflink.api import KeyedBroadcastProcessFunction, ListStateDescriptor, MapStateDescriptor
+
+    rules_desc = MapStateDescriptor("rules", None, None)
+
+    class Apply(KeyedBroadcastProcessFunction):
+        def open(self, runtime_context):
+            self.subtask = runtime_context.get_index_of_this_subtask()
+            self.pending = runtime_context.get_list_state(ListStateDescriptor("pending"))
+
+        def process_element(self, value, ctx):
+            self.pending.add(value[1])
+            ctx.timer_service().register_event_time_timer(1)
+
+        def process_broadcast_element(self, value, ctx):
+            ctx.get_broadcast_state(rules_desc).put(value[0], value[1])
+
+        def on_timer(self, timestamp, ctx):
+            limit = ctx.get_broadcast_state(rules_desc).get("limit")
+            for v in self.pending.get():
+                if v >= limit:
+                    yield ctx.get_current_key(), v, self.subtask
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    events = env.from_collection([(f"k{i % 20}", i) for i in range(200)]).key_by(lambda v: v[0])
+    rules = env.from_collection([("limit", 150)]).set_parallelism(1)
+    out = list(events.connect(rules.broadcast(rules_desc)).process(Apply()).execute_and_collect())
+    assert sorted((k, v) for k, v, _ in out) == sorted((f"k{i % 20}", i) for i in range(150, 200))
+    assert {s for _, _, s in out} == {0, 1}  # both subtasks had the rule
+
+
 def test_batch_functions_and_vectorized_keyed_sum(cluster: Cluster, executor) -> None:
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)

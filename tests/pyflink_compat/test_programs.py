@@ -23,20 +23,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 #: Cases that do not pass under yarnflink yet, and why. They are not run (nor counted) unless
 #: YARNFLINK_COMPAT_PENDING=1; a case leaves this list once it passes.
-PENDING: dict[str, str] = {
-    "example_event_time_timer": "Types.FLOAT() state: PyFlink stores a 32-bit float (163.29999923706055), yarnflink "
-    "a Python float (163.29999999999998)",
-    "example_state_access": "Types.FLOAT() state: PyFlink stores a 32-bit float (110.0999984741211), yarnflink "
-    "a Python float (110.1)",
-    "count_window_reduce": "sliding count windows (count_window(3, 2)) fire other windows than PyFlink's",
-    "side_outputs": "a ProcessFunction's `yield output_tag, value` is taken as a main-output tuple",
-    "keyed_side_outputs": "a KeyedProcessFunction's `yield output_tag, value` is taken as a main-output tuple",
-    "keyed_reduce_aggregations": "sum(1) / min / max keep the other fields of the key's latest record; PyFlink "
-    "keeps those of its first (('sum', 'a', 11, 'x'), yarnflink gives 'v')",
-    "broadcast_state_rules": "broadcast state is refused (a clear error naming the alternative: keyed rules and "
-    "a KeyedCoProcessFunction)",
-    "row_named_types": "the print sink shows a Row as +I[BERLIN, 54.5]; PyFlink as +I[BERLIN,54.5]",
-}
+PENDING: dict[str, str] = {}
 
 #: (how, case): run in a process of their own, as a user starts them (``yarnflink run`` on a
 #: per-job cluster: test_console.py)

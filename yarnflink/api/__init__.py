@@ -39,8 +39,10 @@ if TYPE_CHECKING:  # the static view (mypy, import-linter); at run time they loa
     from yarnflink.common.row import Row, RowKind
     from yarnflink.common.typeinfo import TypeInformation, Types
     from yarnflink.operators.functions import (
+        BroadcastProcessFunction,
         FilterFunction,
         FlatMapFunction,
+        KeyedBroadcastProcessFunction,
         KeyedProcessFunction,
         KeySelector,
         MapFunction,
@@ -109,8 +111,10 @@ __getattr__, __dir__ = lazy_exports(
         "yarnflink.common.row": ("Row", "RowKind"),
         "yarnflink.common.typeinfo": ("TypeInformation", "Types"),
         "yarnflink.operators.functions": (
+            "BroadcastProcessFunction",
             "FilterFunction",
             "FlatMapFunction",
+            "KeyedBroadcastProcessFunction",
             "KeyedProcessFunction",
             "KeySelector",
             "MapFunction",
@@ -172,8 +176,10 @@ __all__ = [
     # state and event time
     "AggregateFunction",
     "AggregatingStateDescriptor",
+    "BroadcastProcessFunction",
     "Duration",
     "EventTimeSessionWindows",
+    "KeyedBroadcastProcessFunction",
     "ListStateDescriptor",
     "MapStateDescriptor",
     "OutputTag",

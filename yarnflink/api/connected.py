@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from yarnflink.api.common import UnsupportedFeatureError
 from yarnflink.api.typed import typed
 from yarnflink.common.typeinfo import check_type_info
 from yarnflink.operators.functions import Function, KeyedProcessFunction
@@ -120,10 +119,8 @@ class ConnectedStreams:
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:
         if callable(getattr(func, "process_broadcast_element", None)):
-            raise UnsupportedFeatureError(
-                "connect(broadcast stream).process()",
-                "broadcast state is not implemented",
-                "key the rules by what they apply to and connect the two keyed streams with a KeyedCoProcessFunction",
+            raise TypeError(
+                "a (Keyed)BroadcastProcessFunction needs a BroadcastStream: connect(ds.broadcast(map_state_descriptor))"
             )
         _check(func, ("process_element1", "process_element2"), "ConnectedStreams.process()")
         out = check_type_info(output_type, "process()")

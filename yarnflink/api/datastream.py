@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from yarnflink.api.broadcast import BroadcastConnectedStream, BroadcastStream, check_descriptors
 from yarnflink.api.common import SlotSharingGroup, UnsupportedFeatureError
 from yarnflink.api.connected import ConnectedStreams
 from yarnflink.api.connectors import DiscardingSink, FileSink
@@ -355,15 +356,14 @@ class DataStream(_OperatorSettings):
         """Uniformly random downstream subtask per record."""
         return self._view("shuffle")
 
-    def broadcast(self, broadcast_state_descriptor: Any = None, *more: Any) -> DataStream:
-        """Every record to every downstream subtask. (With a MapStateDescriptor, PyFlink's
-        broadcast state, refused.)"""
+    def broadcast(self, broadcast_state_descriptor: Any = None, *more: Any) -> Any:
+        """Every record to every downstream subtask. With MapStateDescriptors, a
+        ``BroadcastStream`` with those broadcast states, to connect a stream to
+        (``yarnflink.api.broadcast``)."""
         if broadcast_state_descriptor is not None:
-            raise UnsupportedFeatureError(
-                "DataStream.broadcast(MapStateDescriptor)",
-                "broadcast state is not implemented",
-                "key the rules by what they apply to and connect the two keyed streams with a KeyedCoProcessFunction",
-            )
+            return BroadcastStream(self._view("broadcast"), check_descriptors((broadcast_state_descriptor, *more)))
+        if more:
+            raise TypeError("broadcast(): the first MapStateDescriptor is None")
         return self._view("broadcast")
 
     def forward(self) -> DataStream:
@@ -396,8 +396,11 @@ class DataStream(_OperatorSettings):
             raise TypeError(f"print() sink_identifier must be a string, got {_describe(sink_identifier)}")
         stream = self
         type_info = self._t.output_type
-        if _prints_differently(type_info):
-            # typed records print as Flink's Java toString does: (hi,1), +I[1, hi], true, 1.0E7
+        if isinstance(type_info, RowTypeInfo):
+            # PyFlink formats Rows in Python before its Java print sink: +I[BERLIN,54.5]
+            stream = self._then("Map", MapSpec(fn=type_info.print_string), Types.STRING())
+        elif _prints_differently(type_info):
+            # other typed records print as Flink's Java toString does: (hi,1), true, 1.0E7
             stream = self._then("Map", MapSpec(fn=type_info.to_string), Types.STRING())
         spec = PrintSinkSpec(prefix=sink_identifier)
         return DataStreamSink(self._env, stream._add("Print to Std. Out", spec, "sink"))
@@ -429,15 +432,17 @@ class DataStream(_OperatorSettings):
         """Windows of the whole stream, in one subtask (``yarnflink.api.window_adapters``)."""
         return AllWindowedStream(self, window_assigner)
 
-    def connect(self, ds: Any) -> ConnectedStreams:
+    def connect(self, ds: Any) -> Any:
         """Two streams into one operator with a function per input (``CoMapFunction``,
-        ``CoFlatMapFunction``, ``KeyedCoProcessFunction``; ``yarnflink.api.connected``)."""
+        ``CoFlatMapFunction``, ``KeyedCoProcessFunction``; ``yarnflink.api.connected``); with a
+        ``BroadcastStream`` (``rules.broadcast(descriptor)``), a ``BroadcastConnectedStream``
+        (``yarnflink.api.broadcast``)."""
+        if isinstance(ds, BroadcastStream):
+            if ds.input_stream._env is not self._env:
+                raise ValueError("connect(): the streams must belong to the same StreamExecutionEnvironment")
+            return BroadcastConnectedStream(self, ds, (DataStream, ProcessStream))
         if not isinstance(ds, DataStream):
-            raise UnsupportedFeatureError(
-                "DataStream.connect(broadcast stream)",
-                "broadcast state is not implemented",
-                "key the rules by what they apply to and connect the two keyed streams with a KeyedCoProcessFunction",
-            )
+            raise TypeError(f"connect() needs a DataStream or a BroadcastStream, got {_describe(ds)}")
         if ds._env is not self._env:
             raise ValueError("connect(): the streams must belong to the same StreamExecutionEnvironment")
         return ConnectedStreams(self, ds, DataStream)

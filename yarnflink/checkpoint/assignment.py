@@ -23,8 +23,8 @@ from yarnflink.common.keygroups import key_group_range
 from yarnflink.state.handles import (
     SPLIT_DISTRIBUTE,
     UNION,
+    KeyedStateHandle,
     KeyGroupRange,
-    KeyGroupsStateHandle,
     OperatorStateHandle,
     OperatorSubtaskState,
     TaskStateSnapshot,
@@ -98,9 +98,9 @@ def assign_state(
     return out
 
 
-def _assign_keyed(st: OperatorState, v: RestoreVertex) -> list[list[KeyGroupsStateHandle]]:
+def _assign_keyed(st: OperatorState, v: RestoreVertex) -> list[list[KeyedStateHandle]]:
     handles = [h for _, s in sorted(st.subtask_states.items()) for h in s.managed_keyed_state]
-    result: list[list[KeyGroupsStateHandle]] = []
+    result: list[list[KeyedStateHandle]] = []
     for i in range(v.parallelism):
         rng = KeyGroupRange.of(key_group_range(v.max_parallelism, v.parallelism, i))
         result.append([h for h in handles if len(h.key_group_range.intersection(rng))])

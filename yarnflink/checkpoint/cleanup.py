@@ -40,9 +40,11 @@ from yarnflink.state.handles import StreamStateHandle
 # ----------------------------------------------------------------------------- events
 @dataclass(frozen=True)
 class DiscardCompleted:
-    """The coordinator discards a completed checkpoint (``DiscardCheckpoint``)."""
+    """The coordinator discards a completed checkpoint (``DiscardCheckpoint``), with the shared
+    files no retained checkpoint refers to any more."""
 
     checkpoint: CompletedCheckpoint
+    shared: tuple[StreamStateHandle, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,10 @@ class CheckLeadership:
 
 @dataclass(frozen=True)
 class DeleteCheckpoint:
+    """Delete the checkpoint (``_metadata`` first), then the shared files ``shared``."""
+
     checkpoint: CompletedCheckpoint
+    shared: tuple[StreamStateHandle, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -166,7 +171,7 @@ class CheckpointCleanup:
 
     def handle(self, event: Event) -> list[Action]:
         if isinstance(event, DiscardCompleted):
-            return self._discard(DeleteCheckpoint(event.checkpoint), pointer=True)
+            return self._discard(DeleteCheckpoint(event.checkpoint, event.shared), pointer=True)
         if isinstance(event, DiscardFiles):
             return self._discard(DeleteState(event.checkpoint_id, event.handles), pointer=False)
         if isinstance(event, DiscardDirectory):

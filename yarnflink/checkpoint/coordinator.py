@@ -47,6 +47,18 @@ Protocol (Flink's):
    rebuilt at another parallelism; every pending checkpoint is aborted (one being finalized too:
    the tasks that took it are gone) and ``CheckpointCoordinator.continuing`` builds the
    coordinator of the new tasks, with the completed checkpoints and the ids.
+9. Shared state (incremental checkpoints): the ``SharedStateRegistry`` (``shared``) counts which
+   completed checkpoints refer to which shared file. A checkpoint's files are registered when it
+   is finalized; one that refers to a file already let go is aborted (``FINALIZE_FAILURE``).
+   ``DiscardCheckpoint.shared`` carries the files no retained checkpoint refers to any more
+   (subsumed beyond ``num-retained``, or all when the job ends and its checkpoints go); an
+   aborted checkpoint's or a late acknowledgement's shared files that the registry never saw go
+   with its ``DiscardState``. The registry is rebuilt from the checkpoints a coordinator takes
+   over (``CheckpointsRecovered``, ``continuing``). A savepoint that refers to shared files
+   (it must be self-contained) is aborted.
+10. Takeover without a restore (issue 18): ``TasksAdopted`` -- a new leader adopted the running
+    tasks of the job (with their attempt numbers); it notifies the latest completed checkpoint,
+    aborts what an earlier leader had in flight and continues the ids (``checkpoint/takeover.py``).
 """
 
 from __future__ import annotations
@@ -58,7 +70,9 @@ from typing import Union
 from yarnflink.checkpoint.config import CheckpointConfig
 from yarnflink.checkpoint.metadata import CompletedCheckpoint, OperatorState
 from yarnflink.checkpoint.savepoints import NO_TARGET_DIRECTORY, SavepointTracker, savepoint_directory
+from yarnflink.checkpoint.shared import SharedStateDiscardedError, SharedStateRegistry
 from yarnflink.checkpoint.stop_with_savepoint import FailWithoutRestart
+from yarnflink.checkpoint.takeover import abort_reason, in_flight_ids
 from yarnflink.state.handles import StreamStateHandle, TaskStateSnapshot
 
 CREATED, RUNNING, FINISHED = "CREATED", "RUNNING", "FINISHED"
@@ -243,6 +257,20 @@ class CheckpointUnrestorable:
     reason: str
 
 
+@dataclass(frozen=True)
+class TasksAdopted:
+    """A new leader adopted the job's tasks instead of redeploying them: ``running`` (task id,
+    attempt number) keep running with their state, ``finished`` had finished; ``published_id`` is
+    the newest checkpoint whose pointer is in the HA store (0: none), ``handed_out_below`` the
+    shared id counter's value before this leader drew an id (see ``checkpoint/takeover.py``)."""
+
+    running: tuple[tuple[str, int], ...]
+    finished: tuple[str, ...]
+    published_id: int
+    handed_out_below: int
+    now: int
+
+
 Event = Union[
     Tick,
     TriggerSavepoint,
@@ -263,6 +291,7 @@ Event = Union[
     CheckpointsRecovered,
     CheckpointIdReserved,
     CheckpointUnrestorable,
+    TasksAdopted,
 ]
 
 
@@ -325,9 +354,11 @@ class DiscardIncomplete:
 
 @dataclass(frozen=True)
 class DiscardCheckpoint:
-    """Delete a completed checkpoint (its directory and files)."""
+    """Delete a completed checkpoint (its directory and files) and ``shared``: the shared files
+    no retained checkpoint refers to any more."""
 
     checkpoint: CompletedCheckpoint
+    shared: tuple[StreamStateHandle, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -418,6 +449,8 @@ class CheckpointCoordinator:
         self.attempts = {t: 0 for t in self.tasks}
         self.pending: dict[int, PendingCheckpoint] = {}
         self.completed: list[CompletedCheckpoint] = sorted(completed or [], key=lambda c: c.checkpoint_id)
+        #: which completed checkpoints refer to which shared state file (incremental checkpoints)
+        self.shared = SharedStateRegistry.rebuilt(self.completed)
         last = self.completed[-1].checkpoint_id if self.completed else 0
         self.next_checkpoint_id = max(next_checkpoint_id or 1, last + 1)
         self.consecutive_failures = 0
@@ -454,6 +487,7 @@ class CheckpointCoordinator:
         fresh.stop_checkpoint_id = previous.stop_checkpoint_id
         fresh.cancel_checkpoint_id = previous.cancel_checkpoint_id
         fresh.savepoints = previous.savepoints
+        fresh.shared = previous.shared
         return fresh
 
     # ------------------------------------------------------------------ queries
@@ -601,15 +635,31 @@ class CheckpointCoordinator:
         )
         if p is None or late:
             handles = tuple(e.state.stream_handles()) if e.state is not None else ()
-            return [DiscardState(e.checkpoint_id, handles)] if handles else []
-        return self._acknowledged(p, e.task_id, e.state)
+            unknown = tuple(h.as_file() for h in self.shared.unknown(e.state.shared_handles())) if e.state else ()
+            return [DiscardState(e.checkpoint_id, handles + unknown)] if handles or unknown else []
+        return self._acknowledged(p, e.task_id, e.state, e.now)
 
-    def _acknowledged(self, p: PendingCheckpoint, task_id: str, state: TaskStateSnapshot | None) -> list[Action]:
+    def _acknowledged(
+        self, p: PendingCheckpoint, task_id: str, state: TaskStateSnapshot | None, now: int = 0
+    ) -> list[Action]:
         p.not_yet_acknowledged.discard(task_id)
         p.acknowledged[task_id] = state
         if p.not_yet_acknowledged:
             return []
-        p.finalizing = self._build_completed(p)
+        done = self._build_completed(p)
+        shared = done.shared_handles()
+        if shared and p.is_savepoint:
+            return self._abort(
+                p.checkpoint_id,
+                FINALIZE_FAILURE,
+                now,
+                f"savepoint {p.checkpoint_id} refers to shared state files (a savepoint must be self-contained)",
+            )
+        try:
+            self.shared.register(p.checkpoint_id, shared)
+        except SharedStateDiscardedError as e:
+            return self._abort(p.checkpoint_id, FINALIZE_FAILURE, now, str(e))
+        p.finalizing = done
         return [WriteMetadata(p.finalizing, p.target_directory)]
 
     def _build_completed(self, p: PendingCheckpoint) -> CompletedCheckpoint:
@@ -683,8 +733,11 @@ class CheckpointCoordinator:
         if not p.is_savepoint:
             self.completed.append(done)
             while len(self.completed) > self.config.num_retained:
-                actions.append(DiscardCheckpoint(self.completed.pop(0)))
+                actions.append(self._discard_completed(self.completed.pop(0)))
         return actions
+
+    def _discard_completed(self, c: CompletedCheckpoint) -> DiscardCheckpoint:
+        return DiscardCheckpoint(c, tuple(h.as_file() for h in self.shared.unregister(c.checkpoint_id)))
 
     def _on_JobTerminated(self, e: JobTerminated) -> list[Action]:
         self.shutdown = True
@@ -693,7 +746,7 @@ class CheckpointCoordinator:
         for cid in sorted(self.pending):
             actions += self._abort(cid, COORDINATOR_SHUTDOWN, 0, f"the job is {e.status}")
         if discards_on(self.config.externalized_retention, e.status):
-            actions += [DiscardCheckpoint(c) for c in self.completed]
+            actions += [self._discard_completed(c) for c in self.completed]
             self.completed = []
         return actions
 
@@ -743,6 +796,7 @@ class CheckpointCoordinator:
     def _on_CheckpointsRecovered(self, e: CheckpointsRecovered) -> list[Action]:
         if e.completed is not None:
             self.completed = sorted(e.completed, key=lambda c: c.checkpoint_id)
+            self.shared = SharedStateRegistry.rebuilt(self.completed)
         self.next_checkpoint_id = max(self.next_checkpoint_id, e.next_checkpoint_id)
         return []
 
@@ -756,8 +810,35 @@ class CheckpointCoordinator:
         latest = self.latest_completed()
         if latest is None or latest.checkpoint_id != e.checkpoint_id or len(self.completed) < 2:
             return []
-        self.completed.pop()
+        dropped = self.completed.pop()
+        self.shared.unregister(dropped.checkpoint_id)  # (nothing deleted: its pointer may remain)
         return [RestoreFallback(e.checkpoint_id, self.completed[-1].checkpoint_id, e.reason)]
+
+    # ------------------------------------------------------------------ takeover without a restore
+    def _on_TasksAdopted(self, e: TasksAdopted) -> list[Action]:
+        if self.pending:
+            raise ValueError("tasks are adopted before any checkpoint is triggered")
+        for task_id, attempt in e.running:
+            self._check_task(task_id)
+            self.status[task_id] = RUNNING
+            self.attempts[task_id] = attempt
+        for task_id in e.finished:
+            self._check_task(task_id)
+            self.status[task_id] = FINISHED
+        in_flight = in_flight_ids(e.published_id, e.handed_out_below)
+        self.next_checkpoint_id = max(self.next_checkpoint_id, e.handed_out_below, e.published_id + 1)
+        self.savepoints.taken_over(e.handed_out_below)
+        running = tuple(sorted(t for t, _ in e.running))
+        actions: list[Action] = []
+        if e.published_id and running:
+            actions.append(NotifyCheckpointComplete(e.published_id, running))
+        for cid in in_flight:
+            if running:
+                actions.append(NotifyCheckpointAborted(cid, running, abort_reason(cid, e.published_id)))
+            actions.append(DiscardIncomplete(cid))
+        # the first checkpoint under the new leader as soon as every task runs: it proves the takeover
+        self.next_trigger = min(self.next_trigger, e.now)
+        return actions
 
     # ------------------------------------------------------------------ aborting
     def _abort(self, cid: int, reason: str, now: int, message: str) -> list[Action]:
@@ -775,6 +856,12 @@ class CheckpointCoordinator:
         # ended or was rescaled meanwhile): the pointer may still land in the HA store
         in_flight = p.finalizing is not None and reason != FINALIZE_FAILURE
         handles = p.handles()
+        if not in_flight:
+            # shared files: those only it referred to (registered when it was finalized), and
+            # those never registered (a backend refers only to files of confirmed checkpoints)
+            freed = self.shared.unregister(cid) if p.finalizing is not None else []
+            acked = [h for s in p.acknowledged.values() if s is not None for h in s.shared_handles()]
+            handles += tuple(h.as_file() for h in [*freed, *self.shared.unknown(acked)])
         if handles and not in_flight:
             actions.append(DiscardState(cid, handles))
         if not in_flight and not self.shutdown:  # (once the job ended, no directory goes)

@@ -18,10 +18,13 @@ from typing import Any
 
 from yarnflink.state.handles import (
     FileStateHandle,
+    IncrementalKeyedStateHandle,
     InputChannelStateHandle,
+    KeyedStateHandle,
     KeyGroupsStateHandle,
     OperatorStateHandle,
     OperatorSubtaskState,
+    SharedFileHandle,
     StreamStateHandle,
 )
 
@@ -88,18 +91,50 @@ class CompletedCheckpoint:
         return sum(o.state_size for o in self.operator_states.values())
 
     def stream_handles(self) -> list[StreamStateHandle]:
+        """The files that belong to this checkpoint alone (deleted with it)."""
         return [h for o in self.operator_states.values() for s in o.subtask_states.values() for h in s.stream_handles()]
 
+    def shared_handles(self) -> list[SharedFileHandle]:
+        """The shared files it refers to (incremental checkpoints; the ``SharedStateRegistry``
+        deletes them once no retained checkpoint does), each once."""
+        seen: dict[str, SharedFileHandle] = {}
+        for o in self.operator_states.values():
+            for s in o.subtask_states.values():
+                for h in s.shared_handles():
+                    seen.setdefault(h.path, h)
+        return list(seen.values())
+
+    @property
+    def is_incremental(self) -> bool:
+        return any(
+            isinstance(h, IncrementalKeyedStateHandle)
+            for o in self.operator_states.values()
+            for s in o.subtask_states.values()
+            for h in s.managed_keyed_state
+        )
+
     def map_stream_handles(self, fn: Callable[[StreamStateHandle], StreamStateHandle]) -> CompletedCheckpoint:
-        """A copy whose every state handle's file/bytes handle is ``fn(handle)`` (relocation)."""
+        """A copy whose every state handle's file/bytes handle is ``fn(handle)`` (relocation;
+        shared files are not relocated)."""
+
+        def keyed(h: KeyedStateHandle) -> KeyedStateHandle:
+            if isinstance(h, KeyGroupsStateHandle):
+                return KeyGroupsStateHandle(h.key_group_range, fn(h.delegate), h.states, h.backend)
+            return IncrementalKeyedStateHandle(
+                h.key_group_range,
+                h.checkpoint_id,
+                h.shared,
+                tuple(fn(p) for p in h.private),
+                h.states,
+                h.backend,
+                h.checkpointed_size,
+            )
+
         ops = {}
         for op_id, o in self.operator_states.items():
             subs = {
                 i: OperatorSubtaskState(
-                    [
-                        KeyGroupsStateHandle(h.key_group_range, fn(h.delegate), h.states, h.backend)
-                        for h in s.managed_keyed_state
-                    ],
+                    [keyed(h) for h in s.managed_keyed_state],
                     [OperatorStateHandle(fn(h.delegate), dict(h.states)) for h in s.managed_operator_state],
                     [InputChannelStateHandle(h.channel, h.num_channels, fn(h.delegate)) for h in s.input_channel_state],
                 )
@@ -200,6 +235,11 @@ def check_structure(checkpoint: CompletedCheckpoint, path: str = "<bytes>") -> N
                 if isinstance(sh, FileStateHandle) and (sh.size < 0 or not sh.path):
                     raise CheckpointMetadataError(
                         path, f"{where}: invalid state file handle {sh.path!r} ({sh.size} bytes)"
+                    )
+            for shared in s.shared_handles():
+                if shared.size < 0 or not shared.path or _is_relative(shared.path):
+                    raise CheckpointMetadataError(
+                        path, f"{where}: invalid shared state file handle {shared.path!r} ({shared.size} bytes)"
                     )
 
 

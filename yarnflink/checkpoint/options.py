@@ -92,6 +92,21 @@ class CheckpointingOptions:
         "20 kb",
         "State smaller than this is stored inline in the checkpoint's _metadata instead of its own file.",
     )
+    TESTING_KILL_MASTER_AFTER_METADATA = ConfigOption(
+        "execution.checkpointing.testing.kill-master-after-metadata",
+        "str",
+        None,
+        "Test only (the HA drills): a file path. When the JobMaster has written a checkpoint's _metadata "
+        "and this file exists, it deletes the file, writes the checkpoint id to <path>.fired and SIGKILLs "
+        "its master process: before the pointer is in the HA store.",
+    )
+    TESTING_KILL_MASTER_AFTER_POINTER = ConfigOption(
+        "execution.checkpointing.testing.kill-master-after-pointer",
+        "str",
+        None,
+        "Test only (the HA drills): as kill-master-after-metadata, once the checkpoint's pointer is in the "
+        "HA store (the checkpoint completed) and before any task was notified of it.",
+    )
 
 
 class SavepointConfigOptions:

@@ -8,6 +8,8 @@ and ``StateAssignmentOperation`` at deployment): events in, actions out; the dri
   for the previous valid one (each skip named with id, pointer and why), and the ids after the
   skipped ones stay unused; none valid: ``NoRestorableCheckpoint`` (the job fails, as Flink's
   does when it can read none of the checkpoints in its store).
+* ``adopted`` (either event): a new leader adopts the running tasks (issue 18) -- they keep their
+  state, nothing is restored or counted now; the checkpoints are owned for later restarts.
 * ``StartedFromSavepoint``: ``execution.savepoint.path`` (``yarnflink run -s``): the state must fit
   the job (operators matched by uid) unless ``allow_non_restored_state``; else ``ValueError``
   naming the path and the problem. New checkpoints continue its numbering.
@@ -43,6 +45,9 @@ class ResumedFromHa:
     older: tuple[CompletedCheckpoint, ...]
     skipped: tuple[str, ...]
     now: int
+    #: the new leader adopts the running tasks (issue 18): nothing is restored now; the job owns
+    #: the retained checkpoints for later restarts (a region failover restores the latest)
+    adopted: bool = False
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,7 @@ class StartedFromSavepoint:
     path: str
     skipped: tuple[str, ...]
     now: int
+    adopted: bool = False  # as ResumedFromHa's: the running tasks started from it under an earlier leader
 
 
 @dataclass(frozen=True)
@@ -193,10 +199,10 @@ class RestorePlanner:
         self.warnings += e.skipped
         self.initial = e.checkpoint
         cid = max(e.published_id, e.checkpoint.checkpoint_id)  # ids after a damaged one stay unused
-        return [
-            cc.CheckpointsRecovered(cid + 1, (*e.older, e.checkpoint)),
-            RestoreCounted(e.checkpoint, e.pointer, tuple(self.warnings), e.now),
-        ]
+        recovered = cc.CheckpointsRecovered(cid + 1, (*e.older, e.checkpoint))
+        if e.adopted:
+            return [recovered]
+        return [recovered, RestoreCounted(e.checkpoint, e.pointer, tuple(self.warnings), e.now)]
 
     def _started(self, e: StartedFromSavepoint) -> list[Action]:
         self.warnings += e.skipped
@@ -205,8 +211,11 @@ class RestorePlanner:
             raise ValueError(problem)
         self.initial = e.checkpoint
         # new checkpoints of this job continue the numbering (Flink: the restored id + 1)
+        recovered = cc.CheckpointsRecovered(e.checkpoint.checkpoint_id + 1)
+        if e.adopted:
+            return [recovered]
         return [
-            cc.CheckpointsRecovered(e.checkpoint.checkpoint_id + 1),
+            recovered,
             RestoreCounted(e.checkpoint, e.checkpoint.external_pointer or e.path, tuple(self.warnings), e.now),
         ]
 

@@ -30,6 +30,7 @@ from yarnflink.checkpoint.stop_with_savepoint import (
     failed_operation,
     savepoint_type,
 )
+from yarnflink.checkpoint.takeover import unknown_trigger_reason
 
 #: why a savepoint without a target directory is refused
 NO_TARGET_DIRECTORY = (
@@ -51,10 +52,21 @@ class SavepointTracker:
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     _trigger_of: dict[int, str] = field(default_factory=dict)  # checkpoint id -> trigger id
     _stops: dict[str, StopWithSavepointTerminationHandler] = field(default_factory=dict)
+    #: the job was taken over from an earlier leader (the counter's value then), 0: not
+    _taken_over_at: int = 0
 
     def status(self, trigger_id: str) -> dict[str, Any] | None:
+        """The result of ``trigger_id``; None: unknown. After a takeover an unknown trigger id
+        gets a failed result naming the takeover (it may have been the earlier leader's)."""
         result = self.results.get(trigger_id)
+        if result is None and self._taken_over_at:
+            return failed_operation(unknown_trigger_reason(trigger_id, self.job_id, self._taken_over_at))
         return dict(result) if result is not None else None
+
+    def taken_over(self, handed_out_below: int) -> None:
+        """This leader took the job over; earlier leaders handed out checkpoint ids below
+        ``handed_out_below``."""
+        self._taken_over_at = max(1, handed_out_below)
 
     def trigger_of(self, checkpoint_id: int) -> str | None:
         return self._trigger_of.get(checkpoint_id)

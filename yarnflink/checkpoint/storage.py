@@ -42,9 +42,15 @@ from yarnflink.checkpoint.metadata import (
 )
 from yarnflink.checkpoint.options import S3Options
 from yarnflink.common.config import Configuration
-from yarnflink.state.handles import ByteStreamStateHandle, FileStateHandle, StreamStateHandle
+from yarnflink.state.handles import (
+    ByteStreamStateHandle,
+    FileStateHandle,
+    KeyGroupRange,
+    SharedFileHandle,
+    StreamStateHandle,
+)
 from yarnflink.state.snapshot_serializer import BufferPieces
-from yarnflink.state.streams import EXCLUSIVE, SHARED, TASKOWNED
+from yarnflink.state.streams import EXCLUSIVE, SHARED, TASKOWNED, content_hash
 
 _CHK = re.compile(r"^chk-(\d+)$")
 _ATOMIC_RENAME_PROTOCOLS = {"file", "local", "hdfs", "arrow_hdfs", "memory"}
@@ -151,8 +157,11 @@ def _url(fs: Any, path: str) -> str:
     return fs.unstrip_protocol(path)
 
 
-def read_stream_handle(handle: StreamStateHandle, storage_options: Mapping[str, Any] | None = None) -> bytes:
-    """The bytes of a state handle (inline, or a file read through fsspec)."""
+def read_stream_handle(
+    handle: StreamStateHandle | SharedFileHandle, storage_options: Mapping[str, Any] | None = None
+) -> bytes:
+    """The bytes of a state handle (inline, or a file read through fsspec); a shared file's content
+    hash is checked (CheckpointStorageError naming the file if it does not match)."""
     if isinstance(handle, ByteStreamStateHandle):
         return handle.data
     fs, path = filesystem_for(handle.path, storage_options)
@@ -161,10 +170,18 @@ def read_stream_handle(handle: StreamStateHandle, storage_options: Mapping[str, 
         raise CheckpointStorageError(
             handle.path, f"the state file has {len(data)} bytes, the checkpoint recorded {handle.size}"
         )
+    if isinstance(handle, SharedFileHandle):
+        got = content_hash([data])
+        if got != handle.content_hash:
+            raise CheckpointStorageError(
+                handle.path, f"the shared state file is corrupted: its content hash is {got}, not {handle.content_hash}"
+            )
     return data
 
 
-def make_reader(storage_options: Mapping[str, Any] | None = None) -> Callable[[StreamStateHandle], bytes]:
+def make_reader(
+    storage_options: Mapping[str, Any] | None = None,
+) -> Callable[[StreamStateHandle | SharedFileHandle], bytes]:
     return lambda h: read_stream_handle(h, storage_options)
 
 
@@ -176,10 +193,34 @@ class FsCheckpointStreamFactory:
     """Writes state files under a checkpoint's directories (``CheckpointStreamFactory``); ``data`` is
     ``bytes`` or any buffer (a keyed-state snapshot is a ``memoryview`` of an Arrow buffer)."""
 
-    def __init__(self, fs: Any, exclusive_dir: str, shared_dir: str, taskowned_dir: str, inline_threshold: int):
+    def __init__(
+        self,
+        fs: Any,
+        exclusive_dir: str,
+        shared_dir: str,
+        taskowned_dir: str,
+        inline_threshold: int,
+        checkpoint_id: int = 0,
+        shared_state: bool = False,
+    ):
         self.fs = fs
         self.dirs = {EXCLUSIVE: exclusive_dir, SHARED: shared_dir, TASKOWNED: taskowned_dir}
         self.inline_threshold = inline_threshold
+        self.checkpoint_id = checkpoint_id
+        #: whether snapshots may write shared files here (a checkpoint's factory, not a savepoint's)
+        self.shared_state = shared_state
+
+    def write_shared(self, data: Any, name: str, key_group_range: KeyGroupRange, kind: str) -> SharedFileHandle:
+        """A shared state file (always a file, never inline): ``shared/chk<n>_<name>-<uuid>.arrow``
+        (``n``: the checkpoint that wrote it), with its size and content hash."""
+        pieces = data.buffers() if isinstance(data, BufferPieces) else [memoryview(data).cast("B")]
+        digest = content_hash(pieces)
+        size = sum(len(p) for p in pieces)
+        file_name = f"chk{self.checkpoint_id}_{_safe_name(name)}-{uuid.uuid4().hex}.arrow"
+        path = posixpath.join(self.dirs[SHARED], file_name)
+        url = _url(self.fs, path)
+        _io(url, "writing a shared state file", lambda: write_file(self.fs, path, data))
+        return SharedFileHandle(url, size, digest, key_group_range, kind)
 
     def write_state(self, data: bytes, name: str, scope: str = EXCLUSIVE) -> StreamStateHandle:
         if len(data) < self.inline_threshold:
@@ -350,6 +391,10 @@ class FsCheckpointStorage:
     def job_url(self) -> str:
         return _url(self.fs, self.job_path)
 
+    @property
+    def shared_url(self) -> str:
+        return _url(self.fs, self.shared_path)
+
     def checkpoint_path(self, checkpoint_id: int) -> str:
         return posixpath.join(self.job_path, f"chk-{checkpoint_id}")
 
@@ -377,7 +422,9 @@ class FsCheckpointStorage:
     def stream_factory(self, checkpoint_id: int) -> FsCheckpointStreamFactory:
         chk = self.checkpoint_path(checkpoint_id)
         _io(_url(self.fs, chk), "creating the checkpoint directory", lambda: self.fs.makedirs(chk, exist_ok=True))
-        return FsCheckpointStreamFactory(self.fs, chk, self.shared_path, self.taskowned_path, self.inline_threshold)
+        return FsCheckpointStreamFactory(
+            self.fs, chk, self.shared_path, self.taskowned_path, self.inline_threshold, checkpoint_id, shared_state=True
+        )
 
     def savepoint_stream_factory(self, savepoint_url: str) -> FsCheckpointStreamFactory:
         fs, path = filesystem_for(savepoint_url, self.storage_options)
@@ -446,11 +493,17 @@ class FsCheckpointStorage:
         return LatestValid(None, skipped)
 
     # ------------------------------------------------------------------ deletion
-    def discard_checkpoint(self, checkpoint: CompletedCheckpoint) -> None:
+    def discard_checkpoint(
+        self, checkpoint: CompletedCheckpoint, shared: list[StreamStateHandle] | None = None
+    ) -> None:
         """Delete a completed checkpoint: its state files outside its directory, then the
-        directory (``_metadata`` first, so a crash midway never leaves a restorable half)."""
+        directory (``_metadata`` first, so a crash midway never leaves a restorable half), then
+        ``shared``: the shared files no retained checkpoint refers to any more (its own shared
+        files are not touched otherwise: the SharedStateRegistry decides)."""
         pointer = checkpoint.external_pointer or self.checkpoint_url(checkpoint.checkpoint_id)
         _discard_completed(checkpoint, pointer, self.storage_options)
+        if shared:
+            self.discard_state(shared)
 
     def discard_state(self, handles: list[StreamStateHandle]) -> None:
         for h in handles:
@@ -554,9 +607,12 @@ def _discard_completed(
     _io(pointer, "deleting the checkpoint", rm)
 
 
-def discard_checkpoint_at(pointer: str, storage_options: Mapping[str, Any] | None = None) -> None:
+def discard_checkpoint_at(
+    pointer: str, storage_options: Mapping[str, Any] | None = None, with_shared: bool = False
+) -> None:
     """Delete the completed checkpoint whose ``_metadata`` (or directory) ``pointer`` names, as
-    ``FsCheckpointStorage.discard_checkpoint``; if its metadata cannot be read, its directory."""
+    ``FsCheckpointStorage.discard_checkpoint``; if its metadata cannot be read, its directory.
+    ``with_shared``: its shared files too (every checkpoint of the job goes: its HA cleanup)."""
     location = pointer.rstrip("/")
     if posixpath.basename(location) == METADATA_FILE_NAME:
         location = location[: -len(METADATA_FILE_NAME) - 1]
@@ -565,12 +621,26 @@ def discard_checkpoint_at(pointer: str, storage_options: Mapping[str, Any] | Non
     except CheckpointMetadataError:
         checkpoint = CompletedCheckpoint("", 0, 0)
     _discard_completed(checkpoint, location, storage_options)
+    if with_shared:
+        for h in checkpoint.shared_handles():
+            fs, path = filesystem_for(h.path, storage_options)
+            _io(h.path, "deleting a shared state file", functools.partial(_remove_if_exists, fs, path))
 
 
-def validate_checkpoint(checkpoint: CompletedCheckpoint, storage_options: Mapping[str, Any] | None = None) -> None:
-    """CheckpointMetadataError naming the checkpoint if a state file it refers to is missing or
-    does not have the size recorded (truncated, replaced)."""
+def validate_checkpoint(
+    checkpoint: CompletedCheckpoint, storage_options: Mapping[str, Any] | None = None, verify_content: bool = True
+) -> None:
+    """CheckpointMetadataError naming the checkpoint and the file if a state file it refers to is
+    missing or does not have the size recorded (truncated, replaced), or, ``verify_content``, if
+    a shared file's content hash does not match (corrupted)."""
     where = checkpoint.external_pointer or f"checkpoint {checkpoint.checkpoint_id}"
+    for shared in checkpoint.shared_handles():
+        validate_checkpoint_file(where, shared.as_file(), storage_options, "shared state file")
+        if verify_content:
+            try:
+                read_stream_handle(shared, storage_options)
+            except CheckpointStorageError as e:
+                raise CheckpointMetadataError(where, f"shared state file {shared.path}: {e.problem}") from None
     for h in checkpoint.stream_handles():
         if not isinstance(h, FileStateHandle):
             continue
@@ -587,6 +657,24 @@ def validate_checkpoint(checkpoint: CompletedCheckpoint, storage_options: Mappin
             raise CheckpointMetadataError(where, f"state file {h.path} is missing")
         if got != h.size:
             raise CheckpointMetadataError(where, f"state file {h.path} has {got} bytes, the metadata recorded {h.size}")
+
+
+def validate_checkpoint_file(
+    where: str, h: FileStateHandle, storage_options: Mapping[str, Any] | None, what: str = "state file"
+) -> None:
+    fs, path = filesystem_for(h.path, storage_options)
+
+    def size() -> int | None:
+        try:
+            return int(fs.info(path).get("size") or 0)
+        except FileNotFoundError:
+            return None
+
+    got = _io(h.path, f"checking a {what}", size)
+    if got is None:
+        raise CheckpointMetadataError(where, f"{what} {h.path} is missing")
+    if got != h.size:
+        raise CheckpointMetadataError(where, f"{what} {h.path} has {got} bytes, the metadata recorded {h.size}")
 
 
 def write_savepoint(
@@ -663,9 +751,9 @@ def resolve_restore_location(location: str, storage_options: Mapping[str, Any] |
     return LatestValid(checkpoint)
 
 
-def make_config_reader(conf: Mapping[str, Any] | None) -> Callable[[StreamStateHandle], bytes]:
+def make_config_reader(conf: Mapping[str, Any] | None) -> Callable[[StreamStateHandle | SharedFileHandle], bytes]:
     """A state reader that finds the storage options of each file's own URL (a savepoint on S3
     restored by a job whose checkpoints go elsewhere)."""
     return lambda h: read_stream_handle(
-        h, storage_options_from_config(conf, h.path if isinstance(h, FileStateHandle) else "")
+        h, storage_options_from_config(conf, h.path if isinstance(h, (FileStateHandle, SharedFileHandle)) else "")
     )

@@ -7,9 +7,11 @@ things only, both where PyFlink's type changes what the user sees:
   serializer): a ``ROW`` / ``ROW_NAMED`` type turns tuples and lists into ``Row`` records with
   field names, ``TUPLE`` turns rows and lists into tuples, ``FLOAT``/``DOUBLE`` turn ints into
   floats; other values pass unchanged.
-* ``to_string(value)``: how ``print()`` shows a typed record, as Flink's Java ``toString`` does
-  (``(hi,1)`` for a tuple, ``+I[1, hi]`` for a row, ``true``, ``1.0E7``); untyped records
-  (``None`` or ``PICKLED_BYTE_ARRAY``) print as ``str(value)``.
+* ``to_string(value)``: how ``print()`` and a FileSink's string encoder show a typed record, as
+  Flink's Java ``toString`` does (``(hi,1)`` for a tuple, ``+I[1, hi]`` for a row, ``true``,
+  ``1.0E7``); untyped records (``None`` or ``PICKLED_BYTE_ARRAY``) print as ``str(value)``. One
+  exception, PyFlink's own: ``print()`` of a ``ROW`` / ``ROW_NAMED`` stream formats each Row in
+  Python (``RowTypeInfo.print_string``: ``+I[BERLIN,54.5]``).
 """
 
 from __future__ import annotations
@@ -223,6 +225,16 @@ class RowTypeInfo(TypeInformation):
             return java_string(value)
         kind = value.get_row_kind().short_string() if isinstance(value, Row) else "+I"
         return kind + "[" + ", ".join(t.to_string(v) for t, v in zip(self.field_types, value)) + "]"
+
+    def print_string(self, value: Any) -> str:
+        """How PyFlink's ``print()`` shows a record of this type: it formats a Row in Python
+        before the Java sink sees it, as ``<kind>[<str(field)>,...]`` (``+I[BERLIN,54.5]``,
+        ``+I[True,None]``), not as Java's ``Row.toString`` (``+I[BERLIN, 54.5]``), which a
+        FileSink's ``simple_string_encoder`` writes."""
+        if not isinstance(value, (tuple, list, Row)):
+            return java_string(value)
+        kind = value.get_row_kind().short_string() if isinstance(value, Row) else "+I"
+        return kind + "[" + ",".join(str(v) for v in value) + "]"
 
     def __repr__(self) -> str:
         return f"Types.ROW_NAMED({self.field_names!r}, {self.field_types!r})"

@@ -390,7 +390,7 @@ class DispatcherLeadership:
             # CheckpointResourcesCleanupRunner); a deposed leader never gets here
             for pointer, options in checkpoints:
                 try:
-                    discard_checkpoint_at(pointer, options)
+                    discard_checkpoint_at(pointer, options, with_shared=True)
                 except Exception as e:  # noqa: BLE001 - left behind, never restored again
                     log.warning("job %s: deleting checkpoint %s failed: %s", a.job_id, pointer, e)
             self.ha.job_graph_store(fence).global_cleanup(a.job_id)

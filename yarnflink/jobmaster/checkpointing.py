@@ -12,8 +12,11 @@ the HA store, ids reserved from it, files discarded, the job failed or cancelled
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
+import os
+import signal
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -34,6 +37,7 @@ from yarnflink.checkpoint.storage import (
     validate_checkpoint,
     write_savepoint,
 )
+from yarnflink.common.config import ConfigOption
 from yarnflink.common.rpc_errors import RpcException
 from yarnflink.executiongraph.executiongraph import Execution, ExecutionState, ExecutionVertex, Failure, now_ms
 from yarnflink.highavailability.errors import HaStoreError, LeadershipLostError
@@ -105,6 +109,10 @@ class CheckpointDriver:
         #: when files may be deleted: with HA, never while a pointer may name them (checkpoint/cleanup.py)
         self.cleanup = cu.CheckpointCleanup(ha=self.ha is not None)
         self._reserved_id = 0
+        #: HA takeover (read before this leader draws an id): the newest checkpoint whose pointer
+        #: is in the HA store and the counter's value (every id below it was an earlier leader's)
+        self._published_id = 0
+        self._handed_out_below = 1
         self._task: asyncio.Task[None] | None = None
         self._validating: asyncio.Future[None] | None = None
 
@@ -236,15 +244,31 @@ class CheckpointDriver:
         self._clean(cu.LeadershipLost(cause))
 
     # ------------------------------------------------------------------ restore (storage and HA reads)
-    async def load_initial(self) -> None:
+    async def load_initial(self, tasks_adopted: bool = False) -> None:
         """What the job starts from (``checkpoint_recovery``): with HA the latest checkpoint in
         ZooKeeper, else ``execution.savepoint.path``. Raises, naming the path and the problem, if
-        that state cannot be read or does not fit the job; the job then fails."""
+        that state cannot be read or does not fit the job; the job then fails.
+
+        ``tasks_adopted`` (HA takeover, issue 18): a new leader adopts the job's running tasks:
+        they keep their state, so nothing is restored or counted now (the retained checkpoints
+        are owned for later restarts: a region failover restores the latest); call
+        ``on_tasks_adopted`` once the JobMaster knows which executions it adopted."""
+        if self.ha is not None:
+            self._handed_out_below = int(await run_off_loop(self.ha.next_id))
+            if self._handed_out_below > 1:  # an earlier leader ran this job: its triggers are lost
+                self.coordinator.savepoints.taken_over(self._handed_out_below)
         started = await read_initial_state(self.jm.config, self.storage, self.ha, self.jm.job_id)
         if started is not None:
+            if tasks_adopted:
+                started = dataclasses.replace(started, adopted=True)
+            if isinstance(started, rp.ResumedFromHa):
+                self._published_id = started.published_id
             for skipped in started.skipped:
                 self._note_skipped(skipped)
-            self._apply(self.restore.handle(started))
+            actions = self.restore.handle(started)
+            if tasks_adopted:
+                actions = [a for a in actions if not isinstance(a, rp.RestoreCounted)]
+            self._apply(actions)
         if self.ha is not None and self.storage is not None:
             await self._delete_orphans(self.ha, self.storage)
 
@@ -258,6 +282,24 @@ class CheckpointDriver:
         for cid in orphans:
             log.info("job %s: deleting chk-%d, left by an earlier leader (no pointer names it)", self.jm.job_id, cid)
             self._clean(cu.DiscardDirectory(cid))
+
+    def on_tasks_adopted(self, running: Sequence[Execution], finished: Sequence[Execution] = ()) -> None:
+        """The JobMaster adopted these executions of an earlier leader (issue 18) instead of
+        deploying them: the coordinator notifies the latest completed checkpoint (its notice may
+        not have reached the tasks: the FileSink commits it exactly once), aborts what was in flight
+        at the crash (files discarded through ``checkpoint/cleanup.py``) and continues the ids
+        (``checkpoint/takeover.py``). Call after ``load_initial(tasks_adopted=True)``, on the loop."""
+        known = self.coordinator.tasks
+        adopted = tuple((tid, e.attempt_number) for e in running if (tid := task_id_of(e.vertex)) in known)
+        done = tuple(tid for e in finished if (tid := task_id_of(e.vertex)) in known)
+        log.info(
+            "job %s: checkpointing continues on %d adopted task(s): checkpoint %d notified, ids from %d",
+            self.jm.job_id,
+            len(adopted),
+            self._published_id,
+            max(self._handed_out_below, self._published_id + 1),
+        )
+        self._handle(cc.TasksAdopted(adopted, done, self._published_id, self._handed_out_below, _now_ms()))
 
     def _note_skipped(self, message: str) -> None:
         """A checkpoint not restored, and why, goes to the job's exception history (REST
@@ -355,7 +397,7 @@ class CheckpointDriver:
             elif isinstance(a, cc.DiscardState):
                 self._clean(cu.DiscardFiles(a.checkpoint_id, a.handles))
             elif isinstance(a, cc.DiscardCheckpoint):
-                self._clean(cu.DiscardCompleted(a.checkpoint))
+                self._clean(cu.DiscardCompleted(a.checkpoint, a.shared))
             elif isinstance(a, cc.FailGlobal):  # the restart strategy decides: a failover, or the end
                 self.jm.fail_global(Failure("CheckpointException", a.reason, "", now_ms()))
             elif isinstance(a, cc.RestoreFallback):
@@ -386,13 +428,32 @@ class CheckpointDriver:
                 pointer = await run_off_loop(self.storage.write_metadata, a.checkpoint, None)
         except Exception as e:  # noqa: BLE001
             pointer, error = "", f"{type(e).__name__}: {e}"
+        if error is None and pointer and not a.checkpoint.is_savepoint:
+            self._testing_kill(CheckpointingOptions.TESTING_KILL_MASTER_AFTER_METADATA, cid)
         if error is None and self.ha is not None and pointer and not a.checkpoint.is_savepoint:
             error = await self._publish_pointer(self.ha, cid, pointer)
+            if error is None:
+                self._testing_kill(CheckpointingOptions.TESTING_KILL_MASTER_AFTER_POINTER, cid)
         self._handle(
             cc.MetadataWritten(cid, pointer, _now_ms())
             if error is None
             else cc.MetadataWriteFailed(cid, error, _now_ms())
         )
+
+    def _testing_kill(self, option: ConfigOption, checkpoint_id: int) -> None:
+        """The HA drills' fault hook (test only): SIGKILL of this master in the middle of finalizing
+        a checkpoint, armed by the file the option names (deleted first: the next leader, which
+        has the same configuration, goes on)."""
+        trigger = self.jm.config.get_string(option)
+        if not trigger or not os.path.exists(trigger):
+            return
+        os.remove(trigger)
+        with open(f"{trigger}.fired", "w") as f:
+            f.write(str(checkpoint_id))
+        log.warning("job %s: %s: SIGKILL of this master at checkpoint %d", self.jm.job_id, option.key, checkpoint_id)
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
 
     async def _publish_pointer(self, ha: JobCheckpointRecovery, cid: int, pointer: str) -> str | None:
         """A checkpoint's ``_metadata`` URL added to ZooKeeper; the error otherwise."""
@@ -421,7 +482,7 @@ class CheckpointDriver:
             elif isinstance(a, cu.CheckLeadership) and self.ha is not None:
                 self.jm._spawn(self._ask_ha(a.ticket, self.ha.check_leadership))
             elif isinstance(a, cu.DeleteCheckpoint):
-                self._discard(storage.discard_checkpoint, a.checkpoint)
+                self._discard(storage.discard_checkpoint, a.checkpoint, list(a.shared))
             elif isinstance(a, cu.DeleteState):
                 self._discard(storage.discard_state, list(a.handles))
             elif isinstance(a, cu.DeleteDirectory):

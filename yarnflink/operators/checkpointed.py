@@ -23,14 +23,17 @@ class CheckpointedValue:
     """``legacy``: the name of a SPLIT_DISTRIBUTE list state older versions kept instead; its
     restored elements are in ``self.legacy`` and it is not checkpointed again."""
 
-    def __init__(self, ctx: Any, name: str, union: bool = False, legacy: str | None = None) -> None:
+    def __init__(self, ctx: Any, name: str, union: bool = False, legacy: str | None = None, beside: Any = None) -> None:
+        """``beside``: another CheckpointedValue of the operator whose state backend this one
+        shares (one backend per operator: a second one would snapshot the first's restored
+        lists again)."""
         self.enabled = ctx.state is not None
         self._backend: Any = None
         self._list: Any = None
         self.restored: list = []
         self.legacy: list = []
         if self.enabled:
-            self._backend = operator_state_backend_for(ctx)
+            self._backend = beside._backend if beside is not None else operator_state_backend_for(ctx)
             desc = ListStateDescriptor(name)
             self._list = self._backend.get_union_list_state(desc) if union else self._backend.get_list_state(desc)
             self.restored = list(self._list.get())
@@ -38,6 +41,11 @@ class CheckpointedValue:
                 old = self._backend.get_list_state(ListStateDescriptor(legacy))
                 self.legacy = list(old.get())
                 old.update([])
+
+    def stage(self, value: Any) -> None:
+        """Set the value the next snapshot of the shared backend writes (for ``beside`` values)."""
+        if self.enabled:
+            self._list.update([value])
 
     def snapshot(self, value: Any, checkpoint_id: int, timestamp: int, factory: Any) -> list[Future]:
         if not self.enabled:
@@ -47,8 +55,9 @@ class CheckpointedValue:
 
 
 class KeyedDictState:
-    def __init__(self, ctx: Any, name: str) -> None:
-        self.value = CheckpointedValue(ctx, name, union=True)
+    def __init__(self, ctx: Any, name: str, beside: KeyedDictState | None = None) -> None:
+        shared: CheckpointedValue | None = beside.value if beside is not None else None
+        self.value: CheckpointedValue = CheckpointedValue(ctx, name, union=True, beside=shared)
         self.max_parallelism = ctx.max_parallelism
         self.groups = key_group_range(ctx.max_parallelism, ctx.parallelism, ctx.subtask_index)
 
@@ -66,6 +75,9 @@ class KeyedDictState:
                 if key_group_of(k, self.max_parallelism) in self.groups:
                     out[k] = v
         return out
+
+    def stage(self, state: dict) -> None:
+        self.value.stage(dict(state))
 
     def snapshot(self, state: dict, checkpoint_id: int, timestamp: int, factory: Any) -> list[Future]:
         return self.value.snapshot(dict(state), checkpoint_id, timestamp, factory)

@@ -6,6 +6,7 @@ import cloudpickle
 
 from yarnflink.operators import specs as S
 from yarnflink.operators.base import StreamOperator
+from yarnflink.operators.broadcast import BroadcastProcessOperator, BroadcastProcessSpec
 from yarnflink.operators.keyed import AggregateOperator, ReduceOperator
 from yarnflink.operators.partitioners import ChannelWriter, NetworkOutput
 from yarnflink.operators.sinks import CollectSink, DiscardingSink, FileSink, PrintSink
@@ -40,6 +41,7 @@ OPERATORS: dict[type, type] = {
     TimestampsAndWatermarksSpec: TimestampsAndWatermarksOperator,
     WindowSpec: WindowOperator,
     SideOutputSelectSpec: SideOutputSelectOperator,
+    BroadcastProcessSpec: BroadcastProcessOperator,
 }
 
 

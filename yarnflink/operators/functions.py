@@ -166,3 +166,47 @@ class KeyedProcessFunction(Function):
 
     def on_timer(self, timestamp: int, ctx: Any) -> Iterable[Any]:
         return ()
+
+
+class BroadcastProcessFunction(Function):
+    """``ds.connect(rules.broadcast(descriptor)).process(fn)`` on a non-keyed stream:
+    ``process_element(value, ctx)`` with read-only broadcast state
+    (``ctx.get_broadcast_state(descriptor)``), ``process_broadcast_element(value, ctx)`` with
+    writable broadcast state; both return or yield outputs (``yarnflink.operators.broadcast``)."""
+
+    class Context(Subscriptable):
+        """``ctx`` of ``process_broadcast_element``: ``timestamp()``, ``current_processing_time()``,
+        ``current_watermark()``, ``get_broadcast_state(descriptor)`` (writable)."""
+
+    class ReadOnlyContext(Subscriptable):
+        """``ctx`` of ``process_element``: the same, with read-only broadcast state."""
+
+    def process_element(self, value: Any, ctx: Any) -> Iterable[Any]:
+        raise NotImplementedError
+
+    def process_broadcast_element(self, value: Any, ctx: Any) -> Iterable[Any]:
+        raise NotImplementedError
+
+
+class KeyedBroadcastProcessFunction(Function):
+    """As BroadcastProcessFunction on a keyed stream (``ks.connect(rules.broadcast(d))``):
+    ``process_element`` and ``on_timer`` also have keyed state, ``ctx.timer_service()`` and
+    ``ctx.get_current_key()``."""
+
+    class Context(Subscriptable):
+        """``ctx`` of ``process_broadcast_element`` (writable broadcast state, no key)."""
+
+    class ReadOnlyContext(Subscriptable):
+        """``ctx`` of ``process_element``: key, timers, read-only broadcast state."""
+
+    class OnTimerContext(Subscriptable):
+        """``ctx`` of ``on_timer``: as ReadOnlyContext, and ``time_domain()``."""
+
+    def process_element(self, value: Any, ctx: Any) -> Iterable[Any]:
+        raise NotImplementedError
+
+    def process_broadcast_element(self, value: Any, ctx: Any) -> Iterable[Any]:
+        raise NotImplementedError
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Iterable[Any]:
+        return ()

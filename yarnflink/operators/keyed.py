@@ -6,8 +6,9 @@ STREAMING: one output per input record (the updated value of its key).
 BATCH: nothing is emitted until ``end_input``; then each key's final value once, in the order the
 keys were first seen.
 
-``sum``/``min``/``max`` (Flink semantics, with the lead's choice for the other fields): the output
-record is the *incoming* record with ``field`` replaced by the running aggregate of its key.
+``sum``/``min``/``max`` (Flink's and PyFlink's semantics): the output record is the key's *first*
+record with ``field`` replaced by the running aggregate of its key (PyFlink's reduce keeps the
+accumulator, which starts as the first record, and replaces that field only).
 Aggregates are computed with Python ``+``/``min``/``max`` per record, or vectorized with numpy when
 the key is a field and batches arrive in Arrow form with a null-free integer/string/boolean key
 column and a null-free numeric value column (see ``AggregateOperator``).
@@ -179,37 +180,31 @@ class _SlotTable:
         return slots, is_new
 
 
-class _SchemaGroup:
-    """BATCH mode, vectorized: the latest output row per key seen so far for batches of one
-    schema; ``seqs`` orders rows across groups."""
+class _FirstRows:
+    """Vectorized: the first row of each key in slot order, without the aggregated column (which
+    the output replaces); rows of one schema (another one makes the batch ineligible)."""
 
-    __slots__ = ("pieces", "rows", "_compacted")
+    __slots__ = ("pieces", "schema", "rows")
 
     def __init__(self) -> None:
-        self.pieces: list[tuple[np.ndarray, np.ndarray, pa.RecordBatch]] = []  # slots, seqs, rb
+        self.pieces: list[pa.RecordBatch] = []
+        self.schema: pa.Schema | None = None
         self.rows = 0
-        self._compacted = False
 
-    def add(self, slots: np.ndarray, seqs: np.ndarray, rb: pa.RecordBatch) -> None:
-        self.pieces.append((slots, seqs, rb))
-        self._compacted = False
-        self.rows += len(slots)
+    def append(self, rb: pa.RecordBatch) -> None:
+        if self.schema is None:
+            self.schema = rb.schema
+        if rb.num_rows:
+            self.pieces.append(rb)
+            self.rows += rb.num_rows
+        if len(self.pieces) > 32:  # keep take() on few chunks
+            self.pieces = pa.Table.from_batches(self.pieces).combine_chunks().to_batches() or []
 
-    def compact(self) -> tuple[np.ndarray, np.ndarray, pa.RecordBatch]:
-        """Keep only the last row per slot; returns (slots ascending, seqs, rb)."""
-        if len(self.pieces) == 1 and self._compacted:
-            return self.pieces[0]
-        slots = np.concatenate([p[0] for p in self.pieces])
-        seqs = np.concatenate([p[1] for p in self.pieces])
-        rb = pa.concat_batches([p[2] for p in self.pieces])
-        # last occurrence per slot = first occurrence in the reversed array
-        uniq, first_rev = np.unique(slots[::-1], return_index=True)
-        idx = len(slots) - 1 - first_rev
-        out = (uniq, seqs[idx], rb.take(pa.array(idx)))
-        self.pieces = [out]
-        self.rows = len(out[0])
-        self._compacted = True
-        return out
+    def take(self, slots: np.ndarray) -> pa.RecordBatch:
+        if len(self.pieces) == 1:
+            return self.pieces[0].take(pa.array(slots))
+        t = pa.Table.from_batches(self.pieces, schema=self.schema).take(pa.array(slots)).combine_chunks()
+        return pa.RecordBatch.from_arrays(t.columns, schema=t.schema) if t.num_rows == 0 else t.to_batches()[0]
 
 
 class AggregateOperator(StreamOperator):
@@ -240,21 +235,28 @@ class AggregateOperator(StreamOperator):
         self._values_of = field_getter(spec.field)
         # per-record state
         self.rec_state: dict = {}
+        self.rec_first: dict = {}  # key -> its first record (the output's other fields)
         self.rec_last: dict = {}  # BATCH: key -> latest output record
         # vectorized state
         self.slots = _SlotTable()  # key -> slot (slot order == first-seen order)
         self.vals = np.zeros(1024, dtype=np.int64)
-        self.groups: dict[pa.Schema, _SchemaGroup] = {}
-        self.seq = 0
-        self.stored_rows = 0
+        self.firsts = _FirstRows()
+        #: the aggregated column's position and name, and whether it is the record's only column
+        self.value_column: tuple[int, str, bool] = (0, "f0", True)
+        #: the schema of the vectorized batches without that column (batches must share it)
+        self.rest_schema: pa.Schema | None = None
 
     def open(self, ctx: OperatorContext) -> None:
         super().open(ctx)
         self._checkpointed = KeyedDictState(ctx, f"aggregate-{self.agg}")  # checkpointed per key group
+        # the first records apart, so "aggregate-<agg>" stays key -> aggregate (state processor);
+        # a checkpoint without them (older) takes a key's next record as its first
+        self._checkpointed_first = KeyedDictState(ctx, f"aggregate-{self.agg}-first", beside=self._checkpointed)
         restored = self._checkpointed.restored()
         if restored is not None:
             self.mode = "rec"
             self.rec_state = restored
+            self.rec_first = self._checkpointed_first.restored() or {}
         if self.keys.rich is not None:
             self.keys.rich.open(RuntimeContext(ctx))
 
@@ -264,8 +266,10 @@ class AggregateOperator(StreamOperator):
         if self.mode == "vec":
             keys = self.slots.keys
             state = dict(zip(keys, self.vals[: len(keys)].tolist()))
+            first = dict(zip(keys, self._vec_first_records()))
         else:
-            state = self.rec_state
+            state, first = self.rec_state, self.rec_first
+        self._checkpointed_first.stage(first)  # written by the one snapshot of the shared backend
         return self._checkpointed.snapshot(state, checkpoint_id, timestamp, factory)
 
     def close(self) -> None:
@@ -300,6 +304,10 @@ class AggregateOperator(StreamOperator):
         values = self._values_of(rows)
         st = self.rec_state
         get = st.get
+        firsts = self.rec_first
+        for k, r in zip(keys, rows):
+            if k not in firsts:
+                firsts[k] = r
         aggs: list[Any] = []
         append = aggs.append
         if self.agg == "sum":
@@ -315,7 +323,7 @@ class AggregateOperator(StreamOperator):
                 cur = v if cur is _MISSING else pick(cur, v)
                 st[k] = cur
                 append(cur)
-        out = replace_fields(rows, self.field, aggs)
+        out = replace_fields([firsts[k] for k in keys], self.field, aggs)
         if self.batch_mode:
             self.rec_last.update(zip(keys, out))
         elif out:
@@ -336,6 +344,10 @@ class AggregateOperator(StreamOperator):
         v = vcol.to_numpy(zero_copy_only=False)
         if acc.kind == "f" and self.agg != "sum" and np.isnan(v).any():
             return False  # Python's min/max with NaN depend on order; leave it to the per-record path
+        rest_schema = rb.schema.remove(vi)
+        if self.rest_schema is not None and not self.rest_schema.equals(rest_schema, check_metadata=True):
+            return False  # other fields of another type than the first rows' (kept per-record then)
+        only = rb.num_columns == 1
         enc = kcol.dictionary_encode()
         codes = enc.indices.to_numpy(zero_copy_only=False)
         nu = len(enc.dictionary)
@@ -357,11 +369,29 @@ class AggregateOperator(StreamOperator):
         acc = self.vals.dtype
         if v.dtype != acc:
             v = v.astype(acc)
+        self.value_column = (vi, vname, only)
+        self.rest_schema = rest_schema
+        if not only and new.any():
+            # the first row of each new key (dictionary order = first-seen order = their slots')
+            _, first_idx = np.unique(codes, return_index=True)
+            self.firsts.append(rb.remove_column(vi).take(pa.array(first_idx[new])))
         if self.batch_mode:
-            self._batch_vec(rb, vi, vname, v, codes, nu, slots, new)
+            self._batch_vec(v, codes, slots, new)
         else:
-            self._stream_vec(rb, vi, vname, v, codes, nu, slots, has_state, ts)
+            self._stream_vec(rb, v, codes, nu, slots, has_state, ts)
         return True
+
+    def _with_values(self, slots: np.ndarray, values: np.ndarray, rb: pa.RecordBatch | None = None) -> pa.RecordBatch:
+        """Output rows: the first rows of ``slots`` with the aggregated column set to ``values``."""
+        vi, vname, only = self.value_column
+        field = pa.field(vname, pa.from_numpy_dtype(values.dtype))
+        if only:
+            if rb is not None:
+                return rb.set_column(vi, field, pa.array(values))
+            meta = self.rest_schema.metadata if self.rest_schema is not None else None
+            return pa.RecordBatch.from_arrays([pa.array(values)], schema=pa.schema([field], metadata=meta))
+        out: pa.RecordBatch = self.firsts.take(slots).add_column(vi, field, pa.array(values))
+        return out
 
     def _identity(self) -> Any:
         dt = self.vals.dtype
@@ -372,21 +402,15 @@ class AggregateOperator(StreamOperator):
         info = np.iinfo(dt)
         return dt.type(info.max if self.agg == "min" else info.min)
 
-    def _batch_vec(self, rb, vi, vname, v, codes, nu, slots, new) -> None:
+    def _batch_vec(self, v, codes, slots, new) -> None:
         """BATCH: fold the batch into the state with unbuffered ufunc.at (sequential per key, so
-        float sums equal the per-record path exactly); keep each key's last row."""
+        float sums equal the per-record path exactly); the output comes at the end."""
         if new.any():
             self.vals[slots[new]] = self._identity()
         ufunc = {"sum": np.add, "min": np.minimum, "max": np.maximum}[self.agg]
         ufunc.at(self.vals, slots[codes], v)
-        last_idx = np.full(nu, -1, dtype=np.int64)
-        np.maximum.at(last_idx, codes, np.arange(len(codes), dtype=np.int64))
-        last = rb.take(pa.array(last_idx))
-        last = last.set_column(vi, pa.field(vname, pa.from_numpy_dtype(self.vals.dtype)), pa.array(self.vals[slots]))
-        self.seq += 1
-        self._store_last(slots, last)
 
-    def _stream_vec(self, rb, vi, vname, v, codes, nu, slots, has_state, ts=None) -> None:
+    def _stream_vec(self, rb, v, codes, nu, slots, has_state, ts=None) -> None:
         """STREAMING: running aggregate per row = grouped cumulative op within the batch
         (stable radix argsort of the codes) combined with each key's carried state."""
         n = len(v)
@@ -439,58 +463,32 @@ class AggregateOperator(StreamOperator):
             else:
                 res = np.maximum(s.cummax().to_numpy(), carry[codes]).astype(acc, copy=False)
             self.vals[slots] = res[order[ends - 1]]
-        out_rb = rb.set_column(vi, pa.field(vname, pa.from_numpy_dtype(acc)), pa.array(res))
+        out_rb = self._with_values(slots[codes], res.astype(acc, copy=False), rb)
         self.output.emit(Batch(rb=out_rb, timestamps=ts))
 
-    def _store_last(self, slots: np.ndarray, rb: pa.RecordBatch) -> None:
-        group = self.groups.get(rb.schema)
-        if group is None:
-            group = self.groups[rb.schema] = _SchemaGroup()
-        group.add(slots, np.full(len(slots), self.seq, dtype=np.int64), rb)
-        self.stored_rows += len(slots)
-        if self.stored_rows > 2 * len(self.slots) + 65536:
-            self.stored_rows = sum(len(g.compact()[0]) for g in self.groups.values())
+    def _vec_final_rb(self) -> pa.RecordBatch:
+        """Every key's output record (first row, aggregate), in slot order (= first-seen order)."""
+        n = len(self.slots)
+        return self._with_values(np.arange(n, dtype=np.int64), self.vals[:n])
 
-    def _vec_final(self) -> list:
-        """BATCH: per group (slots, rb) of the rows that are final (latest seq of the slot)."""
-        compacted = [g.compact() for g in self.groups.values()]
-        if len(compacted) == 1:
-            slots, _, rb = compacted[0]
-            return [(slots, rb)]
-        nslots = len(self.slots)
-        best_seq = np.full(nslots, -1, dtype=np.int64)
-        for slots, seqs, _ in compacted:
-            np.maximum.at(best_seq, slots, seqs)
-        out = []
-        for slots, seqs, rb in compacted:
-            keep = np.flatnonzero(seqs == best_seq[slots])
-            if len(keep):
-                out.append((slots[keep], rb.take(pa.array(keep))))
-        return out
-
-    def _vec_final_records(self) -> list:
-        """BATCH: the final output record of every key, in slot order (= first-seen order)."""
-        pieces = self._vec_final()
-        records: list = [None] * len(self.slots)
-        for slots, rb in pieces:
-            for s, r in zip(slots.tolist(), arrow_to_records(rb)):
-                records[s] = r
-        return records
+    def _vec_first_records(self) -> list:
+        return arrow_to_records(self._vec_final_rb()) if len(self.slots) else []
 
     def _emit_vec_final(self) -> None:
-        pieces = self._vec_final()
-        if len(pieces) == 1:
-            slots, rb = pieces[0]  # slots ascending = first-seen order
-            for i in range(0, rb.num_rows, EMIT_ROWS):
-                self.output.emit(Batch.from_arrow(rb.slice(i, EMIT_ROWS)))
-        elif pieces:
-            _emit_rows(self.output, self._vec_final_records())
+        if not len(self.slots):
+            return
+        rb = self._vec_final_rb()
+        for i in range(0, rb.num_rows, EMIT_ROWS):
+            self.output.emit(Batch.from_arrow(rb.slice(i, EMIT_ROWS)))
 
     def _switch_to_rec(self) -> None:
         keys = self.slots.keys
         self.rec_state = dict(zip(keys, self.vals[: len(keys)].tolist()))
+        records = self._vec_first_records()
+        self.rec_first = dict(zip(keys, records))
         if self.batch_mode:
-            self.rec_last = dict(zip(keys, self._vec_final_records()))
+            self.rec_last = dict(zip(keys, records))
         self.slots = _SlotTable()
-        self.groups = {}
+        self.firsts = _FirstRows()
+        self.rest_schema = None
         self.mode = "rec"

@@ -111,10 +111,9 @@ class ReduceSpec:
 
 @dataclass
 class AggregateSpec:
-    """Keyed ``sum(field)`` / ``min(field)`` / ``max(field)``, Flink semantics: the emitted record
-    is the latest record of the key with ``field`` replaced by the aggregate (for min/max, Flink's
-    ``min`` keeps the other fields of the first record; we keep those of the latest record; see
-    docs). Vectorized over Arrow batches."""
+    """Keyed ``sum(field)`` / ``min(field)`` / ``max(field)``, Flink's and PyFlink's semantics: the
+    emitted record is the key's first record with ``field`` replaced by the aggregate (``min_by``
+    / ``max_by`` are a reduce that keeps the whole record). Vectorized over Arrow batches."""
 
     agg: Literal["sum", "min", "max"]
     field: Field

@@ -4,11 +4,20 @@ Pure data (no I/O). A checkpoint's metadata is a tree of these::
 
     CompletedCheckpoint -> OperatorState (per operator id)
         -> OperatorSubtaskState (per subtask index)
-            -> KeyGroupsStateHandle (keyed state of a key-group range)
+            -> KeyGroupsStateHandle (keyed state of a key-group range, one file: a full snapshot)
+            -> IncrementalKeyedStateHandle (keyed state of a key-group range as shared files that
+               several checkpoints refer to, plus files of its own: an incremental checkpoint)
+                -> SharedFileHandle (a file in the job's ``shared/`` directory)
             -> OperatorStateHandle (operator list / union state)
                 -> StreamStateHandle: ByteStreamStateHandle (inline bytes) | FileStateHandle (a file)
 
 ``to_json`` / ``state_handle_from_json`` give the JSON form stored in ``_metadata``.
+
+Shared state (incremental checkpoints, docs/STATE_AND_EVENT_TIME.md): a ``SharedFileHandle`` names
+an immutable file by path, size and content hash. The JobMaster's ``SharedStateRegistry``
+(``yarnflink.checkpoint.shared``) counts which retained checkpoints refer to it and deletes it
+when none does; a restore checks its size and hash. Backend-neutral: ``hashmap`` writes its
+materialized bases and deltas as shared files, ``rocksdb`` its store's immutable files.
 """
 
 from __future__ import annotations
@@ -148,6 +157,116 @@ class KeyGroupsStateHandle:
         )
 
 
+#: the content hash algorithm of shared files (``SharedFileHandle.content_hash`` is ``sha256:<hex>``)
+CONTENT_HASH = "sha256"
+
+
+@dataclass(frozen=True)
+class SharedFileHandle:
+    """An immutable state file that several checkpoints may refer to (a key of Flink's
+    ``SharedStateRegistry``; the registry key is ``path``). ``content_hash``: ``sha256:<hex>`` of
+    its bytes (a restore checks it); ``key_group_range``: the key groups whose state it holds;
+    ``kind``: what the file is to the backend that wrote it (``hashmap``: ``base`` or ``delta``;
+    ``rocksdb``: e.g. ``sst``), opaque to the coordinator."""
+
+    path: str
+    size: int
+    content_hash: str
+    key_group_range: KeyGroupRange
+    kind: str = ""
+
+    @property
+    def state_size(self) -> int:
+        return self.size
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": "shared",
+            "path": self.path,
+            "size": self.size,
+            "hash": self.content_hash,
+            "key_groups": [self.key_group_range.start, self.key_group_range.end],
+            "kind": self.kind,
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> SharedFileHandle:
+        if d.get("type") != "shared":
+            raise ValueError(f"not a shared file handle: type {d.get('type')!r}")
+        start, end = d["key_groups"]
+        content_hash = str(d["hash"])
+        if not content_hash.startswith(CONTENT_HASH + ":"):
+            raise ValueError(f"shared file {d.get('path')!r}: unknown content hash {content_hash!r}")
+        return SharedFileHandle(
+            str(d["path"]), int(d["size"]), content_hash, KeyGroupRange(int(start), int(end)), str(d.get("kind", ""))
+        )
+
+    def as_file(self) -> FileStateHandle:
+        """The file as a plain ``FileStateHandle`` (to delete or copy it)."""
+        return FileStateHandle(self.path, self.size)
+
+
+@dataclass(frozen=True)
+class IncrementalKeyedStateHandle:
+    """The keyed state of one backend for ``key_group_range`` at checkpoint ``checkpoint_id``
+    (Flink's ``IncrementalRemoteKeyedStateHandle``): ``shared`` files, in the order the backend
+    applies them, which other checkpoints may refer to too, and ``private`` files of this
+    checkpoint alone (``rocksdb``: its store's mutable metadata files). ``checkpointed_size``:
+    the bytes this checkpoint wrote (its new shared files and its private ones); ``state_size``:
+    all it refers to. A restoring backend reads what intersects its own key groups."""
+
+    key_group_range: KeyGroupRange
+    checkpoint_id: int
+    shared: tuple[SharedFileHandle, ...]
+    private: tuple[StreamStateHandle, ...] = ()
+    states: tuple[StateMetaInfo, ...] = ()
+    backend: str = "hashmap"
+    checkpointed_size: int = 0
+
+    @property
+    def state_size(self) -> int:
+        return sum(h.size for h in self.shared) + sum(h.state_size for h in self.private)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": "keyed-incremental",
+            "key_groups": [self.key_group_range.start, self.key_group_range.end],
+            "checkpoint_id": self.checkpoint_id,
+            "backend": self.backend,
+            "states": [s.to_json() for s in self.states],
+            "shared": [h.to_json() for h in self.shared],
+            "private": [h.to_json() for h in self.private],
+            "checkpointed_size": self.checkpointed_size,
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> IncrementalKeyedStateHandle:
+        start, end = d["key_groups"]
+        return IncrementalKeyedStateHandle(
+            KeyGroupRange(int(start), int(end)),
+            int(d["checkpoint_id"]),
+            tuple(SharedFileHandle.from_json(h) for h in d.get("shared", ())),
+            tuple(stream_handle_from_json(h) for h in d.get("private", ())),
+            tuple(StateMetaInfo.from_json(s) for s in d.get("states", ())),
+            str(d.get("backend", "hashmap")),
+            int(d.get("checkpointed_size", 0)),
+        )
+
+
+KeyedStateHandle = Union[KeyGroupsStateHandle, IncrementalKeyedStateHandle]
+
+
+def keyed_handle_from_json(d: dict[str, Any]) -> KeyedStateHandle:
+    if d.get("type") == "keyed-incremental":
+        return IncrementalKeyedStateHandle.from_json(d)
+    return KeyGroupsStateHandle.from_json(d)
+
+
+def keyed_stream_handles(h: KeyedStateHandle) -> list[StreamStateHandle]:
+    """The files of a keyed handle that belong to its checkpoint alone (not the shared ones)."""
+    return [h.delegate] if isinstance(h, KeyGroupsStateHandle) else list(h.private)
+
+
 SPLIT_DISTRIBUTE = "SPLIT_DISTRIBUTE"  # operator list state: elements split over the new subtasks
 UNION = "UNION"  # union list state: every new subtask gets every element
 
@@ -218,7 +337,7 @@ class OperatorSubtaskState:
     """The state one subtask's operator snapshotted (Flink's ``OperatorSubtaskState``); the
     input channel state (unaligned checkpoints) is kept with the chain's head operator."""
 
-    managed_keyed_state: list[KeyGroupsStateHandle] = field(default_factory=list)
+    managed_keyed_state: list[KeyedStateHandle] = field(default_factory=list)
     managed_operator_state: list[OperatorStateHandle] = field(default_factory=list)
     input_channel_state: list[InputChannelStateHandle] = field(default_factory=list)
 
@@ -239,11 +358,15 @@ class OperatorSubtaskState:
         return not self.managed_keyed_state and not self.managed_operator_state and not self.input_channel_state
 
     def stream_handles(self) -> list[StreamStateHandle]:
+        """The files of this state that belong to its checkpoint alone (``shared_handles``: the others)."""
         return (
-            [h.delegate for h in self.managed_keyed_state]
+            [d for h in self.managed_keyed_state for d in keyed_stream_handles(h)]
             + [h.delegate for h in self.managed_operator_state]
             + [h.delegate for h in self.input_channel_state]
         )
+
+    def shared_handles(self) -> list[SharedFileHandle]:
+        return [s for h in self.managed_keyed_state if isinstance(h, IncrementalKeyedStateHandle) for s in h.shared]
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -257,7 +380,7 @@ class OperatorSubtaskState:
     @staticmethod
     def from_json(d: dict[str, Any]) -> OperatorSubtaskState:
         return OperatorSubtaskState(
-            [KeyGroupsStateHandle.from_json(h) for h in d.get("keyed", ())],
+            [keyed_handle_from_json(h) for h in d.get("keyed", ())],
             [OperatorStateHandle.from_json(h) for h in d.get("operator", ())],
             [InputChannelStateHandle.from_json(h) for h in d.get("input_channels", ())],
         )
@@ -284,6 +407,9 @@ class TaskStateSnapshot:
     def stream_handles(self) -> list[StreamStateHandle]:
         return [h for s in self.subtask_states.values() for h in s.stream_handles()]
 
+    def shared_handles(self) -> list[SharedFileHandle]:
+        return [h for s in self.subtask_states.values() for h in s.shared_handles()]
+
     def to_json(self) -> dict[str, Any]:
         return {op: st.to_json() for op, st in self.subtask_states.items()}
 
@@ -296,12 +422,12 @@ class TaskStateSnapshot:
 class SnapshotResult:
     """What a state backend's ``snapshot`` future yields (None: nothing to store)."""
 
-    #: the keyed state: one handle per file, each for the key groups it holds
-    keyed_handles: tuple[KeyGroupsStateHandle, ...] = ()
+    #: the keyed state: one handle per file, each for the key groups it holds (or incremental handles)
+    keyed_handles: tuple[KeyedStateHandle, ...] = ()
     operator: OperatorStateHandle | None = None
 
     @property
-    def keyed(self) -> KeyGroupsStateHandle | None:
+    def keyed(self) -> KeyedStateHandle | None:
         """The keyed state written as one file (None: none); ``keyed_handles`` for several."""
         if len(self.keyed_handles) > 1:
             raise ValueError(f"the keyed state was written as {len(self.keyed_handles)} files: use keyed_handles")

@@ -43,10 +43,21 @@ import pyarrow as pa
 from yarnflink.common.keygroups import key_group_of
 from yarnflink.state.descriptors import StateDescriptor, StateTtlConfig
 from yarnflink.state.handles import (
+    IncrementalKeyedStateHandle,
+    KeyedStateHandle,
     KeyGroupRange,
     KeyGroupsStateHandle,
+    SharedFileHandle,
     SnapshotResult,
     StateMetaInfo,
+)
+from yarnflink.state.incremental import (
+    BASE,
+    DELTA,
+    Chain,
+    DeltaWriter,
+    MaterializationRule,
+    apply_delta,
 )
 from yarnflink.state.keyed_states import STATE_CLASSES
 from yarnflink.state.snapshot_serializer import (
@@ -57,7 +68,13 @@ from yarnflink.state.snapshot_serializer import (
     split_entry_key,
 )
 from yarnflink.state.snapshot_serializer import dumps as _dumps  # noqa: F401 - operator_state.py imports it
-from yarnflink.state.streams import CheckpointStreamFactory, InlineStreamFactory, StateReader, read_inline
+from yarnflink.state.streams import (
+    CheckpointStreamFactory,
+    InlineStreamFactory,
+    StateReader,
+    read_inline,
+    supports_shared_state,
+)
 from yarnflink.state.tables import MISSING, KeyGroupMap, StateTable, TtlValue
 
 TIMERS = "timers"
@@ -187,6 +204,10 @@ class KeyGroupedTimerQueue:
         (snapshot thread)."""
         return [(kg, list(s)) for kg, s in (self._shadow if shadow else self._by_kg).items() if s]
 
+    def shadow_of(self, key_group: int) -> set:
+        """(Snapshot thread) the shadow's timers of ``key_group``."""
+        return self._shadow.get(key_group, set())
+
     def timers_of(self, key: Any, key_group: int) -> list[tuple[int, Any]]:
         return [(t[0], t[2]) for t in self._by_kg.get(key_group, {}) if t[1] == key]
 
@@ -211,6 +232,8 @@ class HeapKeyedStateBackend:
         name: str = "",
         snapshot_mode: str = "thread",
         compression: str | None = None,
+        incremental: bool = False,
+        materialization: MaterializationRule | None = None,
     ):
         if isinstance(key_group_range, range):
             key_group_range = KeyGroupRange.of(key_group_range)
@@ -242,6 +265,28 @@ class HeapKeyedStateBackend:
         self._shadow_lock = threading.Lock()
         self._shadow_gen = 0  # the last changelog applied
         self._writes = 0  # writes since the last hand-off
+        #: incremental checkpoints (``execution.checkpointing.incremental``; thread mode: a
+        #: checkpoint writes the entries changed since the last checkpoint confirmed to it, and a
+        #: new base by ``materialization``). See ``yarnflink.state.incremental``.
+        self.incremental = incremental
+        if incremental:
+            self.snapshot_mode = "thread"
+            self._track = True
+        self.materialization = materialization or MaterializationRule()
+        #: (snapshot thread, ``_shadow_lock``) entry keys / timers changed since the last snapshot
+        self._dirty: dict[tuple[str, int], set] = {}
+        self._dirty_timers: dict[tuple[str, int], set] = {}
+        #: a hand-off that is not a change (what a restore loaded, already in the adopted chain)
+        self._clean_gen = 0
+        #: guards what follows (the task thread's notifications, the snapshot thread's writes)
+        self._chain_lock = threading.Lock()
+        #: what changed by snapshot: checkpoint id -> (entries, timers), until a later one is confirmed
+        self._dirty_by_checkpoint: dict[int, tuple[dict, dict]] = {}
+        #: the chains written and not yet confirmed, by checkpoint id
+        self._chains: dict[int, Chain] = {}
+        #: the chain of the newest checkpoint confirmed complete (None: the next one materializes)
+        self._confirmed: Chain | None = None
+        self._materialize_next = False
 
     # ------------------------------------------------------------------ current key
     def set_current_key(self, key: Any, key_group: int | None = None) -> None:
@@ -421,11 +466,16 @@ class HeapKeyedStateBackend:
         # the synchronous part: hand the changelogs over, start new ones
         gen = self._hand_off()
         views = self._views()
+        if self.incremental and supports_shared_state(factory):
+            return self._executor_for_snapshots().submit(
+                lambda: self._write_incremental(gen, views, checkpoint_id, now, label, factory)
+            )
 
         def write() -> SnapshotResult:
             handles = []
             with self._shadow_lock:  # (the next apply waits: it runs on this executor after it anyway)
                 self._apply_handoffs(gen, checkpoint_id)
+                self._take_dirty(checkpoint_id)  # (a savepoint: the next delta still has these changes)
                 parts, metas = self._parts(views, shadow=True)
                 # one file per key-group range of about SNAPSHOT_FILE_BYTES, each written and let
                 # go before the next is serialized: memory for one file, not for the whole state
@@ -477,11 +527,11 @@ class HeapKeyedStateBackend:
         """(Task thread) every changelog to the snapshot side, new ones started: O(key groups)."""
         self._writes = 0
         self._gen += 1
-        handed: list[tuple[KeyGroupMap, dict, set | None]] = []
-        for table in self._tables.values():
-            for m in table.maps.values():
+        handed: list[tuple[KeyGroupMap, dict, set | None, str, int]] = []
+        for name, table in self._tables.items():
+            for kg, m in table.maps.items():
                 if m.changes or m.removed:
-                    handed.append((m, m.changes, m.removed))  # type: ignore[arg-type]
+                    handed.append((m, m.changes, m.removed, name, kg))  # type: ignore[arg-type]
                     m.changes, m.removed = {}, None
         self._handoffs.append((self._gen, handed, [(q, q.hand_off()) for q in self._queues.values()]))
         return self._gen
@@ -522,7 +572,15 @@ class HeapKeyedStateBackend:
         while self._handoffs and self._handoffs[0][0] <= gen:
             g, handed, timer_changes = self._handoffs.popleft()
             since_pause = 0
-            for i, (m, changes, removed) in enumerate(handed):
+            dirty = self._dirty if self.incremental and g != self._clean_gen else None
+            for i, (m, changes, removed, name, kg) in enumerate(handed):
+                if dirty is not None:
+                    d = dirty.get((name, kg))
+                    if d is None:
+                        d = dirty[(name, kg)] = set()
+                    d.update(changes)
+                    if removed:
+                        d.update(removed)
                 shadow = m.shadow
                 if not shadow:
                     m.shadow = changes  # the first changelog of a key group is its whole state
@@ -547,7 +605,127 @@ class HeapKeyedStateBackend:
                     since_pause = 0
             for q, ch in timer_changes:
                 q.apply(ch)
+                if dirty is not None:
+                    for kg, c in ch.items():
+                        td = self._dirty_timers.get((q.name, kg))
+                        if td is None:
+                            td = self._dirty_timers[(q.name, kg)] = set()
+                        td.update(c)
             self._shadow_gen = g
+
+    # ------------------------------------------------------------------ incremental checkpoints
+    def _take_dirty(self, checkpoint_id: int) -> None:
+        """(Snapshot thread, ``_shadow_lock`` held) what changed since the last snapshot, filed
+        under ``checkpoint_id``: the deltas after it include it until a later one is confirmed."""
+        if not self.incremental:
+            return
+        dirty, timers = self._dirty, self._dirty_timers
+        self._dirty, self._dirty_timers = {}, {}
+        with self._chain_lock:
+            self._dirty_by_checkpoint[checkpoint_id] = (dirty, timers)
+
+    def _write_incremental(
+        self,
+        gen: int,
+        views: tuple[list, list],
+        checkpoint_id: int,
+        now: int,
+        label: str,
+        factory: Any,
+    ) -> SnapshotResult:
+        """(Snapshot thread) an incremental checkpoint: the chain of the newest checkpoint
+        confirmed to this backend plus a delta of what changed since, or a new base."""
+        rng = self.key_group_range
+        with self._shadow_lock:
+            self._apply_handoffs(gen, checkpoint_id)
+            self._take_dirty(checkpoint_id)
+            with self._chain_lock:
+                confirmed = self._confirmed
+                force = self._materialize_next
+                self._materialize_next = False
+                since = [
+                    d
+                    for c, d in sorted(self._dirty_by_checkpoint.items())
+                    if confirmed is None or c > confirmed.checkpoint_id
+                ]
+            prefix = getattr(factory, "shared_prefix", None)
+            reason = self.materialization.must_materialize(confirmed, force, prefix)
+            chain: Chain | None = None
+            written = 0
+            if reason is None:
+                assert confirmed is not None
+                delta = DeltaWriter(self.compression, _let_others_run)
+                for (name, kg), eks in _merged([d[0] for d in since]).items():
+                    table = self._tables.get(name)
+                    m = table.maps.get(kg) if table is not None else None
+                    shadow = m.shadow if m is not None else {}
+                    ttl_ms = self._full_snapshot_ttl(table) if table is not None else None
+                    if ttl_ms is None:
+                        delta.entries(kg, name, ((ek, shadow.get(ek, MISSING)) for ek in eks))
+                    else:  # (expired: left out as a full snapshot would, i.e. removed)
+                        delta.entries(
+                            kg, name, ((ek, _drop_expired(shadow.get(ek, MISSING), now, ttl_ms)) for ek in eks)
+                        )
+                for (name, kg), timers in _merged([d[1] for d in since]).items():
+                    q = self._queues.get(name)
+                    delta.timers(kg, name, timers, q.shadow_of(kg) if q is not None else set())
+                payload = delta.finish()
+                if payload is None:
+                    chain = confirmed.extended(checkpoint_id, None)
+                elif self.materialization.delta_fits(confirmed, len(payload)):
+                    handle = factory.write_shared(payload, label + "-delta", rng, DELTA)
+                    payload.release(_let_others_run)
+                    written = handle.size
+                    chain = confirmed.extended(checkpoint_id, handle)
+            if chain is None:  # a new base: every key group's shadow
+                parts, _ = self._parts(views, shadow=True)
+                bases: list[SharedFileHandle] = []
+                for kgs, payload in _encode_files(
+                    parts, now, self.compression, yield_gil=True, file_bytes=SNAPSHOT_FILE_BYTES
+                ):
+                    bases.append(factory.write_shared(payload, label + "-base", kgs, BASE))
+                    payload.release(_let_others_run)
+                written = sum(b.size for b in bases)
+                chain = Chain.materialized(checkpoint_id, tuple(bases))
+            metas = tuple(t.meta for t in self._tables.values())
+        with self._chain_lock:
+            self._chains[checkpoint_id] = chain
+        if not chain.files:
+            return SnapshotResult()
+        return SnapshotResult(
+            keyed_handles=(
+                IncrementalKeyedStateHandle(
+                    rng, checkpoint_id, chain.files, (), metas, self.backend_name, checkpointed_size=written
+                ),
+            )
+        )
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """(Task thread) checkpoint ``checkpoint_id`` completed: its chain is confirmed (later
+        checkpoints may refer to its files), what changed up to it is in it."""
+        if not self.incremental:
+            return
+        with self._chain_lock:
+            chain = self._chains.pop(checkpoint_id, None)
+            if chain is None:
+                return  # not one of this backend's incremental snapshots (a savepoint, an old one)
+            if self._confirmed is not None and self._confirmed.checkpoint_id > checkpoint_id:
+                return
+            self._confirmed = chain
+            for c in [c for c in self._chains if c < checkpoint_id]:
+                del self._chains[c]
+            for c in [c for c in self._dirty_by_checkpoint if c <= checkpoint_id]:
+                del self._dirty_by_checkpoint[c]
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """(Task thread) checkpoint ``checkpoint_id`` was aborted: its files are never referred
+        to again, and the next checkpoint writes a new base (the confirmed chain it would build
+        on may have been let go meanwhile; see ``checkpoint/shared.py``)."""
+        if not self.incremental:
+            return
+        with self._chain_lock:
+            if self._chains.pop(checkpoint_id, None) is not None:
+                self._materialize_next = True
 
     def _snapshot_forked(self, factory: CheckpointStreamFactory, now: int, label: str) -> Future[SnapshotResult]:
         """Fork mode: the child serializes its copy-on-write image of the live state."""
@@ -573,10 +751,15 @@ class HeapKeyedStateBackend:
         return self._own_executor
 
     # ------------------------------------------------------------------ restore
-    def restore(self, handles: Iterable[KeyGroupsStateHandle], read: StateReader = read_inline) -> int:
+    def restore(self, handles: Iterable[KeyedStateHandle], read: StateReader = read_inline) -> int:
         """Load the entries of this backend's key groups from ``handles`` (of any key-group
-        ranges: a rescaled job passes every handle that intersects). Returns the entry count."""
+        ranges: a rescaled job passes every handle that intersects). Returns the entry count.
+
+        An incremental handle's bases are loaded, then its deltas applied in order (files of
+        other key groups are not read). When it is this backend's own (same key groups: no
+        rescale), an incremental backend builds its next checkpoints on its chain."""
         count = 0
+        adopt: list[IncrementalKeyedStateHandle] = []
         for h in handles:
             if len(h.key_group_range.intersection(self.key_group_range)) == 0:
                 continue
@@ -589,8 +772,67 @@ class HeapKeyedStateBackend:
                 self._table(meta.name, meta.kind, meta.ttl)
                 if meta.kind == TIMERS and meta.name not in self._queues:
                     self._queues[meta.name] = KeyGroupedTimerQueue(meta.name, self._track)
-            count += self._load(read(h.delegate))
+            if isinstance(h, KeyGroupsStateHandle):
+                count += self._load(read(h.delegate))
+                continue
+            if h.private:
+                raise StateMigrationError(f"a {self.backend_name} incremental snapshot has no private files: {h}")
+            for f in h.shared:
+                if len(f.key_group_range.intersection(self.key_group_range)) == 0:
+                    continue
+                if f.kind == BASE:
+                    count += self._load(read(f))
+                elif f.kind == DELTA:
+                    count += self._apply_delta(read(f))
+                else:
+                    raise StateMigrationError(f"shared state file {f.path} is of an unknown kind {f.kind!r}")
+            if h.key_group_range == self.key_group_range:
+                adopt.append(h)
+        if self.incremental and len(adopt) == 1:
+            h = adopt[0]
+            with self._chain_lock:
+                self._confirmed = Chain.of(h.checkpoint_id, h.shared)
+            self._clean_gen = self._hand_off()  # what was loaded is in that chain: not a change
         return count
+
+    def _apply_delta(self, payload: bytes) -> int:
+        """A delta file's changes to the key groups of this backend (restore)."""
+
+        def put(kg: int, state: str, key: Any, ns: Any, value: Any) -> None:
+            t = self._tables.get(state)
+            if t is None:
+                raise StateMigrationError(f"a delta changes state {state!r}, which its snapshot does not declare")
+            m = t.maps.get(kg)
+            if m is None:
+                m = t.maps[kg] = KeyGroupMap(self._track)
+            ek = entry_key(key, ns)
+            m.data[ek] = value
+            if m.changes is not None:
+                m.changes[ek] = value
+
+        def remove(kg: int, state: str, key: Any, ns: Any) -> None:
+            t = self._tables.get(state)
+            m = t.maps.get(kg) if t is not None else None
+            if m is None:
+                return
+            ek = entry_key(key, ns)
+            m.data.pop(ek, None)
+            if m.changes is not None:
+                m.changes.pop(ek, None)
+
+        def timer(kg: int, state: str, ts: int, key: Any, ns: Any, added: bool) -> None:
+            q = self._queues.get(state)
+            if q is None:
+                raise StateMigrationError(f"a delta changes timers {state!r}, which its snapshot does not declare")
+            if added:
+                q.add(ts, key, ns, kg)
+            else:
+                q.remove(ts, key, ns, kg)
+
+        rng = self.key_group_range
+        return apply_delta(
+            payload, rng, {n for n, t in self._tables.items() if t.meta.kind == TIMERS}, put, remove, timer
+        )
 
     def _load(self, payload: bytes) -> int:
         with pa.ipc.open_stream(pa.BufferReader(payload)) as reader:
@@ -832,6 +1074,21 @@ def _encode_files(
                 del data  # (see above)
             batches.flush()
         yield KeyGroupRange(first, last), out
+
+
+def _merged(dicts: list[dict[tuple[str, int], set]]) -> dict[tuple[str, int], set]:
+    """The union of several ``(state, key group) -> keys`` dicts (one of them as it is)."""
+    if len(dicts) == 1:
+        return dicts[0]
+    out: dict[tuple[str, int], set] = {}
+    for d in dicts:
+        for k, v in d.items():
+            s = out.get(k)
+            if s is None:
+                out[k] = set(v)
+            else:
+                s |= v
+    return out
 
 
 def _expired(tv: TtlValue, now: int, ttl_ms: int) -> bool:

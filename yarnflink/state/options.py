@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from yarnflink.common.config import ConfigOption
 
-__all__ = ["RocksDBOptions", "StateBackendOptions"]
+__all__ = ["IncrementalCheckpointOptions", "RocksDBOptions", "StateBackendOptions"]
 
 
 class StateBackendOptions:
@@ -32,6 +32,39 @@ class StateBackendOptions:
         "bool",
         False,
         "Compress keyed state snapshots (yarnflink: LZ4 frames in the Arrow IPC files; Flink: Snappy).",
+    )
+
+
+class IncrementalCheckpointOptions:
+    """Incremental checkpoints of keyed state (Flink's ``execution.checkpointing.incremental``)
+    and when the ``hashmap`` backend writes a new materialized base (``yarnflink.state.incremental``)."""
+
+    INCREMENTAL = ConfigOption(
+        "execution.checkpointing.incremental",
+        "bool",
+        False,
+        "Incremental checkpoints: a checkpoint writes only the keyed state changed since the last "
+        "checkpoint confirmed to the task (a delta file in the job's shared/ directory), and now and then a "
+        "full materialized base (see the two ...incremental.materialization options); files shared by "
+        "several checkpoints are reference-counted by the JobMaster and deleted when no retained checkpoint "
+        "refers to them. Savepoints are always full.",
+    )
+    INCREMENTAL_MAX_DELTAS = ConfigOption(
+        "execution.checkpointing.incremental.materialization.max-deltas",
+        "int",
+        50,
+        "yarnflink: an incremental checkpoint writes a new materialized base instead of a delta once its "
+        "chain (base + deltas) would hold more deltas than this.",
+        min_value=0,
+    )
+    INCREMENTAL_MAX_DELTA_RATIO = ConfigOption(
+        "execution.checkpointing.incremental.materialization.max-delta-ratio",
+        "float",
+        0.5,
+        "yarnflink: an incremental checkpoint writes a new materialized base instead of a delta once the "
+        "deltas of its chain would exceed this fraction of the base's size (so a restore reads at most "
+        "about (1 + ratio) x the base).",
+        min_value=0,
     )
 
 

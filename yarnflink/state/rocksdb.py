@@ -47,7 +47,13 @@ import pyarrow as pa
 
 from yarnflink.common.keygroups import key_group_of
 from yarnflink.state.descriptors import StateDescriptor
-from yarnflink.state.handles import KeyGroupRange, KeyGroupsStateHandle, SnapshotResult, StateMetaInfo
+from yarnflink.state.handles import (
+    KeyedStateHandle,
+    KeyGroupRange,
+    KeyGroupsStateHandle,
+    SnapshotResult,
+    StateMetaInfo,
+)
 from yarnflink.state.heap import (
     _SNAPSHOT_SCHEMA,
     CANONICAL_BACKENDS,
@@ -478,7 +484,7 @@ class RocksDBKeyedStateBackend:
         return self._own_executor
 
     # ------------------------------------------------------------------ restore
-    def restore(self, handles: Iterable[KeyGroupsStateHandle], read: StateReader = read_inline) -> int:
+    def restore(self, handles: Iterable[KeyedStateHandle], read: StateReader = read_inline) -> int:
         """Load the entries of this backend's key groups from ``handles`` (canonical snapshots of
         either backend, of any key-group ranges). Returns the entry count."""
         self._flush()
@@ -486,6 +492,11 @@ class RocksDBKeyedStateBackend:
         for h in handles:
             if len(h.key_group_range.intersection(self.key_group_range)) == 0:
                 continue
+            if not isinstance(h, KeyGroupsStateHandle):
+                raise StateMigrationError(
+                    "keyed state is an incremental checkpoint of the hashmap backend; the rocksdb backend "
+                    "restores full snapshots (take a savepoint, which is always full, and restore from it)"
+                )
             if h.backend not in CANONICAL_BACKENDS:
                 raise StateMigrationError(
                     f"keyed state was written by the {h.backend!r} backend; the rocksdb backend restores "
@@ -533,6 +544,12 @@ class RocksDBKeyedStateBackend:
                     count += 1
                 self._db.write(wb, self._wo)
         return count
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """(Task thread) Nothing to confirm: this backend's snapshots are full."""
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """(Task thread) Nothing to let go: this backend's snapshots are full."""
 
     def dispose(self) -> None:
         """Close the store and delete its directory (the task ended)."""

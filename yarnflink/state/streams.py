@@ -8,10 +8,17 @@ file system one (fsspec/pyarrow: ``file://``, ``s3://``, ``hdfs://``, with small
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol
+import hashlib
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol, Union
 
-from yarnflink.state.handles import ByteStreamStateHandle, StreamStateHandle
+from yarnflink.state.handles import (
+    CONTENT_HASH,
+    ByteStreamStateHandle,
+    KeyGroupRange,
+    SharedFileHandle,
+    StreamStateHandle,
+)
 
 #: Scopes of Flink's checkpoint directory layout: ``chk-<n>/`` (exclusive to one checkpoint),
 #: ``shared/`` (may be referenced by several checkpoints), ``taskowned/`` (owned by the task).
@@ -22,6 +29,32 @@ class CheckpointStreamFactory(Protocol):
     def write_state(self, data: bytes, name: str, scope: str = EXCLUSIVE) -> StreamStateHandle: ...
 
 
+class SharedStateStreamFactory(Protocol):
+    """A stream factory that can also write shared state files (incremental checkpoints to
+    checkpoint storage; ``supports_shared_state`` tells whether a factory is one)."""
+
+    shared_state: bool
+
+    def write_state(self, data: bytes, name: str, scope: str = EXCLUSIVE) -> StreamStateHandle: ...
+
+    def write_shared(self, data: Any, name: str, key_group_range: KeyGroupRange, kind: str) -> SharedFileHandle: ...
+
+
+def supports_shared_state(factory: object) -> bool:
+    """Whether a snapshot written to ``factory`` may write shared files and refer to earlier ones:
+    a checkpoint (not a savepoint: those are self-contained) to file system storage."""
+    return bool(getattr(factory, "shared_state", False)) and callable(getattr(factory, "write_shared", None))
+
+
+def content_hash(pieces: Iterable[Any]) -> str:
+    """``sha256:<hex>`` of the bytes of ``pieces`` (buffers, one after the other; hashlib lets go
+    of the GIL while it hashes a large one)."""
+    h = hashlib.new(CONTENT_HASH)
+    for p in pieces:
+        h.update(p)
+    return f"{CONTENT_HASH}:{h.hexdigest()}"
+
+
 class InlineStreamFactory:
     """Every state inline (a ByteStreamStateHandle)."""
 
@@ -29,10 +62,10 @@ class InlineStreamFactory:
         return ByteStreamStateHandle(name, bytes(data))
 
 
-StateReader = Callable[[StreamStateHandle], bytes]
+StateReader = Callable[[Union[StreamStateHandle, SharedFileHandle]], bytes]
 
 
-def read_inline(handle: StreamStateHandle) -> bytes:
+def read_inline(handle: StreamStateHandle | SharedFileHandle) -> bytes:
     """The default reader: inline handles only (file handles need checkpoint storage)."""
     if isinstance(handle, ByteStreamStateHandle):
         return handle.data

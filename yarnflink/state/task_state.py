@@ -23,8 +23,9 @@ from typing import Any, Union
 from yarnflink.common.keygroups import key_group_range
 from yarnflink.state.handles import KeyGroupRange, OperatorSubtaskState, SnapshotResult, TaskStateSnapshot
 from yarnflink.state.heap import SNAPSHOT_MODES, HeapKeyedStateBackend
+from yarnflink.state.incremental import MaterializationRule
 from yarnflink.state.operator_state import OperatorStateBackend
-from yarnflink.state.options import RocksDBOptions, StateBackendOptions
+from yarnflink.state.options import IncrementalCheckpointOptions, RocksDBOptions, StateBackendOptions
 from yarnflink.state.rocksdb import RocksDBKeyedStateBackend, RocksDBMemory
 from yarnflink.state.streams import CheckpointStreamFactory, InlineStreamFactory, StateReader, read_inline
 
@@ -80,6 +81,7 @@ def create_keyed_state_backend(
         raise ValueError(
             f"{SNAPSHOT_MODE_KEY}: unknown snapshot mode {mode!r}; expected one of " + ", ".join(SNAPSHOT_MODES)
         )
+    conf = config or {}
     return HeapKeyedStateBackend(
         max_parallelism,
         key_groups,
@@ -88,6 +90,11 @@ def create_keyed_state_backend(
         name=name,
         snapshot_mode=mode,
         compression="lz4" if compress else None,
+        incremental=bool(IncrementalCheckpointOptions.INCREMENTAL.read(conf)),
+        materialization=MaterializationRule(
+            int(IncrementalCheckpointOptions.INCREMENTAL_MAX_DELTAS.read(conf)),
+            float(IncrementalCheckpointOptions.INCREMENTAL_MAX_DELTA_RATIO.read(conf)),
+        ),
     )
 
 
@@ -132,6 +139,16 @@ class TaskStateManager:
         self.clock = clock
         self.executor = executor
         check_state_backend(self.config)
+        #: the keyed backends made, told of completed / aborted checkpoints (incremental chains)
+        self.keyed_backends: list[KeyedStateBackend] = []
+
+    def notify_checkpoint(self, checkpoint_id: int, completed: bool) -> None:
+        """(Task thread) checkpoint ``checkpoint_id`` completed or was aborted."""
+        for b in self.keyed_backends:
+            if completed:
+                b.notify_checkpoint_complete(checkpoint_id)
+            else:
+                b.notify_checkpoint_aborted(checkpoint_id)
 
     def _restored_state(self, operator_id: str) -> OperatorSubtaskState | None:
         return self.restored.get(operator_id) if self.restored is not None else None
@@ -155,6 +172,7 @@ class TaskStateManager:
         st = self._restored_state(operator_id)
         if st is not None and st.managed_keyed_state:
             backend.restore(st.managed_keyed_state, self.reader)
+        self.keyed_backends.append(backend)
         return backend
 
     def operator_state_backend(self, operator_id: str, name: str = "") -> OperatorStateBackend:
@@ -194,16 +212,32 @@ class LazyStreamFactory:
     (a round trip to S3) then happens on the snapshot thread, not in the task's synchronous
     part (``make`` is called at most once, from whichever thread writes first)."""
 
-    def __init__(self, make: Callable[[], CheckpointStreamFactory]) -> None:
+    def __init__(
+        self,
+        make: Callable[[], CheckpointStreamFactory],
+        *,
+        shared_state: bool = False,
+        shared_prefix: str | None = None,
+    ) -> None:
         self._make = make
-        self._factory: CheckpointStreamFactory | None = None
+        self._factory: Any = None
         self._lock = threading.Lock()
+        #: whether snapshots may write shared files (a checkpoint to storage, not a savepoint)
+        self.shared_state = shared_state
+        #: the URL prefix of the job's shared directory (a chain elsewhere is not built on)
+        self.shared_prefix = shared_prefix
 
-    def write_state(self, data: bytes, name: str, *args: Any, **kwargs: Any) -> Any:
+    def _get(self) -> Any:
         with self._lock:
             if self._factory is None:
                 self._factory = self._make()
-        return self._factory.write_state(data, name, *args, **kwargs)
+            return self._factory
+
+    def write_state(self, data: bytes, name: str, *args: Any, **kwargs: Any) -> Any:
+        return self._get().write_state(data, name, *args, **kwargs)
+
+    def write_shared(self, data: Any, name: str, key_group_range: KeyGroupRange, kind: str) -> Any:
+        return self._get().write_shared(data, name, key_group_range, kind)
 
 
 def snapshot_operators(

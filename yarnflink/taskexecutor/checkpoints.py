@@ -140,7 +140,15 @@ class SubtaskCheckpointCoordinator:
         chain.flush()
         try:
             storage = self.storage
-            factory = LazyStreamFactory(lambda: storage.stream_factory(checkpoint_id)) if storage is not None else None
+            factory = (
+                LazyStreamFactory(
+                    lambda: storage.stream_factory(checkpoint_id),
+                    shared_state=not is_savepoint,
+                    shared_prefix=storage.shared_url + "/",
+                )
+                if storage is not None
+                else None
+            )
             channel_future = self.channel_state.begin(checkpoint_id, factory) if unaligned else None
             future: Future = snapshot_chain(chain, checkpoint_id, timestamp, factory)
         except Exception as e:  # noqa: BLE001 - declined, the job goes on

@@ -55,7 +55,7 @@ from yarnflink.operators.chain import OperatorChain
 from yarnflink.operators.partitioners import NetworkOutput
 from yarnflink.operators.watermarks import StatusWatermarkValve
 from yarnflink.state.handles import TaskStateSnapshot
-from yarnflink.state.task_state import notify_chain
+from yarnflink.state.task_state import TaskStateManager, notify_chain
 from yarnflink.taskexecutor.cancellation import (
     CancellationSettings,
     CancellationWatch,
@@ -149,6 +149,7 @@ class Task:
         self._channels_resolved = False
         self._timer: ProcessingTimeTimer | None = None
         self._chain: OperatorChain | None = None
+        self._state_manager: TaskStateManager | None = None
         # checkpoints (see docs/STATE_AND_EVENT_TIME.md)
         config = dict(tdd.job_config)
         self.checkpointing = checkpointing_enabled(config, tdd.runtime_mode)
@@ -358,6 +359,7 @@ class Task:
             self._checkpoints.storage = restored.storage
             self._restored = restored.restored
             state_manager = restored.manager
+            self._state_manager = state_manager
         if state_manager is not None:
             plain_factory = ctx_factory
 
@@ -503,6 +505,8 @@ class Task:
         assert chain is not None
         if not completed:
             self._checkpoints.on_checkpoint_aborted(checkpoint_id)
+        if self._state_manager is not None:
+            self._state_manager.notify_checkpoint(checkpoint_id, completed)
         notify_chain(chain, checkpoint_id, completed)
         for trigger in self._stop.on_notification(checkpoint_id, completed):
             self._on_trigger(trigger)

@@ -156,3 +156,26 @@ def test_side_outputs_nobody_asked_for_are_dropped():
     _, out = run_operator(ds._t.spec, [[1, 2]])
     assert out.rows == [1, 2]
     assert "Main Output" not in graph_names(env)
+
+
+def test_a_side_output_result_is_told_apart_as_pyflink_does():
+    """PyFlink's rule (fn_execution ``_emit_results``): a result is a side output when it is a
+    tuple whose first element is an OutputTag, its value the second element; anything else
+    (a list ``[tag, v]``, a tuple with the tag second) is a main-output record."""
+    from pyflink.datastream import OutputTag, ProcessFunction
+
+    tag = OutputTag("t")
+
+    class Emit(ProcessFunction):
+        def process_element(self, value, ctx):
+            yield tag, value, "ignored"
+            yield [tag, value]
+            yield value, tag
+
+    env = StreamExecutionEnvironment()
+    ds = env.from_collection([1]).process(Emit())
+    ds.get_side_output(tag).print()
+    _, out = run_operator(ds._t.spec, [[7]])
+    side = [r.value for r in out.rows if hasattr(r, "tag_id")]
+    main = [r for r in out.rows if not hasattr(r, "tag_id")]
+    assert side == [7] and main == [[tag, 7], (7, tag)]

@@ -33,11 +33,6 @@ def env():
         (lambda env: env.add_source(object()), "add_source()", "from_source"),
         (lambda env: env.create_input(object()), "create_input()", "from_source"),
         (lambda env: env.from_collection([1]).add_sink(object()), "add_sink()", "sink_to"),
-        (
-            lambda env: env.from_collection([1]).broadcast(object()),
-            "broadcast(MapStateDescriptor)",
-            "KeyedCoProcessFunction",
-        ),
         (lambda env: env.from_collection([1]).partition_custom(None, None), "partition_custom()", "key_by"),
     ],
 )

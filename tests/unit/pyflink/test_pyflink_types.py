@@ -70,6 +70,25 @@ def test_typed_records_print_as_flinks_java_to_string():
     assert Types.MAP(Types.STRING(), Types.INT()).to_string({"a": 1}) == "{a=1}"
 
 
+def test_print_shows_a_row_as_pyflink_formats_it_in_python():
+    """PyFlink's print() of a ROW stream maps each Row to ``kind[str(f),...]`` before its Java sink
+    (row_named_types in the compatibility suite): no space, Python's str of each field; a tuple
+    and a FileSink's string encoder keep Java's toString."""
+    from tests.unit.operators.helpers import run_operator
+    from yarnflink.api import StreamExecutionEnvironment
+
+    row_t = Types.ROW_NAMED(["city", "temp", "ok", "n"], [Types.STRING(), Types.DOUBLE(), Types.BOOLEAN(), Types.INT()])
+    row = row_t.from_python(("BERLIN", 54.5, True, None))
+    assert row_t.print_string(row) == "+I[BERLIN,54.5,True,None]"
+    assert row_t.to_string(row) == "+I[BERLIN, 54.5, true, null]"
+    env = StreamExecutionEnvironment()
+    ds = env.from_collection([("BERLIN", 54.5, True, None)], type_info=row_t)
+    ds.print()
+    mapped = [n for n in env._transformations if n.name == "Map"][-1]
+    _, out = run_operator(mapped.spec, [[row]])
+    assert out.rows == ["+I[BERLIN,54.5,True,None]"]
+
+
 @pytest.mark.parametrize(
     ("value", "text"),
     [
