@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
 import os
 import pickle
 import re
@@ -48,9 +49,11 @@ import pyarrow as pa
 from yarnflink.common.keygroups import key_group_of
 from yarnflink.state.descriptors import StateDescriptor
 from yarnflink.state.handles import (
+    IncrementalKeyedStateHandle,
     KeyedStateHandle,
     KeyGroupRange,
     KeyGroupsStateHandle,
+    SharedFileHandle,
     SnapshotResult,
     StateMetaInfo,
 )
@@ -70,10 +73,20 @@ from yarnflink.state.heap import (
 )
 from yarnflink.state.keyed_states import STATE_CLASSES
 from yarnflink.state.snapshot_serializer import binary_array, dumps, split_entry_key
-from yarnflink.state.streams import CheckpointStreamFactory, InlineStreamFactory, StateReader, read_inline
+from yarnflink.state.streams import (
+    CheckpointStreamFactory,
+    InlineStreamFactory,
+    StateReader,
+    read_inline,
+    supports_shared_state,
+)
 from yarnflink.state.tables import MISSING, StateTable
 
 _NOT_CACHED: Any = object()
+#: the private manifest of an incremental checkpoint (the first private file of its handle)
+INCREMENTAL_FORMAT = "yarnflink-rocksdb-incremental-v1"
+#: ``SharedFileHandle.kind`` of an SST file
+SST = "sst"
 #: rows a restore writes to the store in one write batch
 RESTORE_BATCH_ROWS = 4096
 #: the prefix of a backend's directory in the local directory (its pid decides whether it is stale)
@@ -220,6 +233,7 @@ class RocksDBKeyedStateBackend:
         local_dir: str | None = None,
         memory: RocksDBMemory | None = None,
         compression: str | None = None,
+        incremental: bool = False,
     ):
         from rocksdict import Rdict, WriteOptions
 
@@ -262,6 +276,13 @@ class RocksDBKeyedStateBackend:
         self._canonical = CanonicalPickler()
         self._snapshots = itertools.count()
         self._disposed = False
+        #: incremental checkpoints (``execution.checkpointing.incremental``): a checkpoint uploads
+        #: the SST files of the store's RocksDB checkpoint that the last confirmed one did not
+        self.incremental = incremental
+        self._chain_lock = threading.Lock()
+        self._confirmed: dict[str, SharedFileHandle] = {}  # SST file name -> its upload
+        self._confirmed_id = -1
+        self._pending: dict[int, dict[str, SharedFileHandle]] = {}
 
     # ------------------------------------------------------------------ current key
     def set_current_key(self, key: Any, key_group: int | None = None) -> None:
@@ -463,6 +484,16 @@ class RocksDBKeyedStateBackend:
         path = self.path
         memory = self.memory
 
+        if self.incremental and supports_shared_state(factory):
+
+            def write_incremental() -> SnapshotResult:
+                try:
+                    return self._write_incremental(chk, checkpoint_id, metas, timers, factory, label)
+                finally:
+                    shutil.rmtree(chk, ignore_errors=True)
+
+            return self._executor_for_snapshots().submit(write_incremental)
+
         def write() -> SnapshotResult:
             try:
                 files = list(_write_checkpoint_rows(chk, names, ttls, now, compression, factory, label, path, memory))
@@ -483,6 +514,128 @@ class RocksDBKeyedStateBackend:
             self._own_executor = ThreadPoolExecutor(1, thread_name_prefix=f"async-snapshot-{self.name or 'keyed'}")
         return self._own_executor
 
+    # ------------------------------------------------------------------ incremental checkpoints
+    def _write_incremental(
+        self,
+        chk: str,
+        checkpoint_id: int,
+        metas: tuple[StateMetaInfo, ...],
+        timers: list[tuple[str, list[tuple[int, int, Any, Any]]]],
+        factory: Any,
+        label: str,
+    ) -> SnapshotResult:
+        """(Snapshot thread) an incremental checkpoint of the RocksDB checkpoint ``chk``: its SST
+        files (immutable) as shared files, uploaded unless the last confirmed checkpoint did;
+        its other files (MANIFEST, OPTIONS, ...) and the timers (canonical rows) as private
+        files; and first a private manifest naming each file and the states' ids."""
+        rng = self.key_group_range
+        prefix = getattr(factory, "shared_prefix", None)
+        with self._chain_lock:
+            reuse = {n: h for n, h in self._confirmed.items() if prefix is None or h.path.startswith(prefix)}
+        shared: list[SharedFileHandle] = []
+        private: list[Any] = []
+        files: dict[str, list[Any]] = {}
+        written = 0
+        for name in sorted(os.listdir(chk)):
+            path = os.path.join(chk, name)
+            if name.endswith(".sst"):
+                h = reuse.get(name)
+                if h is None:
+                    with pa.memory_map(path) as mapped:
+                        h = factory.write_shared(mapped.read_buffer(), f"{label}-{name}", rng, SST)
+                    written += h.size
+                files[name] = ["shared", len(shared)]
+                shared.append(h)
+            else:
+                with open(path, "rb") as f:
+                    ph = factory.write_state(f.read(), f"{label}-{name}")
+                written += ph.state_size
+                files[name] = ["private", len(private) + 1]
+                private.append(ph)
+        timer_files = []
+        for name, entries in timers:
+            for _, ph in _write_timer_rows(name, entries, self.compression, factory, label, self.path):
+                timer_files.append(len(private) + 1)
+                private.append(ph)
+                written += ph.state_size
+        manifest = json.dumps(
+            {"format": INCREMENTAL_FORMAT, "files": files, "timers": timer_files, "states": [m.name for m in metas]}
+        ).encode()
+        mh = factory.write_state(manifest, f"{label}-manifest")
+        written += mh.state_size
+        with self._chain_lock:
+            self._pending[checkpoint_id] = {n: shared[i] for n, (kind, i) in files.items() if kind == "shared"}
+        return SnapshotResult(
+            keyed_handles=(
+                IncrementalKeyedStateHandle(
+                    rng, checkpoint_id, tuple(shared), (mh, *private), metas, self.backend_name, written
+                ),
+            )
+        )
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """(Task thread) checkpoint ``checkpoint_id`` completed: later checkpoints refer to its
+        SST files instead of uploading them again."""
+        with self._chain_lock:
+            uploaded = self._pending.pop(checkpoint_id, None)
+            if uploaded is None or checkpoint_id < self._confirmed_id:
+                return
+            self._confirmed, self._confirmed_id = uploaded, checkpoint_id
+            for c in [c for c in self._pending if c < checkpoint_id]:
+                del self._pending[c]
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """(Task thread) checkpoint ``checkpoint_id`` was aborted: its uploads are never referred to."""
+        with self._chain_lock:
+            self._pending.pop(checkpoint_id, None)
+
+    def _restore_incremental(self, h: IncrementalKeyedStateHandle, read: StateReader) -> int:
+        """The entries of this backend's key groups in the incremental checkpoint ``h``: its
+        files downloaded into a directory, opened read-only, the key-group range scanned into
+        this store (the state ids mapped by name), then the timers loaded."""
+        from rocksdict import AccessType, Rdict, ReadOptions, WriteBatch
+
+        if not h.private:
+            raise StateMigrationError(f"a rocksdb incremental snapshot without its manifest: {h}")
+        manifest = json.loads(read(h.private[0]))
+        if manifest.get("format") != INCREMENTAL_FORMAT:
+            raise StateMigrationError(
+                f"not a {INCREMENTAL_FORMAT} manifest (format {manifest.get('format')!r}): {h.private[0]}"
+            )
+        sids = {i.to_bytes(2, "big"): self._ids[name] for i, name in enumerate(manifest["states"])}
+        tmp = os.path.join(self.path, f"restore-{uuid.uuid4().hex[:12]}")
+        os.makedirs(tmp)
+        count = 0
+        try:
+            for name, (kind, i) in manifest["files"].items():
+                src = h.shared[i] if kind == "shared" else h.private[i]
+                with open(os.path.join(tmp, os.path.basename(name)), "wb") as f:
+                    f.write(read(src))
+            rng = self.key_group_range.intersection(h.key_group_range)
+            db = Rdict(tmp, _options(self.memory), access_type=AccessType.read_only())
+            try:
+                scan = ReadOptions()
+                scan.fill_cache(False)  # type: ignore[call-arg]  # (a method; the stub says a property)
+                scan.set_iterate_upper_bound((rng.end + 1).to_bytes(2, "big"))
+                wb = WriteBatch(raw_mode=True)
+                n = 0
+                items = db.items(from_key=rng.start.to_bytes(2, "big"), read_opt=scan)
+                for k, v in cast(Iterator[tuple[bytes, bytes]], items):
+                    wb.put(k[:2] + sids[k[2:4]] + k[4:], v)
+                    n += 1
+                    if n % RESTORE_BATCH_ROWS == 0:
+                        self._db.write(wb, self._wo)
+                        wb = WriteBatch(raw_mode=True)
+                self._db.write(wb, self._wo)
+                count += n
+            finally:
+                db.close()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        for i in manifest["timers"]:
+            count += self._load(read(h.private[i]))
+        return count
+
     # ------------------------------------------------------------------ restore
     def restore(self, handles: Iterable[KeyedStateHandle], read: StateReader = read_inline) -> int:
         """Load the entries of this backend's key groups from ``handles`` (canonical snapshots of
@@ -492,10 +645,11 @@ class RocksDBKeyedStateBackend:
         for h in handles:
             if len(h.key_group_range.intersection(self.key_group_range)) == 0:
                 continue
-            if not isinstance(h, KeyGroupsStateHandle):
+            if isinstance(h, IncrementalKeyedStateHandle) and h.backend != self.backend_name:
                 raise StateMigrationError(
-                    "keyed state is an incremental checkpoint of the hashmap backend; the rocksdb backend "
-                    "restores full snapshots (take a savepoint, which is always full, and restore from it)"
+                    f"keyed state is an incremental checkpoint of the {h.backend} backend; the rocksdb backend "
+                    "restores its own incremental checkpoints and full snapshots of either backend (take a "
+                    "savepoint, which is always full, and restore from it)"
                 )
             if h.backend not in CANONICAL_BACKENDS:
                 raise StateMigrationError(
@@ -506,7 +660,10 @@ class RocksDBKeyedStateBackend:
                 self._table(meta.name, meta.kind, meta.ttl)
                 if meta.kind == TIMERS and meta.name not in self._queues:
                     self._queues[meta.name] = KeyGroupedTimerQueue(meta.name)
-            count += self._load(read(h.delegate))
+            if isinstance(h, IncrementalKeyedStateHandle):
+                count += self._restore_incremental(h, read)
+            else:
+                count += self._load(read(h.delegate))
         return count
 
     def _load(self, payload: bytes) -> int:
@@ -544,12 +701,6 @@ class RocksDBKeyedStateBackend:
                     count += 1
                 self._db.write(wb, self._wo)
         return count
-
-    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
-        """(Task thread) Nothing to confirm: this backend's snapshots are full."""
-
-    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
-        """(Task thread) Nothing to let go: this backend's snapshots are full."""
 
     def dispose(self) -> None:
         """Close the store and delete its directory (the task ended)."""

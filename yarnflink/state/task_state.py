@@ -75,6 +75,7 @@ def create_keyed_state_backend(
             local_dir=local_dir,
             memory=memory,
             compression="lz4" if compress else None,
+            incremental=bool(IncrementalCheckpointOptions.INCREMENTAL.read(config or {})),
         )
     mode = str((config or {}).get(SNAPSHOT_MODE_KEY) or "thread").strip().lower()
     if mode not in SNAPSHOT_MODES:
