@@ -24,6 +24,11 @@ their own); the asynchronous part opens that checkpoint read-only, scans it and 
 (the entries are copied as they are stored, nothing is decoded unless a TTL asks to drop expired
 entries), then deletes it. (A RocksDB snapshot would cost less in the synchronous part, but
 rocksdict 0.3.29's iterators ignore it: tests/unit/state/test_rocksdb_backend.py.)
+
+Incremental checkpoints (``incremental``, to a factory that takes shared state) use the same
+RocksDB checkpoint: its SST files become shared files, uploaded unless the last confirmed
+checkpoint uploaded them; its other files, the timers and a manifest are private files
+(``_write_incremental``; restored by ``_restore_incremental``).
 """
 
 from __future__ import annotations
