@@ -28,18 +28,18 @@ class HashMapStateBackend:
 
 class EmbeddedRocksDBStateBackend:
     """Keyed state in an embedded RocksDB on the TaskExecutor's local disk (``state.backend.type:
-    rocksdb``), for state larger than memory. ``enable_incremental_checkpointing`` must be
-    None or False: its checkpoints are full (docs/STATE_AND_EVENT_TIME.md)."""
+    rocksdb``), for state larger than memory; ``enable_incremental_checkpointing`` sets
+    ``execution.checkpointing.incremental`` (None: left as configured)."""
 
     config_value = "rocksdb"
 
     def __init__(self, enable_incremental_checkpointing: bool | None = None):
-        if enable_incremental_checkpointing:
-            raise UnsupportedFeatureError(
-                "EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True)",
-                "the rocksdb backend's checkpoints are full snapshots",
-                "EmbeddedRocksDBStateBackend() (full, canonical checkpoints; see docs/STATE_AND_EVENT_TIME.md)",
+        if enable_incremental_checkpointing is not None and not isinstance(enable_incremental_checkpointing, bool):
+            raise TypeError(
+                f"EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=...) needs a bool or None, "
+                f"got {enable_incremental_checkpointing!r}"
             )
+        self.incremental = enable_incremental_checkpointing
 
 
 class FileSystemCheckpointStorage:

@@ -34,7 +34,7 @@ from yarnflink.jobgraph.jobgraph import JobGraph
 from yarnflink.jobgraph.options import CoreOptions, ExecutionOptions, PipelineOptions
 from yarnflink.operators.specs import CollectionSourceSpec, SequenceSourceSpec
 from yarnflink.operators.watermarks import WatermarkStrategy
-from yarnflink.state.options import StateBackendOptions
+from yarnflink.state.options import IncrementalCheckpointOptions, StateBackendOptions
 from yarnflink.streaming.describe import job_graph_summary_json
 from yarnflink.streaming.graph import StreamGraph
 from yarnflink.streaming.jobgraph_generator import create_job_graph
@@ -228,6 +228,9 @@ class StreamExecutionEnvironment:
         """``HashMapStateBackend()`` (``state.backend.type: hashmap``) or ``EmbeddedRocksDBStateBackend()``
         (``state.backend.type: rocksdb``)."""
         self._config.set(StateBackendOptions.STATE_BACKEND, state_backend_value(state_backend))
+        incremental = getattr(state_backend, "incremental", None)
+        if incremental is not None:
+            self._config.set(IncrementalCheckpointOptions.INCREMENTAL, incremental, source="set_state_backend()")
         return self
 
     def set_default_savepoint_directory(self, directory: str) -> StreamExecutionEnvironment:

@@ -1,7 +1,8 @@
-"""Keyed and operator state (Flink's state backends; ``state.backend.type: hashmap``).
+"""Keyed and operator state (Flink's state backends; ``state.backend.type: hashmap`` or ``rocksdb``).
 
 * ``descriptors``: ``ValueStateDescriptor`` ... ``AggregatingStateDescriptor``, ``StateTtlConfig``;
 * ``heap``: ``HeapKeyedStateBackend`` (key-grouped, changelog and shadow copy, asynchronous snapshots);
+* ``rocksdb``: ``RocksDBKeyedStateBackend`` (an embedded RocksDB on local disk, state larger than memory);
 * ``keyed_states``: the state objects; ``operator_state``: list and union list state;
 * ``handles``: state handles and ``TaskStateSnapshot`` (pure data);
 * ``task_state``: the Task seam (``TaskStateManager``, ``snapshot_chain``).

@@ -786,6 +786,12 @@ class HeapKeyedStateBackend:
             if isinstance(h, KeyGroupsStateHandle):
                 count += self._load(read(h.delegate))
                 continue
+            if h.backend != self.backend_name:
+                raise StateMigrationError(
+                    f"keyed state is an incremental checkpoint of the {h.backend} backend; the hashmap backend "
+                    "restores its own incremental checkpoints and full snapshots of either backend (take a "
+                    "savepoint, which is always full, and restore from it)"
+                )
             if h.private:
                 raise StateMigrationError(f"a {self.backend_name} incremental snapshot has no private files: {h}")
             for f in h.shared:

@@ -115,14 +115,15 @@ class RocksDBOptions:
     WRITE_BUFFER_SIZE = ConfigOption(
         "state.backend.rocksdb.writebuffer.size",
         "memory",
-        "64 mb",
-        "A memtable's size when memory is not managed.",
+        "8 mb",
+        "A memtable's size (managed memory: at most half the memtables' share of the cache). A checkpoint's "
+        "synchronous part flushes the current memtable, so this bounds its pause (yarnflink: 8 mb; Flink: 64 mb).",
         min_value=1 << 16,
     )
     MAX_WRITE_BUFFER_NUMBER = ConfigOption(
         "state.backend.rocksdb.writebuffer.count",
         "int",
         2,
-        "Memtables per backend when memory is not managed.",
+        "Memtables per backend (managed memory: at least 2; the shared budget bounds them).",
         min_value=1,
     )

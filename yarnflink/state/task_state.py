@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Executor, Future
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, Union
 
 from yarnflink.common.keygroups import key_group_range
 from yarnflink.state.handles import KeyGroupRange, OperatorSubtaskState, SnapshotResult, TaskStateSnapshot
@@ -26,13 +26,11 @@ from yarnflink.state.heap import SNAPSHOT_MODES, HeapKeyedStateBackend
 from yarnflink.state.incremental import MaterializationRule
 from yarnflink.state.operator_state import OperatorStateBackend
 from yarnflink.state.options import IncrementalCheckpointOptions, RocksDBOptions, StateBackendOptions
-
-if TYPE_CHECKING:
-    from yarnflink.state.rocksdb import RocksDBKeyedStateBackend, RocksDBMemory
-
-    #: what ``state.backend.type`` gives a keyed operator (both have the same interface)
-    KeyedStateBackend = Union[HeapKeyedStateBackend, RocksDBKeyedStateBackend]
+from yarnflink.state.rocksdb import RocksDBKeyedStateBackend, RocksDBMemory
 from yarnflink.state.streams import CheckpointStreamFactory, InlineStreamFactory, StateReader, read_inline
+
+#: what ``state.backend.type`` gives a keyed operator (both have the same interface)
+KeyedStateBackend = Union[HeapKeyedStateBackend, RocksDBKeyedStateBackend]
 
 STATE_BACKEND_KEY = StateBackendOptions.STATE_BACKEND.key
 SNAPSHOT_MODE_KEY = StateBackendOptions.SNAPSHOT_MODE.key
@@ -67,8 +65,6 @@ def create_keyed_state_backend(
     backend = check_state_backend(config)
     compress = str((config or {}).get(COMPRESSION_KEY) or "false").strip().lower() in ("true", "1", "yes")
     if backend == "rocksdb":
-        from yarnflink.state.rocksdb import RocksDBKeyedStateBackend
-
         local_dir, memory = rocksdb_settings(config)
         return RocksDBKeyedStateBackend(
             max_parallelism,
@@ -79,6 +75,7 @@ def create_keyed_state_backend(
             local_dir=local_dir,
             memory=memory,
             compression="lz4" if compress else None,
+            incremental=bool(IncrementalCheckpointOptions.INCREMENTAL.read(config or {})),
         )
     mode = str((config or {}).get(SNAPSHOT_MODE_KEY) or "thread").strip().lower()
     if mode not in SNAPSHOT_MODES:
@@ -105,8 +102,6 @@ def create_keyed_state_backend(
 def rocksdb_settings(config: Mapping[str, str] | None) -> tuple[str | None, RocksDBMemory]:
     """The ``state.backend.rocksdb.*`` keys of ``config``: the local directory (None: the
     default) and the memory bounds; a bad value is a ``ConfigError`` naming its key."""
-    from yarnflink.state.rocksdb import RocksDBMemory
-
     c = config or {}
 
     def get(option: Any) -> Any:

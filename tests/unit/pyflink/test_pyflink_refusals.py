@@ -90,5 +90,8 @@ def test_checkpoint_config_and_state_backends_write_the_configuration(env):
     assert conf["state.backend.type"] == "hashmap"
     env.set_state_backend(EmbeddedRocksDBStateBackend())
     assert env.get_config().to_dict()["state.backend.type"] == "rocksdb"
-    with pytest.raises(UnsupportedFeatureError, match="enable_incremental_checkpointing=True"):
-        EmbeddedRocksDBStateBackend(True)
+    assert "execution.checkpointing.incremental" not in env.get_config().to_dict()
+    env.set_state_backend(EmbeddedRocksDBStateBackend(True))
+    assert env.get_config().to_dict()["execution.checkpointing.incremental"] in (True, "true")
+    with pytest.raises(TypeError, match="needs a bool or None"):
+        EmbeddedRocksDBStateBackend("yes")
