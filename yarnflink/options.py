@@ -31,7 +31,7 @@ from yarnflink.scheduler.options import (
 )
 from yarnflink.security.options import SecurityOptions
 from yarnflink.spark.options import SparkOptions
-from yarnflink.state.options import IncrementalCheckpointOptions, StateBackendOptions
+from yarnflink.state.options import IncrementalCheckpointOptions, RocksDBOptions, StateBackendOptions
 from yarnflink.taskexecutor.options import TaskManagerOptions
 
 __all__ = ["OPTIONS", "OPTION_GROUPS"]
@@ -61,6 +61,7 @@ OPTION_GROUPS: tuple[type, ...] = (
     LocalClusterOptions,
     StateBackendOptions,
     IncrementalCheckpointOptions,
+    RocksDBOptions,
     CheckpointingOptions,
     SavepointConfigOptions,
     S3Options,

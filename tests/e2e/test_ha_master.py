@@ -8,8 +8,8 @@ high-availability.type=zookeeper ...``), TaskExecutors started by hand at the le
 * a job that ended for good leaves no HA data behind (JobGraph, checkpoint counter and pointers,
   its JobMaster's leader node);
 * SIGKILL of the leader: the standby leads with a new leader session id, recovers the running job
-  (which resumes from its latest completed checkpoint), does not run the finished job again, and
-  its ResourceManager refuses the old session id.
+  (adopting the tasks the TaskExecutor kept running: nothing restored, checkpoint ids continue),
+  does not run the finished job again, and its ResourceManager refuses the old session id.
 """
 
 from __future__ import annotations
@@ -415,25 +415,26 @@ def test_failover_recovers_the_running_job_from_its_checkpoint(ha: HaCluster, tm
     assert stale.startswith("FAILED_PRECONDITION"), stale
     assert rpc(ha, new.info["rpc_address"], "heartbeat", new_info["sessionId"]) == "OK"
 
-    # with a TaskExecutor at the new leader the job runs again, from its latest checkpoint
-    ha.start_taskexecutor(new.info["rpc_address"])
+    # the TaskExecutor kept the job's tasks: the new leader adopts them (issue 18), restores
+    # nothing, and its checkpoint ids continue from the counter in ZooKeeper
     wait_until(lambda: state(ha, new, running) == "RUNNING", timeout=60, message="the recovered job RUNNING")
-    restored = ha.get(new, f"/jobs/{running}/checkpoints").json()["latest"]["restored"]
-    assert restored is not None and restored["id"] >= 1, restored
+    before = max(int(p) for p in pointers)
+    stats = ha.get(new, f"/jobs/{running}/checkpoints").json()
+    assert stats["latest"]["restored"] is None, stats["latest"]
 
-    def newer_checkpoint() -> Any:  # ids continue from the counter in ZooKeeper
+    def newer_checkpoint() -> Any:
         c = ha.get(new, f"/jobs/{running}/checkpoints").json()["latest"]["completed"]
-        return c if c and c["id"] > restored["id"] else None
+        return c if c and c["id"] > before else None
 
     wait_until(newer_checkpoint, timeout=60, message="a checkpoint of the new leader")
     latest_pointer = max(_children(ha, f"jobs/{running}/checkpoints"))
-    assert int(latest_pointer) > restored["id"]
-    # the new leader owns the checkpoint it resumed from: subsumed (num-retained 1), it is deleted
+    assert int(latest_pointer) > before
+    # the new leader owns the checkpoints it took over: subsumed (num-retained 1), they are deleted
     job_dir = tmp_path / "checkpoints" / running
     wait_until(
-        lambda: not (job_dir / f"chk-{restored['id']}").exists(),
+        lambda: not (job_dir / f"chk-{before}").exists(),
         timeout=60,
-        message=f"the restored checkpoint chk-{restored['id']} deleted once subsumed",
+        message=f"the taken-over checkpoint chk-{before} deleted once subsumed",
     )
     assert any((d / "_metadata").exists() for d in job_dir.glob("chk-*"))  # the retained one
     print(f"leader elected {took:.2f}s after SIGKILL of the old one")

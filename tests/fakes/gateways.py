@@ -32,6 +32,7 @@ from yarnflink.jobmaster.gateway import (
     DeclineCheckpoint,
     DisconnectTaskManager,
     OfferSlots,
+    ReconnectTaskManager,
     RegisterTaskManager,
     TaskExecutionState,
     TaskManagerHeartbeat,
@@ -219,6 +220,7 @@ class TestingJobMasterGateway(_TestingGateway):
         self.send_coordination_data_function: Callable[[CoordinationData], Answer[None]] = _ack
         self.heartbeat_from_task_manager_function: Callable[[TaskManagerHeartbeat], Answer[None]] = _ack
         self.disconnect_task_manager_function: Callable[[DisconnectTaskManager], Answer[None]] = _ack
+        self.reconnect_task_manager_function: Callable[[ReconnectTaskManager], Answer[None]] = _ack
 
     async def register_task_manager(self, request: RegisterTaskManager, *, timeout: float = RPC_TIMEOUT_S) -> None:
         await self._answer("register_task_manager", request, self.register_task_manager_function, timeout)
@@ -245,6 +247,9 @@ class TestingJobMasterGateway(_TestingGateway):
 
     async def disconnect_task_manager(self, request: DisconnectTaskManager, *, timeout: float = RPC_TIMEOUT_S) -> None:
         await self._answer("disconnect_task_manager", request, self.disconnect_task_manager_function, timeout)
+
+    async def reconnect_task_manager(self, request: ReconnectTaskManager, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        await self._answer("reconnect_task_manager", request, self.reconnect_task_manager_function, timeout)
 
 
 class TestingResourceManagerGateway(_TestingGateway):

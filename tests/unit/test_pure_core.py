@@ -9,6 +9,8 @@ PURE_MODULES = [
     "yarnflink.resourcemanager.resources",
     "yarnflink.resourcemanager.heartbeat",
     "yarnflink.jobmaster.slotpool",
+    "yarnflink.jobmaster.reconciliation",
+    "yarnflink.highavailability.epoch",
     "yarnflink.executiongraph.executiongraph",
     "yarnflink.scheduler.slotsharing",
     "yarnflink.scheduler.regions",

@@ -27,15 +27,19 @@ class HashMapStateBackend:
 
 
 class EmbeddedRocksDBStateBackend:
-    """Refused: RocksDB is not available in yarnflink."""
+    """Keyed state in an embedded RocksDB on the TaskExecutor's local disk (``state.backend.type:
+    rocksdb``), for state larger than memory. ``enable_incremental_checkpointing`` must be
+    None or False: its checkpoints are full (docs/STATE_AND_EVENT_TIME.md)."""
 
-    def __init__(self, *args: Any, **kwargs: Any):
-        raise UnsupportedFeatureError(
-            "EmbeddedRocksDBStateBackend()",
-            "RocksDB state is not available",
-            "HashMapStateBackend() (state on the heap, organised by key group; checkpoints written incrementally "
-            "by the hashmap snapshot mode, see docs/STATE_AND_EVENT_TIME.md)",
-        )
+    config_value = "rocksdb"
+
+    def __init__(self, enable_incremental_checkpointing: bool | None = None):
+        if enable_incremental_checkpointing:
+            raise UnsupportedFeatureError(
+                "EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True)",
+                "the rocksdb backend's checkpoints are full snapshots",
+                "EmbeddedRocksDBStateBackend() (full, canonical checkpoints; see docs/STATE_AND_EVENT_TIME.md)",
+            )
 
 
 class FileSystemCheckpointStorage:
@@ -118,8 +122,10 @@ class CheckpointConfig:
 
 
 def state_backend_value(backend: Any) -> str:
-    if not isinstance(backend, HashMapStateBackend):
-        raise TypeError(f"set_state_backend() needs a HashMapStateBackend, got {backend!r}")
+    if not isinstance(backend, (HashMapStateBackend, EmbeddedRocksDBStateBackend)):
+        raise TypeError(
+            f"set_state_backend() needs a HashMapStateBackend or an EmbeddedRocksDBStateBackend, got {backend!r}"
+        )
     return backend.config_value
 
 

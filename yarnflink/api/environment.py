@@ -225,7 +225,8 @@ class StreamExecutionEnvironment:
         return CheckpointConfig(self._config)
 
     def set_state_backend(self, state_backend: Any) -> StreamExecutionEnvironment:
-        """``HashMapStateBackend()`` (``state.backend.type: hashmap``, yarnflink's backend)."""
+        """``HashMapStateBackend()`` (``state.backend.type: hashmap``) or ``EmbeddedRocksDBStateBackend()``
+        (``state.backend.type: rocksdb``)."""
         self._config.set(StateBackendOptions.STATE_BACKEND, state_backend_value(state_backend))
         return self
 

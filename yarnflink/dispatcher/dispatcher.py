@@ -183,7 +183,8 @@ class Dispatcher(RpcEndpoint):
         )
         self.jobs[job_graph.job_id] = entry
         try:
-            await self._start_job_master(entry, job_graph)
+            # its tasks may still run at the TaskExecutors: the JobMaster adopts them (issue 18)
+            await self._start_job_master(entry, job_graph, reconcile=True)
         except BaseException:
             self.jobs.pop(job_graph.job_id, None)
             raise
@@ -222,7 +223,7 @@ class Dispatcher(RpcEndpoint):
             except Exception:  # noqa: BLE001 - the process is being replaced anyway
                 log.debug("stopping JobMaster of job %s failed", jm.job_id, exc_info=True)
 
-    async def _start_job_master(self, entry: JobEntry, job_graph: JobGraph) -> None:
+    async def _start_job_master(self, entry: JobEntry, job_graph: JobGraph, reconcile: bool = False) -> None:
         cfg = self.config
         ha_kwargs: dict[str, Any] = {}
         ha = self.leadership
@@ -249,6 +250,7 @@ class Dispatcher(RpcEndpoint):
             heartbeat_timeout_s=_seconds(cfg, HeartbeatManagerOptions.HEARTBEAT_TIMEOUT),
             config=cfg,  # restart and failover strategies, slot.idle.timeout (the job's config wins)
             gateways=self._job_master_gateways() if self._job_master_gateways is not None else None,
+            reconcile=reconcile and ha is not None,
             **ha_kwargs,
         )
         entry.master = jm

@@ -84,9 +84,11 @@ def run_taskexecutor(
     host = config.get(TaskManagerOptions.HOST) or "127.0.0.1"
     ha = None
     retriever = None
+    job_leaders = None
     if ha_enabled(config):
         ha = create_ha_services(config)  # ConfigError / HighAvailabilityError name what is wrong
         retriever = ha.resource_manager_leader_retriever()
+        job_leaders = ha.job_master_leader_retriever  # a job's tasks outlive its JobMaster leader
         if master_address:
             log.info(
                 "high availability is on: the ResourceManager's leader comes from ZooKeeper, not from --master %s",
@@ -110,6 +112,8 @@ def run_taskexecutor(
         rpc_failure_threshold=int(config.get(HeartbeatManagerOptions.HEARTBEAT_RPC_FAILURE_THRESHOLD)),
         cancellation=cancellation,
         fatal_error=exit_fatally,
+        job_leader_retrievers=job_leaders,
+        jobmaster_reconnect_timeout_s=config.get_seconds(TaskManagerOptions.JOBMASTER_RECONNECT_TIMEOUT) or 60.0,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

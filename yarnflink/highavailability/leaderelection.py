@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import enum
 import json
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Union
+
+from yarnflink.highavailability.epoch import session_id_for_latch
 
 __all__ = [
     "Action",
@@ -217,7 +218,8 @@ Action = Union[GrantLeadership, RevokeLeadership, PublishLeaderInformation, Dele
 @dataclass
 class LeaderElection:
     tolerate_suspended: bool = False
-    new_session_id: Callable[[], str] = field(default=lambda: uuid.uuid4().hex)
+    #: None: ``<latch sequence>-<hex>``, ordered by the latch's sequence (``yarnflink.highavailability.epoch``)
+    new_session_id: Callable[[], str] | None = None
 
     connection: ConnectionState = field(default=ConnectionState.LOST, init=False)
     #: The latch node the driver reports as the lowest (None: not acquired).
@@ -351,5 +353,6 @@ class LeaderElection:
             self._revoke(out)
         if self.leader is None and self._may_start():
             assert self.latch is not None
-            self.leader = LeaderFence(self.new_session_id(), self.latch)
+            session_id = self.new_session_id() if self.new_session_id is not None else session_id_for_latch(self.latch)
+            self.leader = LeaderFence(session_id, self.latch)
             out.extend(GrantLeadership(c, self.leader.session_id) for c in self.contenders)

@@ -29,7 +29,9 @@ __all__ = [
     "JobMasterControlGateway",
     "JobMasterGateway",
     "OfferSlots",
+    "ReconnectTaskManager",
     "RegisterTaskManager",
+    "ReportedTask",
     "SerializedThrowable",
     "SlotOffer",
     "TaskExecutionState",
@@ -163,6 +165,37 @@ class DisconnectTaskManager:
     cause: str
 
 
+@dataclass(frozen=True, slots=True)
+class ReportedTask:
+    """A task a TaskExecutor runs (or ran) for the job, as it tells a new JobMaster leader: the
+    attempt keeps its id; ``state`` is its latest, including one reached while no leader was
+    there (``error``/``failed_partition_id`` with FAILED, as in ``TaskExecutionState``)."""
+
+    execution_id: str
+    vertex_id: str
+    subtask_index: int
+    attempt_number: int
+    state: ExecutionState
+    allocation_id: str
+    error: SerializedThrowable | None = None
+    failed_partition_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReconnectTaskManager:
+    """A TaskExecutor that kept the job's slots and tasks while the job had no leader reports
+    them to the job's new JobMaster (``jobmaster_id``: the new leader's session id, as published
+    with its address). The JobMaster adopts what it can (yarnflink.jobmaster.reconciliation)."""
+
+    jobmaster_id: str
+    job_id: str
+    resource_id: str
+    rpc_address: str
+    data_address: str
+    slots: tuple[SlotOffer, ...]
+    tasks: tuple[ReportedTask, ...]
+
+
 class JobMasterGateway(Protocol):
     """Called by TaskExecutors (slots, task states, checkpoints) and the ResourceManager (a lost
     TaskExecutor). ``timeout``: the caller's deadline (RpcTimeout after it)."""
@@ -192,6 +225,10 @@ class JobMasterGateway(Protocol):
     async def disconnect_task_manager(
         self, request: DisconnectTaskManager, *, timeout: float = RPC_TIMEOUT_S
     ) -> None: ...
+
+    async def reconnect_task_manager(self, request: ReconnectTaskManager, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        """A TaskExecutor's slots and tasks of the job, for a JobMaster that took over (HA)."""
+        ...
 
 
 class JobMasterControlGateway(Protocol):

@@ -29,8 +29,10 @@ from yarnflink.checkpoint.options import CheckpointingOptions, SavepointConfigOp
 from yarnflink.common.config import ConfigError, Configuration
 from yarnflink.common.rpc_errors import (
     RPC_TIMEOUT_S,
+    FencingTokenMismatch,
     InvalidRequest,
     RpcException,
+    RpcRejected,
     RpcUnreachable,
     UnknownTarget,
     check_fencing,
@@ -44,6 +46,7 @@ from yarnflink.executiongraph.executiongraph import (
     now_ms,
 )
 from yarnflink.jobgraph.jobgraph import JobGraph
+from yarnflink.jobmaster import reconciliation as rc
 from yarnflink.jobmaster.checkpointing import CheckpointDriver
 from yarnflink.jobmaster.collect import CollectLog
 from yarnflink.jobmaster.deployment import build_tdd
@@ -53,6 +56,7 @@ from yarnflink.jobmaster.gateway import (
     DeclineCheckpoint,
     DisconnectTaskManager,
     OfferSlots,
+    ReconnectTaskManager,
     RegisterTaskManager,
     SerializedThrowable,
     TaskExecutionState,
@@ -163,10 +167,13 @@ class JobMaster(RpcEndpoint):
         jobmaster_id: str | None = None,
         checkpoint_ha: JobCheckpointRecovery | None = None,
         gateways: GatewayResolver | None = None,
+        reconcile: bool = False,
     ) -> None:
         """With HA, ``jobmaster_id`` is the leader session id and ``checkpoint_ha`` the job's
         ``yarnflink.highavailability.checkpoints.JobCheckpointRecovery``. ``gateways``: how it
-        reaches the ResourceManager and TaskExecutors (default: over gRPC)."""
+        reaches the ResourceManager and TaskExecutors (default: over gRPC). ``reconcile``: the job
+        was recovered from a former leader; it adopts the tasks TaskExecutors kept running
+        (``yarnflink.jobmaster.reconciliation``) instead of deploying anew."""
         super().__init__(f"JobMaster-{job_graph.job_id[:8]}")
         self.job_graph = job_graph
         self.host = host
@@ -234,6 +241,16 @@ class JobMaster(RpcEndpoint):
         self.checkpoints: CheckpointDriver | None = None
         #: the connection to the ResourceManager (None until the JobMaster started)
         self.rm_connection: ResourceManagerConnection | None = None
+        #: HA takeover: the reconciliation with the TaskExecutors' reports (None: a fresh start)
+        # (the Adaptive scheduler plans its parallelism at the start: it redeploys, as before)
+        self.reconcile = reconcile and not isinstance(self.scheduler, AdaptiveScheduler)
+        self.reconciliation: rc.Reconciliation | None = None
+        #: what the reconciliation decided (None until then, or without one): the seam for the
+        #: checkpoint driver -- adopted tasks keep their state, nothing of theirs is restored
+        self.reconciled: rc.Decided | None = None
+        #: task state updates that arrived while reconciling, applied once it decided
+        self._early_updates: list[TaskExecutionState] = []
+        self._reconcile_timer: asyncio.TimerHandle | None = None
 
         if checkpointing_enabled(
             {CheckpointingOptions.INTERVAL.key: self.config.get_string(CheckpointingOptions.INTERVAL) or ""},
@@ -278,16 +295,97 @@ class JobMaster(RpcEndpoint):
         await self.serve(JobMasterServicer(self), self.host, 0)
         if self.checkpoints is not None:
             try:
-                await self.checkpoints.load_initial()
+                await self.checkpoints.load_initial(tasks_adopted=self.reconcile)
             except Exception as e:  # noqa: BLE001 - an unreadable savepoint fails the job
                 self.fail_job(Failure("CheckpointException", f"cannot restore {e}", "", now_ms()))
                 return
             self.checkpoints.start()
-        self._apply(self.scheduler.start(time.monotonic()))
+        if self.reconcile:
+            self._start_reconciliation()
+        else:
+            self._apply(self.scheduler.start(time.monotonic()))
         self._timers.append(asyncio.ensure_future(self._request_slots()))
         self._timers.append(asyncio.ensure_future(self._monitor_task_managers()))
 
+    # ------------------------------------------------------------------ HA takeover: reconciliation
+    def _start_reconciliation(self) -> None:
+        timeout = self.config.get_seconds(JobManagerOptions.RECONCILIATION_TIMEOUT)
+        timeout = 10.0 if timeout is None else timeout
+        subtasks = {
+            (ev.job_vertex.id, ev.subtask_index): self.scheduler.group_of(ev).key for ev in self.eg.all_vertices()
+        }
+        self.reconciliation = rc.Reconciliation(self.job_id, self.jobmaster_id, subtasks, time.monotonic() + timeout)
+        self._reconcile_timer = asyncio.get_running_loop().call_later(
+            timeout + 0.001, lambda: self._reconcile_event(rc.Timeout(time.monotonic()))
+        )
+        log.info(
+            "job %s: waiting up to %.1f s for the TaskExecutors' reports of its %d subtasks (reconciliation)",
+            self.job_id,
+            timeout,
+            len(subtasks),
+        )
+
+    def _reconcile_event(self, event: rc.Event) -> None:
+        if self.reconciliation is None or self.eg.status.globally_terminal or not self.jobmaster_id:
+            return
+        actions = self.reconciliation.handle(event)
+        decided = next((a for a in actions if isinstance(a, rc.Decided)), None)
+        for a in actions:
+            if isinstance(a, rc.RejectStale):
+                raise FencingTokenMismatch(f"JobMaster of job {self.job_id}: {a.reason}")
+            if isinstance(a, rc.CancelTasks):
+                self._spawn(self._cancel_reported(a))
+        if decided is None:
+            return
+        if self._reconcile_timer is not None:
+            self._reconcile_timer.cancel()
+            self._reconcile_timer = None
+        self.reconciled = decided
+        log.info(
+            "job %s reconciled: %d task(s) adopted, %d finished, %d failed over%s",
+            self.job_id,
+            decided.adopted,
+            decided.finished,
+            decided.failed,
+            " (reconciliation timed out)" if decided.timed_out else "",
+        )
+        out = self.scheduler.start_reconciled(actions, time.monotonic(), now_ms())
+        if self.checkpoints is not None:  # adopted tasks run: the coordinator counts them (no restore)
+            for a in actions:
+                if isinstance(a, (rc.Adopt, rc.MarkFinished)):
+                    execution = self.eg.find_execution(a.task.execution_id)
+                    if execution is not None and execution.state == a.task.state:
+                        self.checkpoints.task_state_changed(execution, a.task.state)
+        self._apply(out)
+        early, self._early_updates = self._early_updates, []
+        for update in early:
+            self._task_execution_state(update)
+
+    async def _cancel_reported(self, a: rc.CancelTasks) -> None:
+        gateway = self.gateways.task_executor(a.rpc_address)
+        for eid in a.execution_ids:
+            try:
+                await gateway.cancel_task(te.CancelTask(self.jobmaster_id, eid))
+            except RpcException as e:
+                log.debug("cancelling reported task %s at %s failed: %s", eid, a.resource_id, e)
+        for alloc in a.allocation_ids:
+            try:
+                await gateway.free_slot(te.FreeSlot(alloc, a.cause, self.jobmaster_id))
+            except RpcException as e:
+                log.debug("freeing reported slot %s at %s failed: %s", alloc, a.resource_id, e)
+
+    async def reconnect_task_manager(self, request: ReconnectTaskManager, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        """A TaskExecutor's report of the job's slots and tasks it kept (HA takeover)."""
+        if self.reconciliation is None:
+            check_fencing(self.jobmaster_id, request.jobmaster_id, "JobMaster")
+            raise RpcRejected(
+                f"the JobMaster of job {self.job_id} started the job afresh and adopts no tasks; free the job's slots"
+            )
+        self._reconcile_event(rc.ReportReceived(request, time.monotonic()))
+
     async def on_stop(self) -> None:
+        if self._reconcile_timer is not None:
+            self._reconcile_timer.cancel()
         if self.checkpoints is not None:
             self.checkpoints.stop()
         if self._timer is not None:
@@ -302,8 +400,10 @@ class JobMaster(RpcEndpoint):
         await self.gateways.close()
 
     async def suspend(self, cause: str, timeout: float = 2.0) -> None:
-        """Leadership lost (HA): stop acting at once and free every slot (which cancels its tasks).
-        Not a terminal state: nothing is reported, the job's HA data stays for the next leader."""
+        """Leadership lost (HA): stop acting at once. Not a terminal state: nothing is reported,
+        the job's HA data stays, and its slots and tasks stay at the TaskExecutors, which keep
+        them for the next leader (they free them after high-availability.jobmaster.reconnect-timeout
+        if no leader claims them)."""
         token, self.jobmaster_id = self.jobmaster_id, ""  # every RPC to this JobMaster is refused now
         self._terminated_notified = True
         for t in self._timers + list(self._io):
@@ -313,16 +413,9 @@ class JobMaster(RpcEndpoint):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        frees = [
-            asyncio.ensure_future(
-                self.gateways.task_executor(s.rpc_address).free_slot(
-                    te.FreeSlot(s.allocation_id, cause), timeout=timeout
-                )
-            )
-            for s in self.slot_pool.release_all()
-        ]
-        if frees:
-            await asyncio.wait(frees, timeout=timeout)
+        if self._reconcile_timer is not None:
+            self._reconcile_timer.cancel()
+            self._reconcile_timer = None
         log.info("job %s suspended (JobMaster %s): %s", self.job_id, token, cause)
 
     async def _request_slots(self) -> None:
@@ -499,7 +592,9 @@ class JobMaster(RpcEndpoint):
             return
         try:
             await self.gateways.task_executor(a.rpc_address).disconnect_job_manager(
-                te.DisconnectJobManager(self.job_id, f"the JobMaster of job {self.job_id} lost it: {a.cause}")
+                te.DisconnectJobManager(
+                    self.job_id, f"the JobMaster of job {self.job_id} lost it: {a.cause}", self.jobmaster_id
+                )
             )
         except RpcException as e:
             log.debug("telling lost TaskManager %s to drop job %s failed: %s", a.resource_id, self.job_id, e)
@@ -507,14 +602,16 @@ class JobMaster(RpcEndpoint):
     async def _release_partitions(self, a: ReleasePartitions) -> None:
         try:
             await self.gateways.task_executor(a.rpc_address).release_partitions(
-                te.ReleasePartitions(self.job_id, tuple(a.partition_ids))
+                te.ReleasePartitions(self.job_id, tuple(a.partition_ids), self.jobmaster_id)
             )
         except RpcException as e:
             log.debug("releasing partitions at %s failed: %s", a.rpc_address, e)
 
     async def _free_slot(self, a: FreeSlot) -> None:
         try:
-            await self.gateways.task_executor(a.slot.rpc_address).free_slot(te.FreeSlot(a.slot.allocation_id, a.cause))
+            await self.gateways.task_executor(a.slot.rpc_address).free_slot(
+                te.FreeSlot(a.slot.allocation_id, a.cause, self.jobmaster_id)
+            )
         except RpcException as e:
             log.debug("freeing slot %s failed: %s", a.slot.allocation_id, e)
 
@@ -700,6 +797,12 @@ class JobMaster(RpcEndpoint):
 
     async def update_task_execution_state(self, request: TaskExecutionState, *, timeout: float = RPC_TIMEOUT_S) -> None:
         check_fencing(self.jobmaster_id, request.jobmaster_id, "JobMaster")
+        if self.reconciliation is not None and not self.reconciliation.decided:
+            self._early_updates.append(request)  # of a task about to be adopted
+            return
+        self._task_execution_state(request)
+
+    def _task_execution_state(self, request: TaskExecutionState) -> None:
         if request.io_metrics and self.eg.find_execution(request.execution_id) is not None:
             self.final_io_metrics[request.execution_id] = dict(request.io_metrics)
         self.update_task_state(request.execution_id, request.state, request.error, request.failed_partition_id)

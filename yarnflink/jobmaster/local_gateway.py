@@ -16,6 +16,7 @@ from yarnflink.jobmaster.gateway import (
     DeclineCheckpoint,
     DisconnectTaskManager,
     OfferSlots,
+    ReconnectTaskManager,
     RegisterTaskManager,
     TaskExecutionState,
     TaskManagerHeartbeat,
@@ -94,6 +95,9 @@ class LocalJobMasterGateway:
 
     async def offer_slots(self, request: OfferSlots, *, timeout: float = RPC_TIMEOUT_S) -> tuple[str, ...]:
         return await self._on_loop(lambda: self._jm.offer_slots(request))
+
+    async def reconnect_task_manager(self, request: ReconnectTaskManager, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        await self._on_loop(lambda: self._jm.reconnect_task_manager(request))
 
     async def update_task_execution_state(self, request: TaskExecutionState, *, timeout: float = RPC_TIMEOUT_S) -> None:
         await self._on_loop(lambda: self._jm.update_task_execution_state(request))

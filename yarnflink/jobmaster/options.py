@@ -30,6 +30,14 @@ class JobManagerOptions:
         "1600m",
         "Total process memory of the master (the YARN ApplicationMaster container).",
     )
+    RECONCILIATION_TIMEOUT = ConfigOption(
+        "high-availability.jobmaster.reconciliation-timeout",
+        "duration",
+        "10 s",
+        "HA: how long a JobMaster that took over a running job waits for the TaskExecutors to report "
+        "the tasks they kept running before it decides (subtasks nobody reported fail over by region). "
+        "It decides at once when every subtask is reported.",
+    )
     SLOT_REQUEST_TIMEOUT = ConfigOption(
         "slot.request.timeout",
         "duration",

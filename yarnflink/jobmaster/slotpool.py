@@ -213,6 +213,36 @@ class SlotPool:
             fulfilled.append(done)
         return accepted, fulfilled
 
+    def adopt_slots(self, resource_id: str, offers: Sequence[Offer], now: float) -> list[str]:
+        """HA reconciliation: slots a TaskExecutor kept for this job while it had no leader join
+        the pool idle, whatever is pending (``assign`` then gives them to the keys whose tasks run
+        in them). Returns the allocation ids taken."""
+        tm = self.task_managers.get(resource_id)
+        if tm is None:
+            return []
+        taken = []
+        for offer in offers:
+            allocation_id, slot_index = offer[0], offer[1]
+            if allocation_id in self.slots:
+                continue
+            self.slots[allocation_id] = LogicalSlot(
+                allocation_id, resource_id, tm.rpc_address, tm.data_address, slot_index
+            )
+            self._profile_of[allocation_id] = offer[2] if len(offer) > 2 else UNKNOWN
+            self._idle_since[allocation_id] = now
+            taken.append(allocation_id)
+        return taken
+
+    def assign(self, key: str, allocation_id: str) -> LogicalSlot | None:
+        """HA reconciliation: ``key``'s tasks run in the idle slot ``allocation_id`` (None if the
+        pool does not hold it idle, or ``key`` holds another slot)."""
+        held = self._slot_of_key.get(key)
+        if held is not None:
+            return self.slots[held] if held == allocation_id else None
+        if allocation_id not in self._idle_since:
+            return None
+        return self._assign(key, allocation_id)
+
     # ------------------------------------------------------------------ releasing
     def release(self, key: str, now: float) -> tuple[str, LogicalSlot] | None:
         """The tasks of ``key`` ended: its slot goes idle, or straight to a waiting request

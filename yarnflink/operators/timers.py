@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,8 +28,10 @@ from yarnflink.operators.functions import KeyedProcessFunction, RuntimeContext, 
 from yarnflink.operators.specs import ProcessSpec
 from yarnflink.operators.transforms import ProcessOperator
 from yarnflink.operators.watermarks import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
-from yarnflink.state.heap import HeapKeyedStateBackend
 from yarnflink.state.task_state import keyed_state_backend_for
+
+if TYPE_CHECKING:
+    from yarnflink.state.task_state import KeyedStateBackend
 
 
 def _now_ms() -> int:
@@ -48,7 +50,7 @@ class InternalTimerService:
 
     def __init__(
         self,
-        backend: HeapKeyedStateBackend,
+        backend: KeyedStateBackend,
         name: str,
         on_event_time: Callable[[int, Any, Any], None],
         on_processing_time: Callable[[int, Any, Any], None],
@@ -211,7 +213,7 @@ class KeyedProcessOperator(ProcessOperator):
     def __init__(self, spec: ProcessSpec):
         super().__init__(spec)
         self.clock: Callable[[], int] = _now_ms
-        self.backend: HeapKeyedStateBackend | None = None
+        self.backend: KeyedStateBackend | None = None
         self.timers: InternalTimerService | None = None
         self._on_timer = getattr(spec.fn, "on_timer", None) if self.with_ctx else None
         self._out: list = []

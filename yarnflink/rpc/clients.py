@@ -60,6 +60,10 @@ class GrpcJobMasterGateway:
         resp = await call(lambda: self._stub.OfferSlots(pb, timeout=timeout))
         return tuple(str(a) for a in resp.accepted_allocation_ids)
 
+    async def reconnect_task_manager(self, request: jm.ReconnectTaskManager, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        pb = c.reconnect_task_manager_to_pb(request)
+        await call(lambda: self._stub.ReconnectTaskManager(pb, timeout=timeout))
+
     async def update_task_execution_state(
         self, request: jm.TaskExecutionState, *, timeout: float = RPC_TIMEOUT_S
     ) -> None:

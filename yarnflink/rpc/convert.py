@@ -105,6 +105,66 @@ def offer_slots_from_pb(r: jobmaster_pb2.OfferSlotsRequest) -> jm.OfferSlots:
     )
 
 
+def reconnect_task_manager_to_pb(r: jm.ReconnectTaskManager) -> jobmaster_pb2.ReconnectTaskManagerRequest:
+    return jobmaster_pb2.ReconnectTaskManagerRequest(
+        jobmaster_id=r.jobmaster_id,
+        job_id=r.job_id,
+        resource_id=r.resource_id,
+        rpc_address=r.rpc_address,
+        data_address=r.data_address,
+        slots=[
+            jobmaster_pb2.SlotOffer(
+                allocation_id=o.allocation_id, slot_index=o.slot_index, profile=profile_to_pb(o.profile)
+            )
+            for o in r.slots
+        ],
+        tasks=[
+            jobmaster_pb2.ReportedTask(
+                execution_id=t.execution_id,
+                vertex_id=t.vertex_id,
+                subtask_index=t.subtask_index,
+                attempt_number=t.attempt_number,
+                state=t.state.value,
+                allocation_id=t.allocation_id,
+                error=throwable_to_pb(t.error) if t.error is not None else None,
+                failed_partition_id=t.failed_partition_id,
+            )
+            for t in r.tasks
+        ],
+    )
+
+
+def _reported_task_from_pb(t: jobmaster_pb2.ReportedTask) -> jm.ReportedTask:
+    try:
+        state = ExecutionState(t.state)
+    except ValueError:
+        raise InvalidRequest(f"task {t.execution_id}: unknown execution state {t.state!r}") from None
+    if t.subtask_index < 0 or t.attempt_number < 0:
+        raise InvalidRequest(f"task {t.execution_id}: negative subtask index or attempt number")
+    return jm.ReportedTask(
+        t.execution_id,
+        t.vertex_id,
+        t.subtask_index,
+        t.attempt_number,
+        state,
+        t.allocation_id,
+        throwable_from_pb(t.error) if t.HasField("error") else None,
+        t.failed_partition_id,
+    )
+
+
+def reconnect_task_manager_from_pb(r: jobmaster_pb2.ReconnectTaskManagerRequest) -> jm.ReconnectTaskManager:
+    return jm.ReconnectTaskManager(
+        r.jobmaster_id,
+        r.job_id,
+        r.resource_id,
+        r.rpc_address,
+        r.data_address,
+        tuple(jm.SlotOffer(o.allocation_id, o.slot_index, _offered_profile(o)) for o in r.slots),
+        tuple(_reported_task_from_pb(t) for t in r.tasks),
+    )
+
+
 def task_execution_state_to_pb(r: jm.TaskExecutionState) -> jobmaster_pb2.TaskExecutionState:
     return jobmaster_pb2.TaskExecutionState(
         jobmaster_id=r.jobmaster_id,
@@ -539,27 +599,29 @@ def cancel_task_from_pb(r: taskexecutor_pb2.CancelTaskRequest) -> te.CancelTask:
 
 
 def free_slot_to_pb(r: te.FreeSlot) -> taskexecutor_pb2.FreeSlotRequest:
-    return taskexecutor_pb2.FreeSlotRequest(allocation_id=r.allocation_id, cause=r.cause)
+    return taskexecutor_pb2.FreeSlotRequest(allocation_id=r.allocation_id, cause=r.cause, jobmaster_id=r.jobmaster_id)
 
 
 def free_slot_from_pb(r: taskexecutor_pb2.FreeSlotRequest) -> te.FreeSlot:
-    return te.FreeSlot(r.allocation_id, r.cause)
+    return te.FreeSlot(r.allocation_id, r.cause, r.jobmaster_id)
 
 
 def release_partitions_to_pb(r: te.ReleasePartitions) -> taskexecutor_pb2.ReleasePartitionsRequest:
-    return taskexecutor_pb2.ReleasePartitionsRequest(job_id=r.job_id, partition_ids=list(r.partition_ids))
+    return taskexecutor_pb2.ReleasePartitionsRequest(
+        job_id=r.job_id, partition_ids=list(r.partition_ids), jobmaster_id=r.jobmaster_id
+    )
 
 
 def release_partitions_from_pb(r: taskexecutor_pb2.ReleasePartitionsRequest) -> te.ReleasePartitions:
-    return te.ReleasePartitions(r.job_id, tuple(r.partition_ids))
+    return te.ReleasePartitions(r.job_id, tuple(r.partition_ids), r.jobmaster_id)
 
 
 def disconnect_job_manager_to_pb(r: te.DisconnectJobManager) -> taskexecutor_pb2.DisconnectJobManagerRequest:
-    return taskexecutor_pb2.DisconnectJobManagerRequest(job_id=r.job_id, cause=r.cause)
+    return taskexecutor_pb2.DisconnectJobManagerRequest(job_id=r.job_id, cause=r.cause, jobmaster_id=r.jobmaster_id)
 
 
 def disconnect_job_manager_from_pb(r: taskexecutor_pb2.DisconnectJobManagerRequest) -> te.DisconnectJobManager:
-    return te.DisconnectJobManager(r.job_id, r.cause)
+    return te.DisconnectJobManager(r.job_id, r.cause, r.jobmaster_id)
 
 
 def trigger_checkpoint_to_pb(r: te.TriggerCheckpoint) -> taskexecutor_pb2.CheckpointRequest:

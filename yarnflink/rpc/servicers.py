@@ -63,6 +63,10 @@ class JobMasterServicer(Servicer):
         accepted = await _serve(context, lambda: self.gateway.offer_slots(c.offer_slots_from_pb(request)))
         return jobmaster_pb2.OfferSlotsResponse(accepted_allocation_ids=list(accepted))
 
+    async def ReconnectTaskManager(self, request: jobmaster_pb2.ReconnectTaskManagerRequest, context: Context) -> Any:
+        await _serve(context, lambda: self.gateway.reconnect_task_manager(c.reconnect_task_manager_from_pb(request)))
+        return _ACK
+
     async def UpdateTaskExecutionState(self, request: jobmaster_pb2.TaskExecutionState, context: Context) -> Any:
         await _serve(context, lambda: self.gateway.update_task_execution_state(c.task_execution_state_from_pb(request)))
         return _ACK

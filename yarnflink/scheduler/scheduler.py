@@ -34,6 +34,8 @@ from yarnflink.executiongraph.executiongraph import (
     JobStatus,
     LogicalSlot,
 )
+from yarnflink.jobmaster import reconciliation as rc
+from yarnflink.jobmaster.gateway import ReportedTask
 from yarnflink.jobmaster.slotpool import Offer, SlotPool, SlotRequest
 from yarnflink.resourcemanager.resources import ResourceProfile
 from yarnflink.scheduler.adaptive_batch import AdaptiveBatchOptions, adaptive_vertices, decide_parallelism
@@ -206,6 +208,70 @@ class DefaultScheduler:
         self.eg.transition_to(JobStatus.RUNNING)
         self._schedule(self.scheduling.start(), now)
         return self._flush(now)
+
+    def start_reconciled(self, decision: Sequence[rc.Action], now: float, wall_ms: int) -> list[Action]:
+        """HA: the job starts from the tasks TaskExecutors kept running (``decision``: the actions
+        of ``yarnflink.jobmaster.reconciliation`` up to its ``Decided``) instead of deploying
+        anew. Adopted executions keep their attempt ids and slots (their partitions keep their
+        ids); subtasks that failed, finished badly or went missing while the job had no leader are
+        handed to the failover strategy as task failures (a region restart, counted by the restart
+        strategy), never a global restart. ``wall_ms``: the failures' timestamp."""
+        self.eg.transition_to(JobStatus.RUNNING)
+        for a in decision:
+            if isinstance(a, rc.AdoptSlots):
+                self.register_task_manager(a.resource_id, a.rpc_address, a.data_address, now)
+                self.pool.adopt_slots(a.resource_id, [(o.allocation_id, o.slot_index, o.profile) for o in a.slots], now)
+        failed: list[tuple[ExecutionVertex, Failure]] = []
+        finished: list[ExecutionVertex] = []
+        for a in decision:
+            if isinstance(a, (rc.Adopt, rc.MarkFinished)):
+                ev = self.eg.vertex(a.task.vertex_id).task_vertices[a.task.subtask_index]
+                if self._take_over(ev, a.task, wall_ms):
+                    if isinstance(a, rc.MarkFinished):
+                        finished.append(ev)
+                    continue
+                why = "its slot is not the one its slot sharing group holds"
+                failed.append((ev, self._reconcile_failure(ev, why, a.resource_id, wall_ms)))
+            elif isinstance(a, rc.FailSubtask):
+                ev = self.eg.vertex(a.vertex_id).task_vertices[a.subtask_index]
+                if a.task is not None:
+                    e = ev.current
+                    e.attempt_id, e.attempt_number = a.task.execution_id, a.task.attempt_number
+                    e.slot = self.pool.slots.get(a.task.allocation_id)
+                failed.append((ev, self._reconcile_failure(ev, a.cause, a.resource_id, wall_ms)))
+        for g in self.groups:
+            self._group_maybe_done(g.vertices[0], now)
+        for ev in finished:
+            self._schedule(self.scheduling.on_finished(ev), now)
+        if failed:
+            primary = failed[0][1]
+            primary.concurrent.extend(f for _, f in failed[1:])
+            self._handle_failure(failed, primary, now)
+        self._schedule(self.scheduling.start(), now)  # what never ran (CREATED) and may run now
+        return self._flush(now)
+
+    def _take_over(self, ev: ExecutionVertex, task: ReportedTask, wall_ms: int) -> bool:
+        """The subtask's current execution becomes the reported attempt, in its slot."""
+        slot = self.pool.assign(self.group_of(ev).key, task.allocation_id)
+        if slot is None:
+            return False
+        e = ev.current
+        e.attempt_id, e.attempt_number, e.slot = task.execution_id, task.attempt_number, slot
+        e.state = task.state
+        e.timestamps[task.state.value] = wall_ms
+        return True
+
+    def _reconcile_failure(self, ev: ExecutionVertex, cause: str, resource_id: str, wall_ms: int) -> Failure:
+        slot = ev.current.slot
+        return Failure(
+            "TaskReconciliationException",
+            f"{ev.task_name_with_subtask}: {cause}",
+            "",
+            wall_ms,
+            ev.task_name_with_subtask,
+            slot.data_address if slot is not None else "",
+            resource_id,
+        )
 
     def register_task_manager(self, resource_id: str, rpc_address: str, data_address: str, now: float) -> None:
         """A TaskExecutor that offers slots to this job (again: one found dead may come back)."""

@@ -80,6 +80,8 @@ from yarnflink.state.tables import MISSING, KeyGroupMap, StateTable, TtlValue
 TIMERS = "timers"
 SNAPSHOT_FORMAT = "yarnflink-keyed-v1"
 SNAPSHOT_MODES = ("thread", "fork")
+#: backends whose snapshots are rows of ``SNAPSHOT_FORMAT`` (full, canonical): each restores the other's
+CANONICAL_BACKENDS = ("hashmap", "rocksdb")
 
 
 class StateMigrationError(RuntimeError):
@@ -312,6 +314,13 @@ class HeapKeyedStateBackend:
             raise RuntimeError("no current key: keyed state is accessed outside of a keyed context")
         m = table.maps[self._kg] = KeyGroupMap(self._track)
         return m
+
+    def _get_entry(self, table: StateTable, ek: Any) -> Any:
+        """The stored value of the entry ``ek`` of the current key group, or ``MISSING``."""
+        m = table.maps.get(self._kg)
+        if m is None:
+            return MISSING
+        return m.data.get(ek, MISSING)
 
     def _put_entry(self, table: StateTable, ek: Any, value: Any) -> None:
         """``value`` for the entry ``ek`` of the current key group (and in its changelog)."""
@@ -754,9 +763,10 @@ class HeapKeyedStateBackend:
         for h in handles:
             if len(h.key_group_range.intersection(self.key_group_range)) == 0:
                 continue
-            if h.backend != self.backend_name:
+            if h.backend not in CANONICAL_BACKENDS:
                 raise StateMigrationError(
-                    f"keyed state was written by the {h.backend!r} backend, not {self.backend_name!r}"
+                    f"keyed state was written by the {h.backend!r} backend; the hashmap backend restores "
+                    f"snapshots of {', '.join(CANONICAL_BACKENDS)}"
                 )
             for meta in h.states:
                 self._table(meta.name, meta.kind, meta.ttl)

@@ -1,5 +1,10 @@
 """The keyed state objects (PyFlink's ``ValueState``, ``ListState``, ``MapState``,
-``ReducingState``, ``AggregatingState``) of the heap backend.
+``ReducingState``, ``AggregatingState``) of both keyed state backends.
+
+They read and write through four methods of their backend: ``_get_entry`` (the stored value or
+``MISSING``), ``_put_entry``, ``_remove_entry`` and ``_owned_entry`` (the stored value, to change in
+place: the heap backend copies it first if a snapshot shares it; the rocksdb backend writes it
+back to the store when the current key changes).
 
 Each object follows the backend's current key, and its own current namespace (``None`` unless a
 window operator sets it). With a TTL, values are stored as ``TtlValue(value, last_access_ms)``:
@@ -21,14 +26,14 @@ from yarnflink.state.snapshot_serializer import entry_key
 from yarnflink.state.tables import MISSING, StateTable, TtlValue, copy_value
 
 if TYPE_CHECKING:
-    from yarnflink.state.heap import HeapKeyedStateBackend
+    from yarnflink.state.task_state import KeyedStateBackend
 
 _ON_READ = StateTtlConfig.UpdateType.OnReadAndWrite
 _RETURN_EXPIRED = StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp
 
 
 class _KeyedState:
-    def __init__(self, backend: HeapKeyedStateBackend, table: StateTable, descriptor: StateDescriptor):
+    def __init__(self, backend: KeyedStateBackend, table: StateTable, descriptor: StateDescriptor):
         self._b = backend
         self._t = table
         self.descriptor = descriptor
@@ -50,10 +55,7 @@ class _KeyedState:
         return entry_key(self._b._key, self._ns)
 
     def _raw(self) -> Any:
-        m = self._t.maps.get(self._b._kg)
-        if m is None:
-            return MISSING
-        return m.data.get(self._entry_key(), MISSING)
+        return self._b._get_entry(self._t, self._entry_key())
 
     def _put(self, stored: Any) -> None:
         self._b._put_entry(self._t, self._entry_key(), stored)
@@ -299,7 +301,7 @@ class _SingleValueState(_KeyedState):
 
 
 class ReducingState(_SingleValueState):
-    def __init__(self, backend: HeapKeyedStateBackend, table: StateTable, descriptor: ReducingStateDescriptor):
+    def __init__(self, backend: KeyedStateBackend, table: StateTable, descriptor: ReducingStateDescriptor):
         super().__init__(backend, table, descriptor)
         self._reduce = descriptor.reduce_function
 
@@ -346,7 +348,7 @@ class ReducingState(_SingleValueState):
 
 
 class AggregatingState(_SingleValueState):
-    def __init__(self, backend: HeapKeyedStateBackend, table: StateTable, descriptor: AggregatingStateDescriptor):
+    def __init__(self, backend: KeyedStateBackend, table: StateTable, descriptor: AggregatingStateDescriptor):
         super().__init__(backend, table, descriptor)
         self._agg = descriptor.agg_function
 

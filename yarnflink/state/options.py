@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from yarnflink.common.config import ConfigOption
 
-__all__ = ["IncrementalCheckpointOptions", "StateBackendOptions"]
+__all__ = ["IncrementalCheckpointOptions", "RocksDBOptions", "StateBackendOptions"]
 
 
 class StateBackendOptions:
@@ -14,8 +14,9 @@ class StateBackendOptions:
         "state.backend.type",
         "enum",
         "hashmap",
-        "Keyed state backend: hashmap (state on the heap, organised by key group).",
-        choices=("hashmap",),
+        "Keyed state backend: hashmap (state on the heap, organised by key group) or rocksdb (state in an "
+        "embedded RocksDB on the TaskExecutor's local disk, for state larger than memory).",
+        choices=("hashmap", "rocksdb"),
     )
     SNAPSHOT_MODE = ConfigOption(
         "state.backend.hashmap.snapshot-mode",
@@ -64,4 +65,64 @@ class IncrementalCheckpointOptions:
         "deltas of its chain would exceed this fraction of the base's size (so a restore reads at most "
         "about (1 + ratio) x the base).",
         min_value=0,
+    )
+
+
+class RocksDBOptions:
+    """The ``rocksdb`` backend's directory and memory (Flink's ``RocksDBOptions`` and
+    ``RocksDBConfigurableOptions``, the keys that fit)."""
+
+    LOCAL_DIRECTORIES = ConfigOption(
+        "state.backend.rocksdb.localdir",
+        "str",
+        None,
+        "Directory of the TaskExecutor's local disk for the rocksdb backend's files (one directory per "
+        "backend, deleted when its task ends; default: yarnflink-rocksdb in the TaskExecutor's temporary "
+        "directory, TMPDIR).",
+    )
+    USE_MANAGED_MEMORY = ConfigOption(
+        "state.backend.rocksdb.memory.managed",
+        "bool",
+        True,
+        "All rocksdb backends of a TaskExecutor share one block cache of "
+        "state.backend.rocksdb.memory.fixed-per-tm bytes, to which their memtables are charged too "
+        "(their memory is bounded by it). Off: each backend has its own block cache "
+        "(state.backend.rocksdb.block.cache-size) and memtables (state.backend.rocksdb.writebuffer.*).",
+    )
+    FIX_PER_TM_MEMORY_SIZE = ConfigOption(
+        "state.backend.rocksdb.memory.fixed-per-tm",
+        "memory",
+        "256 mb",
+        "Memory of the shared cache of the TaskExecutor's rocksdb backends (data, index and filter blocks, "
+        "memtables) when state.backend.rocksdb.memory.managed is on.",
+        min_value=1 << 20,
+    )
+    WRITE_BUFFER_RATIO = ConfigOption(
+        "state.backend.rocksdb.memory.write-buffer-ratio",
+        "float",
+        0.5,
+        "Share of the shared cache the memtables may take (managed memory).",
+        min_value=0.01,
+        max_value=0.99,
+    )
+    BLOCK_CACHE_SIZE = ConfigOption(
+        "state.backend.rocksdb.block.cache-size",
+        "memory",
+        "8 mb",
+        "A backend's own block cache when memory is not managed.",
+        min_value=0,
+    )
+    WRITE_BUFFER_SIZE = ConfigOption(
+        "state.backend.rocksdb.writebuffer.size",
+        "memory",
+        "64 mb",
+        "A memtable's size when memory is not managed.",
+        min_value=1 << 16,
+    )
+    MAX_WRITE_BUFFER_NUMBER = ConfigOption(
+        "state.backend.rocksdb.writebuffer.count",
+        "int",
+        2,
+        "Memtables per backend when memory is not managed.",
+        min_value=1,
     )

@@ -18,20 +18,26 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Executor, Future
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 from yarnflink.common.keygroups import key_group_range
 from yarnflink.state.handles import KeyGroupRange, OperatorSubtaskState, SnapshotResult, TaskStateSnapshot
 from yarnflink.state.heap import SNAPSHOT_MODES, HeapKeyedStateBackend
 from yarnflink.state.incremental import MaterializationRule
 from yarnflink.state.operator_state import OperatorStateBackend
-from yarnflink.state.options import IncrementalCheckpointOptions, StateBackendOptions
+from yarnflink.state.options import IncrementalCheckpointOptions, RocksDBOptions, StateBackendOptions
+
+if TYPE_CHECKING:
+    from yarnflink.state.rocksdb import RocksDBKeyedStateBackend, RocksDBMemory
+
+    #: what ``state.backend.type`` gives a keyed operator (both have the same interface)
+    KeyedStateBackend = Union[HeapKeyedStateBackend, RocksDBKeyedStateBackend]
 from yarnflink.state.streams import CheckpointStreamFactory, InlineStreamFactory, StateReader, read_inline
 
 STATE_BACKEND_KEY = StateBackendOptions.STATE_BACKEND.key
 SNAPSHOT_MODE_KEY = StateBackendOptions.SNAPSHOT_MODE.key
 COMPRESSION_KEY = StateBackendOptions.SNAPSHOT_COMPRESSION.key
-SUPPORTED_BACKENDS = ("hashmap",)
+SUPPORTED_BACKENDS = ("hashmap", "rocksdb")
 
 
 def _now_ms() -> int:
@@ -56,15 +62,29 @@ def create_keyed_state_backend(
     name: str = "",
     clock: Callable[[], int] = _now_ms,
     executor: Executor | None = None,
-) -> HeapKeyedStateBackend:
-    """The keyed state backend ``state.backend.type`` names (only ``hashmap`` exists)."""
-    check_state_backend(config)
+) -> KeyedStateBackend:
+    """The keyed state backend ``state.backend.type`` names: ``hashmap`` or ``rocksdb``."""
+    backend = check_state_backend(config)
+    compress = str((config or {}).get(COMPRESSION_KEY) or "false").strip().lower() in ("true", "1", "yes")
+    if backend == "rocksdb":
+        from yarnflink.state.rocksdb import RocksDBKeyedStateBackend
+
+        local_dir, memory = rocksdb_settings(config)
+        return RocksDBKeyedStateBackend(
+            max_parallelism,
+            key_groups,
+            clock=clock,
+            executor=executor,
+            name=name,
+            local_dir=local_dir,
+            memory=memory,
+            compression="lz4" if compress else None,
+        )
     mode = str((config or {}).get(SNAPSHOT_MODE_KEY) or "thread").strip().lower()
     if mode not in SNAPSHOT_MODES:
         raise ValueError(
             f"{SNAPSHOT_MODE_KEY}: unknown snapshot mode {mode!r}; expected one of " + ", ".join(SNAPSHOT_MODES)
         )
-    compress = str((config or {}).get(COMPRESSION_KEY) or "false").strip().lower() in ("true", "1", "yes")
     conf = config or {}
     return HeapKeyedStateBackend(
         max_parallelism,
@@ -80,6 +100,29 @@ def create_keyed_state_backend(
             float(IncrementalCheckpointOptions.INCREMENTAL_MAX_DELTA_RATIO.read(conf)),
         ),
     )
+
+
+def rocksdb_settings(config: Mapping[str, str] | None) -> tuple[str | None, RocksDBMemory]:
+    """The ``state.backend.rocksdb.*`` keys of ``config``: the local directory (None: the
+    default) and the memory bounds; a bad value is a ``ConfigError`` naming its key."""
+    from yarnflink.state.rocksdb import RocksDBMemory
+
+    c = config or {}
+
+    def get(option: Any) -> Any:
+        raw = c.get(option.key)
+        return option.default if raw is None or raw == "" else option.parse(raw)
+
+    local_dir = get(RocksDBOptions.LOCAL_DIRECTORIES)
+    memory = RocksDBMemory(
+        managed=get(RocksDBOptions.USE_MANAGED_MEMORY),
+        fixed_per_tm=get(RocksDBOptions.FIX_PER_TM_MEMORY_SIZE),
+        write_buffer_ratio=get(RocksDBOptions.WRITE_BUFFER_RATIO),
+        block_cache_size=get(RocksDBOptions.BLOCK_CACHE_SIZE),
+        write_buffer_size=get(RocksDBOptions.WRITE_BUFFER_SIZE),
+        write_buffer_count=get(RocksDBOptions.MAX_WRITE_BUFFER_NUMBER),
+    )
+    return (str(local_dir).strip() or None) if local_dir is not None else None, memory
 
 
 class TaskStateManager:
@@ -103,7 +146,7 @@ class TaskStateManager:
         self.executor = executor
         check_state_backend(self.config)
         #: the keyed backends made, told of completed / aborted checkpoints (incremental chains)
-        self.keyed_backends: list[HeapKeyedStateBackend] = []
+        self.keyed_backends: list[KeyedStateBackend] = []
 
     def notify_checkpoint(self, checkpoint_id: int, completed: bool) -> None:
         """(Task thread) checkpoint ``checkpoint_id`` completed or was aborted."""
@@ -123,7 +166,7 @@ class TaskStateManager:
         key_groups: KeyGroupRange,
         name: str = "",
         clock: Callable[[], int] | None = None,
-    ) -> HeapKeyedStateBackend:
+    ) -> KeyedStateBackend:
         backend = create_keyed_state_backend(
             self.config,
             max_parallelism,
@@ -150,7 +193,7 @@ def _operator_id(ctx: Any) -> str:
     return getattr(ctx, "operator_id", "") or ctx.operator_name
 
 
-def keyed_state_backend_for(ctx: Any, clock: Callable[[], int] | None = None) -> HeapKeyedStateBackend:
+def keyed_state_backend_for(ctx: Any, clock: Callable[[], int] | None = None) -> KeyedStateBackend:
     """The keyed state backend of the operator running with OperatorContext ``ctx``: the key
     groups of its subtask (Flink's formula), restored when the task has a TaskStateManager."""
     groups = KeyGroupRange.of(key_group_range(ctx.max_parallelism, ctx.parallelism, ctx.subtask_index))

@@ -141,18 +141,23 @@ class CancelTask:
 class FreeSlot:
     allocation_id: str
     cause: str
+    #: the calling JobMaster's fencing token: a TaskExecutor that follows a newer leader of the
+    #: slot's job refuses it ("": not fenced, e.g. the TaskExecutor's own decisions in tests)
+    jobmaster_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class ReleasePartitions:
     job_id: str
     partition_ids: tuple[str, ...] = ()  # empty: every partition of the job
+    jobmaster_id: str = ""  # as FreeSlot's
 
 
 @dataclass(frozen=True, slots=True)
 class DisconnectJobManager:
     job_id: str
     cause: str
+    jobmaster_id: str = ""  # as FreeSlot's
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,14 @@ __all__ = ["TaskManagerOptions"]
 class TaskManagerOptions:
     """A TaskExecutor's slots, address and the resources it offers."""
 
+    JOBMASTER_RECONNECT_TIMEOUT = ConfigOption(
+        "high-availability.jobmaster.reconnect-timeout",
+        "duration",
+        "60 s",
+        "HA: how long a TaskExecutor keeps a job's slots and tasks running while the job has no "
+        "JobMaster leader (its JobMaster lost, or a new leader not yet reported to); if no leader "
+        "claims them within this time, the tasks are failed and the slots freed.",
+    )
     NUM_TASK_SLOTS = ConfigOption(
         "taskmanager.numberOfTaskSlots",
         "int",

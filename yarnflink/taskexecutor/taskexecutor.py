@@ -8,15 +8,24 @@ or is unreachable ``heartbeat.rpc-failure-threshold`` times in a row, is lost: i
 cancelled and its slots freed.
 
 High availability: given a ``LeaderRetrievalService`` of the ResourceManager (ZooKeeper) instead of a
-fixed address, the TaskExecutor follows its leader (``leadership.py``): a new leader ends the old
-connection at once (slots freed, tasks cancelled, the old token forgotten) and the TaskExecutor
-registers at the new one with its slot report. Calls with a stale ResourceManager token or an
-unknown JobMaster id are rejected and logged (``rejected <Rpc> from stale <component>``).
+fixed address, the TaskExecutor follows its leader (``leadership.py``): a new leader gets a
+registration with the slot report (allocation ids and job ids of the slots it keeps); the slots
+and tasks stay. Given ``job_leader_retrievers`` (the per-job ``leader/<job id>`` retrieval, Flink's
+JobLeaderService) it also follows each job's JobMaster leader: a job whose JobMaster is lost
+(heartbeat timeout, refused, unreachable) or replaced keeps its slots and tasks; its task state
+updates and checkpoint answers wait, in order; the next leader published for the job gets a
+``ReconnectTaskManager`` report (slots, tasks with attempt ids and states, tasks that ended
+meanwhile) and adopts them. If no leader claims them within
+``high-availability.jobmaster.reconnect-timeout`` the job's tasks are cancelled and its slots freed.
+Calls with a stale ResourceManager token or a JobMaster id other than the job's current leader's
+are rejected and logged (``rejected <Rpc> from stale <component>``), as are leader session ids of
+an older epoch than the newest seen (``yarnflink.highavailability.epoch``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import socket
@@ -38,11 +47,14 @@ from yarnflink.common.rpc_errors import (
     UnknownTarget,
 )
 from yarnflink.executiongraph.executiongraph import ExecutionState
+from yarnflink.highavailability.epoch import is_older
 from yarnflink.highavailability.leaderelection import LeaderInformation
 from yarnflink.jobmaster.gateway import (
     CoordinationData,
     OfferSlots,
+    ReconnectTaskManager,
     RegisterTaskManager,
+    ReportedTask,
     SerializedThrowable,
     SlotOffer,
     TaskExecutionState,
@@ -91,6 +103,17 @@ class JobManagerConnection:
     #: The job's last slot here was freed: the connection closes once the final states of the
     #: job's cancelled tasks are queued, or when this timer fires.
     closing: asyncio.TimerHandle | None = None
+    #: HA: set while the job has a JobMaster leader that knows this TaskExecutor (updates and
+    #: checkpoint answers wait for it); cleared while the job has no leader
+    connected: asyncio.Event = field(default_factory=asyncio.Event)
+    #: HA: fires high-availability.jobmaster.reconnect-timeout after the job lost its leader
+    reconnect_timer: asyncio.TimerHandle | None = None
+    #: HA: the leader being reported to (its report in flight)
+    reconnecting: LeaderInformation | None = None
+    #: tasks that ended and whose final state has not reached a JobMaster yet (reported to the next leader)
+    ended: dict[str, ReportedTask] = field(default_factory=dict)
+    #: HA: watches leader/<job id> (a LeaderRetrievalService)
+    leader_retriever: Any = None
 
 
 class TaskExecutor(RpcEndpoint):
@@ -118,12 +141,16 @@ class TaskExecutor(RpcEndpoint):
         gateways: GatewayResolver | None = None,
         cancellation: CancellationSettings | None = None,
         fatal_error: Callable[[str], None] | None = None,
+        job_leader_retrievers: Callable[[str], Any] | None = None,
+        jobmaster_reconnect_timeout_s: float = 60.0,
     ) -> None:
         """``gateways``: how it reaches the ResourceManager and JobMasters (default: over gRPC).
         ``cancellation``: when cancelled tasks that do not end are interrupted and given up on (a
         job's configuration may set its own); ``fatal_error``: called (from any thread) when a
         cancelled task did not end within its timeout; the process must exit (the entrypoint's
-        handler does; without one the error is only logged)."""
+        handler does; without one the error is only logged). ``job_leader_retrievers``: HA, a
+        ``LeaderRetrievalService`` of a job's JobMaster by job id (the TaskExecutor then keeps a
+        job's tasks while it has no leader, for up to ``jobmaster_reconnect_timeout_s``)."""
         super().__init__("TaskExecutor")
         if (resource_manager_address is None) == (rm_leader_retriever is None):
             raise ValueError("a TaskExecutor needs either the ResourceManager's address or its leader retriever")
@@ -133,6 +160,13 @@ class TaskExecutor(RpcEndpoint):
         self.rm_leader = ResourceManagerLeaderTracker()
         #: Calls refused for a stale fencing token (old ResourceManager or JobMaster leaders).
         self.stale_rpcs_rejected = 0
+        self.job_leader_retrievers = job_leader_retrievers
+        self.jobmaster_reconnect_timeout_s = jobmaster_reconnect_timeout_s
+        #: HA: the newest JobMaster leader session id seen per job (older epochs are refused)
+        self.newest_jobmaster_id: dict[str, str] = {}
+        #: HA: reports a new JobMaster leader adopted / jobs given up after the reconnect timeout
+        self.jobs_reconnected = 0
+        self.jobs_given_up = 0
         self._registration: asyncio.Task[None] | None = None
         self.host = host
         self._rpc_port_config = rpc_port
@@ -206,8 +240,16 @@ class TaskExecutor(RpcEndpoint):
     def _on_rm_leader(self, info: LeaderInformation | None) -> None:
         for action in self.rm_leader.leader_changed(info):
             if isinstance(action, DisconnectResourceManager):
-                log.warning("%s: dropping the old connection", action.cause)
-                self._release_everything(action.cause)
+                if self.job_leader_retrievers is not None:
+                    # the slots and tasks stay: each job's next JobMaster leader adopts them
+                    log.warning(
+                        "%s: registering at the new leader with %d slot(s) kept",
+                        action.cause,
+                        sum(1 for slot in self.slot_table.slots if slot.allocation_id),
+                    )
+                else:
+                    log.warning("%s: dropping the old connection", action.cause)
+                    self._release_everything(action.cause)
             elif isinstance(action, ConnectToResourceManager):
                 if self._registration is not None:
                     self._registration.cancel()
@@ -319,7 +361,8 @@ class TaskExecutor(RpcEndpoint):
             for job_id in self.jm_heartbeats.timed_out(now):
                 self._spawn(self._job_manager_lost(job_id, f"heartbeat of the JobMaster of job {job_id} timed out"))
             for conn in list(self.job_managers.values()):
-                self._spawn(self._heartbeat_job_manager(conn))
+                if conn.connected.is_set():
+                    self._spawn(self._heartbeat_job_manager(conn))
 
     async def _heartbeat_job_manager(self, conn: JobManagerConnection) -> None:
         try:
@@ -345,7 +388,12 @@ class TaskExecutor(RpcEndpoint):
             self.jm_heartbeats.received(conn.job_id, time.monotonic())
 
     async def _job_manager_lost(self, job_id: str, cause: str) -> None:
-        """Flink's TaskExecutor on a JobMaster heartbeat timeout: the job's tasks go, its slots are freed."""
+        """Flink's TaskExecutor on a JobMaster heartbeat timeout: the job's tasks go, its slots are
+        freed. With HA they stay until the job's next leader claims them (``_job_leaderless``)."""
+        conn = self.job_managers.get(job_id)
+        if self.job_leader_retrievers is not None and conn is not None and self.slot_table.slots_of_job(job_id):
+            self._job_leaderless(conn, cause)
+            return
         self.jm_heartbeats.unmonitor(job_id)
         slots = self.slot_table.slots_of_job(job_id)
         if not slots:
@@ -355,17 +403,177 @@ class TaskExecutor(RpcEndpoint):
         for slot in slots:
             await self._free_slot(slot.allocation_id, cause)
 
+    # ------------------------------------------------------------------ HA: a job's JobMaster leader
+    def _saw_jobmaster(self, job_id: str, jobmaster_id: str) -> bool:
+        """Records a JobMaster leader session id of the job; False if it is of an older epoch
+        than one seen before (a deposed leader: refused)."""
+        newest = self.newest_jobmaster_id.get(job_id)
+        if newest is not None and is_older(jobmaster_id, newest):
+            return False
+        self.newest_jobmaster_id[job_id] = jobmaster_id
+        return True
+
+    def _watch_job_leader(self, conn: JobManagerConnection) -> None:
+        if self.job_leader_retrievers is None or conn.leader_retriever is not None:
+            return
+        loop = self.loop
+        job_id = conn.job_id
+
+        def notify(info: LeaderInformation | None) -> None:  # on a ZooKeeper thread
+            try:
+                loop.call_soon_threadsafe(self._on_job_leader, job_id, info)
+            except RuntimeError:  # the loop is closed: stopping
+                pass
+
+        try:
+            conn.leader_retriever = self.job_leader_retrievers(job_id)
+            conn.leader_retriever.start(notify)
+        except Exception as e:  # noqa: BLE001 - without it the job works as without HA
+            log.warning("cannot watch the JobMaster leader of job %s: %s", job_id, e)
+
+    def _on_job_leader(self, job_id: str, info: LeaderInformation | None) -> None:
+        conn = self.job_managers.get(job_id)
+        if conn is None or info is None or not info.session_id:
+            return
+        if info.session_id == conn.jobmaster_id:
+            return  # the leader this TaskExecutor works for
+        if not self._saw_jobmaster(job_id, info.session_id):
+            self.reject_stale("JobMasterLeader", "JobMaster", f"job {job_id}: published leader of an older epoch")
+            return
+        if conn.reconnecting == info:
+            return
+        self._job_leaderless(conn, f"job {job_id} has a new JobMaster leader at {info.address}")
+        conn.reconnecting = info
+        self._spawn(self._reconnect(conn, info))
+
+    def _job_leaderless(self, conn: JobManagerConnection, cause: str) -> None:
+        """The job has no JobMaster leader this TaskExecutor reports to: its tasks keep running,
+        their updates wait; the reconnect timeout starts (once)."""
+        self.jm_heartbeats.unmonitor(conn.job_id)
+        if conn.connected.is_set() or conn.reconnect_timer is None:
+            log.warning(
+                "%s; keeping the job's %d task(s) and %d slot(s) for its next leader (up to %.0f s)",
+                cause,
+                sum(1 for t in self.tasks.values() if t.job_id == conn.job_id),
+                len(self.slot_table.slots_of_job(conn.job_id)),
+                self.jobmaster_reconnect_timeout_s,
+            )
+        conn.connected.clear()
+        if conn.reconnect_timer is None:
+            conn.reconnect_timer = self.loop.call_later(
+                self.jobmaster_reconnect_timeout_s, lambda: self._spawn(self._reconnect_timed_out(conn))
+            )
+
+    async def _reconnect_timed_out(self, conn: JobManagerConnection) -> None:
+        if self.job_managers.get(conn.job_id) is not conn or conn.connected.is_set():
+            return
+        conn.reconnect_timer = None
+        self.jobs_given_up += 1
+        cause = (
+            f"no JobMaster leader of job {conn.job_id} claimed its tasks within "
+            f"high-availability.jobmaster.reconnect-timeout ({self.jobmaster_reconnect_timeout_s:g} s)"
+        )
+        log.warning("%s; failing them and freeing the job's slots", cause)
+        await self._free_job(conn.job_id, cause)
+
+    async def _free_job(self, job_id: str, cause: str) -> None:
+        self.jm_heartbeats.unmonitor(job_id)
+        slots = self.slot_table.slots_of_job(job_id)
+        if not slots:
+            self._close_job_connection(job_id)
+        for slot in slots:
+            await self._free_slot(slot.allocation_id, cause)
+
+    def _report_of(self, conn: JobManagerConnection, leader: LeaderInformation) -> ReconnectTaskManager:
+        slots = self.slot_table.slots_of_job(conn.job_id)
+        tasks = [
+            ReportedTask(
+                t.execution_id,
+                t.tdd.vertex_id,
+                t.tdd.subtask_index,
+                t.tdd.attempt_number,
+                t.state,
+                t.tdd.allocation_id,
+            )
+            for t in self.tasks.values()
+            if t.job_id == conn.job_id and t.execution_id not in conn.ended
+        ]
+        return ReconnectTaskManager(
+            leader.session_id,
+            conn.job_id,
+            self.resource_id,
+            self.address,
+            self.shuffle.address,
+            tuple(SlotOffer(s.allocation_id, s.index, s.profile) for s in slots),
+            tuple(tasks) + tuple(conn.ended.values()),
+        )
+
+    async def _reconnect(self, conn: JobManagerConnection, leader: LeaderInformation) -> None:
+        """Reports the job's slots and tasks to its new leader until it answers (or another
+        leader, the reconnect timeout or the job's end takes over)."""
+        delay = 0.05
+        jm = self.gateways.job_master(leader.address)
+        while self.job_managers.get(conn.job_id) is conn and conn.reconnecting == leader:
+            try:
+                await jm.reconnect_task_manager(self._report_of(conn, leader))
+            except FencingTokenMismatch as e:  # not (or no longer) that job's leader
+                log.info("the JobMaster of job %s at %s refused the report: %s", conn.job_id, leader.address, e)
+                conn.reconnecting = None
+                return
+            except RpcRejected as e:  # a leader that started the job afresh: these tasks are not its
+                conn.reconnecting = None
+                await self._free_job(conn.job_id, f"the new JobMaster of job {conn.job_id} refused its tasks: {e}")
+                return
+            except RpcException as e:
+                log.info(
+                    "reporting job %s to %s failed (%s); retrying in %.2f s", conn.job_id, leader.address, e, delay
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+                continue
+            if self.job_managers.get(conn.job_id) is not conn or conn.reconnecting != leader:
+                return
+            conn.address, conn.jobmaster_id, conn.reconnecting = leader.address, leader.session_id, None
+            if conn.reconnect_timer is not None:
+                conn.reconnect_timer.cancel()
+                conn.reconnect_timer = None
+            self.jobs_reconnected += 1
+            self.jm_heartbeats.monitor(conn.job_id, time.monotonic())
+            conn.connected.set()
+            log.info(
+                "job %s: reported %d slot(s) to its new JobMaster leader at %s (session %s)",
+                conn.job_id,
+                len(self.slot_table.slots_of_job(conn.job_id)),
+                leader.address,
+                leader.session_id[:16],
+            )
+            return
+
     # ------------------------------------------------------------------ slots
     async def _allocate_slot(self, r: g.RequestSlot) -> g.SlotRequestAck:
-        slot = self.slot_table.allocate(r.slot_index, r.job_id, r.allocation_id, r.profile)
+        if self.job_leader_retrievers is not None and not self._saw_jobmaster(r.job_id, r.jobmaster_id):
+            raise SlotAllocationError(f"slot request for a JobMaster of job {r.job_id} of an older leader epoch")
         conn = self.job_managers.get(r.job_id)
+        if (
+            self.job_leader_retrievers is not None
+            and conn is not None
+            and conn.jobmaster_id != r.jobmaster_id
+            and self.slot_table.slots_of_job(r.job_id)
+        ):
+            # a new leader of a job whose slots and tasks are kept here: they are reported to it
+            # first (the ResourceManager asks again once the allocation failed)
+            self._on_job_leader(r.job_id, LeaderInformation(r.jobmaster_id, r.jobmaster_address))
+            raise SlotAllocationError(f"job {r.job_id}: reporting the slots kept here to its new JobMaster first")
+        slot = self.slot_table.allocate(r.slot_index, r.job_id, r.allocation_id, r.profile)
         if conn is None or conn.jobmaster_id != r.jobmaster_id:
             if conn is not None:
                 self._close_job_connection(r.job_id)
             conn = JobManagerConnection(r.job_id, r.jobmaster_address, r.jobmaster_id)
+            conn.connected.set()
             conn.sender = self._spawn(self._send_updates(conn))
             self.job_managers[r.job_id] = conn
             self.jm_heartbeats.monitor(r.job_id, time.monotonic())
+            self._watch_job_leader(conn)
         elif conn.closing is not None:  # a new slot of the job: the connection stays
             conn.closing.cancel()
             conn.closing = None
@@ -438,6 +646,15 @@ class TaskExecutor(RpcEndpoint):
     def _close_job_connection(self, job_id: str) -> None:
         self.jm_heartbeats.unmonitor(job_id)
         conn = self.job_managers.pop(job_id, None)
+        if conn is not None:
+            if conn.reconnect_timer is not None:
+                conn.reconnect_timer.cancel()
+                conn.reconnect_timer = None
+            conn.reconnecting = None
+            conn.connected.set()  # what waits for a leader goes on (and finds the connection closed)
+            if conn.leader_retriever is not None:
+                retriever, conn.leader_retriever = conn.leader_retriever, None
+                self.loop.run_in_executor(None, retriever.stop)
         if conn is not None and conn.closing is not None:
             conn.closing.cancel()
             conn.closing = None
@@ -477,7 +694,11 @@ class TaskExecutor(RpcEndpoint):
             fut.result(RPC_TIMEOUT_S * 3)
 
         responder = RpcCheckpointResponder(
-            loop, lambda: self.gateways.job_master(conn.address), conn.jobmaster_id, tdd.execution_id
+            loop,
+            lambda: self.gateways.job_master(conn.address),
+            lambda: conn.jobmaster_id,
+            tdd.execution_id,
+            conn.connected.wait,
         )
         task = Task(
             tdd,
@@ -512,6 +733,17 @@ class TaskExecutor(RpcEndpoint):
         conn = self.job_managers.get(task.job_id)
         if conn is None:
             return
+        if state.terminal:  # reported to a new leader until the update below reaches a JobMaster
+            conn.ended[task.execution_id] = ReportedTask(
+                task.execution_id,
+                task.tdd.vertex_id,
+                task.tdd.subtask_index,
+                task.tdd.attempt_number,
+                state,
+                task.tdd.allocation_id,
+                error,
+                task.failed_partition_id if state == ExecutionState.FAILED else "",
+            )
         conn.updates.put_nowait(
             TaskExecutionState(
                 jobmaster_id=conn.jobmaster_id,
@@ -526,20 +758,37 @@ class TaskExecutor(RpcEndpoint):
             self._close_job_connection(task.job_id)  # after the last final state, which the sender drains
 
     async def _send_updates(self, conn: JobManagerConnection) -> None:
-        jm = self.gateways.job_master(conn.address)
+        """Sends the job's task state updates in order. With HA an update that finds no leader
+        waits (with the ones after it) for the job's next leader."""
+        ha = self.job_leader_retrievers is not None
         while True:
             update = await conn.updates.get()
             if update is None:
                 return
-            for attempt in range(3):
+            attempt = 0
+            while True:
+                if ha:
+                    await conn.connected.wait()
+                jobmaster_id = conn.jobmaster_id
                 try:
-                    await jm.update_task_execution_state(update)
+                    await self.gateways.job_master(conn.address).update_task_execution_state(
+                        dataclasses.replace(update, jobmaster_id=jobmaster_id)
+                    )
+                    conn.ended.pop(update.execution_id, None)
                     break
-                except FencingTokenMismatch:
-                    break  # that JobMaster is no longer the job's leader
+                except FencingTokenMismatch as e:
+                    if not ha or self.job_managers.get(conn.job_id) is not conn:
+                        break  # that JobMaster is no longer the job's leader
+                    if conn.jobmaster_id == jobmaster_id:
+                        self._job_leaderless(conn, f"the JobMaster of job {conn.job_id} refused a task update: {e}")
                 except RpcException as e:
-                    log.info("task state update failed (%s), attempt %d", e, attempt + 1)
-                    await asyncio.sleep(0.2 * (attempt + 1))
+                    attempt += 1
+                    log.info("task state update failed (%s), attempt %d", e, attempt)
+                    if not ha and attempt >= 3:
+                        break
+                    if ha and self.job_managers.get(conn.job_id) is not conn:
+                        break
+                    await asyncio.sleep(min(0.2 * attempt, 1.0))
 
     def knows_jobmaster(self, jobmaster_id: str) -> bool:
         return bool(jobmaster_id) and any(c.jobmaster_id == jobmaster_id for c in self.job_managers.values())
@@ -638,13 +887,31 @@ class TaskExecutor(RpcEndpoint):
         if task is not None:
             task.notify_checkpoint(request.checkpoint_id, False)
 
+    def _check_job_fencing(self, rpc: str, job_id: str, jobmaster_id: str) -> None:
+        """A call naming ``jobmaster_id`` for ``job_id`` must come from the job's current leader
+        here (an empty id is not fenced)."""
+        if not jobmaster_id:
+            return
+        conn = self.job_managers.get(job_id)
+        newest = self.newest_jobmaster_id.get(job_id)
+        stale = (conn is not None and conn.jobmaster_id != jobmaster_id) or (
+            newest is not None and is_older(jobmaster_id, newest)
+        )
+        if stale:
+            raise FencingTokenMismatch(self.reject_stale(rpc, "JobMaster", f"job {job_id}"))
+
     async def free_slot(self, request: g.FreeSlot, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        slot = self.slot_table.by_allocation(request.allocation_id)
+        if slot is not None:
+            self._check_job_fencing("FreeSlot", slot.job_id, request.jobmaster_id)
         await self._free_slot(request.allocation_id, request.cause)
 
     async def release_partitions(self, request: g.ReleasePartitions, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        self._check_job_fencing("ReleasePartitions", request.job_id, request.jobmaster_id)
         self._release_partitions(request.job_id, request.partition_ids)
 
     async def disconnect_job_manager(self, request: g.DisconnectJobManager, *, timeout: float = RPC_TIMEOUT_S) -> None:
+        self._check_job_fencing("DisconnectJobManager", request.job_id, request.jobmaster_id)
         for slot in self.slot_table.slots_of_job(request.job_id):
             await self._free_slot(slot.allocation_id, request.cause)
 

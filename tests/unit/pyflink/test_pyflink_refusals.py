@@ -88,5 +88,7 @@ def test_checkpoint_config_and_state_backends_write_the_configuration(env):
     assert conf["execution.checkpointing.min-pause"] == "500 ms"
     assert conf["execution.checkpointing.dir"] == "file:///tmp/chk"
     assert conf["state.backend.type"] == "hashmap"
-    with pytest.raises(UnsupportedFeatureError, match="EmbeddedRocksDBStateBackend\\(\\).*HashMapStateBackend"):
-        EmbeddedRocksDBStateBackend()
+    env.set_state_backend(EmbeddedRocksDBStateBackend())
+    assert env.get_config().to_dict()["state.backend.type"] == "rocksdb"
+    with pytest.raises(UnsupportedFeatureError, match="enable_incremental_checkpointing=True"):
+        EmbeddedRocksDBStateBackend(True)

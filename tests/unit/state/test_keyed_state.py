@@ -1,9 +1,11 @@
-"""Keyed state of the hashmap backend: the state kinds, key groups, TTL, copy-on-write snapshots,
-restore into other key-group ranges."""
+"""Keyed state of both backends (``make_backend``: hashmap and rocksdb): the state kinds, key groups,
+TTL, snapshots taken at their synchronous part, restore into other key-group ranges."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future
+from typing import Any
 
 import pytest
 
@@ -11,7 +13,6 @@ from yarnflink.common.keygroups import key_group_of, key_group_range
 from yarnflink.state import (
     AggregateFunction,
     AggregatingStateDescriptor,
-    HeapKeyedStateBackend,
     ListStateDescriptor,
     MapStateDescriptor,
     ReducingStateDescriptor,
@@ -63,12 +64,8 @@ class Avg(AggregateFunction):
         return [a[0] + b[0], a[1] + b[1]]
 
 
-def backend(**kw) -> HeapKeyedStateBackend:  # type: ignore[no-untyped-def]
-    return HeapKeyedStateBackend(128, range(0, 128), **kw)
-
-
-def test_value_list_map_reducing_aggregating_state_per_key() -> None:
-    b = backend()
+def test_value_list_map_reducing_aggregating_state_per_key(make_backend: Callable[..., Any]) -> None:
+    b = make_backend()
     v = b.get_partitioned_state(ValueStateDescriptor("v"))
     lst = b.get_partitioned_state(ListStateDescriptor("l"))
     m = b.get_partitioned_state(MapStateDescriptor("m"))
@@ -105,9 +102,9 @@ def test_value_list_map_reducing_aggregating_state_per_key() -> None:
     assert v.value() == 2  # other keys untouched
 
 
-def test_keys_outside_the_backends_key_groups_are_refused() -> None:
+def test_keys_outside_the_backends_key_groups_are_refused(make_backend: Callable[..., Any]) -> None:
     rng = key_group_range(128, 2, 0)  # key groups 0..63
-    b = HeapKeyedStateBackend(128, rng)
+    b = make_backend(128, rng)
     inside = next(k for k in range(100) if key_group_of(k, 128) in rng)
     outside = next(k for k in range(100) if key_group_of(k, 128) not in rng)
     b.set_current_key(inside)
@@ -115,15 +112,15 @@ def test_keys_outside_the_backends_key_groups_are_refused() -> None:
         b.set_current_key(outside)
 
 
-def test_a_state_name_keeps_its_kind() -> None:
-    b = backend()
+def test_a_state_name_keeps_its_kind(make_backend: Callable[..., Any]) -> None:
+    b = make_backend()
     b.get_partitioned_state(ValueStateDescriptor("s"))
     with pytest.raises(StateMigrationError, match="registered as value state, but is now declared as list state"):
         b.get_partitioned_state(ListStateDescriptor("s"))
 
 
-def test_namespaces_are_separate_and_merge() -> None:
-    b = backend()
+def test_namespaces_are_separate_and_merge(make_backend: Callable[..., Any]) -> None:
+    b = make_backend()
     lst = b.get_partitioned_state(ListStateDescriptor("l"))
     r = b.get_partitioned_state(ReducingStateDescriptor("r", lambda x, y: x + y))
     b.set_current_key("k")
@@ -155,9 +152,9 @@ def ttl(ms: int, **kw) -> StateTtlConfig:  # type: ignore[no-untyped-def]
     return builder.build()
 
 
-def test_ttl_expires_values_list_elements_and_map_entries() -> None:
+def test_ttl_expires_values_list_elements_and_map_entries(make_backend: Callable[..., Any]) -> None:
     clock = Clock()
-    b = backend(clock=clock)
+    b = make_backend(clock=clock)
     d_v, d_l, d_m = ValueStateDescriptor("v"), ListStateDescriptor("l"), MapStateDescriptor("m")
     for d in (d_v, d_l, d_m):
         d.enable_time_to_live(ttl(100))
@@ -178,9 +175,9 @@ def test_ttl_expires_values_list_elements_and_map_entries() -> None:
     assert lst.get() == [] and m.is_empty()
 
 
-def test_ttl_update_on_read_and_return_expired() -> None:
+def test_ttl_update_on_read_and_return_expired(make_backend: Callable[..., Any]) -> None:
     clock = Clock()
-    b = backend(clock=clock)
+    b = make_backend(clock=clock)
     d1, d2 = ValueStateDescriptor("read"), ValueStateDescriptor("expired")
     d1.enable_time_to_live(ttl(100, on_read=True))
     d2.enable_time_to_live(ttl(100, return_expired=True))
@@ -195,12 +192,12 @@ def test_ttl_update_on_read_and_return_expired() -> None:
     assert s2.value() is None
 
 
-def test_ttl_state_cannot_become_ttl_less() -> None:
-    b = backend()
+def test_ttl_state_cannot_become_ttl_less(make_backend: Callable[..., Any]) -> None:
+    b = make_backend()
     d = ValueStateDescriptor("v")
     d.enable_time_to_live(ttl(10))
     b.get_partitioned_state(d)
-    b2 = backend()
+    b2 = make_backend()
     snap = b.snapshot(1)
     b.set_current_key(1)
     b.get_partitioned_state(d).update(5)
@@ -211,9 +208,9 @@ def test_ttl_state_cannot_become_ttl_less() -> None:
 
 
 # ----------------------------------------------------------------------------- snapshots
-def test_snapshot_sees_the_state_at_its_synchronous_part() -> None:
+def test_snapshot_sees_the_state_at_its_synchronous_part(make_backend: Callable[..., Any]) -> None:
     ex = ManualExecutor()
-    b = backend(executor=ex)
+    b = make_backend(executor=ex)
     v = b.get_partitioned_state(ValueStateDescriptor("v"))
     lst = b.get_partitioned_state(ListStateDescriptor("l"))
     m = b.get_partitioned_state(MapStateDescriptor("m"))
@@ -237,7 +234,7 @@ def test_snapshot_sees_the_state_at_its_synchronous_part() -> None:
     b.set_current_key(99)
     v.update(["new key"])
     ex.run_all()
-    restored = backend()
+    restored = make_backend()
     assert restored.restore([future.result().keyed]) == 80
     v2, l2, m2, a2 = (
         restored.get_partitioned_state(d)
@@ -258,8 +255,8 @@ def test_snapshot_sees_the_state_at_its_synchronous_part() -> None:
     assert v.value() == [2, "mutated in place"] and lst.get() == [2, -1] and a.get() == 501.0
 
 
-def test_restore_splits_key_groups_over_a_new_parallelism() -> None:
-    old = [HeapKeyedStateBackend(128, key_group_range(128, 2, i)) for i in range(2)]
+def test_restore_splits_key_groups_over_a_new_parallelism(make_backend: Callable[..., Any]) -> None:
+    old = [make_backend(128, key_group_range(128, 2, i)) for i in range(2)]
     keys = [f"key-{i}" for i in range(300)]
     for k in keys:
         kg = key_group_of(k, 128)
@@ -267,7 +264,7 @@ def test_restore_splits_key_groups_over_a_new_parallelism() -> None:
         b.set_current_key(k, kg)
         b.get_partitioned_state(ValueStateDescriptor("v")).update(k.upper())
     handles = [b.snapshot(1).result().keyed for b in old]
-    new = [HeapKeyedStateBackend(128, key_group_range(128, 3, i)) for i in range(3)]
+    new = [make_backend(128, key_group_range(128, 3, i)) for i in range(3)]
     counts = [b.restore(handles) for b in new]
     assert sum(counts) == len(keys) and all(counts)
     for k in keys:
@@ -277,9 +274,9 @@ def test_restore_splits_key_groups_over_a_new_parallelism() -> None:
         assert owner[0].get_partitioned_state(ValueStateDescriptor("v")).value() == k.upper()
 
 
-def test_full_snapshot_cleanup_drops_expired_entries() -> None:
+def test_full_snapshot_cleanup_drops_expired_entries(make_backend: Callable[..., Any]) -> None:
     clock = Clock()
-    b = backend(clock=clock)
+    b = make_backend(clock=clock)
     d = ValueStateDescriptor("v")
     d.enable_time_to_live(ttl(100, full_snapshot=True))
     v = b.get_partitioned_state(d)
@@ -289,12 +286,12 @@ def test_full_snapshot_cleanup_drops_expired_entries() -> None:
     b.set_current_key("new")
     v.update(2)
     clock.t += 30
-    r = backend(clock=clock)
+    r = make_backend(clock=clock)
     assert r.restore([b.snapshot(1).result().keyed]) == 1
 
 
-def test_empty_backend_snapshots_nothing() -> None:
-    assert backend().snapshot(1).result().keyed is None
+def test_empty_backend_snapshots_nothing(make_backend: Callable[..., Any]) -> None:
+    assert make_backend().snapshot(1).result().keyed is None
 
 
 def test_runtime_context_refuses_keyed_state_outside_keyed_functions() -> None:

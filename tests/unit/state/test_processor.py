@@ -16,6 +16,7 @@ from yarnflink.checkpoint.assignment import RestoreVertex, assign_state
 from yarnflink.checkpoint.storage import make_reader, resolve_restore_location
 from yarnflink.common.keygroups import key_group_of, key_group_range
 from yarnflink.state import HeapKeyedStateBackend, KeyGroupRange, ListStateDescriptor, ValueStateDescriptor
+from yarnflink.state.rocksdb import RocksDBKeyedStateBackend
 from yarnflink.state_processor import StateProcessorError, bootstrap_savepoint, read_savepoint
 
 pytest.importorskip("pyspark")
@@ -58,11 +59,21 @@ def test_bootstrap_then_read_and_restore_at_any_parallelism(spark, tmp_path: Pat
     assert sorted((r["key"], r["value"]) for r in back.collect()) == sorted(data)
     checkpoint = resolve_restore_location(path).checkpoint
     assert checkpoint is not None and checkpoint.is_savepoint
-    for parallelism in (1, 2, 5):
+    for parallelism, backend_type in (
+        (1, HeapKeyedStateBackend),
+        (2, HeapKeyedStateBackend),
+        (5, HeapKeyedStateBackend),
+        (3, RocksDBKeyedStateBackend),
+    ):
         assigned = assign_state(checkpoint, [RestoreVertex("v", parallelism, 128, ("counter",))])
         seen = {}
         for i in range(parallelism):
-            backend = HeapKeyedStateBackend(128, KeyGroupRange.of(key_group_range(128, parallelism, i)))
+            kgs = KeyGroupRange.of(key_group_range(128, parallelism, i))
+            backend = (
+                RocksDBKeyedStateBackend(128, kgs, local_dir=str(tmp_path / "rocksdb"))
+                if backend_type is RocksDBKeyedStateBackend
+                else HeapKeyedStateBackend(128, kgs)
+            )
             snap = assigned.get(("v", i))
             if snap is not None:
                 backend.restore(snap.get("counter").managed_keyed_state, make_reader())
@@ -71,6 +82,7 @@ def test_bootstrap_then_read_and_restore_at_any_parallelism(spark, tmp_path: Pat
                 if key_group_of(k, 128) in backend.key_group_range:
                     backend.set_current_key(k)
                     seen[k] = state.value()
+            backend.dispose()
         assert seen == dict(data)
 
 
@@ -134,3 +146,31 @@ def test_the_running_values_of_reduce_are_read_too(spark, tmp_path: Path) -> Non
     assert rows == [("a", ("a", 3)), ("b", ("b", 5)), ("c", ("c", 7))]
     with pytest.raises(StateProcessorError, match=r"its keyed states: reduce\)"):
         read_savepoint(spark, path, "sum", "count")
+
+
+def test_a_savepoint_of_the_rocksdb_backend_is_read(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """read_savepoint reads the keyed state the rocksdb backend wrote (its snapshots are canonical)."""
+    from yarnflink.checkpoint.metadata import CompletedCheckpoint, OperatorState
+    from yarnflink.checkpoint.storage import FsCheckpointStorage, write_savepoint
+    from yarnflink.state import OperatorSubtaskState
+
+    storage = FsCheckpointStorage(f"file://{tmp_path}/chk", "job", inline_threshold=16)
+    storage.initialize()
+    factory = storage.stream_factory(4)
+    data = {f"user-{i}": i for i in range(300)}
+    subtasks = {}
+    for i in range(2):
+        backend = RocksDBKeyedStateBackend(128, key_group_range(128, 2, i), local_dir=str(tmp_path / "rocksdb"))
+        state = backend.get_partitioned_state(ValueStateDescriptor("count"))
+        for k, v in data.items():
+            if key_group_of(k, 128) in backend.key_group_range:
+                backend.set_current_key(k)
+                state.update(v)
+        subtasks[i] = OperatorSubtaskState(list(backend.snapshot(4, 0, factory).result().keyed_handles), [])
+        backend.dispose()
+    staged = CompletedCheckpoint(
+        "job", 4, 0, {"counter": OperatorState("counter", 2, 128, subtasks)}, is_savepoint=True
+    )
+    path, _ = write_savepoint(staged, f"file://{tmp_path}/sp")
+    rows = {r["key"]: r["value"] for r in read_savepoint(spark, path, "counter", "count").collect()}
+    assert rows == data

@@ -151,3 +151,41 @@ class DisconnectTaskManagerRequest(_message.Message):
     resource_id: str
     cause: str
     def __init__(self, jobmaster_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., cause: _Optional[str] = ...) -> None: ...
+
+class ReportedTask(_message.Message):
+    __slots__ = ("execution_id", "vertex_id", "subtask_index", "attempt_number", "state", "allocation_id", "error", "failed_partition_id")
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    VERTEX_ID_FIELD_NUMBER: _ClassVar[int]
+    SUBTASK_INDEX_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_ID_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    FAILED_PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
+    execution_id: str
+    vertex_id: str
+    subtask_index: int
+    attempt_number: int
+    state: str
+    allocation_id: str
+    error: _common_pb2.SerializedThrowable
+    failed_partition_id: str
+    def __init__(self, execution_id: _Optional[str] = ..., vertex_id: _Optional[str] = ..., subtask_index: _Optional[int] = ..., attempt_number: _Optional[int] = ..., state: _Optional[str] = ..., allocation_id: _Optional[str] = ..., error: _Optional[_Union[_common_pb2.SerializedThrowable, _Mapping]] = ..., failed_partition_id: _Optional[str] = ...) -> None: ...
+
+class ReconnectTaskManagerRequest(_message.Message):
+    __slots__ = ("jobmaster_id", "job_id", "resource_id", "rpc_address", "data_address", "slots", "tasks")
+    JOBMASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    RPC_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    DATA_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    SLOTS_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    jobmaster_id: str
+    job_id: str
+    resource_id: str
+    rpc_address: str
+    data_address: str
+    slots: _containers.RepeatedCompositeFieldContainer[SlotOffer]
+    tasks: _containers.RepeatedCompositeFieldContainer[ReportedTask]
+    def __init__(self, jobmaster_id: _Optional[str] = ..., job_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., rpc_address: _Optional[str] = ..., data_address: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[SlotOffer, _Mapping]]] = ..., tasks: _Optional[_Iterable[_Union[ReportedTask, _Mapping]]] = ...) -> None: ...

@@ -75,6 +75,11 @@ class JobMasterGatewayStub:
                 request_serializer=yarnflink_dot_rpc_dot_pb_dot_jobmaster__pb2.DisconnectTaskManagerRequest.SerializeToString,
                 response_deserializer=yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
+        self.ReconnectTaskManager = channel.unary_unary(
+                '/yarnflink.rpc.JobMasterGateway/ReconnectTaskManager',
+                request_serializer=yarnflink_dot_rpc_dot_pb_dot_jobmaster__pb2.ReconnectTaskManagerRequest.SerializeToString,
+                response_deserializer=yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.FromString,
+                _registered_method=True)
 
 
 class JobMasterGatewayServicer:
@@ -130,6 +135,13 @@ class JobMasterGatewayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReconnectTaskManager(self, request, context):
+        """HA: a TaskExecutor that kept the job's slots and tasks reports them to the job's new leader.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobMasterGatewayServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -171,6 +183,11 @@ def add_JobMasterGatewayServicer_to_server(servicer, server):
             'DisconnectTaskManager': grpc.unary_unary_rpc_method_handler(
                     servicer.DisconnectTaskManager,
                     request_deserializer=yarnflink_dot_rpc_dot_pb_dot_jobmaster__pb2.DisconnectTaskManagerRequest.FromString,
+                    response_serializer=yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.SerializeToString,
+            ),
+            'ReconnectTaskManager': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReconnectTaskManager,
+                    request_deserializer=yarnflink_dot_rpc_dot_pb_dot_jobmaster__pb2.ReconnectTaskManagerRequest.FromString,
                     response_serializer=yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.SerializeToString,
             ),
     }
@@ -389,6 +406,33 @@ class JobMasterGateway:
             target,
             '/yarnflink.rpc.JobMasterGateway/DisconnectTaskManager',
             yarnflink_dot_rpc_dot_pb_dot_jobmaster__pb2.DisconnectTaskManagerRequest.SerializeToString,
+            yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReconnectTaskManager(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yarnflink.rpc.JobMasterGateway/ReconnectTaskManager',
+            yarnflink_dot_rpc_dot_pb_dot_jobmaster__pb2.ReconnectTaskManagerRequest.SerializeToString,
             yarnflink_dot_rpc_dot_pb_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,

@@ -193,28 +193,34 @@ class CancelTaskRequest(_message.Message):
     def __init__(self, jobmaster_id: _Optional[str] = ..., execution_id: _Optional[str] = ...) -> None: ...
 
 class FreeSlotRequest(_message.Message):
-    __slots__ = ("allocation_id", "cause")
+    __slots__ = ("allocation_id", "cause", "jobmaster_id")
     ALLOCATION_ID_FIELD_NUMBER: _ClassVar[int]
     CAUSE_FIELD_NUMBER: _ClassVar[int]
+    JOBMASTER_ID_FIELD_NUMBER: _ClassVar[int]
     allocation_id: str
     cause: str
-    def __init__(self, allocation_id: _Optional[str] = ..., cause: _Optional[str] = ...) -> None: ...
+    jobmaster_id: str
+    def __init__(self, allocation_id: _Optional[str] = ..., cause: _Optional[str] = ..., jobmaster_id: _Optional[str] = ...) -> None: ...
 
 class ReleasePartitionsRequest(_message.Message):
-    __slots__ = ("job_id", "partition_ids")
+    __slots__ = ("job_id", "partition_ids", "jobmaster_id")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     PARTITION_IDS_FIELD_NUMBER: _ClassVar[int]
+    JOBMASTER_ID_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     partition_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, job_id: _Optional[str] = ..., partition_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    jobmaster_id: str
+    def __init__(self, job_id: _Optional[str] = ..., partition_ids: _Optional[_Iterable[str]] = ..., jobmaster_id: _Optional[str] = ...) -> None: ...
 
 class DisconnectJobManagerRequest(_message.Message):
-    __slots__ = ("job_id", "cause")
+    __slots__ = ("job_id", "cause", "jobmaster_id")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     CAUSE_FIELD_NUMBER: _ClassVar[int]
+    JOBMASTER_ID_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     cause: str
-    def __init__(self, job_id: _Optional[str] = ..., cause: _Optional[str] = ...) -> None: ...
+    jobmaster_id: str
+    def __init__(self, job_id: _Optional[str] = ..., cause: _Optional[str] = ..., jobmaster_id: _Optional[str] = ...) -> None: ...
 
 class TaskExecutorInfoRequest(_message.Message):
     __slots__ = ("include_metrics", "log_name", "log_max_bytes")
