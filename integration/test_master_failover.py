@@ -48,13 +48,17 @@ from tests.ha_takeover_jobs import (
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
-#: Until a new leader adopts running tasks (issue 18 items 1-2, branch h18core) a takeover
-#: redeploys every task and these drills fail; strict: they must be unmarked once it is merged.
-NEEDS_ADOPTION = pytest.mark.xfail(
-    strict=True, reason="a new leader redeploys every task until it adopts them (issue 18 items 1-2)"
+#: Strict: each must be unmarked once what it waits for is in. Seen against main at 03ad829 (issue
+#: 18's adoption merged): (f) the TaskExecutor takes a refusal from the woken-up *old* JobMaster for
+#: losing the new one, stops heartbeating it and is timed out 10 s later (tasks redeployed); (g) the
+#: surviving TaskExecutor's heartbeats are refused while the reconciliation waits for the dead one,
+#: so both time each other out (redeployed); (i) the first stage's finished results are not
+#: reported (item 5), the reconciliation waits 10 s for them, and the heartbeat race fails the job.
+ADOPTION_RACES = pytest.mark.xfail(
+    strict=True, reason="the TaskExecutor/JobMaster heartbeat races of the takeover (see the comment above)"
 )
 NEEDS_BATCH_RECOVERY = pytest.mark.xfail(
-    strict=True, reason="a new leader runs a BATCH job from its start (issue 18 item 5)"
+    strict=True, reason="a new leader does not learn of finished results kept at TaskExecutors (issue 18 item 5)"
 )
 
 FULL = os.environ.get("YARNFLINK_HA_DRILL_FULL") == "1"
@@ -189,7 +193,7 @@ def _assert_not_redeployed(job: Job, parallelism: int = 2) -> None:
 
 
 # ----------------------------------------------------------------------------- (f)
-@NEEDS_ADOPTION
+@ADOPTION_RACES
 def test_f_sigstop_of_the_leader_then_sigcont_no_stale_call_accepted_no_task_redeployed(
     ha_cluster: Callable[..., Any], zookeeper: Any, tmp_path: Path
 ) -> None:
@@ -240,7 +244,7 @@ def test_f_sigstop_of_the_leader_then_sigcont_no_stale_call_accepted_no_task_red
 
 
 # ----------------------------------------------------------------------------- (g)
-@NEEDS_ADOPTION
+@ADOPTION_RACES
 def test_g_a_taskexecutor_killed_while_no_master_leads_is_recovered_by_region_failover(
     ha_cluster: Callable[..., Any], zookeeper: Any, tmp_path: Path
 ) -> None:
@@ -265,7 +269,6 @@ def test_g_a_taskexecutor_killed_while_no_master_leads_is_recovered_by_region_fa
 
 
 # ----------------------------------------------------------------------------- (h)
-@NEEDS_ADOPTION
 @pytest.mark.parametrize("window", ["pointer", "metadata"] if FULL else ["pointer"])
 def test_h_a_leader_killed_while_finalizing_a_checkpoint_has_it_committed_exactly_once(
     ha_cluster: Callable[..., Any], zookeeper: Any, tmp_path: Path, window: str
