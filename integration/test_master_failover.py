@@ -48,18 +48,14 @@ from tests.ha_takeover_jobs import (
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
-#: Strict: each must be unmarked once what it waits for is in. Seen against main at 03ad829 (issue
-#: 18's adoption merged): (f) the TaskExecutor takes a refusal from the woken-up *old* JobMaster for
-#: losing the new one, stops heartbeating it and is timed out 10 s later (tasks redeployed); (i) the
-#: first stage's finished results are not reported (item 5), the reconciliation waits 10 s for them,
-#: the TaskExecutors' heartbeats are refused meanwhile, both sides time out and the job fails. (g)
-#: passes with a 3 s reconciliation timeout; with the default 10 s (= the drills' heartbeat.timeout)
-#: it hits the same race.
+#: Strict: to be unmarked once it passes. Seen against main at 03ad829 (issue 18's adoption merged):
+#: (f) the TaskExecutor takes a refusal from the woken-up *old* JobMaster for losing the new one,
+#: stops heartbeating it and is timed out 10 s later (tasks redeployed). (g) passes with a 3 s
+#: reconciliation timeout; with the default 10 s (= the drills' heartbeat.timeout) the surviving
+#: TaskExecutor's heartbeats are refused while the reconciliation waits for the dead one's report,
+#: and both sides time each other out.
 ADOPTION_RACES = pytest.mark.xfail(
     strict=True, reason="the TaskExecutor/JobMaster heartbeat races of the takeover (see the comment above)"
-)
-NEEDS_BATCH_RECOVERY = pytest.mark.xfail(
-    strict=True, reason="a new leader does not learn of finished results kept at TaskExecutors (issue 18 item 5)"
 )
 
 FULL = os.environ.get("YARNFLINK_HA_DRILL_FULL") == "1"
@@ -310,7 +306,6 @@ def test_h_a_leader_killed_while_finalizing_a_checkpoint_has_it_committed_exactl
 
 
 # ----------------------------------------------------------------------------- (i)
-@NEEDS_BATCH_RECOVERY
 def test_i_a_batch_job_keeps_its_finished_first_stage_across_a_leader_sigkill(
     ha_cluster: Callable[..., Any], zookeeper: Any, tmp_path: Path
 ) -> None:
