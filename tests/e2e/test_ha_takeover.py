@@ -150,6 +150,7 @@ def test_a_sigkilled_leader_is_replaced_without_the_job_noticing(cluster: Any, t
             details = rest.job(job_id)
             stats = rest.get_json(f"/jobs/{job_id}/checkpoints")
         assert (stats.get("latest") or {}).get("restored") is None, stats.get("latest")
+        assert details["numRestarts"] == 0
         assert [s["attempt"] for v in details["vertices"] for s in v["subtasks"]] == [0] * sum(
             len(v["subtasks"]) for v in details["vertices"]
         )
@@ -161,7 +162,7 @@ def test_a_sigkilled_leader_is_replaced_without_the_job_noticing(cluster: Any, t
         wait_until(lambda: rest.job(job_id)["state"] in ("FINISHED", "FAILED", "CANCELED"), 600, "the job to end")
         details = rest.job(job_id)
         assert completed_checkpoints(rest, job_id) >= 1
-    assert details["state"] == "FINISHED"
+    assert details["state"] == "FINISHED" and details["numRestarts"] == 0
     exceptions = details.get("exceptions") or {}
     assert not exceptions.get("all-exceptions"), exceptions
     assert sorted(p.name.rsplit("-", 1)[0] for p in opens.iterdir()) == ["open-0-0", "open-1-0"]

@@ -532,6 +532,9 @@ class KeyedStream(DataStream):
         """Combine the records of each key: ``func(accumulated, new) -> accumulated``.
         STREAMING emits the updated value per record; BATCH the final value per key."""
         fn = resolve_function(func, "reduce", "ReduceFunction", "reduce")
+        # the results are records of this stream's type, as PyFlink's serializer makes them (a
+        # FLOAT field a 32-bit float, a tuple on a ROW stream a Row)
+        fn = typed(fn, "reduce", self._t.output_type, single=True)
         return self._then("Keyed Reduce", ReduceSpec(fn=fn, key_selector=self.get_key_selector()))
 
     def _aggregate(self, agg: str, field: Any) -> DataStream:

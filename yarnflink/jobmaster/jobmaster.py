@@ -379,7 +379,7 @@ class JobMaster(RpcEndpoint):
 
     async def reconnect_task_manager(self, request: ReconnectTaskManager, *, timeout: float = RPC_TIMEOUT_S) -> None:
         """A TaskExecutor's report of the job's slots and tasks it kept (HA takeover)."""
-        if self.reconciliation is None:
+        if self.reconciliation is None or not self.jobmaster_id:  # (suspended: refuses everything)
             check_fencing(self.jobmaster_id, request.jobmaster_id, "JobMaster")
             raise RpcRejected(
                 f"the JobMaster of job {self.job_id} started the job afresh and adopts no tasks; free the job's slots"

@@ -27,6 +27,7 @@ from yarnflink.common.keygroups import key_group_of
 from yarnflink.common.records import Batch
 from yarnflink.operators.base import OperatorContext
 from yarnflink.operators.checkpointed import CheckpointedValue
+from yarnflink.operators.functions import RuntimeContext
 from yarnflink.operators.specs import KeySelectorSpec, ProcessSpec
 from yarnflink.operators.timers import KeyedProcessOperator, _Context, _extend, _NoTimers, _UserTimerService
 from yarnflink.state.broadcast import BroadcastState, ReadOnlyBroadcastState
@@ -127,7 +128,16 @@ class BroadcastProcessOperator(KeyedProcessOperator):
         return self.timers.current_watermark
 
     def open(self, ctx: OperatorContext) -> None:
-        super().open(ctx)
+        rich = self.rich
+        if self.keys is None:
+            self.rich = None  # a BroadcastProcessFunction gets no keyed state: opened below
+        try:
+            super().open(ctx)
+        finally:
+            self.rich = rich
+        if self.keys is None and rich is not None:
+            rich.open(RuntimeContext(ctx))
+            self._opened = True
         self._checkpointed = CheckpointedValue(ctx, "broadcast-states", union=True)
         copies = self._checkpointed.restored
         if copies:

@@ -241,7 +241,8 @@ class AggregateOperator(StreamOperator):
         self.slots = _SlotTable()  # key -> slot (slot order == first-seen order)
         self.vals = np.zeros(1024, dtype=np.int64)
         self.firsts = _FirstRows()
-        #: the aggregated column's position and name, and whether it is the record's only column
+        #: the aggregated column's position and name, and whether the record's other columns are
+        #: none or the key alone (then every row of a key has its first row's other fields)
         self.value_column: tuple[int, str, bool] = (0, "f0", True)
         #: the schema of the vectorized batches without that column (batches must share it)
         self.rest_schema: pa.Schema | None = None
@@ -347,7 +348,8 @@ class AggregateOperator(StreamOperator):
         rest_schema = rb.schema.remove(vi)
         if self.rest_schema is not None and not self.rest_schema.equals(rest_schema, check_metadata=True):
             return False  # other fields of another type than the first rows' (kept per-record then)
-        only = rb.num_columns == 1
+        # no other field, or the key alone (integer / string / binary: equal keys are the same value)
+        only = rb.num_columns == 1 or (rb.num_columns == 2 and ki != vi)
         enc = kcol.dictionary_encode()
         codes = enc.indices.to_numpy(zero_copy_only=False)
         nu = len(enc.dictionary)
@@ -371,7 +373,7 @@ class AggregateOperator(StreamOperator):
             v = v.astype(acc)
         self.value_column = (vi, vname, only)
         self.rest_schema = rest_schema
-        if not only and new.any():
+        if rb.num_columns > 1 and new.any():
             # the first row of each new key (dictionary order = first-seen order = their slots')
             _, first_idx = np.unique(codes, return_index=True)
             self.firsts.append(rb.remove_column(vi).take(pa.array(first_idx[new])))
@@ -382,12 +384,13 @@ class AggregateOperator(StreamOperator):
         return True
 
     def _with_values(self, slots: np.ndarray, values: np.ndarray, rb: pa.RecordBatch | None = None) -> pa.RecordBatch:
-        """Output rows: the first rows of ``slots`` with the aggregated column set to ``values``."""
+        """Output rows: the first rows of ``slots`` with the aggregated column set to ``values``
+        (``rb``: the rows of this batch, whose other fields are those if ``only``)."""
         vi, vname, only = self.value_column
         field = pa.field(vname, pa.from_numpy_dtype(values.dtype))
-        if only:
-            if rb is not None:
-                return rb.set_column(vi, field, pa.array(values))
+        if only and rb is not None:
+            return rb.set_column(vi, field, pa.array(values))
+        if self.firsts.schema is None:  # no other field
             meta = self.rest_schema.metadata if self.rest_schema is not None else None
             return pa.RecordBatch.from_arrays([pa.array(values)], schema=pa.schema([field], metadata=meta))
         out: pa.RecordBatch = self.firsts.take(slots).add_column(vi, field, pa.array(values))

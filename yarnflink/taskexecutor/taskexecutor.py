@@ -110,7 +110,8 @@ class JobManagerConnection:
     reconnect_timer: asyncio.TimerHandle | None = None
     #: HA: the leader being reported to (its report in flight)
     reconnecting: LeaderInformation | None = None
-    #: tasks that ended and whose final state has not reached a JobMaster yet (reported to the next leader)
+    #: tasks that ended and whose final state has not reached a JobMaster yet, and every task
+    #: that finished (reported to the job's next leader, which adopts them as finished)
     ended: dict[str, ReportedTask] = field(default_factory=dict)
     #: HA: watches leader/<job id> (a LeaderRetrievalService)
     leader_retriever: Any = None
@@ -277,6 +278,10 @@ class TaskExecutor(RpcEndpoint):
     async def on_stop(self) -> None:
         if self.rm_leader_retriever is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.rm_leader_retriever.stop)
+        for conn in list(self.job_managers.values()):  # the per-job leader retrievals (HA)
+            retriever, conn.leader_retriever = conn.leader_retriever, None
+            if retriever is not None:
+                await asyncio.get_running_loop().run_in_executor(None, retriever.stop)
         for task in list(self.tasks.values()):
             task.cancel()
         # their final states are queued before the loop closes (a task thread that ends later
@@ -798,7 +803,8 @@ class TaskExecutor(RpcEndpoint):
                     await self.gateways.job_master(conn.address).update_task_execution_state(
                         dataclasses.replace(update, jobmaster_id=jobmaster_id)
                     )
-                    conn.ended.pop(update.execution_id, None)
+                    if update.state in (ExecutionState.CANCELED, ExecutionState.FAILED):
+                        conn.ended.pop(update.execution_id, None)  # (what finished stays: a next leader must know)
                     break
                 except FencingTokenMismatch as e:
                     if not ha or self.job_managers.get(conn.job_id) is not conn:

@@ -4,6 +4,8 @@ missing, and refuses reports of another leader."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from tests.fakes.conditions import wait_until
@@ -11,7 +13,13 @@ from tests.unit.jobmaster.harness import StartJobMaster
 from tests.unit.scheduler.helpers import graph, vid
 from yarnflink.common.rpc_errors import FencingTokenMismatch, RpcRejected
 from yarnflink.executiongraph.executiongraph import ExecutionState, JobStatus
-from yarnflink.jobmaster.gateway import ReconnectTaskManager, ReportedTask, SlotOffer, TaskExecutionState
+from yarnflink.jobmaster.gateway import (
+    ReconnectTaskManager,
+    ReportedTask,
+    SerializedThrowable,
+    SlotOffer,
+    TaskExecutionState,
+)
 
 NEW = "0000000007-" + "e" * 32
 OLD = "0000000004-" + "d" * 32
@@ -96,3 +104,54 @@ def test_a_report_of_an_older_leader_is_refused_and_a_fresh_jobmaster_adopts_not
     fresh = start_jobmaster(job_graph=two_pipelines(), jobmaster_id=NEW)
     with pytest.raises(RpcRejected, match="adopts no tasks"):
         fresh.call(lambda: fresh.jm.reconnect_task_manager(report("te-0", 0)))
+
+
+def test_a_suspended_jobmaster_refuses_reports(start_jobmaster: StartJobMaster) -> None:
+    h = start_jobmaster(job_graph=two_pipelines(), jobmaster_id=NEW, reconcile=True)
+    h.call(lambda: h.jm.suspend("leadership lost"))
+    with pytest.raises(FencingTokenMismatch):
+        h.call(lambda: h.jm.reconnect_task_manager(report("te-0", 0)))
+
+
+def _with(r: ReconnectTaskManager, vertex: str, state: ExecutionState) -> ReconnectTaskManager:
+    tasks = tuple(
+        dataclasses.replace(t, state=state, error=SerializedThrowable("ValueError", "boom"))
+        if t.vertex_id == vid(vertex)
+        else t
+        for t in r.tasks
+    )
+    return dataclasses.replace(r, tasks=tasks)
+
+
+def test_a_task_failed_meanwhile_restarts_its_region_only(start_jobmaster: StartJobMaster) -> None:
+    h = start_jobmaster(
+        job_graph=two_pipelines(),
+        jobmaster_id=NEW,
+        reconcile=True,
+        config={"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": "0 s"},
+    )
+    te0, te1 = h.add_task_executor("te-0"), h.add_task_executor("te-1")
+    h.reports_cancellations(te1)
+    h.call(lambda: h.jm.reconnect_task_manager(report("te-0", 0)))
+    h.call(lambda: h.jm.reconnect_task_manager(_with(report("te-1", 1), "sink", ExecutionState.FAILED)))
+    wait_until(lambda: h.jm.reconciled is not None, what="reconciled")
+    assert h.jm.reconciled is not None and (h.jm.reconciled.adopted, h.jm.reconciled.failed) == (3, 1)
+    # region 1: its source is cancelled and both are deployed again into te-1's slot
+    wait_until(lambda: len(te1.requests("submit_task")) == 2, what="region 1 redeployed")
+    assert [c.execution_id for c in te1.requests("cancel_task")] == ["src1-old"]
+    assert {s.tdd.allocation_id for s in te1.requests("submit_task")} == {"alloc-1"}
+    assert te0.requests("cancel_task") == [] and te0.requests("submit_task") == []
+    assert h.jm.num_restarts == 1
+    assert "boom" in h.failures()
+
+
+def test_a_task_finished_meanwhile_is_finished_under_the_new_leader(start_jobmaster: StartJobMaster) -> None:
+    h = start_jobmaster(job_graph=two_pipelines(), jobmaster_id=NEW, reconcile=True)
+    h.add_task_executor("te-0")
+    h.add_task_executor("te-1")
+    h.call(lambda: h.jm.reconnect_task_manager(_with(report("te-0", 0), "src", ExecutionState.FINISHED)))
+    h.call(lambda: h.jm.reconnect_task_manager(report("te-1", 1)))
+    wait_until(lambda: h.jm.reconciled is not None, what="reconciled")
+    assert h.jm.reconciled is not None and (h.jm.reconciled.adopted, h.jm.reconciled.finished) == (3, 1)
+    assert h.jm.eg.find_execution("src0-old").state == ExecutionState.FINISHED  # type: ignore[union-attr]
+    assert h.jm.num_restarts == 0

@@ -16,6 +16,8 @@ from pyflink.datastream import OutputTag, StreamExecutionEnvironment
 from pyflink.datastream.functions import BroadcastProcessFunction, KeyedBroadcastProcessFunction
 from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
 from tests.unit.operators.helpers import ListOutput, run_operator
+from yarnflink.checkpoint.assignment import RestoreVertex, assign_state
+from yarnflink.checkpoint.metadata import CompletedCheckpoint, OperatorState
 from yarnflink.checkpoint.storage import FsCheckpointStorage, make_reader
 from yarnflink.common.keygroups import key_group_of, key_group_range
 from yarnflink.common.records import Batch
@@ -105,6 +107,23 @@ def test_non_keyed_broadcast_process_and_read_only_state():
         run_operator(bad._t.spec, [[(0, "x")]])
 
 
+def test_a_non_keyed_broadcast_function_has_no_keyed_state():
+    class Keyed(BroadcastProcessFunction):
+        def open(self, runtime_context):
+            runtime_context.get_state(ValueStateDescriptor("v", Types.INT()))
+
+        def process_element(self, value, ctx):
+            pass
+
+        def process_broadcast_element(self, value, ctx):
+            pass
+
+    env = StreamExecutionEnvironment()
+    out = env.from_collection([1]).connect(env.from_collection([2]).broadcast(RULES)).process(Keyed())
+    with pytest.raises(RuntimeError, match=r"keyed state is only available .* after key_by"):
+        run_operator(out._t.spec, [[(0, 1)]])
+
+
 def test_wrong_uses_are_clear_errors():
     env = StreamExecutionEnvironment()
     ds = env.from_collection([1])
@@ -152,17 +171,6 @@ def _snapshot(ops: list, storage: FsCheckpointStorage, cid: int) -> list[TaskSta
     return out
 
 
-def _merged(snaps: list[TaskStateSnapshot]) -> TaskStateSnapshot:
-    """What the JobMaster hands a subtask of the rescaled operator: every old subtask's union
-    operator state (each copy of the broadcast state) in old subtask order."""
-    merged = TaskStateSnapshot()
-    for s in snaps:
-        for op_id, st in s.subtask_states.items():
-            into = merged.subtask_states.setdefault(op_id, type(st)())
-            into.managed_operator_state.extend(st.managed_operator_state)
-    return merged
-
-
 def test_each_subtask_checkpoints_its_copy_and_a_rescaled_one_restores_one_copy(tmp_path: Path):
     env = StreamExecutionEnvironment()
     spec = keyed_job(env)._t.spec
@@ -172,17 +180,22 @@ def test_each_subtask_checkpoints_its_copy_and_a_rescaled_one_restores_one_copy(
         op = create_operator(spec)
         op.output = ListOutput()
         op.open(_ctx(None, sub, 2))
-        op.process_batch(Batch.from_rows([(1, ("limit", 3)), (1, ("max", 9))]))
+        # (copies that differ only to see which one a subtask restores; users keep them equal)
+        op.process_batch(Batch.from_rows([(1, ("limit", 3 + sub)), (1, ("max", 9))]))
         ops.append(op)
     snaps = _snapshot(ops, storage, 1)
     copies = [s.subtask_states["op-1"].managed_operator_state for s in snaps]
     assert all(len(c) == 1 for c in copies)  # one handle (one copy) per subtask
-    restored = _merged(snaps)
-    for sub in range(3):  # scaled up to 3: each takes one copy
+    checkpoint = CompletedCheckpoint(
+        "job", 1, 0, {"op-1": OperatorState("op-1", 2, 128, {i: s.subtask_states["op-1"] for i, s in enumerate(snaps)})}
+    )
+    assigned = assign_state(checkpoint, [RestoreVertex("v", 3, 128, ("op-1",))])  # scaled up to 3
+    for sub in range(3):
         again = create_operator(spec)
         again.output = out = ListOutput()
-        again.open(_ctx(restored, sub, 3))
-        assert again.states.entries == {"rules": {"limit": 3, "max": 9}}
+        again.open(_ctx(assigned[("v", sub)], sub, 3))
+        # subtask i takes old subtask i % 2's copy, as Flink's broadcast state
+        assert again.states.entries == {"rules": {"limit": 3 + sub % 2, "max": 9}}
         if key_group_of("a", 128) in key_group_range(128, 3, sub):  # the subtask of key "a"
             again.process_batch(Batch.from_rows([(0, ("a", 4))]))
-            assert out.rows == [("a", 4, 1)]
+            assert out.rows == [("a", 4, 1)]  # 4 >= the limit of either copy

@@ -120,3 +120,51 @@ def test_field_references_work_on_rows_by_name_and_position():
     assert field_getter(1)([row, row]) == [1, 1]
     bumped = replace_field(row, "n", 5)
     assert bumped.n == 5 and bumped.word == "a" and row.n == 1
+
+
+def test_float_records_are_32_bit_and_float_state_keeps_what_was_written():
+    """Types.FLOAT() as PyFlink: a FLOAT field of a typed record is a 32-bit float (its
+    serializer), while a value put in state declared FLOAT is read back as it was put, since
+    PyFlink's state cache keeps the Python object: state_access.py prints 163.29999923706055,
+    the float32 inputs summed in doubles, not the 32-bit 163.30001831054688 a rounding state gives
+    (example_state_access / example_event_time_timer in the compatibility suite)."""
+    from pyflink.datastream import KeyedProcessFunction
+    from pyflink.datastream.state import ValueStateDescriptor
+    from tests.unit.operators.helpers import run_operator
+    from yarnflink.api import StreamExecutionEnvironment
+
+    class Sum(KeyedProcessFunction):
+        def open(self, runtime_context):
+            self.state = runtime_context.get_state(ValueStateDescriptor("state", Types.FLOAT()))
+
+        def process_element(self, value, ctx):
+            current = (self.state.value() or 0) + value[1]
+            self.state.update(current)
+            yield value[0], current
+
+    t = Types.TUPLE([Types.STRING(), Types.FLOAT()])
+    data = [("Alice", 110.1), ("Alice", 20.0), ("Alice", 13.1), ("Alice", 20.1)]
+    records = [t.from_python(r) for r in data]
+    assert records[0][1] == 110.0999984741211 and records[2][1] == 13.100000381469727
+    env = StreamExecutionEnvironment()
+    ds = env.from_collection(data, type_info=t).key_by(lambda v: v[0]).process(Sum())
+    _, out = run_operator(ds._t.spec, [records])
+    assert [v for _, v in out.rows] == [110.0999984741211, 130.0999984741211, 143.19999885559082, 163.29999923706055]
+
+
+def test_a_keyed_reduce_hands_on_records_of_the_streams_type():
+    """PyFlink's reduce has its input's type as output type: a FLOAT field of the result is a
+    32-bit float downstream, a tuple result on a ROW stream a Row."""
+    from tests.unit.operators.helpers import run_operator
+    from yarnflink.api import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment()
+    t = Types.TUPLE([Types.STRING(), Types.FLOAT()])
+    rows = [t.from_python(r) for r in [("a", 0.1), ("a", 0.2)]]
+    ds = env.from_collection([], type_info=t).key_by(lambda v: v[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+    _, out = run_operator(ds._t.spec, [rows])
+    assert out.rows[-1] == ("a", 0.30000001192092896)  # float32(0.1f + 0.2f)
+    row_t = Types.ROW_NAMED(["k", "n"], [Types.STRING(), Types.INT()])
+    ds = env.from_collection([], type_info=row_t).key_by(lambda r: r.k).reduce(lambda a, b: (a[0], a[1] + b[1]))
+    _, out = run_operator(ds._t.spec, [[row_t.from_python(("a", 1)), row_t.from_python(("a", 2))]])
+    assert out.rows[-1].n == 3

@@ -161,3 +161,22 @@ def test_a_slot_request_of_the_jobs_new_leader_first_reports_the_kept_slots(
     assert [s.allocation_id for s in jm2.requests("reconnect_task_manager")[0].slots] == ["alloc-1"]
     h.call(lambda: h.te.request_slot(request))  # asked again: served for the new leader
     assert h.slot_state("alloc-2") is not None and h.te.tasks["exec-1"].state == ExecutionState.RUNNING
+
+
+def test_a_task_that_finished_under_the_old_leader_is_reported_to_the_next_one(
+    start_task_executor: StartTaskExecutor,
+) -> None:
+    h, _, job_retriever = _running(start_task_executor)
+    h.call(lambda: h.te.submit_task(g.SubmitTask(OLD_JM, source_task("exec-2", "alloc-1", 10, {}))))
+    h.wait_state("exec-2", ExecutionState.FINISHED)  # delivered to the old leader
+    jm2 = h.resolver.add_job_master(JM_2, jobmaster_id=NEW_JM)
+    job_retriever.publish(NEW_JM, JM_2)
+    wait_until(lambda: jm2.count("reconnect_task_manager") == 1, what="the report")
+    tasks = {t.execution_id: t.state for t in jm2.requests("reconnect_task_manager")[0].tasks}
+    assert tasks == {"exec-1": ExecutionState.RUNNING, "exec-2": ExecutionState.FINISHED}
+
+
+def test_stopping_stops_the_job_leader_retrievals(start_task_executor: StartTaskExecutor) -> None:
+    h, _, job_retriever = _running(start_task_executor)
+    h.te.stop()
+    assert job_retriever.stopped
