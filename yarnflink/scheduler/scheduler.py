@@ -225,8 +225,9 @@ class DefaultScheduler:
         finished: list[ExecutionVertex] = []
         addresses = {a.resource_id: (a.rpc_address, a.data_address) for a in decision if isinstance(a, rc.AdoptSlots)}
         for a in decision:
-            if isinstance(a, rc.MarkFinished) and not a.task.allocation_id and a.resource_id in addresses:
-                # a producer that finished under an earlier leader, its results kept there (item 5)
+            if isinstance(a, rc.MarkFinished) and a.resource_id in addresses:
+                # finished (meanwhile, or under an earlier leader: item 5): it needs no slot -- its
+                # slot may be another stage's by now -- only where its results are kept
                 ev = self.eg.vertex(a.task.vertex_id).task_vertices[a.task.subtask_index]
                 rpc_address, data_address = addresses[a.resource_id]
                 e = ev.current
