@@ -9,10 +9,7 @@ of the job is accounted for, or ``high-availability.jobmaster.reconciliation-tim
 then it decides once, per subtask:
 
 * a task reported DEPLOYING / INITIALIZING / RUNNING is **adopted**: same attempt id, same slot;
-* a task reported FINISHED is adopted as finished (its results, if any, stay where they are); a
-  BATCH producer that finished under an earlier leader is reported FINISHED without a slot by the
-  TaskExecutor that keeps its blocking results (issue 18 item 5): adopted as finished there, so
-  it does not run again;
+* a task reported FINISHED is adopted as finished (its results, if any, stay where they are);
 * a task reported FAILED or CANCELED, and a subtask no report names (its TaskExecutor died, or
   freed it), **fails**: the scheduler's failover strategy (region) restarts what it must, as for
   any task failure; never a global restart;
@@ -252,8 +249,7 @@ class Reconciliation:
             rid, t = best[key]
             group = self.subtasks[key]
             where = (rid, t.allocation_id)
-            # (a producer that finished with its results kept but its slot given back holds no slot)
-            if t.state in _LIVE or (t.state == ExecutionState.FINISHED and t.allocation_id):
+            if t.state in _LIVE or t.state == ExecutionState.FINISHED:
                 if slot_of_key.setdefault(group, where) != where:
                     failed.append(
                         FailSubtask(key[0], key[1], "its slot sharing group's tasks were in more than one slot", t, rid)

@@ -192,9 +192,6 @@ class TaskExecutor(RpcEndpoint):
         self._task_ended: dict[str, asyncio.Future[None]] = {}
         self.job_managers: dict[str, JobManagerConnection] = {}
         self.partitions_by_job: dict[str, set[str]] = {}
-        #: HA (issue 18 item 5): producers that FINISHED here with blocking results still kept, by
-        #: job and execution id: reported to a job's next leader (no slot) so it keeps their results
-        self.finished_producers: dict[str, dict[str, tuple[ReportedTask, frozenset[str]]]] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self.registered = asyncio.Event()
         self.cancellation = cancellation or CancellationSettings()
@@ -506,13 +503,6 @@ class TaskExecutor(RpcEndpoint):
             for t in self.tasks.values()
             if t.job_id == conn.job_id and t.execution_id not in conn.ended
         ]
-        reported = {t.execution_id for t in tasks} | set(conn.ended)
-        kept = self.partitions_by_job.get(conn.job_id, set())
-        results = tuple(  # finished producers whose blocking results are all still here (item 5)
-            t
-            for eid, (t, partitions) in self.finished_producers.get(conn.job_id, {}).items()
-            if eid not in reported and partitions <= kept
-        )
         return ReconnectTaskManager(
             leader.session_id,
             conn.job_id,
@@ -520,7 +510,7 @@ class TaskExecutor(RpcEndpoint):
             self.address,
             self.shuffle.address,
             tuple(SlotOffer(s.allocation_id, s.index, s.profile) for s in slots),
-            tuple(tasks) + tuple(conn.ended.values()) + results,
+            tuple(tasks) + tuple(conn.ended.values()),
         )
 
     async def _reconnect(self, conn: JobManagerConnection, leader: LeaderInformation) -> None:
@@ -748,20 +738,6 @@ class TaskExecutor(RpcEndpoint):
         conn = self.job_managers.get(task.job_id)
         if conn is None:
             return
-        if state == ExecutionState.FINISHED:
-            blocking = frozenset(p.partition_id for p in task.tdd.produced_partitions if p.result_type == "BLOCKING")
-            if blocking:
-                self.finished_producers.setdefault(task.job_id, {})[task.execution_id] = (
-                    ReportedTask(
-                        task.execution_id,
-                        task.tdd.vertex_id,
-                        task.tdd.subtask_index,
-                        task.tdd.attempt_number,
-                        state,
-                        "",  # its slot went back; its results stay here
-                    ),
-                    blocking,
-                )
         if state.terminal:  # reported to a new leader until the update below reaches a JobMaster
             conn.ended[task.execution_id] = ReportedTask(
                 task.execution_id,
@@ -836,12 +812,8 @@ class TaskExecutor(RpcEndpoint):
         for pid in targets:
             self.shuffle.release_partition(pid)
         known -= targets
-        producers = self.finished_producers.get(job_id, {})
-        for eid in [eid for eid, (_, partitions) in producers.items() if partitions & targets]:
-            del producers[eid]  # its results are gone: nothing to keep for a next leader
         if not known:
             self.partitions_by_job.pop(job_id, None)
-            self.finished_producers.pop(job_id, None)
 
     def info(self) -> g.TaskExecutorInfo:
         slot_of = {eid: s.index for s in self.slot_table.slots for eid in s.tasks}

@@ -1,8 +1,9 @@
 """Batch jobs keep finished work across a master failover (issue 18, item 5): a real JobMaster that
 took over (``reconcile=True``) a BATCH job whose first stage finished under the earlier leader.
-The TaskExecutors report the first stage's subtasks FINISHED without a slot (their slots went back,
-their blocking results are kept there) and the second stage's tasks RUNNING: the new leader decides
-at once, runs nothing again and points consumers at the kept results."""
+The TaskExecutors report the first stage's subtasks FINISHED (in slots that went back since, or that
+the second stage runs in now; their blocking results are kept there) and the second stage's tasks
+RUNNING: the new leader decides at once, runs nothing again, takes no slot for what finished and
+points consumers at the kept results."""
 
 from __future__ import annotations
 
@@ -33,13 +34,14 @@ def report(rid: str, sub: int) -> ReconnectTaskManager:
         (SlotOffer(alloc, 0),),
         (
             ReportedTask(f"second{sub}-old", vid("second"), sub, 0, ExecutionState.RUNNING, alloc),
-            # finished under the earlier leader: its slot went back, its results are kept here
-            ReportedTask(f"first{sub}-old", vid("first"), sub, 0, ExecutionState.FINISHED, ""),
+            # finished under the earlier leader in the slot the second stage runs in now; its
+            # results are kept here
+            ReportedTask(f"first{sub}-old", vid("first"), sub, 0, ExecutionState.FINISHED, alloc),
         ),
     )
 
 
-def test_the_reconciliation_adopts_finished_producers_without_a_slot() -> None:
+def test_the_reconciliation_adopts_finished_producers_and_running_consumers_at_once() -> None:
     subtasks = {(vid(v), i): f"{v}-{i}" for v in ("first", "second") for i in range(2)}
     r = rc.Reconciliation(JOB, NEW, subtasks, deadline=10.0)
     assert r.handle(rc.ReportReceived(report("te-0", 0), 0.0)) == []
@@ -68,3 +70,6 @@ def test_a_new_leader_runs_no_finished_stage_again(start_jobmaster: StartJobMast
     # the kept results are where the TaskExecutor that reported them serves data
     assert [ev.current.slot.data_address for ev in first if ev.current.slot] == ["te-0:9000", "te-1:9000"]
     assert all(te.requests("submit_task") == [] and te.requests("cancel_task") == [] for te in tes)
+    # the second stage holds the slots; nothing finished took one
+    second = h.jm.eg.vertex(vid("second")).task_vertices
+    assert [ev.current.slot.allocation_id for ev in second if ev.current.slot] == ["alloc-0", "alloc-1"]
