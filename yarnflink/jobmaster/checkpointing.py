@@ -271,10 +271,7 @@ class CheckpointDriver:
                 self._published_id = started.published_id
             for skipped in started.skipped:
                 self._note_skipped(skipped)
-            actions = self.restore.handle(started)
-            if tasks_adopted:
-                actions = [a for a in actions if not isinstance(a, rp.RestoreCounted)]
-            self._apply(actions)
+            self._apply(self.restore.handle(started))  # adopted: nothing restored (restore.py)
         if self.ha is not None and self.storage is not None:
             await self._delete_orphans(self.ha, self.storage)
             if started is None or not started.skipped:  # (a retained one unread: its files unknown)

@@ -350,13 +350,16 @@ class JobMaster(RpcEndpoint):
             " (reconciliation timed out)" if decided.timed_out else "",
         )
         out = self.scheduler.start_reconciled(actions, time.monotonic(), now_ms())
-        if self.checkpoints is not None:  # adopted tasks run: the coordinator counts them (no restore)
+        self._apply(out)
+        if self.checkpoints is not None:  # adopted tasks keep their state (checkpoint/takeover.py)
+            adopted: dict[ExecutionState, list[Execution]] = {ExecutionState.RUNNING: [], ExecutionState.FINISHED: []}
             for a in actions:
                 if isinstance(a, (rc.Adopt, rc.MarkFinished)):
                     execution = self.eg.find_execution(a.task.execution_id)
-                    if execution is not None and execution.state == a.task.state:
-                        self.checkpoints.task_state_changed(execution, a.task.state)
-        self._apply(out)
+                    if execution is not None and execution.state in adopted:
+                        adopted[execution.state].append(execution)
+            # the latest completed checkpoint notified (committed once), in-flight ones aborted, ids continued
+            self.checkpoints.on_tasks_adopted(adopted[ExecutionState.RUNNING], adopted[ExecutionState.FINISHED])
         early, self._early_updates = self._early_updates, []
         for update in early:
             self._task_execution_state(update)

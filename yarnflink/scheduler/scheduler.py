@@ -223,8 +223,19 @@ class DefaultScheduler:
                 self.pool.adopt_slots(a.resource_id, [(o.allocation_id, o.slot_index, o.profile) for o in a.slots], now)
         failed: list[tuple[ExecutionVertex, Failure]] = []
         finished: list[ExecutionVertex] = []
+        addresses = {a.resource_id: (a.rpc_address, a.data_address) for a in decision if isinstance(a, rc.AdoptSlots)}
         for a in decision:
-            if isinstance(a, (rc.Adopt, rc.MarkFinished)):
+            if isinstance(a, rc.MarkFinished) and a.resource_id in addresses:
+                # finished (meanwhile, or under an earlier leader: item 5): it needs no slot -- its
+                # slot may be another stage's by now -- only where its results are kept
+                ev = self.eg.vertex(a.task.vertex_id).task_vertices[a.task.subtask_index]
+                rpc_address, data_address = addresses[a.resource_id]
+                e = ev.current
+                e.attempt_id, e.attempt_number, e.state = a.task.execution_id, a.task.attempt_number, a.task.state
+                e.slot = LogicalSlot("", a.resource_id, rpc_address, data_address, -1)
+                e.timestamps[a.task.state.value] = wall_ms
+                finished.append(ev)
+            elif isinstance(a, (rc.Adopt, rc.MarkFinished)):
                 ev = self.eg.vertex(a.task.vertex_id).task_vertices[a.task.subtask_index]
                 if self._take_over(ev, a.task, wall_ms):
                     if isinstance(a, rc.MarkFinished):
