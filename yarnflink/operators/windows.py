@@ -33,6 +33,7 @@ from yarnflink.operators.timers import InternalTimerService
 from yarnflink.operators.watermarks import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
 from yarnflink.operators.window_buffers import WindowBuffers
 from yarnflink.operators.window_columns import ColumnarWindows, FieldAggregator
+from yarnflink.operators.window_sessions import ColumnarSessions
 from yarnflink.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -369,15 +370,16 @@ class WindowOperator(StreamOperator):
         self._wfn = spec.window_function
         # the vectorized path (yarnflink.operators.window_columns): chosen by the first batch
         self._vec_params = window_parameters(spec.assigner) if self.event_time else None
+        self._vec_gap = spec.assigner.gap if type(spec.assigner) is EventTimeSessionWindows else None
         self._vec_candidate = (
             kind == "reduce"
             and isinstance(spec.function, FieldAggregator)
             and spec.window_function is None
             and self.keys.is_field
-            and self._vec_params is not None
+            and (self._vec_params is not None or self._vec_gap is not None)
         )
         self.mode: str | None = None  # "vec" | "rec"
-        self.columnar: ColumnarWindows | None = None
+        self.columnar: ColumnarWindows | ColumnarSessions | None = None
         # per record, event-time tumbling / sliding windows keep their contents in plain dicts
         self.buffers: WindowBuffers | None = None
         # the per-record path groups a batch by (key, window start) for tumbling / sliding windows
@@ -429,9 +431,8 @@ class WindowOperator(StreamOperator):
             if self.mode == "vec" or (batch.has_arrow and not batch.has_rows):
                 rb = batch.arrow()
                 columnar = self.columnar or self._new_columnar()
-                if columnar.eligible(rb):
+                if columnar.eligible(rb) and self._process_columnar(columnar, rb, batch.timestamps):
                     self.mode = "vec"
-                    self._process_columnar(columnar, rb, batch.timestamps)
                     return
             if self.mode == "vec":
                 self._leave_columnar()
@@ -655,8 +656,10 @@ class WindowOperator(StreamOperator):
         return 0
 
     # ------------------------------------------------------------------ vectorized path
-    def _new_columnar(self) -> ColumnarWindows:
+    def _new_columnar(self) -> ColumnarWindows | ColumnarSessions:
         """The columnar state, holding the (restored) contents of the keyed backend, if any."""
+        if self._vec_gap is not None:
+            return self._new_sessions(self._vec_gap)
         assert self._vec_params is not None and self.keys.field is not None
         size, slide, offset = self._vec_params
         fn = self.spec.function
@@ -681,18 +684,55 @@ class WindowOperator(StreamOperator):
         self.columnar = columnar
         return columnar
 
-    def _process_columnar(self, columnar: ColumnarWindows, rb: Any, ts: Any) -> None:
-        dropped = columnar.num_late_records_dropped
-        fired, fired_ts, late, late_ts = columnar.add_batch(
-            rb, np.asarray(ts, dtype=np.int64), self.current_watermark, self.late_tag
+    def _new_sessions(self, gap: int) -> ColumnarSessions:
+        """The columnar sessions, holding the (restored) sessions of the keyed backend, if any."""
+        assert self.keys.field is not None and self.merging_sets is not None
+        fn = self.spec.function
+        sessions = ColumnarSessions(
+            fn.agg, fn.field, self.keys.field, gap, self.allowed_lateness, self.ctx.max_parallelism
         )
+        items = []
+        backend, timers = self.backend, self.timers
+        assert timers is not None
+        queue = timers.event_queue
+        for kg, key, _ in backend.entries(_MERGING):
+            backend.set_current_key(key, kg)
+            mapping = self._merging_set()
+            self.merging_sets.clear()
+            for window, state_window in mapping.items():
+                self.contents.set_current_namespace(state_window)
+                record = self.contents.get()
+                self.contents.clear()
+                order = queue.seq_of(window.max_timestamp(), key, window, kg)
+                fired = not queue.remove(window.max_timestamp(), key, window, kg)
+                t = self._cleanup_time(window)
+                if t != MAX_TIMESTAMP:
+                    queue.remove(t, key, window, kg)
+                if record is not None:
+                    items.append((key, window.start, window.end, record, fired, -1 if order is None else order))
+        sessions.adopt(items)
+        self.columnar = sessions
+        return sessions
+
+    def _process_columnar(self, columnar: ColumnarWindows | ColumnarSessions, rb: Any, ts: Any) -> bool:
+        """Fold a batch into the columnar state; False (nothing changed) when it cannot."""
+        dropped = columnar.num_late_records_dropped
+        taken = columnar.add_batch(rb, np.asarray(ts, dtype=np.int64), self.current_watermark, self.late_tag)
+        if taken is None:
+            return False
+        fired, fired_ts, late, late_ts = taken
         self.num_late_records_dropped += columnar.num_late_records_dropped - dropped
-        if fired:
-            self.output.emit(Batch(fired, None, np.array(fired_ts, dtype=np.int64)))
+        if fired is not None and len(fired):
+            self.output.emit(
+                Batch(fired, None, np.asarray(fired_ts, dtype=np.int64))
+                if isinstance(fired, list)
+                else Batch(rb=fired, timestamps=np.asarray(fired_ts, dtype=np.int64))
+            )
         if late:
             assert self.late_tag is not None
             tag = self.late_tag
             self.output.emit(Batch([SideOutputRecord(tag, r) for r in late], None, np.array(late_ts, dtype=np.int64)))
+        return True
 
     def _fire_columnar(self, watermark: int) -> None:
         assert self.columnar is not None
@@ -713,6 +753,7 @@ class WindowOperator(StreamOperator):
         assert self.columnar is not None and self.timers is not None
         written = []
         backend = self.backend
+        sessions: dict[tuple[Any, int], dict] = {}  # merging-window sets: each session its own state window
         for key, kg, start, end, record, fired in self.columnar.entries():
             window = TimeWindow(start, end)
             backend.set_current_key(key, kg)
@@ -722,6 +763,11 @@ class WindowOperator(StreamOperator):
                 self.timers.register_event_time_timer(window, window.max_timestamp())
             self._register_cleanup_timer(window)
             written.append((key, kg, window))
+            if self.merging:
+                sessions.setdefault((key, kg), {})[window] = window
+        for (key, kg), mapping in sessions.items():
+            backend.set_current_key(key, kg)
+            self.merging_sets.update(mapping)  # type: ignore[union-attr]
         return written
 
     def _unwrite_columnar(self, written: list[tuple[Any, int, TimeWindow]]) -> None:
@@ -730,6 +776,8 @@ class WindowOperator(StreamOperator):
             self.backend.set_current_key(key, kg)
             self.contents.set_current_namespace(window)
             self.contents.clear()
+            if self.merging:
+                self.merging_sets.clear()  # type: ignore[union-attr]
             self.timers.delete_event_time_timer(window, window.max_timestamp())
             t = self._cleanup_time(window)
             if t != MAX_TIMESTAMP:
