@@ -85,9 +85,17 @@ class ColumnarSessions(ColumnarKeyed):
             self.last = grown
 
     def _append(
-        self, slot: np.ndarray, start: np.ndarray, end: np.ndarray, val: np.ndarray, seq: np.ndarray, fired: bool
+        self,
+        slot: np.ndarray,
+        start: np.ndarray,
+        end: np.ndarray,
+        val: np.ndarray,
+        seq: np.ndarray,
+        fired: bool,
+        ordered: bool = False,
     ) -> np.ndarray:
-        """Append sessions (their reps appended by the caller, in the same order); their rows."""
+        """Append sessions (their reps appended by the caller, in the same order); their rows.
+        ``ordered``: they are sorted by (slot, start) already."""
         m = len(slot)
         self._reserve(m)
         rows = np.arange(self.n, self.n + m)
@@ -99,9 +107,12 @@ class ColumnarSessions(ColumnarKeyed):
         # a new session is its key's latest unless the key has a later one (old elements)
         cur = self.last[slot]
         take = ~((cur >= 0) & (self.start[np.maximum(cur, 0)] > start))
-        o = np.lexsort((start, slot))  # repeated slots: the last assignment (latest start) stays
-        o = o[take[o]]
-        self.last[slot[o]] = rows[o]
+        if ordered:  # repeated slots: the last assignment (the latest start) stays
+            self.last[slot[take]] = rows[take]
+        else:
+            o = np.lexsort((start, slot))
+            o = o[take[o]]
+            self.last[slot[o]] = rows[o]
         return rows
 
     def _set_dtype(self, dt: np.dtype) -> None:
@@ -264,7 +275,7 @@ class ColumnarSessions(ColumnarKeyed):
         if len(new):
             starts = seg_start[new]
             self.pieces.append(rb.take(pa.array(src[starts])))
-            self._append(s_slot[starts], s_ts[starts], seg_max[new] + gap, acc[new], seg_seq[new], False)
+            self._append(s_slot[starts], s_ts[starts], seg_max[new] + gap, acc[new], seg_seq[new], False, True)
 
     # ------------------------------------------------------------------ firing
     def _reps(self) -> pa.RecordBatch | None:
