@@ -24,14 +24,15 @@ import numpy as np
 import pyarrow as pa
 
 from yarnflink.common.keygroups import key_group_ids
-from yarnflink.common.records import TIMESTAMPS_COLUMN, Batch, arrow_to_records
+from yarnflink.common.records import KIND_PICKLE, TIMESTAMPS_COLUMN, Batch, arrow_to_records, column_of, record_kind
 from yarnflink.operators.base import OperatorContext, StreamOperator
 from yarnflink.operators.functions import Function, RuntimeContext, Subscriptable
+from yarnflink.operators.keyed import _vec_key_type_ok
 from yarnflink.operators.keys import KeyExtractor
 from yarnflink.operators.specs import KeySelectorSpec
 from yarnflink.operators.timers import InternalTimerService
 from yarnflink.operators.watermarks import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
-from yarnflink.operators.window_buffers import WindowBuffers
+from yarnflink.operators.window_buffers import MISSING, WindowBuffers
 from yarnflink.operators.window_columns import ColumnarWindows, FieldAggregator
 from yarnflink.operators.window_sessions import ColumnarSessions
 from yarnflink.state.descriptors import (
@@ -399,6 +400,12 @@ class WindowOperator(StreamOperator):
             self._starts = lambda t: (t - (t - offset) % size,)
             self._tumbling = (size, offset)
         self._buffered = self.event_time and self._starts is not None
+        # an AggregateFunction's batch form (add_batch): one call per (key, window) and Arrow batch
+        self._batch_agg = (
+            self._agg
+            if kind == "aggregate" and callable(getattr(self._agg, "add_batch", None)) and self._buffered
+            else None
+        )
         self._rich = [
             f
             for f in (spec.function, spec.window_function, self.keys.rich)
@@ -437,6 +444,8 @@ class WindowOperator(StreamOperator):
             if self.mode == "vec":
                 self._leave_columnar()
         self.mode = "rec"
+        if self._batch_agg is not None and batch.has_arrow and not batch.has_rows and self._aggregate_batch(batch):
+            return
         rows = batch.rows()
         if not rows:
             return
@@ -480,6 +489,66 @@ class WindowOperator(StreamOperator):
                 late_ts.append(ts_list[i])
             else:
                 self.num_late_records_dropped += 1
+
+    def _aggregate_batch(self, batch: Batch) -> bool:
+        """Tumbling / sliding windows with an ``AggregateFunction`` that has ``add_batch``: the
+        batch is grouped by (window, key) with numpy and ``add_batch(rows, accumulator)`` is called
+        once per group with the group's rows (an Arrow RecordBatch, in arrival order), in the order
+        the groups' first elements arrived (the per-record path's order). Only when no window of
+        the batch has fired yet (else False: record by record, with lateness and late data)."""
+        ts = batch.timestamps
+        if ts is None or not len(batch) or not self.keys.is_field:
+            return False
+        ts = np.asarray(ts, dtype=np.int64)
+        if int(ts.min()) <= self.current_watermark:
+            return False
+        rb = batch.arrow()
+        if record_kind(rb) == KIND_PICKLE:
+            return False
+        try:
+            kcol = rb.column(column_of(rb, self.keys.field)[0])  # type: ignore[arg-type]
+        except (LookupError, TypeError):
+            return False
+        if kcol.null_count or not _vec_key_type_ok(kcol.type):
+            return False
+        enc = kcol.dictionary_encode()
+        codes = enc.indices.to_numpy(zero_copy_only=False)
+        ukeys = enc.dictionary.to_pylist()
+        buffers = self.buffers or self._new_buffers()
+        size, slide, offset = buffers.size, buffers.slide, buffers.offset
+        last = ts - np.mod(ts - offset, slide)
+        if slide == size:
+            elem, starts = np.arange(len(ts)), last
+        else:
+            k = -(-size // slide)
+            grid = last[:, None] - np.arange(k, dtype=np.int64)[None, :] * slide
+            valid = grid > (ts - size)[:, None]
+            elem = np.broadcast_to(np.arange(len(ts))[:, None], grid.shape)[valid]
+            starts = grid[valid]
+        pair_codes = codes[elem]
+        order = np.lexsort((pair_codes, starts))  # stable: arrival order within a group
+        s_st, s_c = starts[order], pair_codes[order]
+        brk = np.ones(len(order), dtype=bool)
+        brk[1:] = (s_st[1:] != s_st[:-1]) | (s_c[1:] != s_c[:-1])
+        gs = np.flatnonzero(brk)
+        ge = np.append(gs[1:], len(order))
+        gorder = np.argsort(order[gs], kind="stable")  # groups in the order of their first element
+        rows = rb.take(pa.array(elem[order]))
+        fn, buckets = self._batch_agg, buffers.buckets
+        assert fn is not None
+        g_start, g_key = s_st[gs].tolist(), s_c[gs].tolist()
+        g_lo, g_hi = gs.tolist(), ge.tolist()
+        for g in gorder.tolist():
+            start = g_start[g]
+            bucket = buckets.get(start)
+            if bucket is None:
+                bucket = buckets[start] = {}
+            key = ukeys[g_key[g]]
+            acc = bucket.get(key, MISSING)
+            if acc is MISSING:
+                acc = fn.create_accumulator()
+            bucket[key] = fn.add_batch(rows.slice(g_lo[g], g_hi[g] - g_lo[g]), acc)
+        return True
 
     def _new_buffers(self) -> WindowBuffers:
         """The dict buffers, holding the (restored) contents of the keyed backend, if any."""
