@@ -450,7 +450,6 @@ class WindowOperator(StreamOperator):
         if not rows:
             return
         keys = self.keys.keys_of_rows(rows)
-        kgs = key_group_ids(keys, self.ctx.max_parallelism).tolist()
         if self.event_time:
             ts = batch.timestamps
             if ts is None:
@@ -469,8 +468,10 @@ class WindowOperator(StreamOperator):
         if self._buffered:
             self._process_buffered(keys, rows, ts_list, late, late_ts)
         elif self._starts is not None:
+            kgs = key_group_ids(keys, self.ctx.max_parallelism).tolist()
             self._process_grouped(keys, kgs, rows, ts_list, late, late_ts)
         else:
+            kgs = key_group_ids(keys, self.ctx.max_parallelism).tolist()
             self._process_each(keys, kgs, rows, ts_list, late, late_ts)
         self._flush()
         if late:
