@@ -441,7 +441,7 @@ class WindowOperator(StreamOperator):
                 if columnar.eligible(rb) and self._process_columnar(columnar, rb, batch.timestamps):
                     self.mode = "vec"
                     return
-            if self.mode == "vec":
+            if self.columnar is not None:  # it may hold restored contents even before its first batch
                 self._leave_columnar()
         self.mode = "rec"
         if self._batch_agg is not None and batch.has_arrow and not batch.has_rows and self._aggregate_batch(batch):

@@ -232,3 +232,18 @@ def test_the_vectorized_path_emits_one_arrow_batch_per_watermark() -> None:
         (1, sum(range(1, 30, 3)), 1_000),
         (2, sum(range(2, 30, 3)), 2_000),
     ]
+
+
+@pytest.mark.parametrize("first", PATHS)
+def test_a_restored_operator_whose_first_batch_the_vectorized_path_cannot_take(first: str) -> None:
+    before = [[("a", 1, 1_000), ("b", 2, 1_500)], [("a", 3, 3_000)]]
+    op, _ = run(first, spec(), before, state=TaskStateManager(), name="window")
+    snapshot = snapshot_operators([("window", op)], 1, 0).result()
+    logs = []
+    for path in PATHS:
+        op, out = open_operator(spec(), state=TaskStateManager(restored=snapshot), name="window")
+        op.process_batch(events(path, ("a", 4, 8_000), ("a", 5, 5_500)))  # out of order: per record
+        assert op.mode == "rec" and op.columnar is None
+        op.end_input()
+        logs.append(out.log)
+    assert logs[0] == logs[1] and [r for e in logs[0] for r in e[1]] == [("b", 2, 1_500), ("a", 13, 1_000)]
