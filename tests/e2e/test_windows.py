@@ -190,3 +190,24 @@ def test_window_sum_on_arrow_batches_and_per_record(executor, vectorized: bool) 
         ("b", 1_500, 40),
         ("b", 12_000, 20),
     ]
+
+
+@pytest.mark.parametrize("vectorized", [True, False], ids=["vectorized", "per-record"])
+def test_session_window_sum_on_arrow_batches_and_per_record(executor, vectorized: bool) -> None:  # type: ignore[no-untyped-def]
+    """Event-time session windows with sum: the columnar sessions (Arrow batches, per key in
+    order) and the per-record path give the same sessions."""
+    bounded = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(1))
+    stream = _env().from_collection(sorted(EVENTS, key=lambda e: e[1]))
+    if vectorized:
+        stream = stream.map_batches(lambda rb: rb).assign_timestamps_and_watermarks(bounded.with_timestamp_column(1))
+    else:
+        stream = stream.assign_timestamps_and_watermarks(bounded.with_timestamp_assigner(lambda e, _ts: e[1]))
+    out = list(stream.key_by(0).window(EventTimeSessionWindows.with_gap(Time.seconds(3))).sum(2).execute_and_collect())
+    assert sorted(out) == [
+        ("a", 1_000, 1),
+        ("a", 4_999, 9),  # 4999 is more than the gap after 1000
+        ("a", 16_000, 5),
+        ("b", 1_500, 40),
+        ("b", 12_000, 20),
+        ("c", 3_000, 300),
+    ]

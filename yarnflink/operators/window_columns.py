@@ -105,7 +105,60 @@ class _Bucket:
         return slots[np.argsort(self.seq[slots], kind="stable")], self.reps
 
 
-class ColumnarWindows:
+class ColumnarKeyed:
+    """What the columnar window states share: which batches they take, and key -> slot."""
+
+    agg: str
+    field: Field
+    key_field: Field
+    slots: _SlotTable
+    _direct: np.ndarray
+
+    # ------------------------------------------------------------------ eligibility
+    def eligible(self, rb: pa.RecordBatch) -> bool:
+        """True when ``rb``'s key and value columns can be processed here."""
+        if record_kind(rb) == KIND_PICKLE:
+            return False
+        try:
+            kcol = rb.column(column_of(rb, self.key_field)[0])
+            vcol = rb.column(column_of(rb, self.field)[0])
+        except (LookupError, TypeError):
+            return False  # the per-record path raises the clear error
+        dt = _vec_value_dtype(vcol.type)
+        if dt is None or not _vec_key_type_ok(kcol.type) or kcol.null_count or vcol.null_count:
+            return False
+        if dt.kind == "f" and self.agg != "sum" and np.isnan(vcol.to_numpy(zero_copy_only=False)).any():
+            return False  # Python's min/max with NaN depend on the order: left to the per-record path
+        if pat.is_boolean(kcol.type):
+            return False  # True == 1 as a Python key: the per-record path keeps those semantics
+        return True
+
+    def _slots_of(self, kcol: pa.Array) -> np.ndarray:
+        """The slot of each row's key. Small non-negative integer keys go through a direct table
+        (value -> slot: one numpy take per batch); other keys are dictionary-encoded and only the
+        distinct ones looked up."""
+        if pat.is_integer(kcol.type) and len(kcol):
+            keys = kcol.to_numpy(zero_copy_only=False)
+            lo, hi = int(keys.min()), int(keys.max())
+            if lo >= 0 and hi < _DIRECT_LIMIT:
+                if len(self._direct) <= hi:
+                    grown = np.full(max(hi + 1, 2 * len(self._direct)), -1, dtype=np.int64)
+                    grown[: len(self._direct)] = self._direct
+                    self._direct = grown
+                row_slot = self._direct[keys]
+                missing = row_slot < 0
+                if missing.any():
+                    new_keys = np.unique(keys[missing])
+                    slots, _ = self.slots.lookup(pa.array(new_keys))
+                    self._direct[new_keys] = slots
+                    row_slot = self._direct[keys]
+                return row_slot
+        enc = kcol.dictionary_encode()
+        uslots, _ = self.slots.lookup(enc.dictionary)
+        return uslots[enc.indices.to_numpy(zero_copy_only=False)]
+
+
+class ColumnarWindows(ColumnarKeyed):
     """Columnar contents of tumbling / sliding event-time windows with a field aggregation."""
 
     def __init__(
@@ -130,25 +183,6 @@ class ColumnarWindows:
         self._first = np.empty(1024, dtype=np.int64)  # scratch: first row per slot
         self._direct = np.full(0, -1, dtype=np.int64)  # small int key -> slot (-1: not yet)
         self.num_late_records_dropped = 0
-
-    # ------------------------------------------------------------------ eligibility
-    def eligible(self, rb: pa.RecordBatch) -> bool:
-        """True when ``rb``'s key and value columns can be processed here."""
-        if record_kind(rb) == KIND_PICKLE:
-            return False
-        try:
-            kcol = rb.column(column_of(rb, self.key_field)[0])
-            vcol = rb.column(column_of(rb, self.field)[0])
-        except (LookupError, TypeError):
-            return False  # the per-record path raises the clear error
-        dt = _vec_value_dtype(vcol.type)
-        if dt is None or not _vec_key_type_ok(kcol.type) or kcol.null_count or vcol.null_count:
-            return False
-        if dt.kind == "f" and self.agg != "sum" and np.isnan(vcol.to_numpy(zero_copy_only=False)).any():
-            return False  # Python's min/max with NaN depend on the order: left to the per-record path
-        if pat.is_boolean(kcol.type):
-            return False  # True == 1 as a Python key: the per-record path keeps those semantics
-        return True
 
     # ------------------------------------------------------------------ time arithmetic
     def cleanup_time(self, end: np.ndarray | int) -> Any:
@@ -229,30 +263,6 @@ class ColumnarWindows:
                     late = arrow_to_records(rb.take(pa.array(idx)))
                     late_ts = ts[idx].tolist()
         return fired, fired_ts, late, late_ts
-
-    def _slots_of(self, kcol: pa.Array) -> np.ndarray:
-        """The slot of each row's key. Small non-negative integer keys go through a direct table
-        (value -> slot: one numpy take per batch); other keys are dictionary-encoded and only the
-        distinct ones looked up."""
-        if pat.is_integer(kcol.type) and len(kcol):
-            keys = kcol.to_numpy(zero_copy_only=False)
-            lo, hi = int(keys.min()), int(keys.max())
-            if lo >= 0 and hi < _DIRECT_LIMIT:
-                if len(self._direct) <= hi:
-                    grown = np.full(max(hi + 1, 2 * len(self._direct)), -1, dtype=np.int64)
-                    grown[: len(self._direct)] = self._direct
-                    self._direct = grown
-                row_slot = self._direct[keys]
-                missing = row_slot < 0
-                if missing.any():
-                    new_keys = np.unique(keys[missing])
-                    slots, _ = self.slots.lookup(pa.array(new_keys))
-                    self._direct[new_keys] = slots
-                    row_slot = self._direct[keys]
-                return row_slot
-        enc = kcol.dictionary_encode()
-        uslots, _ = self.slots.lookup(enc.dictionary)
-        return uslots[enc.indices.to_numpy(zero_copy_only=False)]
 
     def _promote(self, dtype: np.dtype) -> None:
         self.dtype = dtype

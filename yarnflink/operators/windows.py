@@ -24,15 +24,17 @@ import numpy as np
 import pyarrow as pa
 
 from yarnflink.common.keygroups import key_group_ids
-from yarnflink.common.records import TIMESTAMPS_COLUMN, Batch, arrow_to_records
+from yarnflink.common.records import KIND_PICKLE, TIMESTAMPS_COLUMN, Batch, arrow_to_records, column_of, record_kind
 from yarnflink.operators.base import OperatorContext, StreamOperator
 from yarnflink.operators.functions import Function, RuntimeContext, Subscriptable
+from yarnflink.operators.keyed import _vec_key_type_ok
 from yarnflink.operators.keys import KeyExtractor
 from yarnflink.operators.specs import KeySelectorSpec
 from yarnflink.operators.timers import InternalTimerService
 from yarnflink.operators.watermarks import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
-from yarnflink.operators.window_buffers import WindowBuffers
+from yarnflink.operators.window_buffers import MISSING, WindowBuffers
 from yarnflink.operators.window_columns import ColumnarWindows, FieldAggregator
+from yarnflink.operators.window_sessions import ColumnarSessions
 from yarnflink.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -369,15 +371,16 @@ class WindowOperator(StreamOperator):
         self._wfn = spec.window_function
         # the vectorized path (yarnflink.operators.window_columns): chosen by the first batch
         self._vec_params = window_parameters(spec.assigner) if self.event_time else None
+        self._vec_gap = spec.assigner.gap if type(spec.assigner) is EventTimeSessionWindows else None
         self._vec_candidate = (
             kind == "reduce"
             and isinstance(spec.function, FieldAggregator)
             and spec.window_function is None
             and self.keys.is_field
-            and self._vec_params is not None
+            and (self._vec_params is not None or self._vec_gap is not None)
         )
         self.mode: str | None = None  # "vec" | "rec"
-        self.columnar: ColumnarWindows | None = None
+        self.columnar: ColumnarWindows | ColumnarSessions | None = None
         # per record, event-time tumbling / sliding windows keep their contents in plain dicts
         self.buffers: WindowBuffers | None = None
         # the per-record path groups a batch by (key, window start) for tumbling / sliding windows
@@ -397,6 +400,12 @@ class WindowOperator(StreamOperator):
             self._starts = lambda t: (t - (t - offset) % size,)
             self._tumbling = (size, offset)
         self._buffered = self.event_time and self._starts is not None
+        # an AggregateFunction's batch form (add_batch): one call per (key, window) and Arrow batch
+        self._batch_agg = (
+            self._agg
+            if kind == "aggregate" and callable(getattr(self._agg, "add_batch", None)) and self._buffered
+            else None
+        )
         self._rich = [
             f
             for f in (spec.function, spec.window_function, self.keys.rich)
@@ -429,18 +438,18 @@ class WindowOperator(StreamOperator):
             if self.mode == "vec" or (batch.has_arrow and not batch.has_rows):
                 rb = batch.arrow()
                 columnar = self.columnar or self._new_columnar()
-                if columnar.eligible(rb):
+                if columnar.eligible(rb) and self._process_columnar(columnar, rb, batch.timestamps):
                     self.mode = "vec"
-                    self._process_columnar(columnar, rb, batch.timestamps)
                     return
-            if self.mode == "vec":
+            if self.columnar is not None:  # it may hold restored contents even before its first batch
                 self._leave_columnar()
         self.mode = "rec"
+        if self._batch_agg is not None and batch.has_arrow and not batch.has_rows and self._aggregate_batch(batch):
+            return
         rows = batch.rows()
         if not rows:
             return
         keys = self.keys.keys_of_rows(rows)
-        kgs = key_group_ids(keys, self.ctx.max_parallelism).tolist()
         if self.event_time:
             ts = batch.timestamps
             if ts is None:
@@ -459,8 +468,10 @@ class WindowOperator(StreamOperator):
         if self._buffered:
             self._process_buffered(keys, rows, ts_list, late, late_ts)
         elif self._starts is not None:
+            kgs = key_group_ids(keys, self.ctx.max_parallelism).tolist()
             self._process_grouped(keys, kgs, rows, ts_list, late, late_ts)
         else:
+            kgs = key_group_ids(keys, self.ctx.max_parallelism).tolist()
             self._process_each(keys, kgs, rows, ts_list, late, late_ts)
         self._flush()
         if late:
@@ -479,6 +490,66 @@ class WindowOperator(StreamOperator):
                 late_ts.append(ts_list[i])
             else:
                 self.num_late_records_dropped += 1
+
+    def _aggregate_batch(self, batch: Batch) -> bool:
+        """Tumbling / sliding windows with an ``AggregateFunction`` that has ``add_batch``: the
+        batch is grouped by (window, key) with numpy and ``add_batch(rows, accumulator)`` is called
+        once per group with the group's rows (an Arrow RecordBatch, in arrival order), in the order
+        the groups' first elements arrived (the per-record path's order). Only when no window of
+        the batch has fired yet (else False: record by record, with lateness and late data)."""
+        ts = batch.timestamps
+        if ts is None or not len(batch) or not self.keys.is_field:
+            return False
+        ts = np.asarray(ts, dtype=np.int64)
+        if int(ts.min()) <= self.current_watermark:
+            return False
+        rb = batch.arrow()
+        if record_kind(rb) == KIND_PICKLE:
+            return False
+        try:
+            kcol = rb.column(column_of(rb, self.keys.field)[0])  # type: ignore[arg-type]
+        except (LookupError, TypeError):
+            return False
+        if kcol.null_count or not _vec_key_type_ok(kcol.type):
+            return False
+        enc = kcol.dictionary_encode()
+        codes = enc.indices.to_numpy(zero_copy_only=False)
+        ukeys = enc.dictionary.to_pylist()
+        buffers = self.buffers or self._new_buffers()
+        size, slide, offset = buffers.size, buffers.slide, buffers.offset
+        last = ts - np.mod(ts - offset, slide)
+        if slide == size:
+            elem, starts = np.arange(len(ts)), last
+        else:
+            k = -(-size // slide)
+            grid = last[:, None] - np.arange(k, dtype=np.int64)[None, :] * slide
+            valid = grid > (ts - size)[:, None]
+            elem = np.broadcast_to(np.arange(len(ts))[:, None], grid.shape)[valid]
+            starts = grid[valid]
+        pair_codes = codes[elem]
+        order = np.lexsort((pair_codes, starts))  # stable: arrival order within a group
+        s_st, s_c = starts[order], pair_codes[order]
+        brk = np.ones(len(order), dtype=bool)
+        brk[1:] = (s_st[1:] != s_st[:-1]) | (s_c[1:] != s_c[:-1])
+        gs = np.flatnonzero(brk)
+        ge = np.append(gs[1:], len(order))
+        gorder = np.argsort(order[gs], kind="stable")  # groups in the order of their first element
+        rows = rb.take(pa.array(elem[order]))
+        fn, buckets = self._batch_agg, buffers.buckets
+        assert fn is not None
+        g_start, g_key = s_st[gs].tolist(), s_c[gs].tolist()
+        g_lo, g_hi = gs.tolist(), ge.tolist()
+        for g in gorder.tolist():
+            start = g_start[g]
+            bucket = buckets.get(start)
+            if bucket is None:
+                bucket = buckets[start] = {}
+            key = ukeys[g_key[g]]
+            acc = bucket.get(key, MISSING)
+            if acc is MISSING:
+                acc = fn.create_accumulator()
+            bucket[key] = fn.add_batch(rows.slice(g_lo[g], g_hi[g] - g_lo[g]), acc)
+        return True
 
     def _new_buffers(self) -> WindowBuffers:
         """The dict buffers, holding the (restored) contents of the keyed backend, if any."""
@@ -655,8 +726,10 @@ class WindowOperator(StreamOperator):
         return 0
 
     # ------------------------------------------------------------------ vectorized path
-    def _new_columnar(self) -> ColumnarWindows:
+    def _new_columnar(self) -> ColumnarWindows | ColumnarSessions:
         """The columnar state, holding the (restored) contents of the keyed backend, if any."""
+        if self._vec_gap is not None:
+            return self._new_sessions(self._vec_gap)
         assert self._vec_params is not None and self.keys.field is not None
         size, slide, offset = self._vec_params
         fn = self.spec.function
@@ -681,18 +754,55 @@ class WindowOperator(StreamOperator):
         self.columnar = columnar
         return columnar
 
-    def _process_columnar(self, columnar: ColumnarWindows, rb: Any, ts: Any) -> None:
-        dropped = columnar.num_late_records_dropped
-        fired, fired_ts, late, late_ts = columnar.add_batch(
-            rb, np.asarray(ts, dtype=np.int64), self.current_watermark, self.late_tag
+    def _new_sessions(self, gap: int) -> ColumnarSessions:
+        """The columnar sessions, holding the (restored) sessions of the keyed backend, if any."""
+        assert self.keys.field is not None and self.merging_sets is not None
+        fn = self.spec.function
+        sessions = ColumnarSessions(
+            fn.agg, fn.field, self.keys.field, gap, self.allowed_lateness, self.ctx.max_parallelism
         )
+        items = []
+        backend, timers = self.backend, self.timers
+        assert timers is not None
+        queue = timers.event_queue
+        for kg, key, _ in backend.entries(_MERGING):
+            backend.set_current_key(key, kg)
+            mapping = self._merging_set()
+            self.merging_sets.clear()
+            for window, state_window in mapping.items():
+                self.contents.set_current_namespace(state_window)
+                record = self.contents.get()
+                self.contents.clear()
+                order = queue.seq_of(window.max_timestamp(), key, window, kg)
+                fired = not queue.remove(window.max_timestamp(), key, window, kg)
+                t = self._cleanup_time(window)
+                if t != MAX_TIMESTAMP:
+                    queue.remove(t, key, window, kg)
+                if record is not None:
+                    items.append((key, window.start, window.end, record, fired, -1 if order is None else order))
+        sessions.adopt(items)
+        self.columnar = sessions
+        return sessions
+
+    def _process_columnar(self, columnar: ColumnarWindows | ColumnarSessions, rb: Any, ts: Any) -> bool:
+        """Fold a batch into the columnar state; False (nothing changed) when it cannot."""
+        dropped = columnar.num_late_records_dropped
+        taken = columnar.add_batch(rb, np.asarray(ts, dtype=np.int64), self.current_watermark, self.late_tag)
+        if taken is None:
+            return False
+        fired, fired_ts, late, late_ts = taken
         self.num_late_records_dropped += columnar.num_late_records_dropped - dropped
-        if fired:
-            self.output.emit(Batch(fired, None, np.array(fired_ts, dtype=np.int64)))
+        if fired is not None and len(fired):
+            self.output.emit(
+                Batch(fired, None, np.asarray(fired_ts, dtype=np.int64))
+                if isinstance(fired, list)
+                else Batch(rb=fired, timestamps=np.asarray(fired_ts, dtype=np.int64))
+            )
         if late:
             assert self.late_tag is not None
             tag = self.late_tag
             self.output.emit(Batch([SideOutputRecord(tag, r) for r in late], None, np.array(late_ts, dtype=np.int64)))
+        return True
 
     def _fire_columnar(self, watermark: int) -> None:
         assert self.columnar is not None
@@ -713,6 +823,7 @@ class WindowOperator(StreamOperator):
         assert self.columnar is not None and self.timers is not None
         written = []
         backend = self.backend
+        sessions: dict[tuple[Any, int], dict] = {}  # merging-window sets: each session its own state window
         for key, kg, start, end, record, fired in self.columnar.entries():
             window = TimeWindow(start, end)
             backend.set_current_key(key, kg)
@@ -722,6 +833,11 @@ class WindowOperator(StreamOperator):
                 self.timers.register_event_time_timer(window, window.max_timestamp())
             self._register_cleanup_timer(window)
             written.append((key, kg, window))
+            if self.merging:
+                sessions.setdefault((key, kg), {})[window] = window
+        for (key, kg), mapping in sessions.items():
+            backend.set_current_key(key, kg)
+            self.merging_sets.update(mapping)  # type: ignore[union-attr]
         return written
 
     def _unwrite_columnar(self, written: list[tuple[Any, int, TimeWindow]]) -> None:
@@ -730,6 +846,8 @@ class WindowOperator(StreamOperator):
             self.backend.set_current_key(key, kg)
             self.contents.set_current_namespace(window)
             self.contents.clear()
+            if self.merging:
+                self.merging_sets.clear()  # type: ignore[union-attr]
             self.timers.delete_event_time_timer(window, window.max_timestamp())
             t = self._cleanup_time(window)
             if t != MAX_TIMESTAMP:

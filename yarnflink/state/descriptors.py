@@ -199,7 +199,12 @@ class ReducingStateDescriptor(StateDescriptor):
 
 class AggregateFunction:
     """PyFlink's ``AggregateFunction``: an accumulator per key / window (generic as PyFlink's:
-    ``AggregateFunction[IN, ACC, OUT]`` is the class itself)."""
+    ``AggregateFunction[IN, ACC, OUT]`` is the class itself).
+
+    A yarnflink extension, optional: ``add_batch(self, rows: pyarrow.RecordBatch, accumulator)
+    -> accumulator`` adds several rows at once and must give what ``add`` gives row by row in
+    that order. Tumbling / sliding event-time windows on Arrow batches call it once per (key,
+    window) and batch with that group's rows (see docs/STATE_AND_EVENT_TIME.md)."""
 
     def __class_getitem__(cls, params: Any) -> Any:
         return cls

@@ -136,6 +136,10 @@ class KeyGroupedTimerQueue:
             self._changed(key_group, t, True)
         return True
 
+    def seq_of(self, timestamp: int, key: Any, namespace: Any, key_group: int) -> int | None:
+        """The registration order of a timer (equal timestamps fire in it), or None."""
+        return self._by_kg.get(key_group, {}).get((timestamp, key, namespace))
+
     def remove(self, timestamp: int, key: Any, namespace: Any, key_group: int) -> bool:
         entries = self._by_kg.get(key_group)
         t = (timestamp, key, namespace)
