@@ -35,9 +35,6 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("yarnflink/entrypoint/master.py", "yarnflink.highavailability.zookeeper.session_file"): (
         "kazoo loads only when ZooKeeper HA is configured (a YARN master records its session)"
     ),
-    ("yarnflink/state/task_state.py", "yarnflink.state.rocksdb"): (
-        "rocksdict (RocksDB's native library) loads only when state.backend.type is rocksdb"
-    ),
 }
 
 
