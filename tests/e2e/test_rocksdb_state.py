@@ -53,9 +53,7 @@ def rocks_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
     c.stop()
 
 
-# "true" (incremental checkpoints) passes once main has the storage fix that creates the shared
-# directory before a checkpoint's first shared file (branch h21incr, f55b851: 2 kills, exact, 11 s)
-@pytest.mark.parametrize("incremental", ["false"])
+@pytest.mark.parametrize("incremental", ["false", "true"])
 def test_windows_on_rocksdb_are_exactly_once_across_taskexecutor_kills(
     rocks_cluster: Cluster, tmp_path: Path, incremental: str
 ) -> None:
