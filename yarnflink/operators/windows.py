@@ -618,12 +618,12 @@ class WindowOperator(StreamOperator):
             t = ts_list[i]
             skipped = True
             for window in self.assigner.assign_windows(t):
+                known = False  # the element fell into a session unchanged: its timers exist
                 if self.merging:
-                    window = self._add_merging_window(window)
+                    window, state_window, known = self._add_merging_window(window)
                     if self._is_window_late(window):
                         self._retire(window)
                         continue
-                    state_window = self._merging_set()[window]
                 elif self._is_window_late(window):
                     continue
                 else:
@@ -631,6 +631,8 @@ class WindowOperator(StreamOperator):
                 skipped = False
                 self.contents.set_current_namespace(state_window)
                 self.contents.add(value)
+                if known and (not self.event_time or window.max_timestamp() > self.current_watermark):
+                    continue  # its timers were registered when the session got this extent
                 if self._trigger_on_element(window):
                     self._emit_window(key, window, state_window)
                 self._register_cleanup_timer(window)
@@ -977,17 +979,19 @@ class WindowOperator(StreamOperator):
             del mapping[window]
             self.merging_sets.update(mapping or None)  # type: ignore[union-attr]
 
-    def _add_merging_window(self, new: TimeWindow) -> TimeWindow:
-        """Flink's ``MergingWindowSet.addWindow``: the window ``new`` ends up in."""
+    def _add_merging_window(self, new: TimeWindow) -> tuple[TimeWindow, TimeWindow, bool]:
+        """Flink's ``MergingWindowSet.addWindow``: ``(the window new ends up in, its state window,
+        whether that window existed before unchanged)``."""
         mapping = dict(self._merging_set())
         result = new
-        merged_new = False
+        merged_new = known = False
         for cover, members in merge_time_windows(list(mapping) + [new]):
             members = list(members)
             if new in members:
                 members.remove(new)
                 merged_new = True
                 result = cover
+                known = len(members) == 1 and members[0] == cover
             if not members:
                 continue
             state_result = mapping[members[0]]
@@ -998,8 +1002,9 @@ class WindowOperator(StreamOperator):
                 self._merge(cover, members, state_result, merged_state)
         if not merged_new and new not in mapping:
             mapping[new] = new
-        self.merging_sets.update(mapping)  # type: ignore[union-attr]
-        return result
+        if not known:
+            self.merging_sets.update(mapping)  # type: ignore[union-attr]
+        return result, mapping[result], known
 
     def _merge(
         self, cover: TimeWindow, merged: list[TimeWindow], state_result: TimeWindow, merged_state: list[TimeWindow]

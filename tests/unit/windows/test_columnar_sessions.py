@@ -146,7 +146,7 @@ def _random_script(rng: random.Random, in_order: bool, lateness: int) -> list:
             batch.append((k, rng.randint(-5, 9), t))
         script.append(batch)
         if rng.random() < 0.6:
-            watermark = max(watermark, min(clock.values()) + rng.choice([-3_000, 0, 2_000]))
+            watermark = max(watermark, min(clock.values()) + rng.choice([-3_000, 0, 2_000, 6_000]))
             script.append(watermark)
     script.append("end")
     return script

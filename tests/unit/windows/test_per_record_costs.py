@@ -53,3 +53,25 @@ def test_no_window_object_timer_or_key_group_per_record(assigner: Any, monkeypat
     op.process_watermark(wm(10_000))
     assert calls["timer"] == 0 and calls["window"] <= 2 * 6 * 50  # one per (key, window) fired
     assert sum(r[1] for r in out.rows) == sum(range(5_000)) * (1 if assigner.size == 1_000 else 2)
+
+
+def test_session_elements_inside_a_session_register_no_timers(monkeypatch: pytest.MonkeyPatch) -> None:
+    gap = W.EventTimeSessionWindows.with_gap(Time.seconds(10))
+    op, out = open_operator(WindowSpec(gap, S.KeySelectorSpec(field=0), "reduce", lambda a, b: (a[0], a[1] + b[1])))
+    op.process_batch(Batch([("a", 1), ("a", 2)], None, np.array([1_000, 9_000])))  # session [1000, 19000)
+    queue = op.timers.event_queue  # type: ignore[union-attr]
+    calls: list[tuple] = []
+    real_add = queue.add
+
+    def add(*a: Any) -> bool:
+        new = real_add(*a)
+        calls.append((a[0], new))
+        return new
+
+    monkeypatch.setattr(queue, "add", add)
+    op.process_batch(Batch([("a", i) for i in range(100)], None, np.arange(1_000, 9_000, 80)))  # inside it
+    assert calls == []  # the session's timer exists already: not registered again per element
+    op.process_batch(Batch([("a", 1)], None, np.array([9_500])))  # moves the end: the new window's timer
+    assert [t for t, new in calls if new] == [19_499]
+    op.end_input()
+    assert out.timestamped == [(("a", 3 + sum(range(100)) + 1), 19_499)]
