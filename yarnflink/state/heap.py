@@ -702,7 +702,10 @@ class HeapKeyedStateBackend:
                     payload.release(_let_others_run)
                 written = sum(b.size for b in bases)
                 chain = Chain.materialized(checkpoint_id, tuple(bases))
-            metas = tuple(t.meta for t in self._tables.values())
+            # (from the views taken at the synchronous part: the task may register states meanwhile)
+            metas = tuple(table.meta for _, table, _, _ in views[0]) + tuple(
+                self._tables[name].meta for name, _ in views[1]
+            )
         with self._chain_lock:
             self._chains[checkpoint_id] = chain
         if not chain.files:
