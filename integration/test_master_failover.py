@@ -48,16 +48,6 @@ from tests.ha_takeover_jobs import (
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
-#: Strict: to be unmarked once it passes. Seen against main at 03ad829 (issue 18's adoption merged):
-#: (f) the TaskExecutor takes a refusal from the woken-up *old* JobMaster for losing the new one,
-#: stops heartbeating it and is timed out 10 s later (tasks redeployed). (g) passes with a 3 s
-#: reconciliation timeout; with the default 10 s (= the drills' heartbeat.timeout) the surviving
-#: TaskExecutor's heartbeats are refused while the reconciliation waits for the dead one's report,
-#: and both sides time each other out.
-ADOPTION_RACES = pytest.mark.xfail(
-    strict=True, reason="the TaskExecutor/JobMaster heartbeat races of the takeover (see the comment above)"
-)
-
 FULL = os.environ.get("YARNFLINK_HA_DRILL_FULL") == "1"
 N = 300_000 if FULL else 100_000
 STALE = "Status.HighAvailability.StaleRpcsRejected"
@@ -190,7 +180,6 @@ def _assert_not_redeployed(job: Job, parallelism: int = 2) -> None:
 
 
 # ----------------------------------------------------------------------------- (f)
-@ADOPTION_RACES
 def test_f_sigstop_of_the_leader_then_sigcont_no_stale_call_accepted_no_task_redeployed(
     ha_cluster: Callable[..., Any], zookeeper: Any, tmp_path: Path
 ) -> None:
@@ -244,8 +233,9 @@ def test_f_sigstop_of_the_leader_then_sigcont_no_stale_call_accepted_no_task_red
 def test_g_a_taskexecutor_killed_while_no_master_leads_is_recovered_by_region_failover(
     ha_cluster: Callable[..., Any], zookeeper: Any, tmp_path: Path
 ) -> None:
-    # the new leader waits this long for the dead TaskExecutor's report before it fails its subtask over
-    cluster = ha_cluster(zookeeper.address, extra={"high-availability.jobmaster.reconciliation-timeout": "3 s"})
+    # the new leader waits the default reconciliation timeout (10 s, the drills' heartbeat.timeout)
+    # for the dead TaskExecutor's report; the survivor's heartbeats are taken meanwhile
+    cluster = ha_cluster(zookeeper.address)
     job = Job(cluster, tmp_path)
     job.wait_checkpointed()
     pid_of = {e["subtask"]: e["pid"] for e in opens(job.log, "map")}
