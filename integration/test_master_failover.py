@@ -18,8 +18,10 @@ how often each subtask was deployed over the whole drill.
 (i) A BATCH job with a blocking exchange, the leader SIGKILLed once its first stage finished: the
     first stage does not run again (its executions counted).
 
-Short forms run in the suite (each well under 20 s of drill on a quiet machine, plus the
-cluster's start); ``YARNFLINK_HA_DRILL_FULL=1`` (``scripts/ha-drills``) runs the long forms: more
+Short forms run in the suite (each well under 20 s of drill on a quiet machine). (f), (h) and (i)
+share one cluster (``shared_ha_cluster``: its start, ~10 s of Python imports on the loaded 2-core
+VM, is paid once; a master killed by a drill is started again as a standby before the next);
+(g) kills a TaskExecutor and has a cluster of its own; ``YARNFLINK_HA_DRILL_FULL=1`` (``scripts/ha-drills``) runs the long forms: more
 records, three SIGSTOP rounds, both finalize windows.
 """
 
@@ -37,7 +39,7 @@ from typing import Any
 
 import pytest
 
-from tests.ha_jobs import running_with_checkpoint_after, takeover, wait_until
+from tests.ha_jobs import running_with_checkpoint_after, takeover, wait_until, with_standbys
 from tests.ha_takeover_jobs import (
     committed_values,
     expected_batch_sums,
@@ -47,16 +49,6 @@ from tests.ha_takeover_jobs import (
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
-
-#: Strict: to be unmarked once it passes. Seen against main at 03ad829 (issue 18's adoption merged):
-#: (f) the TaskExecutor takes a refusal from the woken-up *old* JobMaster for losing the new one,
-#: stops heartbeating it and is timed out 10 s later (tasks redeployed). (g) passes with a 3 s
-#: reconciliation timeout; with the default 10 s (= the drills' heartbeat.timeout) the surviving
-#: TaskExecutor's heartbeats are refused while the reconciliation waits for the dead one's report,
-#: and both sides time each other out.
-ADOPTION_RACES = pytest.mark.xfail(
-    strict=True, reason="the TaskExecutor/JobMaster heartbeat races of the takeover (see the comment above)"
-)
 
 FULL = os.environ.get("YARNFLINK_HA_DRILL_FULL") == "1"
 N = 300_000 if FULL else 100_000
@@ -189,12 +181,38 @@ def _assert_not_redeployed(job: Job, parallelism: int = 2) -> None:
     assert restored is None, f"a checkpoint was restored: {restored}"
 
 
-# ----------------------------------------------------------------------------- (f)
-@ADOPTION_RACES
-def test_f_sigstop_of_the_leader_then_sigcont_no_stale_call_accepted_no_task_redeployed(
+# ----------------------------------------------------------------------------- (g)
+# (first: it kills a TaskExecutor, so it has a cluster of its own, stopped before the shared one starts)
+def test_g_a_taskexecutor_killed_while_no_master_leads_is_recovered_by_region_failover(
     ha_cluster: Callable[..., Any], zookeeper: Any, tmp_path: Path
 ) -> None:
+    # the new leader waits the default reconciliation timeout (10 s, the drills' heartbeat.timeout)
+    # for the dead TaskExecutor's report; the survivor's heartbeats are taken meanwhile
     cluster = ha_cluster(zookeeper.address)
+    job = Job(cluster, tmp_path)
+    job.wait_checkpointed()
+    pid_of = {e["subtask"]: e["pid"] for e in opens(job.log, "map")}
+    assert len(pid_of) == 2 and pid_of[0] != pid_of[1], f"subtasks not spread over both TaskExecutors: {pid_of}"
+    victim = pid_of[1]
+    t = takeover(cluster, [job.id], after_kill=lambda: os.kill(victim, signal.SIGKILL))
+    print(f"\n(g) {t.line()} (TaskExecutor {victim} SIGKILLed while no master led)")
+    details = job.finish()
+    counts = job.opens_per_subtask()
+    assert counts[0] == 1, f"subtask 0 (its TaskExecutor lived) was deployed again: {counts}"
+    assert counts[1] >= 2, f"subtask 1 (its TaskExecutor was killed) was not restarted: {counts}"
+    assert details["numRestarts"] >= 1
+    with cluster.rest() as rest:
+        history = rest.get_json(f"/jobs/{job.id}/exceptions")
+    print(
+        f"(g) open() per subtask {counts}, numRestarts {details['numRestarts']}, {len(history.get('exceptionHistory', {}).get('entries', []))} failure(s) recorded"
+    )
+
+
+# ----------------------------------------------------------------------------- (f)
+def test_f_sigstop_of_the_leader_then_sigcont_no_stale_call_accepted_no_task_redeployed(
+    shared_ha_cluster: Any, tmp_path: Path
+) -> None:
+    cluster = with_standbys(shared_ha_cluster)
     job = Job(cluster, tmp_path)
     seen = job.wait_checkpointed()
     executions = _tasks(cluster, job.id)
@@ -240,37 +258,12 @@ def test_f_sigstop_of_the_leader_then_sigcont_no_stale_call_accepted_no_task_red
     _assert_not_redeployed(job)
 
 
-# ----------------------------------------------------------------------------- (g)
-def test_g_a_taskexecutor_killed_while_no_master_leads_is_recovered_by_region_failover(
-    ha_cluster: Callable[..., Any], zookeeper: Any, tmp_path: Path
-) -> None:
-    # the new leader waits this long for the dead TaskExecutor's report before it fails its subtask over
-    cluster = ha_cluster(zookeeper.address, extra={"high-availability.jobmaster.reconciliation-timeout": "3 s"})
-    job = Job(cluster, tmp_path)
-    job.wait_checkpointed()
-    pid_of = {e["subtask"]: e["pid"] for e in opens(job.log, "map")}
-    assert len(pid_of) == 2 and pid_of[0] != pid_of[1], f"subtasks not spread over both TaskExecutors: {pid_of}"
-    victim = pid_of[1]
-    t = takeover(cluster, [job.id], after_kill=lambda: os.kill(victim, signal.SIGKILL))
-    print(f"\n(g) {t.line()} (TaskExecutor {victim} SIGKILLed while no master led)")
-    details = job.finish()
-    counts = job.opens_per_subtask()
-    assert counts[0] == 1, f"subtask 0 (its TaskExecutor lived) was deployed again: {counts}"
-    assert counts[1] >= 2, f"subtask 1 (its TaskExecutor was killed) was not restarted: {counts}"
-    assert details["numRestarts"] >= 1
-    with cluster.rest() as rest:
-        history = rest.get_json(f"/jobs/{job.id}/exceptions")
-    print(
-        f"(g) open() per subtask {counts}, numRestarts {details['numRestarts']}, {len(history.get('exceptionHistory', {}).get('entries', []))} failure(s) recorded"
-    )
-
-
 # ----------------------------------------------------------------------------- (h)
 @pytest.mark.parametrize("window", ["pointer", "metadata"] if FULL else ["pointer"])
 def test_h_a_leader_killed_while_finalizing_a_checkpoint_has_it_committed_exactly_once(
-    ha_cluster: Callable[..., Any], zookeeper: Any, tmp_path: Path, window: str
+    shared_ha_cluster: Any, tmp_path: Path, window: str
 ) -> None:
-    cluster = ha_cluster(zookeeper.address)
+    cluster = with_standbys(shared_ha_cluster)
     trigger = tmp_path / "kill-during-finalize"
     job = Job(cluster, tmp_path, config={f"execution.checkpointing.testing.kill-master-after-{window}": str(trigger)})
     seen = job.wait_checkpointed()
@@ -307,9 +300,9 @@ def test_h_a_leader_killed_while_finalizing_a_checkpoint_has_it_committed_exactl
 
 # ----------------------------------------------------------------------------- (i)
 def test_i_a_batch_job_keeps_its_finished_first_stage_across_a_leader_sigkill(
-    ha_cluster: Callable[..., Any], zookeeper: Any, tmp_path: Path
+    shared_ha_cluster: Any, tmp_path: Path
 ) -> None:
-    cluster = ha_cluster(zookeeper.address)
+    cluster = with_standbys(shared_ha_cluster)
     n = 200_000 if FULL else 20_000
     flag, out, log = tmp_path / "hold", tmp_path / "batch.out", tmp_path / "batch.opens"
     flag.touch()  # the second stage waits for it to go

@@ -23,6 +23,7 @@ from yarnflink import FileSink, MapFunction, StreamExecutionEnvironment
 from yarnflink.api.environment import set_default_executor
 from yarnflink.client.executor import RestClusterExecutor
 from yarnflink.client.rest_client import RestClient, RestClientError
+from yarnflink.client.sessions import pid_alive
 from yarnflink.deployment.local.ha_session import LocalHaCluster
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -202,3 +203,14 @@ def takeover(
             wait_until(running, timeout, f"job {job_id} RUNNING under the new leader")
     t2 = time.monotonic()
     return Takeover(old, new if new is not None else -1, t1 - t0, t2 - t0)
+
+
+def with_standbys(cluster: LocalHaCluster) -> LocalHaCluster:
+    """``cluster`` with every master serving again: one killed (or that killed itself) by an
+    earlier drill is restarted as a standby and waited for."""
+    dead = [index for index, pid in cluster.master_pids.items() if not pid_alive(pid)]
+    for index in dead:
+        cluster.restart(index, wait=False)
+    for index in dead:
+        cluster.wait_started(index)
+    return cluster

@@ -838,6 +838,11 @@ class JobMaster(RpcEndpoint):
     ) -> None:
         check_fencing(self.jobmaster_id, request.jobmaster_id, "JobMaster")
         tm = self.slot_pool.task_managers.get(request.resource_id)
+        if tm is None and self.reconciliation is not None and self.reconciliation.pending_for(request.resource_id):
+            # reported its kept tasks; the decision waits for other TaskExecutors' reports: it
+            # is this job's TaskManager already (refusing would make both sides time each other
+            # out and its adopted tasks be redeployed); the decision registers it
+            return
         if tm is None:
             # lost (or never registered): not answering lets its heartbeat timeout of this
             # JobMaster free the job's slots there, should the disconnect_job_manager sent at its

@@ -199,6 +199,13 @@ class Reconciliation:
         self._reports[report.resource_id] = _Report(report)
         return self._maybe_decide(now)
 
+    def pending_for(self, resource_id: str) -> bool:
+        """The TaskExecutor reported (this leader's id) and the decision is still pending: it
+        counts as the job's TaskManager, e.g. for its heartbeats, until the decision registers
+        it (its slots adopted) or drops it."""
+        r = self._reports.get(resource_id)
+        return not self.decided and r is not None and not r.lost
+
     # ------------------------------------------------------------------ deciding
     def _covered(self) -> set[Subtask]:
         return {

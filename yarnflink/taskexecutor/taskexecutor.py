@@ -370,17 +370,31 @@ class TaskExecutor(RpcEndpoint):
                     self._spawn(self._heartbeat_job_manager(conn))
 
     async def _heartbeat_job_manager(self, conn: JobManagerConnection) -> None:
+        address, jobmaster_id = conn.address, conn.jobmaster_id
+
+        def current() -> bool:
+            """The answer is about the job's current JobMaster: an answer or refusal of one it
+            no longer works for (a deposed leader that was frozen while the heartbeat was in
+            flight, then woke up) changes nothing."""
+            return self.job_managers.get(conn.job_id) is conn and (conn.address, conn.jobmaster_id) == (
+                address,
+                jobmaster_id,
+            )
+
         try:
-            await self.gateways.job_master(conn.address).heartbeat_from_task_manager(
+            await self.gateways.job_master(address).heartbeat_from_task_manager(
                 TaskManagerHeartbeat(
-                    conn.jobmaster_id,
+                    jobmaster_id,
                     self.resource_id,
                     tuple(t.execution_id for t in self.tasks.values() if t.job_id == conn.job_id),
                 ),
                 timeout=self.heartbeat_timeout_s,
             )
         except RpcException as e:
-            if self.job_managers.get(conn.job_id) is not conn:
+            if not current():
+                log.debug(
+                    "job %s: late heartbeat answer of its former JobMaster at %s ignored: %s", conn.job_id, address, e
+                )
                 return
             if isinstance(e, FencingTokenMismatch):  # that JobMaster no longer leads the job
                 await self._job_manager_lost(conn.job_id, f"the JobMaster of job {conn.job_id} refused: {e}")
@@ -389,7 +403,7 @@ class TaskExecutor(RpcEndpoint):
             else:
                 log.info("heartbeat to JobMaster of job %s failed: %s", conn.job_id, e)
             return
-        if self.job_managers.get(conn.job_id) is conn:
+        if current() and conn.connected.is_set():
             self.jm_heartbeats.received(conn.job_id, time.monotonic())
 
     async def _job_manager_lost(self, job_id: str, cause: str) -> None:

@@ -11,7 +11,7 @@ import pytest
 from tests.fakes.conditions import wait_until
 from tests.unit.jobmaster.harness import StartJobMaster
 from tests.unit.scheduler.helpers import graph, vid
-from yarnflink.common.rpc_errors import FencingTokenMismatch, RpcRejected
+from yarnflink.common.rpc_errors import FencingTokenMismatch, RpcRejected, UnknownTarget
 from yarnflink.executiongraph.executiongraph import ExecutionState, JobStatus
 from yarnflink.jobmaster.gateway import (
     ReconnectTaskManager,
@@ -19,6 +19,7 @@ from yarnflink.jobmaster.gateway import (
     SerializedThrowable,
     SlotOffer,
     TaskExecutionState,
+    TaskManagerHeartbeat,
 )
 
 NEW = "0000000007-" + "e" * 32
@@ -92,6 +93,35 @@ def test_a_missing_task_executor_restarts_only_its_region_at_the_timeout(start_j
     # the failed region asks for a slot: it is not deployed into te-0's slot, which runs region 0
     wait_until(lambda: h.rm.count("declare_required_resources") >= 1, what="requirements declared")
     assert te0.requests("submit_task") == []
+
+
+def test_a_task_executor_that_reported_is_registered_for_heartbeats_while_the_decision_pends(
+    start_jobmaster: StartJobMaster,
+) -> None:
+    """Drill (g) with the default reconciliation timeout: while the new leader waits for a dead
+    TaskExecutor's report, the survivor that reported must not have its heartbeats refused ("not
+    registered"), else both sides time each other out and its adopted tasks are redeployed."""
+    h = start_jobmaster(
+        job_graph=two_pipelines(),
+        jobmaster_id=NEW,
+        reconcile=True,
+        config={"high-availability.jobmaster.reconciliation-timeout": "1 s"},
+    )
+    h.add_task_executor("te-0")
+    h.add_task_executor("te-1")
+    h.call(lambda: h.jm.reconnect_task_manager(report("te-0", 0)))
+    for _ in range(3):  # te-1 never reports (it died while the job had no leader)
+        h.call(lambda: h.jm.heartbeat_from_task_manager(TaskManagerHeartbeat(NEW, "te-0", ("src0-old", "sink0-old"))))
+    assert h.jm.reconciled is None  # still waiting for te-1
+    with pytest.raises(UnknownTarget, match="not registered"):
+        h.call(lambda: h.jm.heartbeat_from_task_manager(TaskManagerHeartbeat(NEW, "te-1", ())))
+    with pytest.raises(FencingTokenMismatch):
+        h.call(lambda: h.jm.heartbeat_from_task_manager(TaskManagerHeartbeat(OLD, "te-0", ())))
+    wait_until(lambda: h.jm.reconciled is not None, what="reconciled after the timeout")
+    assert "te-0" in h.jm.slot_pool.task_managers  # registered by the adoption
+    h.call(lambda: h.jm.heartbeat_from_task_manager(TaskManagerHeartbeat(NEW, "te-0", ("src0-old", "sink0-old"))))
+    adopted = {e.attempt_id for e in h.jm.eg.executions()}
+    assert {"src0-old", "sink0-old"} <= adopted
 
 
 def test_a_report_of_an_older_leader_is_refused_and_a_fresh_jobmaster_adopts_nothing(

@@ -96,6 +96,20 @@ def test_a_task_executor_missing_fails_its_subtasks_at_the_timeout() -> None:
     assert actions[-1] == Decided(adopted=2, finished=0, failed=2, timed_out=True)
 
 
+def test_a_task_executor_that_reported_is_pending_until_the_decision() -> None:
+    r = core()
+    assert not r.pending_for("te1")
+    r.handle(ReportReceived(te1(), 1.0))
+    r.handle(ReportReceived(report("te3", task("src", 1, "s9"), jobmaster_id=OLD), 1.0))  # refused: not pending
+    assert r.pending_for("te1") and not r.pending_for("te2") and not r.pending_for("te3")
+    r.handle(TaskManagerLost("te1", "heartbeat timed out", 2.0))
+    assert not r.pending_for("te1")
+    r = core()
+    r.handle(ReportReceived(te1(), 1.0))
+    r.handle(Timeout(10.0))
+    assert not r.pending_for("te1")  # decided: the JobMaster's own registration counts from now
+
+
 def test_a_task_executor_lost_before_the_decision_fails_what_it_reported() -> None:
     r = core()
     r.handle(ReportReceived(te1(), 1.0))

@@ -6,6 +6,8 @@ updates for it, gives up after the reconnect timeout, and refuses the calls of a
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -18,7 +20,7 @@ from tests.unit.taskexecutor.harness import JM_ADDRESS, JOB, RM_ADDRESS, Harness
 from yarnflink.common.rpc_errors import FencingTokenMismatch, RpcRejected, RpcUnreachable
 from yarnflink.executiongraph.executiongraph import ExecutionState
 from yarnflink.highavailability.leaderretrieval import LeaderRetrievalService
-from yarnflink.jobmaster.gateway import ReconnectTaskManager
+from yarnflink.jobmaster.gateway import ReconnectTaskManager, TaskManagerHeartbeat
 from yarnflink.resourcemanager.resources import UNKNOWN
 from yarnflink.taskexecutor import gateway as g
 
@@ -128,6 +130,36 @@ def test_calls_of_the_deposed_leader_are_refused_stale_calls_accepted_zero(
     wait_until(lambda: h.te.stale_rpcs_rejected - before == len(stale) + 1, what="the old epoch refused")
     assert h.te.job_managers[JOB].jobmaster_id == NEW_JM
     assert h.te.tasks["exec-1"].state == ExecutionState.RUNNING and h.slot_state("alloc-1") is not None
+
+
+def test_a_late_refusal_of_the_deposed_leader_changes_nothing(start_task_executor: StartTaskExecutor) -> None:
+    """Drill (f), SIGSTOP/SIGCONT of the leader: heartbeats sent to the old JobMaster while it was
+    frozen are answered after the TaskExecutor has switched to the new one. That old JobMaster's
+    refusal (or answer) is not about the current connection: the job stays connected to the new
+    leader and its heartbeats go on."""
+    h, _, job_retriever = _running(start_task_executor)
+    thawed = threading.Event()
+
+    async def frozen(request: TaskManagerHeartbeat) -> None:  # answers once SIGCONT'ed: no longer the leader
+        while not thawed.is_set():
+            await asyncio.sleep(0.01)
+        raise FencingTokenMismatch("fencing token mismatch for JobMaster: expected <none>, got " + OLD_JM)
+
+    h.jm.heartbeat_from_task_manager_function = frozen
+    wait_until(lambda: h.jm.count("heartbeat_from_task_manager") >= 3, what="heartbeats in flight to the old leader")
+    jm2 = h.resolver.add_job_master(JM_2, jobmaster_id=NEW_JM)
+    job_retriever.publish(NEW_JM, JM_2)
+    wait_until(lambda: h.te.job_managers[JOB].jobmaster_id == NEW_JM, what="reconnected")
+    wait_until(lambda: jm2.count("heartbeat_from_task_manager") >= 1, what="heartbeats to the new leader")
+    old_calls = h.jm.count("heartbeat_from_task_manager")
+    thawed.set()  # the old leader's refusals of the heartbeats sent to it arrive now
+    seen = jm2.count("heartbeat_from_task_manager")
+    wait_until(lambda: jm2.count("heartbeat_from_task_manager") >= seen + 10, what="heartbeats to the new leader go on")
+    conn = h.te.job_managers[JOB]
+    assert conn.connected.is_set() and conn.jobmaster_id == NEW_JM and conn.reconnect_timer is None
+    assert h.jm.count("heartbeat_from_task_manager") == old_calls  # none sent to the old leader since
+    assert {r.jobmaster_id for r in jm2.requests("heartbeat_from_task_manager")} == {NEW_JM}
+    assert h.te.tasks["exec-1"].state == ExecutionState.RUNNING and h.te.jobs_reconnected == 1
 
 
 def test_no_leader_within_the_reconnect_timeout_fails_the_tasks_and_frees_the_slots(
