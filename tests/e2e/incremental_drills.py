@@ -46,8 +46,8 @@ from .kill_drill import (
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-#: the state backends the drills run with (h21rocks adds "rocksdb")
-DRILL_BACKENDS = ("hashmap",)
+#: the state backends the drills run with
+DRILL_BACKENDS = ("hashmap", "rocksdb")
 FULL = os.environ.get("YARNFLINK_INCREMENTAL_DRILLS_FULL") == "1"
 KILLS = 10 if FULL else 2
 RETENTION_CHECKPOINTS = 100 if FULL else 12

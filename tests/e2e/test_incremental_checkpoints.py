@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,7 +63,14 @@ def where(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Cluster, Stor
     return request.getfixturevalue("s3_cluster"), Store(f"s3://{BUCKET}/{uuid.uuid4().hex}", options)
 
 
-@pytest.mark.parametrize("backend", DRILL_BACKENDS)
+def _forms(*short: tuple[str, str]) -> Any:
+    """(storage, backend) pairs of a drill: every pair in the full form; in the suite's short form
+    only ``short`` (between them the drills cover both backends and both storages)."""
+    pairs = [(w, b) for w in ("file", "s3") for b in DRILL_BACKENDS] if FULL else list(short)
+    return pytest.mark.parametrize(("where", "backend"), pairs, indirect=["where"])
+
+
+@_forms(("file", "hashmap"), ("file", "rocksdb"), ("s3", "rocksdb"))
 def test_taskexecutor_kills_with_incremental_checkpoints_are_exactly_once(
     where: tuple[Cluster, Store], backend: str, tmp_path: Path
 ) -> None:
@@ -70,8 +78,7 @@ def test_taskexecutor_kills_with_incremental_checkpoints_are_exactly_once(
     kill_drill(cluster, tmp_path, store, backend)
 
 
-@pytest.mark.parametrize("where", ["file", "s3"] if FULL else ["file"], indirect=True)  # (S3: the full form)
-@pytest.mark.parametrize("backend", DRILL_BACKENDS)
+@_forms(("file", "hashmap"))
 def test_savepoints_of_an_incremental_job_are_self_contained_and_rescale_2_3_1_exactly(
     where: tuple[Cluster, Store], backend: str, tmp_path: Path
 ) -> None:
@@ -79,7 +86,7 @@ def test_savepoints_of_an_incremental_job_are_self_contained_and_rescale_2_3_1_e
     savepoint_rescale_drill(cluster, tmp_path, store, backend)
 
 
-@pytest.mark.parametrize("backend", DRILL_BACKENDS)
+@_forms(("file", "hashmap"))
 def test_a_corrupt_or_missing_shared_file_is_named_and_the_previous_checkpoint_restored(
     where: tuple[Cluster, Store], backend: str, tmp_path: Path
 ) -> None:
@@ -87,7 +94,7 @@ def test_a_corrupt_or_missing_shared_file_is_named_and_the_previous_checkpoint_r
     damaged_shared_file_drill(cluster, tmp_path, store, backend)
 
 
-@pytest.mark.parametrize("backend", DRILL_BACKENDS)
+@_forms(("file", "rocksdb"))
 def test_after_many_checkpoints_storage_holds_only_what_the_retained_ones_refer_to(
     where: tuple[Cluster, Store], backend: str, tmp_path: Path
 ) -> None:
