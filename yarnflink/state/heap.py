@@ -88,6 +88,19 @@ class StateMigrationError(RuntimeError):
     """A state is declared differently from how it was registered or restored."""
 
 
+def check_redeclaration(meta: StateMetaInfo, kind: str, ttl: bool) -> None:
+    """A registered state declared again must keep its kind and whether it has a TTL (both backends)."""
+    if meta.kind != kind:
+        raise StateMigrationError(
+            f"state {meta.name!r} is registered as {meta.kind} state, but is now declared as {kind} state"
+        )
+    if meta.ttl != ttl:
+        raise StateMigrationError(
+            f"state {meta.name!r} was registered {'with' if meta.ttl else 'without'} a TTL and is now "
+            f"declared {'with' if ttl else 'without'} one; the TTL setting of a state cannot change"
+        )
+
+
 class KeyGroupRangeError(RuntimeError):
     """A key does not belong to the key groups of this backend."""
 
@@ -372,15 +385,8 @@ class HeapKeyedStateBackend:
         t = self._tables.get(name)
         if t is None:
             t = self._tables[name] = StateTable(StateMetaInfo(name, kind, ttl))
-        elif t.meta.kind != kind:
-            raise StateMigrationError(
-                f"state {name!r} is registered as {t.meta.kind} state, but is now declared as {kind} state"
-            )
-        elif t.meta.ttl != ttl:
-            raise StateMigrationError(
-                f"state {name!r} was registered {'with' if t.meta.ttl else 'without'} a TTL and is now "
-                f"declared {'with' if ttl else 'without'} one; the TTL setting of a state cannot change"
-            )
+        else:
+            check_redeclaration(t.meta, kind, ttl)
         return t
 
     def get_partitioned_state(self, descriptor: StateDescriptor) -> Any:

@@ -75,6 +75,7 @@ from yarnflink.state.heap import (
     _drop_expired,
     _let_others_run,
     _now_ms,
+    check_redeclaration,
 )
 from yarnflink.state.keyed_states import STATE_CLASSES
 from yarnflink.state.snapshot_serializer import binary_array, dumps, split_entry_key
@@ -373,15 +374,8 @@ class RocksDBKeyedStateBackend:
             sid = len(self._ids).to_bytes(2, "big")
             self._ids[name] = sid
             self._names[sid] = name
-        elif t.meta.kind != kind:
-            raise StateMigrationError(
-                f"state {name!r} is registered as {t.meta.kind} state, but is now declared as {kind} state"
-            )
-        elif t.meta.ttl != ttl:
-            raise StateMigrationError(
-                f"state {name!r} was registered {'with' if t.meta.ttl else 'without'} a TTL and is now "
-                f"declared {'with' if ttl else 'without'} one; the TTL setting of a state cannot change"
-            )
+        else:
+            check_redeclaration(t.meta, kind, ttl)
         return t
 
     def get_partitioned_state(self, descriptor: StateDescriptor) -> Any:
