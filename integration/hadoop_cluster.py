@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape
 
-from tests.zk import _die_with_parent, free_ports
+from tests.zk import die_with_parent, free_ports
 
 if TYPE_CHECKING:
     from yarnflink.client.rest_client import RestClient
@@ -158,7 +158,7 @@ class HadoopCluster:
     def _launch(self, name: str, cmd: list[str], opts: str = "") -> None:
         with open(self.workdir / f"{name}.out", "ab") as out:
             self.procs[name] = subprocess.Popen(
-                cmd, stdout=out, stderr=subprocess.STDOUT, env=self._env(opts), preexec_fn=_die_with_parent
+                die_with_parent(cmd), stdout=out, stderr=subprocess.STDOUT, env=self._env(opts)
             )
 
     def start(self, timeout: float = 240.0) -> HadoopCluster:

@@ -151,15 +151,14 @@ def unique_root(prefix: str = "t") -> str:
     return f"/{prefix}-{uuid.uuid4().hex[:12]}"
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: on Linux, SIGKILL the server when the test process dies (a
-    killed test run must not leave ZooKeeper servers behind)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+def die_with_parent(cmd: list[str]) -> list[str]:
+    """``cmd`` wrapped so that on Linux the server gets SIGKILL when the thread that started it dies
+    (a killed test run must not leave servers behind). util-linux's ``setpriv`` sets
+    PR_SET_PDEATHSIG and execs ``cmd`` in the same process, so the pid stays the server's and no
+    Python code runs between fork and exec: a ``preexec_fn`` in this multi-threaded test process is
+    not fork-safe, and once failed a ZooKeeper restart in a drill."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL", *cmd] if setpriv else cmd
 
 
 class ZooKeeperServer:
@@ -237,13 +236,12 @@ class ZooKeeperServer:
         log = open(self.log_path, "ab")
         try:
             self.proc = subprocess.Popen(
-                cmd,
+                die_with_parent(cmd),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 cwd=self.workdir,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
             )
         finally:
             log.close()

@@ -5,7 +5,7 @@ returns what it did (which pid, which server), for the event log.
 Roles are resolved when the fault begins: ``leader`` is the master (or ZooKeeper server) leading
 right then, ``standby`` a master that does not lead; a role whose process is already under a fault
 falls to another one that is not. ZooKeeper servers are started from the calling thread, which must
-be the main one: tests/zk.py has them die with the thread that started them (PR_SET_PDEATHSIG).
+be the main one: tests/zk.py has them die with the thread that started them (PR_SET_PDEATHSIG, set by setpriv).
 """
 
 from __future__ import annotations

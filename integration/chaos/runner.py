@@ -33,7 +33,7 @@ from integration.chaos.measure import FaultTiming, Sample, recovery, summarize
 from integration.chaos.schedule import FaultKind, Schedule, Topology, make_schedule
 from integration.chaos.tcpproxy import TcpProxy
 from integration.chaos.workload import ChaosJob, records_for, submit
-from tests.zk import _die_with_parent
+from tests.zk import die_with_parent
 
 __all__ = ["ChaosOptions", "ChaosReport", "main", "run"]
 
@@ -132,11 +132,10 @@ def _start_moto(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
     port = _free_port()
     with open(workdir / "moto.log", "wb") as log:
         proc = subprocess.Popen(
-            [str(server), "-H", "127.0.0.1", "-p", str(port)],
+            die_with_parent([str(server), "-H", "127.0.0.1", "-p", str(port)]),  # a killed run leaves none
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_parent,  # a killed run leaves no S3 server behind
         )
     import boto3
 
