@@ -24,8 +24,9 @@ The rule: **no file goes that a pointer in the HA store may still name.**
 Every kept file is reported (``Kept``) so the driver logs why.
 
 ``orphaned_on_recovery``: what a recovering leader may delete of what earlier leaders kept (the
-``chk-<n>`` directories no pointer names, nor ever can); ``orphaned_shared_on_recovery``: the
-same for shared state files (incremental checkpoints) no retained checkpoint refers to.
+``chk-<n>`` directories no pointer names, nor ever can); ``unreferenced_shared``: the shared state
+files (incremental checkpoints) no retained checkpoint refers to, nor ever can, for a recovering
+leader and for a job that ended for good.
 """
 
 from __future__ import annotations
@@ -158,17 +159,21 @@ def orphaned_on_recovery(directories: Iterable[int], retained: Iterable[int], ha
 _SHARED_NAME = re.compile(r"^chk(\d+)_")
 
 
-def orphaned_shared_on_recovery(files: Iterable[str], referenced: Iterable[str], handed_out_below: int) -> list[str]:
+def unreferenced_shared(files: Iterable[str], referenced: Iterable[str], written_below: int) -> list[str]:
     """The shared state files (URLs, named ``chk<n>_...`` by the checkpoint ``n`` that wrote them)
-    that a recovering leader may delete: no retained checkpoint refers to them (``referenced``,
-    read from all of their metadata) and none can any more, as the checkpoint that wrote them
-    was started by an earlier leader (``n`` below ``handed_out_below``), whose tasks are gone and
-    whose pointer writes are fenced off. A file named otherwise is left alone."""
+    that may be deleted: no retained checkpoint refers to them (``referenced``, from all of their
+    metadata) and none can any more, as the checkpoint that wrote them is decided (``n`` below
+    ``written_below``). Two callers: a recovering leader (``written_below``: the shared counter's
+    value at its grant; earlier leaders' tasks are gone and their pointer writes fenced off: e.g.
+    files a deposed leader freed but could no longer delete) and a job that ended for good (the
+    next id it would have drawn; its tasks are gone: e.g. a file a TaskExecutor wrote and was
+    killed before its acknowledgement, so no checkpoint ever registered it). A file named
+    otherwise is left alone."""
     keep = set(referenced)
     out = []
     for url in files:
         m = _SHARED_NAME.match(url.rsplit("/", 1)[-1])
-        if m and int(m.group(1)) < handed_out_below and url not in keep:
+        if m and int(m.group(1)) < written_below and url not in keep:
             out.append(url)
     return sorted(out)
 

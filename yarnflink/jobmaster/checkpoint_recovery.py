@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from yarnflink.checkpoint import restore as rp
-from yarnflink.checkpoint.cleanup import orphaned_on_recovery, orphaned_shared_on_recovery
+from yarnflink.checkpoint.cleanup import orphaned_on_recovery, unreferenced_shared
 from yarnflink.checkpoint.metadata import CheckpointMetadataError
 from yarnflink.checkpoint.options import SavepointConfigOptions
 from yarnflink.checkpoint.storage import FsCheckpointStorage, resolve_restore_location, storage_options_from_config
@@ -90,10 +90,10 @@ async def orphaned_shared_files(
     storage: FsCheckpointStorage, ha: JobCheckpointRecovery, referenced: set[str]
 ) -> list[str]:
     """URLs of the job's shared state files that earlier leaders left and no retained checkpoint
-    refers to (``yarnflink.checkpoint.cleanup.orphaned_shared_on_recovery``)."""
+    refers to (``yarnflink.checkpoint.cleanup.unreferenced_shared``)."""
     bound = await run_off_loop(ha.next_id)
     files = await run_off_loop(storage.shared_files)
-    return orphaned_shared_on_recovery(files, referenced, bound)
+    return unreferenced_shared(files, referenced, bound)
 
 
 def _read_retained(storage: FsCheckpointStorage, entries: list[tuple[int, str]], job_id: str) -> list[rp.RetainedRead]:

@@ -243,6 +243,23 @@ class CheckpointDriver:
         # (dispatcher/leadership.py); SUSPENDED: the next leader owns them
         self._clean(cu.JobEnded(status))
         self._handle(cc.JobTerminated(status))
+        if status in ("FINISHED", "CANCELED", "FAILED") and self.storage is not None:
+            self.jm._spawn(self._delete_unreferenced_shared(self.storage, self.coordinator.next_checkpoint_id))
+
+    async def _delete_unreferenced_shared(self, storage: FsCheckpointStorage, written_below: int) -> None:
+        """The job ended for good: shared state files no retained checkpoint refers to go (after a
+        fenced check with HA), e.g. one a TaskExecutor wrote and was killed before acknowledging,
+        which no checkpoint ever registered. Every checkpoint it started is decided by now."""
+        referenced = set(self.coordinator.shared.referenced())
+        try:
+            files = await run_off_loop(storage.shared_files)
+        except Exception as e:  # noqa: BLE001 - a leak at worst
+            log.warning("job %s: shared state files not looked over at the job's end: %s", self.jm.job_id, e)
+            return
+        orphans = cu.unreferenced_shared(files, referenced, written_below)
+        if orphans:
+            log.info("job %s: deleting %d shared state files no checkpoint refers to", self.jm.job_id, len(orphans))
+            self._clean(cu.DiscardFiles(0, tuple(FileStateHandle(url, 0) for url in orphans)))
 
     def suspended(self, cause: str) -> None:
         """Leadership lost (the JobMaster is suspended): no checkpoint file is deleted any more."""

@@ -109,14 +109,14 @@ def test_metadata_round_trip_keeps_shared_and_private_handles() -> None:
 
 
 def test_a_recovering_leader_deletes_shared_files_no_retained_checkpoint_refers_to() -> None:
-    from yarnflink.checkpoint.cleanup import orphaned_shared_on_recovery
+    from yarnflink.checkpoint.cleanup import unreferenced_shared
 
     d = "s3://b/chk/job/shared/"
     files = [d + "chk3_op-0-63-chk3-base-aa.arrow", d + "chk7_op-0-63-chk7-delta-bb.arrow"]
     files += [d + "chk9_op-0-63-chk9-delta-cc.arrow", d + "chk12_op-0-63-chk12-delta-dd.arrow", d + "other.arrow"]
     # retained: 9 (refers to 3's base and its delta); 7 was freed by a deposed leader; 12 is
     # this leader's own (at or above the counter's value at its grant): it stays
-    got = orphaned_shared_on_recovery(files, {files[0], files[2]}, handed_out_below=12)
+    got = unreferenced_shared(files, {files[0], files[2]}, written_below=12)
     assert got == [files[1]]
 
 
