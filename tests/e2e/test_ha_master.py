@@ -346,7 +346,7 @@ def test_failover_recovers_the_running_job_from_its_checkpoint(ha: HaCluster, tm
 
     # a job that ends for good before the failover: result store entry, HA data removed
     finished = submit(ha, leader, job_graph("finishes", {}, slow=False))
-    wait_until(lambda: state(ha, leader, finished) == "FINISHED", timeout=60, message="the short job FINISHED")
+    wait_until(lambda: state(ha, leader, finished) == "FINISHED", timeout=120, message="the short job FINISHED")
     wait_until(
         lambda: (
             ha.zk_get(f"jobgraphs/{finished}") is None

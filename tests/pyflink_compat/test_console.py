@@ -7,6 +7,7 @@ client."""
 
 from __future__ import annotations
 
+import collections
 import os
 from pathlib import Path
 
@@ -38,11 +39,16 @@ def test_an_attached_per_job_run_shows_what_user_functions_print(tmp_path: Path,
 
 
 def test_logs_stdout_shows_what_a_session_job_printed(session: Session, tmp_path: Path) -> None:
+    env = {**os.environ, "YARNFLINK_REST_TOKEN_FILE": session.token_file}
+
+    def shown() -> collections.Counter[str]:
+        logs = run_process(yarnflink_cmd("logs", "-m", session.rest_url, "--stdout"), env, tmp_path)
+        assert logs.code == 0, logs.stderr
+        return collections.Counter(logs.stdout.splitlines())
+
+    before = shown()  # the session is shared: other tests' jobs may have printed the same lines
     r = session.run(PROGRAM, [], tmp_path)
     assert r.code == 0, r.stderr
-    env = {**os.environ, "YARNFLINK_REST_TOKEN_FILE": session.token_file}
-    logs = run_process(yarnflink_cmd("logs", "-m", session.rest_url, "--stdout"), env, tmp_path)
-    assert logs.code == 0, logs.stderr
-    shown = logs.stdout.splitlines()
-    assert sorted(line for line in shown if line.startswith("in map")) == [f"in map {i}" for i in range(1, 5)]
-    assert sorted(line.split("> ")[1] for line in _sink_lines(shown)) == ["10", "20", "30", "40"]
+    new = list((shown() - before).elements())
+    assert sorted(line for line in new if line.startswith("in map")) == [f"in map {i}" for i in range(1, 5)]
+    assert sorted(line.split("> ")[1] for line in _sink_lines(new)) == ["10", "20", "30", "40"]

@@ -34,7 +34,7 @@ def net(partitioning, channels=4, key=None, subtask=0, **kw):
     ],
 )
 def test_hash_sends_every_key_to_exactly_one_channel(form, records, key):
-    w, out = net("hash", 3, key, batch_rows=700)
+    w, out = net("hash", 3, key, batch_rows=700, clock=lambda: 0.0)  # no buffer timeout flushes mid-test
     for i in range(0, len(records), 900):
         chunk = records[i : i + 900]
         out.emit(Batch.from_rows(chunk) if form == "rows" else Batch.from_arrow(records_to_arrow(chunk)))
