@@ -172,7 +172,9 @@ def test_a_session_keeps_nothing_of_its_ended_jobs_but_their_archives(session: S
     async def known_to_the_resource_manager() -> list[str]:  # requirements, heartbeats
         return [j for j in job_ids if j in rm.slot_manager.jobs or j in rm.jm_heartbeats]
 
-    _until(lambda: not rm.call(known_to_the_resource_manager), timeout=60, what="the ResourceManager forgot the ended jobs")
+    _until(
+        lambda: not rm.call(known_to_the_resource_manager), timeout=60, what="the ResourceManager forgot the ended jobs"
+    )
 
     async def with_live_metrics() -> list[str]:
         return [j for j in job_ids if d.metric_store.job_tasks(j)]
