@@ -43,7 +43,7 @@ import shutil
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, cast
@@ -414,6 +414,18 @@ class RocksDBKeyedStateBackend:
         for k, v in cast(Iterator[tuple[bytes, bytes]], self._db.items()):
             if sid is None or k[2:4] == sid:
                 yield int.from_bytes(k[:2], "big"), k[2:4], k[4:], v
+
+    def stored_items(self, state_name: str) -> Generator[tuple[int, Any, Any, Any], None, None]:
+        """``(key group, key, namespace, stored value)`` of every entry of ``state_name`` (values
+        as stored: under a TTL, wrapped in ``TtlValue``), by key group, streamed from the store
+        (the heap backend's ``stored_items``; the State Processor API reads through it)."""
+        sid = self._ids.get(state_name)
+        if sid is None:
+            return
+        loads = pickle.loads
+        for kg, _, e, v in self._scan(sid):
+            key, ns = loads(e)
+            yield kg, key, ns, loads(v)
 
     def get_keys(self, state_name: str, namespace: Any = None) -> Iterator[Any]:
         sid = self._ids.get(state_name)
