@@ -24,8 +24,10 @@ import asyncio
 import bisect
 import contextlib
 import functools
+import hashlib
 import io
 import itertools
+import os
 import posixpath
 import re
 import uuid
@@ -43,6 +45,7 @@ from yarnflink.checkpoint.metadata import (
 from yarnflink.checkpoint.options import S3Options
 from yarnflink.common.config import Configuration
 from yarnflink.state.handles import (
+    CONTENT_HASH,
     ByteStreamStateHandle,
     FileStateHandle,
     KeyGroupRange,
@@ -179,10 +182,63 @@ def read_stream_handle(
     return data
 
 
-def make_reader(
-    storage_options: Mapping[str, Any] | None = None,
-) -> Callable[[StreamStateHandle | SharedFileHandle], bytes]:
-    return lambda h: read_stream_handle(h, storage_options)
+#: a download's piece: what a restore holds of a file at a time
+DOWNLOAD_CHUNK_BYTES = 4 << 20
+
+
+def download_stream_handle(
+    handle: StreamStateHandle | SharedFileHandle, dest: str, storage_options: Mapping[str, Any] | None = None
+) -> None:
+    """Copy a state handle's bytes into the local file ``dest`` in pieces of
+    ``DOWNLOAD_CHUNK_BYTES`` (a restore never holds a whole file), checking its size and a shared
+    file's content hash as ``read_stream_handle`` does (``dest`` is removed if they do not match)."""
+    if isinstance(handle, ByteStreamStateHandle):
+        with open(dest, "wb") as out:
+            out.write(handle.data)
+        return
+    fs, path = filesystem_for(handle.path, storage_options)
+    digest = hashlib.new(CONTENT_HASH) if isinstance(handle, SharedFileHandle) else None
+
+    def copy() -> int:
+        size = 0
+        with fs.open(path, "rb", block_size=DOWNLOAD_CHUNK_BYTES) as src, open(dest, "wb") as out:
+            while chunk := src.read(DOWNLOAD_CHUNK_BYTES):
+                out.write(chunk)
+                if digest is not None:
+                    digest.update(chunk)
+                size += len(chunk)
+        return size
+
+    size = _io(handle.path, "reading the state file", copy)
+    problem = None
+    if size != handle.size:
+        problem = f"the state file has {size} bytes, the checkpoint recorded {handle.size}"
+    elif isinstance(handle, SharedFileHandle) and digest is not None:
+        got = f"{CONTENT_HASH}:{digest.hexdigest()}"
+        if got != handle.content_hash:
+            problem = f"the shared state file is corrupted: its content hash is {got}, not {handle.content_hash}"
+    if problem is not None:
+        os.unlink(dest)
+        raise CheckpointStorageError(handle.path, problem)
+
+
+class StorageReader:
+    """A ``StateReader`` of checkpoint storage: called, a handle's bytes; ``copy_to``, a handle
+    copied to a local file in pieces (``state.streams.download`` uses it when the reader has it).
+    ``options_for(handle)`` gives the fsspec options of the handle's URL."""
+
+    def __init__(self, options_for: Callable[[StreamStateHandle | SharedFileHandle], Mapping[str, Any] | None]):
+        self._options_for = options_for
+
+    def __call__(self, handle: StreamStateHandle | SharedFileHandle) -> bytes:
+        return read_stream_handle(handle, self._options_for(handle))
+
+    def copy_to(self, handle: StreamStateHandle | SharedFileHandle, dest: str) -> None:
+        download_stream_handle(handle, dest, self._options_for(handle))
+
+
+def make_reader(storage_options: Mapping[str, Any] | None = None) -> StorageReader:
+    return StorageReader(lambda h: storage_options)
 
 
 def _safe_name(name: str) -> str:
@@ -771,9 +827,11 @@ def resolve_restore_location(location: str, storage_options: Mapping[str, Any] |
     return LatestValid(checkpoint)
 
 
-def make_config_reader(conf: Mapping[str, Any] | None) -> Callable[[StreamStateHandle | SharedFileHandle], bytes]:
+def make_config_reader(conf: Mapping[str, Any] | None) -> StorageReader:
     """A state reader that finds the storage options of each file's own URL (a savepoint on S3
     restored by a job whose checkpoints go elsewhere)."""
-    return lambda h: read_stream_handle(
-        h, storage_options_from_config(conf, h.path if isinstance(h, (FileStateHandle, SharedFileHandle)) else "")
+    return StorageReader(
+        lambda h: storage_options_from_config(
+            conf, h.path if isinstance(h, (FileStateHandle, SharedFileHandle)) else ""
+        )
     )

@@ -33,6 +33,9 @@ checkpoint uploaded them; its other files, the timers and a manifest are private
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
 import io
 import itertools
 import json
@@ -54,6 +57,7 @@ import pyarrow as pa
 from yarnflink.common.keygroups import key_group_of
 from yarnflink.state.descriptors import StateDescriptor
 from yarnflink.state.handles import (
+    ByteStreamStateHandle,
     IncrementalKeyedStateHandle,
     KeyedStateHandle,
     KeyGroupRange,
@@ -83,6 +87,7 @@ from yarnflink.state.streams import (
     CheckpointStreamFactory,
     InlineStreamFactory,
     StateReader,
+    download,
     read_inline,
     supports_shared_state,
 )
@@ -189,6 +194,25 @@ def _options(memory: RocksDBMemory) -> Any:
         opts.set_max_write_buffer_number(memory.write_buffer_count)
     opts.set_block_based_table_factory(table)
     return opts
+
+
+_libc: Any = None
+
+
+def release_free_memory() -> None:
+    """Give the memory the C allocator keeps free back to the system (glibc's ``malloc_trim``),
+    after a snapshot or a restore: RocksDB's threads and the snapshot thread each allocate from
+    an arena of their own, and without a trim the pages they freed stay in the process's RSS.
+    Does nothing where there is no glibc."""
+    global _libc
+    if _libc is None:
+        try:
+            _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            _libc.malloc_trim.argtypes = [ctypes.c_size_t]
+        except (OSError, AttributeError):
+            _libc = False
+    if _libc:
+        _libc.malloc_trim(0)
 
 
 def remove_stale_dirs(local_dir: str) -> list[str]:
@@ -502,6 +526,7 @@ class RocksDBKeyedStateBackend:
                     return self._write_incremental(chk, checkpoint_id, metas, timers, factory, label)
                 finally:
                     shutil.rmtree(chk, ignore_errors=True)
+                    release_free_memory()
 
             return self._executor_for_snapshots().submit(write_incremental)
 
@@ -512,6 +537,7 @@ class RocksDBKeyedStateBackend:
                     files += _write_timer_rows(name, entries, compression, factory, label, path)
             finally:
                 shutil.rmtree(chk, ignore_errors=True)
+                release_free_memory()
             return SnapshotResult(
                 keyed_handles=tuple(KeyGroupsStateHandle(kgs, h, metas, self.backend_name) for kgs, h in files)
             )
@@ -620,8 +646,7 @@ class RocksDBKeyedStateBackend:
         try:
             for name, (kind, i) in manifest["files"].items():
                 src = h.shared[i] if kind == "shared" else h.private[i]
-                with open(os.path.join(tmp, os.path.basename(name)), "wb") as f:
-                    f.write(read(src))
+                download(read, src, os.path.join(tmp, os.path.basename(name)))
             rng = self.key_group_range.intersection(h.key_group_range)
             db = Rdict(tmp, _options(self.memory), access_type=AccessType.read_only())
             try:
@@ -644,7 +669,7 @@ class RocksDBKeyedStateBackend:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         for i in manifest["timers"]:
-            count += self._load(read(h.private[i]))
+            count += self._load(pa.BufferReader(read(h.private[i])))
         return count
 
     # ------------------------------------------------------------------ restore
@@ -674,13 +699,28 @@ class RocksDBKeyedStateBackend:
             if isinstance(h, IncrementalKeyedStateHandle):
                 count += self._restore_incremental(h, read)
             else:
-                count += self._load(read(h.delegate))
+                count += self._load_file(h.delegate, read)
+        release_free_memory()
         return count
 
-    def _load(self, payload: bytes) -> int:
+    def _load_file(self, handle: Any, read: StateReader) -> int:
+        """The rows of a canonical snapshot file: downloaded to the local directory in pieces,
+        then read one record batch at a time (a restore never holds the whole file)."""
+        if isinstance(handle, ByteStreamStateHandle):
+            return self._load(pa.BufferReader(handle.data))
+        spool = os.path.join(self.path, f"restore-{uuid.uuid4().hex[:12]}.arrow")
+        try:
+            download(read, handle, spool)
+            with pa.OSFile(spool, "rb") as f:
+                return self._load(f)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(spool)
+
+    def _load(self, source: Any) -> int:
         from rocksdict import WriteBatch
 
-        with pa.ipc.open_stream(pa.BufferReader(payload)) as reader:
+        with pa.ipc.open_stream(source) as reader:
             md = reader.schema.metadata or {}
             if md.get(b"format") != SNAPSHOT_FORMAT.encode():
                 raise StateMigrationError(

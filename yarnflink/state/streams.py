@@ -65,6 +65,17 @@ class InlineStreamFactory:
 StateReader = Callable[[Union[StreamStateHandle, SharedFileHandle]], bytes]
 
 
+def download(read: StateReader, handle: StreamStateHandle | SharedFileHandle, dest: str) -> None:
+    """``handle``'s bytes into the local file ``dest``: through the reader's ``copy_to`` (piece
+    by piece; checkpoint storage's reader has it), else read whole and written."""
+    copy_to = getattr(read, "copy_to", None)
+    if copy_to is not None:
+        copy_to(handle, dest)
+        return
+    with open(dest, "wb") as f:
+        f.write(read(handle))
+
+
 def read_inline(handle: StreamStateHandle | SharedFileHandle) -> bytes:
     """The default reader: inline handles only (file handles need checkpoint storage)."""
     if isinstance(handle, ByteStreamStateHandle):

@@ -44,6 +44,7 @@ from yarnflink.checkpoint.storage import (
     _url,
     _write_metadata_file,
     filesystem_for,
+    make_reader,
     read_stream_handle,
     resolve_restore_location,
     storage_options_from_config,
@@ -128,7 +129,7 @@ def _decode_incremental(task: tuple[dict, str, dict, int]) -> Iterator[tuple[Any
     store, and the directory deleted when the entries are read (or the task stops reading)."""
     handle_json, state_name, options, max_parallelism = task
     handle = IncrementalKeyedStateHandle.from_json(handle_json)
-    read = lambda h: read_stream_handle(h, options)  # noqa: E731
+    read = make_reader(options)
     items: Generator[tuple[int, Any, Any, Any], None, None]
     if handle.backend == HeapKeyedStateBackend.backend_name:
         heap = HeapKeyedStateBackend(max_parallelism, handle.key_group_range)
