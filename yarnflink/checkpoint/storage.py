@@ -30,6 +30,7 @@ import itertools
 import os
 import posixpath
 import re
+import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,7 +54,7 @@ from yarnflink.state.handles import (
     StreamStateHandle,
 )
 from yarnflink.state.snapshot_serializer import BufferPieces
-from yarnflink.state.streams import EXCLUSIVE, SHARED, TASKOWNED, content_hash
+from yarnflink.state.streams import EXCLUSIVE, SHARED, TASKOWNED, content_hash, file_content_hash
 
 _CHK = re.compile(r"^chk-(\d+)$")
 _ATOMIC_RENAME_PROTOCOLS = {"file", "local", "hdfs", "arrow_hdfs", "memory"}
@@ -295,6 +296,53 @@ class FsCheckpointStreamFactory:
         url = _url(self.fs, path)
         _io(url, "writing a state file", lambda: write_file(self.fs, path, data))
         return FileStateHandle(url, len(data))
+
+    def write_state_file(self, local_path: str, name: str, scope: str = EXCLUSIVE) -> StreamStateHandle:
+        """``write_state`` of the local file ``local_path`` (a spooled snapshot file), copied
+        by the kernel to a local file system and uploaded from a memory map to others."""
+        size = os.path.getsize(local_path)
+        if size < self.inline_threshold:
+            with open(local_path, "rb") as f:
+                return ByteStreamStateHandle(name, f.read())
+        if scope not in self.dirs:
+            raise ValueError(f"unknown state scope {scope!r}")
+        path = posixpath.join(self.dirs[scope], f"{_safe_name(name)}-{uuid.uuid4().hex}.arrow")
+        url = _url(self.fs, path)
+        _io(url, "writing a state file", lambda: upload_file(self.fs, local_path, path))
+        return FileStateHandle(url, size)
+
+    def write_shared_file(
+        self, local_path: str, name: str, key_group_range: KeyGroupRange, kind: str
+    ) -> SharedFileHandle:
+        """``write_shared`` of the local file ``local_path`` (an SST file of a RocksDB checkpoint):
+        its content hash read in pieces, then copied as ``write_state_file`` copies."""
+        digest = file_content_hash(local_path)
+        size = os.path.getsize(local_path)
+        file_name = f"chk{self.checkpoint_id}_{_safe_name(name)}-{uuid.uuid4().hex}.arrow"
+        path = posixpath.join(self.dirs[SHARED], file_name)
+        url = _url(self.fs, path)
+
+        def write() -> None:
+            if not self._shared_dir_made:
+                self.fs.makedirs(self.dirs[SHARED], exist_ok=True)
+                self._shared_dir_made = True
+            upload_file(self.fs, local_path, path)
+
+        _io(url, "writing a shared state file", write)
+        return SharedFileHandle(url, size, digest, key_group_range, kind)
+
+
+def upload_file(fs: Any, local_path: str, path: str) -> None:
+    """Copy the local file ``local_path`` to ``path`` on ``fs``: on a local file system by the
+    kernel (``shutil.copyfile``: nothing passes through the process's memory), elsewhere from a
+    memory map through ``write_file`` (its pages are the page cache's)."""
+    if _protocols(fs) & {"file", "local"}:
+        shutil.copyfile(local_path, path)
+        return
+    import pyarrow as pa  # deferred: pyarrow loads when a snapshot is written
+
+    with pa.memory_map(local_path) as mapped:
+        write_file(fs, path, mapped.read_buffer())
 
 
 def _protocols(fs: Any) -> set[str]:

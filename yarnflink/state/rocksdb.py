@@ -90,6 +90,8 @@ from yarnflink.state.streams import (
     download,
     read_inline,
     supports_shared_state,
+    write_shared_file,
+    write_state_file,
 )
 from yarnflink.state.tables import MISSING, StateTable
 
@@ -578,8 +580,7 @@ class RocksDBKeyedStateBackend:
             if name.endswith(".sst"):
                 h = reuse.get(name)
                 if h is None:
-                    with pa.memory_map(path) as mapped:
-                        h = factory.write_shared(mapped.read_buffer(), f"{label}-{name}", rng, SST)
+                    h = write_shared_file(factory, path, f"{label}-{name}", rng, SST)
                     written += h.size
                 files[name] = ["shared", len(shared)]
                 shared.append(h)
@@ -773,8 +774,10 @@ class RocksDBKeyedStateBackend:
 class _RowFiles:
     """Canonical snapshot rows into Arrow IPC files of about ``SNAPSHOT_FILE_BYTES`` (a file
     ends at a key-group boundary), each written to ``factory`` when full. A file is spooled to
-    ``spool_dir`` on local disk and handed to the factory memory-mapped: its pages are the page
-    cache's, not the process's own memory (built in memory, a 64 MB file cost ~200 MB of RSS)."""
+    ``spool_dir`` on local disk and handed to the factory as a file (``write_state_file``:
+    checkpoint storage copies it to a local file system by the kernel, and uploads it to S3 from
+    a memory map), so it never is the process's own memory (built in memory, a 64 MB file cost
+    ~200 MB of RSS; memory-mapped, up to 64 MB of file-backed RSS)."""
 
     def __init__(self, compression: str | None, factory: CheckpointStreamFactory, label: str, spool_dir: str) -> None:
         self._opts = pa.ipc.IpcWriteOptions(compression=compression)
@@ -827,8 +830,7 @@ class _RowFiles:
         self._sink.close()
         self._sink = self._writer = None
         try:
-            with pa.memory_map(self._spool) as mapped:
-                handle = self._factory.write_state(mapped.read_buffer(), self._label)  # type: ignore[arg-type]
+            handle = write_state_file(self._factory, self._spool, self._label)
         finally:
             os.unlink(self._spool)
         self.done.append((KeyGroupRange(self._first, self._last), handle))

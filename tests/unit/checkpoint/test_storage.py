@@ -268,3 +268,27 @@ def test_a_download_copies_in_pieces_and_checks_size_and_content_hash(
     with pytest.raises(CheckpointStorageError, match=f"has 100 bytes, the checkpoint recorded {len(data)}"):
         download(reader, private, dest)
     assert not os.path.exists(dest)
+
+
+def test_a_local_file_is_written_as_a_state_file_without_reading_it_whole(
+    checkpoint_dir: tuple, tmp_path: Path
+) -> None:
+    """``write_state_file`` / ``write_shared_file`` (a rocksdb snapshot's spooled Arrow files
+    and SST files) give what ``write_state`` / ``write_shared`` of the same bytes give: a file
+    of those bytes (inline below the threshold), a shared one with the same content hash."""
+    import os
+
+    from yarnflink.state.streams import content_hash, write_shared_file, write_state_file
+
+    storage = make(checkpoint_dir, threshold=64)
+    factory = storage.stream_factory(1)
+    reader = make_reader(checkpoint_dir[1])
+    data = os.urandom(100_000)
+    local = tmp_path / "spooled.arrow"
+    local.write_bytes(data)
+    h = write_state_file(factory, str(local), "rows")
+    assert isinstance(h, FileStateHandle) and h.state_size == len(data) and reader(h) == data
+    shared = write_shared_file(factory, str(local), "000012.sst", KeyGroupRange(0, 63), "sst")
+    assert shared.content_hash == content_hash([data]) and shared.size == len(data) and reader(shared) == data
+    (tmp_path / "small").write_bytes(b"tiny")
+    assert write_state_file(factory, str(tmp_path / "small"), "timers") == ByteStreamStateHandle("timers", b"tiny")
