@@ -24,10 +24,13 @@ import asyncio
 import bisect
 import contextlib
 import functools
+import hashlib
 import io
 import itertools
+import os
 import posixpath
 import re
+import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +46,7 @@ from yarnflink.checkpoint.metadata import (
 from yarnflink.checkpoint.options import S3Options
 from yarnflink.common.config import Configuration
 from yarnflink.state.handles import (
+    CONTENT_HASH,
     ByteStreamStateHandle,
     FileStateHandle,
     KeyGroupRange,
@@ -50,7 +54,7 @@ from yarnflink.state.handles import (
     StreamStateHandle,
 )
 from yarnflink.state.snapshot_serializer import BufferPieces
-from yarnflink.state.streams import EXCLUSIVE, SHARED, TASKOWNED, content_hash
+from yarnflink.state.streams import EXCLUSIVE, SHARED, TASKOWNED, content_hash, file_content_hash
 
 _CHK = re.compile(r"^chk-(\d+)$")
 _ATOMIC_RENAME_PROTOCOLS = {"file", "local", "hdfs", "arrow_hdfs", "memory"}
@@ -179,10 +183,63 @@ def read_stream_handle(
     return data
 
 
-def make_reader(
-    storage_options: Mapping[str, Any] | None = None,
-) -> Callable[[StreamStateHandle | SharedFileHandle], bytes]:
-    return lambda h: read_stream_handle(h, storage_options)
+#: a download's piece: what a restore holds of a file at a time
+DOWNLOAD_CHUNK_BYTES = 4 << 20
+
+
+def download_stream_handle(
+    handle: StreamStateHandle | SharedFileHandle, dest: str, storage_options: Mapping[str, Any] | None = None
+) -> None:
+    """Copy a state handle's bytes into the local file ``dest`` in pieces of
+    ``DOWNLOAD_CHUNK_BYTES`` (a restore never holds a whole file), checking its size and a shared
+    file's content hash as ``read_stream_handle`` does (``dest`` is removed if they do not match)."""
+    if isinstance(handle, ByteStreamStateHandle):
+        with open(dest, "wb") as out:
+            out.write(handle.data)
+        return
+    fs, path = filesystem_for(handle.path, storage_options)
+    digest = hashlib.new(CONTENT_HASH) if isinstance(handle, SharedFileHandle) else None
+
+    def copy() -> int:
+        size = 0
+        with fs.open(path, "rb", block_size=DOWNLOAD_CHUNK_BYTES) as src, open(dest, "wb") as out:
+            while chunk := src.read(DOWNLOAD_CHUNK_BYTES):
+                out.write(chunk)
+                if digest is not None:
+                    digest.update(chunk)
+                size += len(chunk)
+        return size
+
+    size = _io(handle.path, "reading the state file", copy)
+    problem = None
+    if size != handle.size:
+        problem = f"the state file has {size} bytes, the checkpoint recorded {handle.size}"
+    elif isinstance(handle, SharedFileHandle) and digest is not None:
+        got = f"{CONTENT_HASH}:{digest.hexdigest()}"
+        if got != handle.content_hash:
+            problem = f"the shared state file is corrupted: its content hash is {got}, not {handle.content_hash}"
+    if problem is not None:
+        os.unlink(dest)
+        raise CheckpointStorageError(handle.path, problem)
+
+
+class StorageReader:
+    """A ``StateReader`` of checkpoint storage: called, a handle's bytes; ``copy_to``, a handle
+    copied to a local file in pieces (``state.streams.download`` uses it when the reader has it).
+    ``options_for(handle)`` gives the fsspec options of the handle's URL."""
+
+    def __init__(self, options_for: Callable[[StreamStateHandle | SharedFileHandle], Mapping[str, Any] | None]):
+        self._options_for = options_for
+
+    def __call__(self, handle: StreamStateHandle | SharedFileHandle) -> bytes:
+        return read_stream_handle(handle, self._options_for(handle))
+
+    def copy_to(self, handle: StreamStateHandle | SharedFileHandle, dest: str) -> None:
+        download_stream_handle(handle, dest, self._options_for(handle))
+
+
+def make_reader(storage_options: Mapping[str, Any] | None = None) -> StorageReader:
+    return StorageReader(lambda h: storage_options)
 
 
 def _safe_name(name: str) -> str:
@@ -239,6 +296,53 @@ class FsCheckpointStreamFactory:
         url = _url(self.fs, path)
         _io(url, "writing a state file", lambda: write_file(self.fs, path, data))
         return FileStateHandle(url, len(data))
+
+    def write_state_file(self, local_path: str, name: str, scope: str = EXCLUSIVE) -> StreamStateHandle:
+        """``write_state`` of the local file ``local_path`` (a spooled snapshot file), copied
+        by the kernel to a local file system and uploaded from a memory map to others."""
+        size = os.path.getsize(local_path)
+        if size < self.inline_threshold:
+            with open(local_path, "rb") as f:
+                return ByteStreamStateHandle(name, f.read())
+        if scope not in self.dirs:
+            raise ValueError(f"unknown state scope {scope!r}")
+        path = posixpath.join(self.dirs[scope], f"{_safe_name(name)}-{uuid.uuid4().hex}.arrow")
+        url = _url(self.fs, path)
+        _io(url, "writing a state file", lambda: upload_file(self.fs, local_path, path))
+        return FileStateHandle(url, size)
+
+    def write_shared_file(
+        self, local_path: str, name: str, key_group_range: KeyGroupRange, kind: str
+    ) -> SharedFileHandle:
+        """``write_shared`` of the local file ``local_path`` (an SST file of a RocksDB checkpoint):
+        its content hash read in pieces, then copied as ``write_state_file`` copies."""
+        digest = file_content_hash(local_path)
+        size = os.path.getsize(local_path)
+        file_name = f"chk{self.checkpoint_id}_{_safe_name(name)}-{uuid.uuid4().hex}.arrow"
+        path = posixpath.join(self.dirs[SHARED], file_name)
+        url = _url(self.fs, path)
+
+        def write() -> None:
+            if not self._shared_dir_made:
+                self.fs.makedirs(self.dirs[SHARED], exist_ok=True)
+                self._shared_dir_made = True
+            upload_file(self.fs, local_path, path)
+
+        _io(url, "writing a shared state file", write)
+        return SharedFileHandle(url, size, digest, key_group_range, kind)
+
+
+def upload_file(fs: Any, local_path: str, path: str) -> None:
+    """Copy the local file ``local_path`` to ``path`` on ``fs``: on a local file system by the
+    kernel (``shutil.copyfile``: nothing passes through the process's memory), elsewhere from a
+    memory map through ``write_file`` (its pages are the page cache's)."""
+    if _protocols(fs) & {"file", "local"}:
+        shutil.copyfile(local_path, path)
+        return
+    import pyarrow as pa  # deferred: pyarrow loads when a snapshot is written
+
+    with pa.memory_map(local_path) as mapped:
+        write_file(fs, path, mapped.read_buffer())
 
 
 def _protocols(fs: Any) -> set[str]:
@@ -771,9 +875,11 @@ def resolve_restore_location(location: str, storage_options: Mapping[str, Any] |
     return LatestValid(checkpoint)
 
 
-def make_config_reader(conf: Mapping[str, Any] | None) -> Callable[[StreamStateHandle | SharedFileHandle], bytes]:
+def make_config_reader(conf: Mapping[str, Any] | None) -> StorageReader:
     """A state reader that finds the storage options of each file's own URL (a savepoint on S3
     restored by a job whose checkpoints go elsewhere)."""
-    return lambda h: read_stream_handle(
-        h, storage_options_from_config(conf, h.path if isinstance(h, (FileStateHandle, SharedFileHandle)) else "")
+    return StorageReader(
+        lambda h: storage_options_from_config(
+            conf, h.path if isinstance(h, (FileStateHandle, SharedFileHandle)) else ""
+        )
     )

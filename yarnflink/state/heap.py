@@ -33,7 +33,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
 
@@ -435,7 +435,7 @@ class HeapKeyedStateBackend:
             return []
         return [(kg, *split_entry_key(ek)) for kg, m in sorted(table.maps.items()) for ek in list(m.data)]
 
-    def stored_items(self, state_name: str) -> Iterator[tuple[int, Any, Any, Any]]:
+    def stored_items(self, state_name: str) -> Generator[tuple[int, Any, Any, Any], None, None]:
         """``(key group, key, namespace, stored value)`` of every entry of ``state_name`` (values
         as stored: under a TTL, wrapped in ``TtlValue``), by key group (a copy is iterated)."""
         table = self._tables.get(state_name)

@@ -33,6 +33,9 @@ checkpoint uploaded them; its other files, the timers and a manifest are private
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
 import io
 import itertools
 import json
@@ -43,7 +46,7 @@ import shutil
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, cast
@@ -54,6 +57,7 @@ import pyarrow as pa
 from yarnflink.common.keygroups import key_group_of
 from yarnflink.state.descriptors import StateDescriptor
 from yarnflink.state.handles import (
+    ByteStreamStateHandle,
     IncrementalKeyedStateHandle,
     KeyedStateHandle,
     KeyGroupRange,
@@ -83,8 +87,11 @@ from yarnflink.state.streams import (
     CheckpointStreamFactory,
     InlineStreamFactory,
     StateReader,
+    download,
     read_inline,
     supports_shared_state,
+    write_shared_file,
+    write_state_file,
 )
 from yarnflink.state.tables import MISSING, StateTable
 
@@ -189,6 +196,25 @@ def _options(memory: RocksDBMemory) -> Any:
         opts.set_max_write_buffer_number(memory.write_buffer_count)
     opts.set_block_based_table_factory(table)
     return opts
+
+
+_libc: Any = None
+
+
+def release_free_memory() -> None:
+    """Give the memory the C allocator keeps free back to the system (glibc's ``malloc_trim``),
+    after a snapshot or a restore: RocksDB's threads and the snapshot thread each allocate from
+    an arena of their own, and without a trim the pages they freed stay in the process's RSS.
+    Does nothing where there is no glibc."""
+    global _libc
+    if _libc is None:
+        try:
+            _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            _libc.malloc_trim.argtypes = [ctypes.c_size_t]
+        except (OSError, AttributeError):
+            _libc = False
+    if _libc:
+        _libc.malloc_trim(0)
 
 
 def remove_stale_dirs(local_dir: str) -> list[str]:
@@ -415,6 +441,18 @@ class RocksDBKeyedStateBackend:
             if sid is None or k[2:4] == sid:
                 yield int.from_bytes(k[:2], "big"), k[2:4], k[4:], v
 
+    def stored_items(self, state_name: str) -> Generator[tuple[int, Any, Any, Any], None, None]:
+        """``(key group, key, namespace, stored value)`` of every entry of ``state_name`` (values
+        as stored: under a TTL, wrapped in ``TtlValue``), by key group, streamed from the store
+        (the heap backend's ``stored_items``; the State Processor API reads through it)."""
+        sid = self._ids.get(state_name)
+        if sid is None:
+            return
+        loads = pickle.loads
+        for kg, _, e, v in self._scan(sid):
+            key, ns = loads(e)
+            yield kg, key, ns, loads(v)
+
     def get_keys(self, state_name: str, namespace: Any = None) -> Iterator[Any]:
         sid = self._ids.get(state_name)
         if sid is None:
@@ -490,6 +528,7 @@ class RocksDBKeyedStateBackend:
                     return self._write_incremental(chk, checkpoint_id, metas, timers, factory, label)
                 finally:
                     shutil.rmtree(chk, ignore_errors=True)
+                    release_free_memory()
 
             return self._executor_for_snapshots().submit(write_incremental)
 
@@ -500,6 +539,7 @@ class RocksDBKeyedStateBackend:
                     files += _write_timer_rows(name, entries, compression, factory, label, path)
             finally:
                 shutil.rmtree(chk, ignore_errors=True)
+                release_free_memory()
             return SnapshotResult(
                 keyed_handles=tuple(KeyGroupsStateHandle(kgs, h, metas, self.backend_name) for kgs, h in files)
             )
@@ -540,8 +580,7 @@ class RocksDBKeyedStateBackend:
             if name.endswith(".sst"):
                 h = reuse.get(name)
                 if h is None:
-                    with pa.memory_map(path) as mapped:
-                        h = factory.write_shared(mapped.read_buffer(), f"{label}-{name}", rng, SST)
+                    h = write_shared_file(factory, path, f"{label}-{name}", rng, SST)
                     written += h.size
                 files[name] = ["shared", len(shared)]
                 shared.append(h)
@@ -608,8 +647,7 @@ class RocksDBKeyedStateBackend:
         try:
             for name, (kind, i) in manifest["files"].items():
                 src = h.shared[i] if kind == "shared" else h.private[i]
-                with open(os.path.join(tmp, os.path.basename(name)), "wb") as f:
-                    f.write(read(src))
+                download(read, src, os.path.join(tmp, os.path.basename(name)))
             rng = self.key_group_range.intersection(h.key_group_range)
             db = Rdict(tmp, _options(self.memory), access_type=AccessType.read_only())
             try:
@@ -632,7 +670,7 @@ class RocksDBKeyedStateBackend:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         for i in manifest["timers"]:
-            count += self._load(read(h.private[i]))
+            count += self._load(pa.BufferReader(read(h.private[i])))
         return count
 
     # ------------------------------------------------------------------ restore
@@ -662,13 +700,28 @@ class RocksDBKeyedStateBackend:
             if isinstance(h, IncrementalKeyedStateHandle):
                 count += self._restore_incremental(h, read)
             else:
-                count += self._load(read(h.delegate))
+                count += self._load_file(h.delegate, read)
+        release_free_memory()
         return count
 
-    def _load(self, payload: bytes) -> int:
+    def _load_file(self, handle: Any, read: StateReader) -> int:
+        """The rows of a canonical snapshot file: downloaded to the local directory in pieces,
+        then read one record batch at a time (a restore never holds the whole file)."""
+        if isinstance(handle, ByteStreamStateHandle):
+            return self._load(pa.BufferReader(handle.data))
+        spool = os.path.join(self.path, f"restore-{uuid.uuid4().hex[:12]}.arrow")
+        try:
+            download(read, handle, spool)
+            with pa.OSFile(spool, "rb") as f:
+                return self._load(f)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(spool)
+
+    def _load(self, source: Any) -> int:
         from rocksdict import WriteBatch
 
-        with pa.ipc.open_stream(pa.BufferReader(payload)) as reader:
+        with pa.ipc.open_stream(source) as reader:
             md = reader.schema.metadata or {}
             if md.get(b"format") != SNAPSHOT_FORMAT.encode():
                 raise StateMigrationError(
@@ -721,8 +774,10 @@ class RocksDBKeyedStateBackend:
 class _RowFiles:
     """Canonical snapshot rows into Arrow IPC files of about ``SNAPSHOT_FILE_BYTES`` (a file
     ends at a key-group boundary), each written to ``factory`` when full. A file is spooled to
-    ``spool_dir`` on local disk and handed to the factory memory-mapped: its pages are the page
-    cache's, not the process's own memory (built in memory, a 64 MB file cost ~200 MB of RSS)."""
+    ``spool_dir`` on local disk and handed to the factory as a file (``write_state_file``:
+    checkpoint storage copies it to a local file system by the kernel, and uploads it to S3 from
+    a memory map), so it never is the process's own memory (built in memory, a 64 MB file cost
+    ~200 MB of RSS; memory-mapped, up to 64 MB of file-backed RSS)."""
 
     def __init__(self, compression: str | None, factory: CheckpointStreamFactory, label: str, spool_dir: str) -> None:
         self._opts = pa.ipc.IpcWriteOptions(compression=compression)
@@ -775,8 +830,7 @@ class _RowFiles:
         self._sink.close()
         self._sink = self._writer = None
         try:
-            with pa.memory_map(self._spool) as mapped:
-                handle = self._factory.write_state(mapped.read_buffer(), self._label)  # type: ignore[arg-type]
+            handle = write_state_file(self._factory, self._spool, self._label)
         finally:
             os.unlink(self._spool)
         self.done.append((KeyGroupRange(self._first, self._last), handle))

@@ -27,7 +27,15 @@ from yarnflink.state.incremental import MaterializationRule
 from yarnflink.state.operator_state import OperatorStateBackend
 from yarnflink.state.options import IncrementalCheckpointOptions, RocksDBOptions, StateBackendOptions
 from yarnflink.state.rocksdb import RocksDBKeyedStateBackend, RocksDBMemory
-from yarnflink.state.streams import CheckpointStreamFactory, InlineStreamFactory, StateReader, read_inline
+from yarnflink.state.streams import (
+    EXCLUSIVE,
+    CheckpointStreamFactory,
+    InlineStreamFactory,
+    StateReader,
+    read_inline,
+    write_shared_file,
+    write_state_file,
+)
 
 #: what ``state.backend.type`` gives a keyed operator (both have the same interface)
 KeyedStateBackend = Union[HeapKeyedStateBackend, RocksDBKeyedStateBackend]
@@ -239,6 +247,12 @@ class LazyStreamFactory:
 
     def write_shared(self, data: Any, name: str, key_group_range: KeyGroupRange, kind: str) -> Any:
         return self._get().write_shared(data, name, key_group_range, kind)
+
+    def write_state_file(self, local_path: str, name: str, scope: str = EXCLUSIVE) -> Any:
+        return write_state_file(self._get(), local_path, name, scope)
+
+    def write_shared_file(self, local_path: str, name: str, key_group_range: KeyGroupRange, kind: str) -> Any:
+        return write_shared_file(self._get(), local_path, name, key_group_range, kind)
 
 
 def snapshot_operators(

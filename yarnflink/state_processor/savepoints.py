@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import pickle
 import posixpath
+import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -43,6 +44,7 @@ from yarnflink.checkpoint.storage import (
     _url,
     _write_metadata_file,
     filesystem_for,
+    make_reader,
     read_stream_handle,
     resolve_restore_location,
     storage_options_from_config,
@@ -63,6 +65,7 @@ from yarnflink.state.handles import (
     StateMetaInfo,
 )
 from yarnflink.state.heap import SNAPSHOT_FORMAT, HeapKeyedStateBackend, TtlValue, _encode
+from yarnflink.state.rocksdb import RocksDBKeyedStateBackend
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -120,20 +123,47 @@ def _without_ttl(v: Any) -> Any:
 
 def _decode_incremental(task: tuple[dict, str, dict, int]) -> Iterator[tuple[Any, Any]]:
     """One incremental keyed state handle (a checkpoint of ``execution.checkpointing.incremental``)
-    -> its (key, value) entries of one state: its base and deltas replayed into a ``hashmap``
-    backend of its key groups (a Spark task)."""
+    -> its (key, value) entries of one state (a Spark task). A ``hashmap`` chain (base and deltas)
+    is replayed into a heap backend of its key groups; a ``rocksdb`` one (SST files) is restored
+    into a rocksdb backend in a temporary directory of the task's machine, streamed from its
+    store, and the directory deleted when the entries are read (or the task stops reading)."""
     handle_json, state_name, options, max_parallelism = task
     handle = IncrementalKeyedStateHandle.from_json(handle_json)
-    if handle.backend != HeapKeyedStateBackend.backend_name:
+    read = make_reader(options)
+    items: Generator[tuple[int, Any, Any, Any], None, None]
+    if handle.backend == HeapKeyedStateBackend.backend_name:
+        heap = HeapKeyedStateBackend(max_parallelism, handle.key_group_range)
+        heap.restore([handle], read)
+        items = heap.stored_items(state_name)
+    elif handle.backend == RocksDBKeyedStateBackend.backend_name:
+        items = _rocksdb_items(handle, state_name, read, max_parallelism)
+    else:
         raise StateProcessorError(
             f"incremental keyed state of the {handle.backend!r} backend cannot be read here (only "
-            f"{HeapKeyedStateBackend.backend_name!r} chains); take a savepoint of the job and read that"
+            f"{HeapKeyedStateBackend.backend_name!r} and {RocksDBKeyedStateBackend.backend_name!r} "
+            "chains); take a savepoint of the job and read that"
         )
-    backend = HeapKeyedStateBackend(max_parallelism, handle.key_group_range)
-    backend.restore([handle], lambda h: read_stream_handle(h, options))
-    for _kg, key, namespace, value in backend.stored_items(state_name):
-        if namespace is None:
-            yield key, _without_ttl(value)
+    try:
+        for _kg, key, namespace, value in items:
+            if namespace is None:
+                yield key, _without_ttl(value)
+    finally:
+        items.close()  # (a rocksdb store's directory is deleted now, not when collected)
+
+
+def _rocksdb_items(
+    handle: IncrementalKeyedStateHandle, state_name: str, read: Any, max_parallelism: int
+) -> Generator[tuple[int, Any, Any, Any], None, None]:
+    """The stored entries of ``state_name`` in the rocksdb incremental checkpoint ``handle``:
+    restored into a rocksdb backend under a temporary directory (its memory the backend's
+    default budget), deleted with the backend however the iteration ends."""
+    with tempfile.TemporaryDirectory(prefix="yarnflink-state-processor-") as local_dir:
+        backend = RocksDBKeyedStateBackend(max_parallelism, handle.key_group_range, local_dir=local_dir)
+        try:
+            backend.restore([handle], read)
+            yield from backend.stored_items(state_name)
+        finally:
+            backend.dispose()
 
 
 def _decode_any(task: tuple) -> Iterator[tuple[Any, Any]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import posixpath
 import socket
 import time
+from pathlib import Path
 
 import pytest
 
@@ -30,7 +31,7 @@ from yarnflink.checkpoint.storage import (
 )
 from yarnflink.common.keygroups import key_group_range
 from yarnflink.state import HeapKeyedStateBackend, OperatorSubtaskState, TaskStateSnapshot, ValueStateDescriptor
-from yarnflink.state.handles import ByteStreamStateHandle, FileStateHandle
+from yarnflink.state.handles import ByteStreamStateHandle, FileStateHandle, KeyGroupRange
 
 TASKS = [CheckpointTask(f"t{i}", "v", i, 2, 128, ("op",)) for i in range(2)]
 
@@ -232,3 +233,62 @@ def test_unset_directory_and_s3_options_from_flink_keys() -> None:
         "config_kwargs": {"s3": {"addressing_style": "path"}},
     }
     assert storage_options_from_config({"s3.endpoint": "x"}, "file:///tmp") == {}
+
+
+def test_a_download_copies_in_pieces_and_checks_size_and_content_hash(
+    checkpoint_dir: tuple, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``StorageReader.copy_to`` (what a rocksdb restore downloads its files with) copies a state
+    file of several pieces to a local file, byte for byte; a shared file whose bytes changed, or
+    a file shorter than recorded, is refused naming it, and no local file is left behind."""
+    import os
+
+    from yarnflink.state.streams import download
+
+    storage = make(checkpoint_dir, threshold=64)
+    factory = storage.stream_factory(1)
+    data = os.urandom(3 * 1000 + 17)
+    private = factory.write_state(data, "private")
+    shared = factory.write_shared(data, "shared", KeyGroupRange(0, 127), "sst")
+    reader = make_reader(checkpoint_dir[1])
+    monkeypatch.setattr("yarnflink.checkpoint.storage.DOWNLOAD_CHUNK_BYTES", 1000)  # four pieces
+    for h in (private, shared, ByteStreamStateHandle("inline", b"abc")):
+        dest = str(tmp_path / "copy")
+        download(reader, h, dest)
+        with open(dest, "rb") as f:
+            assert f.read() == (b"abc" if isinstance(h, ByteStreamStateHandle) else data)
+    fs, path = filesystem_for(shared.path, checkpoint_dir[1])
+    fs.pipe_file(path, data[:-1] + bytes([data[-1] ^ 1]))
+    dest = str(tmp_path / "bad")
+    with pytest.raises(CheckpointStorageError, match="the shared state file is corrupted") as e:
+        download(reader, shared, dest)
+    assert shared.path in str(e.value) and not os.path.exists(dest)
+    fs, path = filesystem_for(private.path, checkpoint_dir[1])
+    fs.pipe_file(path, data[:100])
+    with pytest.raises(CheckpointStorageError, match=f"has 100 bytes, the checkpoint recorded {len(data)}"):
+        download(reader, private, dest)
+    assert not os.path.exists(dest)
+
+
+def test_a_local_file_is_written_as_a_state_file_without_reading_it_whole(
+    checkpoint_dir: tuple, tmp_path: Path
+) -> None:
+    """``write_state_file`` / ``write_shared_file`` (a rocksdb snapshot's spooled Arrow files
+    and SST files) give what ``write_state`` / ``write_shared`` of the same bytes give: a file
+    of those bytes (inline below the threshold), a shared one with the same content hash."""
+    import os
+
+    from yarnflink.state.streams import content_hash, write_shared_file, write_state_file
+
+    storage = make(checkpoint_dir, threshold=64)
+    factory = storage.stream_factory(1)
+    reader = make_reader(checkpoint_dir[1])
+    data = os.urandom(100_000)
+    local = tmp_path / "spooled.arrow"
+    local.write_bytes(data)
+    h = write_state_file(factory, str(local), "rows")
+    assert isinstance(h, FileStateHandle) and h.state_size == len(data) and reader(h) == data
+    shared = write_shared_file(factory, str(local), "000012.sst", KeyGroupRange(0, 63), "sst")
+    assert shared.content_hash == content_hash([data]) and shared.size == len(data) and reader(shared) == data
+    (tmp_path / "small").write_bytes(b"tiny")
+    assert write_state_file(factory, str(tmp_path / "small"), "timers") == ByteStreamStateHandle("timers", b"tiny")

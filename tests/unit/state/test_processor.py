@@ -176,9 +176,11 @@ def test_a_savepoint_of_the_rocksdb_backend_is_read(spark, tmp_path: Path) -> No
     assert rows == data
 
 
-def test_read_an_incremental_checkpoint(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """A retained incremental checkpoint (a base and deltas per subtask, with updates and
-    removals) reads as the state it restores to."""
+@pytest.mark.parametrize("backend_name", ["hashmap", "rocksdb"])
+def test_read_an_incremental_checkpoint(spark, tmp_path: Path, backend_name: str) -> None:  # type: ignore[no-untyped-def]
+    """A retained incremental checkpoint (hashmap: a base and deltas per subtask; rocksdb: SST
+    files shared across the three checkpoints), with updates and removals, reads as the state it
+    restores to; the rocksdb one is restored in a temporary directory that is gone afterwards."""
     from yarnflink.checkpoint.metadata import CompletedCheckpoint, OperatorState
     from yarnflink.checkpoint.storage import FsCheckpointStorage
     from yarnflink.state.handles import IncrementalKeyedStateHandle, OperatorSubtaskState
@@ -190,7 +192,11 @@ def test_read_an_incremental_checkpoint(spark, tmp_path: Path) -> None:  # type:
     subtasks = {}
     for i in range(2):
         rng = key_group_range(128, 2, i)
-        b = HeapKeyedStateBackend(128, rng, incremental=True)
+        b = (
+            HeapKeyedStateBackend(128, rng, incremental=True)
+            if backend_name == "hashmap"
+            else RocksDBKeyedStateBackend(128, rng, local_dir=str(tmp_path / "rocksdb"), incremental=True)
+        )
         v = b.get_partitioned_state(ValueStateDescriptor("count"))
         for cid in (1, 2, 3):
             for n in range(300):
@@ -206,9 +212,51 @@ def test_read_an_incremental_checkpoint(spark, tmp_path: Path) -> None:  # type:
                     expected[key] = n * cid
             h = b.snapshot(cid, 0, storage.stream_factory(cid)).result().keyed
             b.notify_checkpoint_complete(cid)
-        assert isinstance(h, IncrementalKeyedStateHandle) and [f.kind for f in h.shared][1:] == [DELTA, DELTA]
+        assert isinstance(h, IncrementalKeyedStateHandle) and h.backend == backend_name
+        if backend_name == "hashmap":
+            assert [f.kind for f in h.shared][1:] == [DELTA, DELTA]
+        else:
+            assert h.shared and all(f.kind == "sst" for f in h.shared)
         subtasks[i] = OperatorSubtaskState([h])
+        b.dispose()
     checkpoint = CompletedCheckpoint("job", 3, 0, {"counter": OperatorState("counter", 2, 128, subtasks)})
     url = storage.write_metadata(checkpoint)
     got = {r["key"]: r["value"] for r in read_savepoint(spark, url, "counter", "count").collect()}
     assert got == expected
+
+
+def test_a_rocksdb_incremental_handle_is_read_in_a_directory_that_is_then_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The decoding a Spark task runs, in this process: a rocksdb incremental checkpoint's
+    entries of one state (not of another state, not of a window namespace), with the store it
+    was restored into deleted when the task reads them all and when it stops early."""
+    from yarnflink.checkpoint.storage import FsCheckpointStorage
+    from yarnflink.state_processor.savepoints import _decode_any
+
+    storage = FsCheckpointStorage(f"file://{tmp_path}/chk", "job")
+    storage.initialize()
+    b = RocksDBKeyedStateBackend(128, KeyGroupRange(0, 127), local_dir=str(tmp_path / "task"), incremental=True)
+    count = b.get_partitioned_state(ValueStateDescriptor("count"))
+    other = b.get_partitioned_state(ValueStateDescriptor("other"))
+    for n in range(200):
+        b.set_current_key(f"user-{n}")
+        count.update(n)
+        other.update(-n)
+        if n == 7:
+            count.set_current_namespace("window")
+            count.update(1000)
+            count.set_current_namespace(None)
+    h = b.snapshot(1, 0, storage.stream_factory(1)).result().keyed
+    b.dispose()
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(scratch))
+    got = dict(_decode_any((h.to_json(), "count", {}, 128)))
+    assert got == {f"user-{n}": n for n in range(200)}
+    assert list(scratch.iterdir()) == []
+    partial = _decode_any((h.to_json(), "count", {}, 128))
+    next(partial)
+    assert len(list(scratch.iterdir())) == 1  # the restored store, while the task reads
+    partial.close()
+    assert list(scratch.iterdir()) == []

@@ -233,6 +233,68 @@ def test_unmanaged_memory_gives_the_backend_its_own_cache(tmp_path: Path) -> Non
     b.dispose()
 
 
+def _options_file(b: RocksDBKeyedStateBackend) -> dict[str, str]:
+    """The options RocksDB says its store runs with (the newest ``OPTIONS-*`` file it wrote)."""
+    db = os.path.join(b.path, "db")
+    latest = max((n for n in os.listdir(db) if n.startswith("OPTIONS-")), key=lambda n: int(n.split("-")[1]))
+    with open(os.path.join(db, latest)) as f:
+        return dict(line.strip().split("=", 1) for line in f if "=" in line and not line.lstrip().startswith("#"))
+
+
+def test_the_memory_configuration_reaches_the_store(tmp_path: Path) -> None:
+    """The ``state.backend.rocksdb.*`` memory keys, read from a configuration, are what RocksDB
+    runs with: managed, the memtables' size capped at half their share of the cache and their
+    count, index and filter blocks in the cache (L0's pinned) and a block cache in use (the
+    store's OPTIONS file); the write buffer manager has the memtables' share and charges their
+    memory to the shared cache; two backends share one cache. Unmanaged: the backend's own sizes."""
+    from yarnflink.state.rocksdb import _shared_cache
+    from yarnflink.state.task_state import rocksdb_settings
+
+    _, memory = rocksdb_settings(
+        {
+            "state.backend.rocksdb.memory.fixed-per-tm": "40 mb",
+            "state.backend.rocksdb.memory.write-buffer-ratio": "0.3",
+            "state.backend.rocksdb.writebuffer.size": "16 mb",
+            "state.backend.rocksdb.writebuffer.count": "3",
+        }
+    )
+    a = RocksDBKeyedStateBackend(128, range(64), local_dir=str(tmp_path), memory=memory)
+    b = RocksDBKeyedStateBackend(128, range(64, 128), local_dir=str(tmp_path), memory=memory)
+    for backend in (a, b):
+        opts = _options_file(backend)
+        assert opts["write_buffer_size"] == str(6 << 20)  # min(16 mb, 40 mb * 0.3 / 2)
+        assert opts["max_write_buffer_number"] == "3"
+        assert opts["cache_index_and_filter_blocks"] == "true"
+        assert opts["pin_l0_filter_and_index_blocks_in_cache"] == "true"
+        assert opts["no_block_cache"] == "false"
+    cache, wbm = _shared_cache(memory)
+    assert wbm.enabled() and wbm.get_buffer_size() == int(40 * 0.3 * (1 << 20))
+    assert wbm.get_usage() < 1 << 20
+    v = a.get_partitioned_state(ValueStateDescriptor("v"))
+    for i in range(6000):  # ~3 MB into a's memtable
+        if key_group_of(i, 128) < 64:
+            a.set_current_key(i)
+            v.update(os.urandom(1000))
+    a.set_current_key(0)
+    assert wbm.get_usage() > 1 << 20
+    assert cache.get_usage() >= wbm.get_usage()  # the memtables are charged to the cache
+    a.dispose()
+    b.dispose()
+
+    _, own = rocksdb_settings(
+        {
+            "state.backend.rocksdb.memory.managed": "false",
+            "state.backend.rocksdb.writebuffer.size": "3 mb",
+            "state.backend.rocksdb.writebuffer.count": "4",
+        }
+    )
+    c = RocksDBKeyedStateBackend(128, range(128), local_dir=str(tmp_path), memory=own)
+    opts = _options_file(c)
+    assert (opts["write_buffer_size"], opts["max_write_buffer_number"]) == (str(3 << 20), "4")
+    assert opts["cache_index_and_filter_blocks"] == "true" and opts["no_block_cache"] == "false"
+    c.dispose()
+
+
 def test_rocksdict_iterators_ignore_a_snapshot(tmp_path: Path) -> None:
     """Why a snapshot's synchronous part takes a RocksDB checkpoint, not a RocksDB snapshot: in
     rocksdict 0.3.29 a snapshot's ``get`` sees the state at the snapshot, its iterators the live
