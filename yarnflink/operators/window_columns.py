@@ -26,6 +26,7 @@ entries move back into buckets on the first batch (``adopt``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -376,25 +377,27 @@ class ColumnarWindows(ColumnarKeyed):
         rows = self._rows_of(b, np.array([slot]))
         return rows[0] if isinstance(rows, list) else arrow_to_records(rows)[0]
 
-    def advance(self, watermark: int) -> tuple[list[pa.RecordBatch | list], list[np.ndarray]]:
+    def advance(self, watermark: int) -> Iterator[tuple[pa.RecordBatch | list, np.ndarray]]:
         """Fire every window the watermark closes and drop those past their cleanup time.
-        Returns the fired rows (one piece per window, in order of window end) and their
-        timestamps."""
-        out: list = []
-        out_ts: list = []
+        Yields the fired rows (one piece per window, in order of window end) and their
+        timestamps, lazily: a window's bucket is dropped before the next window's rows are made,
+        so a watermark that closes many windows never holds all their rows and all their state
+        at once."""
         for start in sorted(self.buckets):
             b = self.buckets[start]
             if b.end - 1 > watermark:
                 break
+            piece = None
             if not b.fired:
                 slots, _ = b.contents()
                 if len(slots):
-                    out.append(self._rows_of(b, slots))
-                    out_ts.append(np.full(len(slots), b.end - 1, dtype=np.int64))
+                    piece = (self._rows_of(b, slots), np.full(len(slots), b.end - 1, dtype=np.int64))
                 b.fired = True
             if self.cleanup_time(b.end) <= watermark:
                 del self.buckets[start]
-        return out, out_ts
+            del b
+            if piece is not None:
+                yield piece
 
     def next_cleanup_pending(self) -> bool:
         return bool(self.buckets)
