@@ -274,7 +274,9 @@ class ColumnarWindows(ColumnarKeyed):
         b = self.buckets.get(start)
         if b is None:
             assert self.dtype is not None
-            b = self.buckets[start] = _Bucket(start, start + self.size, max(cap, 1024), self.dtype)
+            # sized for the keys known so far (a window usually gets most of them): the doubling
+            # of ``grow`` is for the first windows only, not slack in every open window
+            b = self.buckets[start] = _Bucket(start, start + self.size, max(cap, 64), self.dtype)
         elif len(b.vals) < cap:
             b.grow(cap)
         return b
@@ -328,7 +330,9 @@ class ColumnarWindows(ColumnarKeyed):
                         rest = np.ones(len(rows), dtype=bool)
                         rest[first_new] = False
                         ufunc.at(b.vals, slots[rest], vals[rest])
-                b.reps.append((new_slots, rb.take(pa.array(rows[first_new]))))
+                b.reps.append(
+                    (new_slots.astype(np.int32) if cap < 1 << 31 else new_slots, rb.take(pa.array(rows[first_new])))
+                )
             else:
                 ufunc.at(b.vals, slots, vals)
 
