@@ -581,6 +581,8 @@ class WindowOperator(StreamOperator):
 
         def emit(key: Any, start: int, contents: Any) -> None:
             self._emit_contents(key, TimeWindow(start, start + size), contents)
+            if len(self._out) >= FIRE_ROWS:  # many windows at once: sent as they are made
+                self._flush()
 
         cleared = None
         if self._kind == "process" and self._wfn is not None:

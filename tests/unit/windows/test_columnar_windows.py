@@ -201,3 +201,16 @@ def test_a_watermark_closing_many_windows_frees_each_window_before_making_the_ne
     assert all(n <= FIRE_ROWS for n, _ in emitted) and len(emitted) == windows
     # a window's batch goes out once the next window's rows are made (and its state dropped)
     assert [held for _, held in emitted] == [3, 2, 1, 0, 0]
+
+
+def test_the_per_record_path_sends_the_windows_of_one_watermark_as_they_are_made() -> None:
+    op, out = open_operator(spec(TUMBLING))
+    keys, windows = 40_000, 5
+    for w in range(windows):
+        op.process_batch(events("rec", *[(k, k % 7, w * 10_000) for k in range(keys)]))
+    assert op.mode == "rec" and len(op.buffers.buckets) == windows
+    emitted: list[tuple[int, int]] = []  # (rows, windows still held) at each emit
+    out.emit = lambda b: emitted.append((len(b), len(op.buffers.buckets)))  # type: ignore[method-assign]
+    op.process_watermark(wm(windows * 10_000))
+    assert sum(n for n, _ in emitted) == keys * windows
+    assert len(emitted) > 1 and all(n < FIRE_ROWS + keys for n, _ in emitted) and emitted[0][1] > 0
