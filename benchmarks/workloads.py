@@ -3,7 +3,10 @@ TaskExecutors with one slot each, parallelism 2. Prints rows/s, rows per CPU sec
 TaskExecutors (user + system time, far less disturbed by other load on the machine), the
 session's start-up time and the peak RSS (VmHWM) of every process. See docs/PERFORMANCE.md.
 
-    scripts/bench --suite workloads [--rows N] [--only W3-vectorized,...] [--repeat R]
+    scripts/bench --suite workloads [--rows N] [--only W3-vectorized,...] [--repeat R] [--no-warmup]
+
+Before the measured jobs, a small job of each workload (200,000 rows) runs on the session, so
+that no figure includes the TaskExecutors' one-time loading of modules (``--no-warmup``: none).
 
 The input is generated inside the job (``from_sequence(0, N - 1)``); for row i:
 key = i mod 10,000, value = h(i) = ((i * 2654435761) >> 16) mod 1000 (a multiplicative hash),
@@ -233,7 +236,10 @@ def run_job(
     return result.get_net_runtime() / 1000, wall
 
 
-def run_session(names: list[str], rows: int, workdir: Path, repeat: int) -> list[dict[str, Any]]:
+WARMUP_ROWS = 2 * WINDOW_MS * ROWS_PER_MS
+
+
+def run_session(names: list[str], rows: int, workdir: Path, repeat: int, warmup: bool = True) -> list[dict[str, Any]]:
     config = Configuration()
     config.set("taskmanager.numberOfTaskSlots", "1")
     t0 = time.perf_counter()
@@ -247,6 +253,13 @@ def run_session(names: list[str], rows: int, workdir: Path, repeat: int) -> list
         pids = {"master": int(info["pid"])}
         for i, tm in enumerate(rest.taskmanagers()):
             pids[f"te{i}"] = tm["hardware"]["pid"]
+        if warmup:
+            # a first job pays the TaskExecutors' one-time loading of the task modules (~1 s):
+            # a small job of each workload beforehand, so the figures are the jobs' own
+            for name in names:
+                env = StreamExecutionEnvironment.get_execution_environment()
+                env.set_parallelism(2)
+                run_job(env, executor, name, WARMUP_ROWS)
         for name in names:
             env = StreamExecutionEnvironment.get_execution_environment()
             env.set_parallelism(2)
@@ -282,6 +295,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per workload; the median is shown")
     parser.add_argument("--fresh", action="store_true", help="a new session per workload (peak RSS per workload)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--no-warmup", action="store_true", help="measure the session's first jobs as they come (no small job first)"
+    )
     args = parser.parse_args()
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in WORKLOADS]
@@ -297,7 +313,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="yarnflink-bench-") as tmp:
         groups = [[n] for n in names] if args.fresh else [names]
         for k, group in enumerate(groups):
-            for r in run_session(group, args.rows, Path(tmp) / str(k), args.repeat):
+            for r in run_session(group, args.rows, Path(tmp) / str(k), args.repeat, not args.no_warmup):
                 if args.json:
                     print(json.dumps(r), flush=True)
                     continue

@@ -228,6 +228,39 @@ def operator_indices_for_keys(keys: KeyArray, max_parallelism: int, parallelism:
     return operator_index_for_key_group(max_parallelism, parallelism, key_group_ids(keys, max_parallelism))
 
 
+class OperatorIndexTable:
+    """``operator_indices_for_keys`` for one (max parallelism, parallelism), with a table for
+    small non-negative integer keys: their operator index is looked up (one numpy take per
+    batch) instead of hashed per row; the table is made by the same function over
+    ``0..size-1``, so the result is the same. Other keys are hashed."""
+
+    #: integer keys in [0, this) may use the table (int8/int16/int32 per entry)
+    LIMIT = 1 << 22
+
+    def __init__(self, max_parallelism: int, parallelism: int):
+        self.max_parallelism = max_parallelism
+        self.parallelism = parallelism
+        self.table = np.empty(0, dtype=np.int32)
+
+    def __call__(self, keys: KeyArray) -> np.ndarray:
+        a: np.ndarray | None = None
+        if isinstance(keys, (pa.Array, pa.ChunkedArray)):
+            if pat.is_integer(keys.type) and keys.null_count == 0 and len(keys):
+                a = keys.to_numpy()
+        elif isinstance(keys, np.ndarray) and keys.dtype.kind in "iu" and len(keys):
+            a = keys
+        if a is not None:
+            lo, hi = int(a.min()), int(a.max())
+            if lo >= 0 and hi < min(self.LIMIT, max(1 << 16, 16 * len(a))):
+                if hi >= len(self.table):
+                    size = min(self.LIMIT, max(hi + 1, 2 * len(self.table)))
+                    self.table = operator_indices_for_keys(
+                        np.arange(size, dtype=np.int64), self.max_parallelism, self.parallelism
+                    )
+                return self.table[a]
+        return operator_indices_for_keys(keys, self.max_parallelism, self.parallelism)
+
+
 def key_group_range(max_parallelism: int, parallelism: int, operator_index: int) -> range:
     """Flink's ``computeKeyGroupRangeForOperatorIndex``: the key groups an operator instance owns."""
     start = (operator_index * max_parallelism + parallelism - 1) // parallelism

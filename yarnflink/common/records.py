@@ -372,6 +372,16 @@ def to_ipc_bytes(rb: pa.RecordBatch) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+def batches_to_ipc_bytes(batches: list[pa.RecordBatch]) -> bytes:
+    """Serialize RecordBatches of one schema (the first's, metadata included) as one Arrow IPC
+    stream."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batches[0].schema) as writer:
+        for rb in batches:
+            writer.write_batch(rb)
+    return sink.getvalue().to_pybytes()
+
+
 def from_ipc_bytes(payload: bytes) -> list[pa.RecordBatch]:
     """The RecordBatches of an Arrow IPC stream written by ``to_ipc_bytes``."""
     with pa.ipc.open_stream(io.BytesIO(payload) if isinstance(payload, bytes) else payload) as r:

@@ -16,6 +16,7 @@ to ``NetworkOutput``s that partition them and write them to result partitions.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -61,6 +62,12 @@ class OperatorContext:
     config: dict[str, str] = field(default_factory=dict)
     #: Sends a payload to the JobMaster (collect sink results). Blocking; may raise.
     send_to_coordinator: Callable[[str, bytes], None] = lambda kind, payload: None
+    #: Asynchronous form, where the task offers one (None: only the blocking form): schedules a
+    #: send and returns a ``concurrent.futures.Future`` at once. The payloads are made by the
+    #: given function, called when the send's turn comes: after every send scheduled before it
+    #: (of this task) has finished, so sends keep their order and what piles up meanwhile can
+    #: go out together.
+    send_to_coordinator_later: Callable[[str, Callable[[], list[bytes]]], Future] | None = None
     #: True while the task should keep running (false after cancel).
     is_running: Callable[[], bool] = lambda: True
     #: The task's cancellation: per-record loops stop between two records once it is set.

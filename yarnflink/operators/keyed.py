@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 
 _MISSING = object()
 EMIT_ROWS = 65536
+#: integer keys in [0, this) may map to slots through a direct numpy table (if dense enough)
+_DIRECT_LIMIT = 1 << 22
 
 
 def _emit_rows(output, rows: list) -> None:
@@ -239,6 +241,7 @@ class AggregateOperator(StreamOperator):
         self.rec_last: dict = {}  # BATCH: key -> latest output record
         # vectorized state
         self.slots = _SlotTable()  # key -> slot (slot order == first-seen order)
+        self._direct = np.full(0, -1, dtype=np.int64)  # small int key -> slot (-1: none yet)
         self.vals = np.zeros(1024, dtype=np.int64)
         self.firsts = _FirstRows()
         #: the aggregated column's position and name, and whether the record's other columns are
@@ -350,13 +353,21 @@ class AggregateOperator(StreamOperator):
             return False  # other fields of another type than the first rows' (kept per-record then)
         # no other field, or the key alone (integer / string / binary: equal keys are the same value)
         only = rb.num_columns == 1 or (rb.num_columns == 2 and ki != vi)
-        enc = kcol.dictionary_encode()
-        codes = enc.indices.to_numpy(zero_copy_only=False)
-        nu = len(enc.dictionary)
-
-        # slots of the distinct keys; new keys get new slots
         old_n = len(self.slots)
-        slots, new = self.slots.lookup(enc.dictionary)
+        direct = self._direct_codes(kcol)
+        if direct is not None:
+            # small non-negative integer keys: the codes are the rows' slots, over every slot
+            codes, first_new = direct
+            nu = len(self.slots)
+            slots = np.arange(nu, dtype=np.int64)
+            new = slots >= old_n
+        else:
+            enc = kcol.dictionary_encode()
+            codes = enc.indices.to_numpy(zero_copy_only=False)
+            nu = len(enc.dictionary)
+            # slots of the distinct keys; new keys get new slots
+            slots, new = self.slots.lookup(enc.dictionary)
+            first_new = None
         need = len(self.slots)
         if need > len(self.vals):
             grown = np.zeros(max(need, 2 * len(self.vals)), dtype=self.vals.dtype)
@@ -375,13 +386,46 @@ class AggregateOperator(StreamOperator):
         self.rest_schema = rest_schema
         if rb.num_columns > 1 and new.any():
             # the first row of each new key (dictionary order = first-seen order = their slots')
-            _, first_idx = np.unique(codes, return_index=True)
-            self.firsts.append(rb.remove_column(vi).take(pa.array(first_idx[new])))
+            if first_new is None:
+                _, first_idx = np.unique(codes, return_index=True)
+                first_new = first_idx[new]
+            self.firsts.append(rb.remove_column(vi).take(pa.array(first_new)))
         if self.batch_mode:
+            if direct is not None:  # the batch's keys only
+                present = np.bincount(codes, minlength=nu) > 0
+                slots, new = slots[present], new[present]
+                codes = np.cumsum(present)[codes] - 1
             self._batch_vec(v, codes, slots, new)
         else:
             self._stream_vec(rb, v, codes, nu, slots, has_state, ts)
         return True
+
+    def _direct_codes(self, kcol: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
+        """For small non-negative integer keys: ``(slot of each row, the first row of each key
+        new to the slot table, in slot order)``, through a table key -> slot (a numpy take per
+        batch instead of hashing every row); None for other keys."""
+        if not pat.is_integer(kcol.type):
+            return None
+        keys = kcol.to_numpy(zero_copy_only=False)
+        lo, hi = int(keys.min()), int(keys.max())
+        if lo < 0 or hi >= min(_DIRECT_LIMIT, max(1 << 16, 16 * (len(self.slots) + len(keys)))):
+            return None  # negative, large or sparse keys: hashed
+        table = self._direct
+        if len(table) <= hi:
+            table = np.full(max(hi + 1, 2 * len(table)), -1, dtype=np.int64)
+            table[: len(self._direct)] = self._direct
+            self._direct = table
+        row_slot = table[keys]
+        missing = np.flatnonzero(row_slot < 0)
+        if not len(missing):
+            return row_slot, np.zeros(0, dtype=np.int64)
+        # keys not in the table yet, in first-seen order (slots are given in that order)
+        uniq, first = np.unique(keys[missing], return_index=True)
+        seen = np.argsort(first, kind="stable")
+        uniq, first_rows = uniq[seen], missing[first[seen]]
+        found, is_new = self.slots.lookup(pa.array(uniq))
+        table[uniq] = found
+        return table[keys], first_rows[is_new]
 
     def _with_values(self, slots: np.ndarray, values: np.ndarray, rb: pa.RecordBatch | None = None) -> pa.RecordBatch:
         """Output rows: the first rows of ``slots`` with the aggregated column set to ``values``
@@ -427,9 +471,10 @@ class AggregateOperator(StreamOperator):
         if acc.kind == "i":
             sv = v[order]
             if self.agg == "sum":
-                first = sv[starts]
+                at = np.minimum(starts, n - 1)  # (an empty group's value is never used)
+                first = sv[at]
                 np.cumsum(sv, out=sv)
-                adj = sv[starts] - first - carry  # running total before the group, minus carry
+                adj = sv[at] - first - carry  # running total before the group, minus carry
                 sv -= np.repeat(adj, counts)
                 res_sorted = sv
             elif n:
@@ -452,10 +497,14 @@ class AggregateOperator(StreamOperator):
                         np.subtract(vmax, sv, out=sv)
                         np.minimum(sv, np.repeat(carry, counts), out=sv)
                     res_sorted = sv
+        present = np.flatnonzero(counts) if len(counts) and counts.min() == 0 else None  # keys of the batch
         if res_sorted is not None:
             res = np.empty(n, dtype=acc)
             res[order] = res_sorted
-            self.vals[slots] = res_sorted[ends - 1]
+            if present is None:
+                self.vals[slots] = res_sorted[ends - 1]
+            else:
+                self.vals[slots[present]] = res_sorted[ends[present] - 1]
         else:
             pd = load_module("pandas")  # deferred (see _SlotTable)
             s = pd.Series(v, copy=False).groupby(codes, sort=False)
@@ -465,7 +514,10 @@ class AggregateOperator(StreamOperator):
                 res = np.minimum(s.cummin().to_numpy(), carry[codes]).astype(acc, copy=False)
             else:
                 res = np.maximum(s.cummax().to_numpy(), carry[codes]).astype(acc, copy=False)
-            self.vals[slots] = res[order[ends - 1]]
+            if present is None:
+                self.vals[slots] = res[order[ends - 1]]
+            else:
+                self.vals[slots[present]] = res[order[ends[present] - 1]]
         out_rb = self._with_values(slots[codes], res.astype(acc, copy=False), rb)
         self.output.emit(Batch(rb=out_rb, timestamps=ts))
 
@@ -492,6 +544,7 @@ class AggregateOperator(StreamOperator):
         if self.batch_mode:
             self.rec_last = dict(zip(keys, records))
         self.slots = _SlotTable()
+        self._direct = np.full(0, -1, dtype=np.int64)
         self.firsts = _FirstRows()
         self.rest_schema = None
         self.mode = "rec"

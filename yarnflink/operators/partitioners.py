@@ -40,7 +40,7 @@ from typing import Protocol
 import numpy as np
 import pyarrow as pa
 
-from yarnflink.common.keygroups import operator_indices_for_keys
+from yarnflink.common.keygroups import OperatorIndexTable
 from yarnflink.common.records import Batch
 from yarnflink.operators.keys import KeyExtractor
 from yarnflink.operators.specs import KeySelectorSpec
@@ -93,6 +93,7 @@ class NetworkOutput:
         self.buffer_timeout_s = buffer_timeout_s
         self.clock = clock
         self.keys = KeyExtractor(key_selector) if partitioning == "hash" and key_selector is not None else None
+        self._channel_of = OperatorIndexTable(max_parallelism, num_channels)
         if partitioning == "forward":
             if producer_parallelism is not None:
                 same = producer_parallelism == num_channels
@@ -257,9 +258,15 @@ class NetworkOutput:
         if lo == hi:
             self._add(lo, rb)
             return
-        keys = channels.astype(np.uint16) if nc <= 65536 else channels
-        order = np.argsort(keys, kind="stable")
-        counts = np.bincount(channels, minlength=nc)
+        if nc <= 8:  # a pass per channel is cheaper than a sort
+            picks = [np.flatnonzero(channels == ch) for ch in range(lo, hi + 1)]
+            order = np.concatenate(picks)
+            counts = np.zeros(nc, dtype=np.int64)
+            counts[lo : hi + 1] = [len(p) for p in picks]
+        else:
+            keys = channels.astype(np.uint16) if nc <= 65536 else channels
+            order = np.argsort(keys, kind="stable")
+            counts = np.bincount(channels, minlength=nc)
         taken = rb.take(pa.array(order))
         off = 0
         for ch in np.flatnonzero(counts).tolist():
@@ -270,7 +277,7 @@ class NetworkOutput:
     def _hash(self, batch: Batch) -> None:
         assert self.keys is not None  # hash partitioning has a key selector
         keys = self.keys.keys_of_batch(batch)
-        channels = operator_indices_for_keys(keys, self.max_parallelism, self.num_channels)
+        channels = self._channel_of(keys)
         self._scatter(batch.wire_arrow(), channels)
 
     def _round_robin(self, rb: pa.RecordBatch) -> None:

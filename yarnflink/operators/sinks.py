@@ -6,12 +6,14 @@ import base64
 import datetime
 import json
 import sys
+import threading
 import uuid
+from concurrent.futures import Future
 from typing import Any
 
 import pyarrow as pa
 
-from yarnflink.common.records import KIND_PICKLE, Batch, record_kind, to_ipc_bytes
+from yarnflink.common.records import KIND_PICKLE, Batch, batches_to_ipc_bytes, record_kind, to_ipc_bytes
 from yarnflink.operators.base import OperatorContext, StreamOperator
 from yarnflink.operators.checkpointed import CheckpointedValue
 from yarnflink.operators.specs import CollectSinkSpec, DiscardingSinkSpec, FileSinkSpec, PrintSinkSpec
@@ -315,17 +317,85 @@ class PrintSink(SinkOperator):
         self.output.end_input()
 
 
+#: Rows' Arrow bytes a collect sink lets pile up behind the send in flight before a batch waits
+#: for it (backpressure)
+COLLECT_PENDING_BYTES = 8 << 20
+
+
 class CollectSink(SinkOperator):
-    """Sends every batch to the JobMaster: ``ctx.send_to_coordinator("collect", ipc_bytes)``
-    where ``ipc_bytes`` is an Arrow IPC stream of the batch (kind metadata included; decode with
-    ``yarnflink.common.records.records_from_ipc``)."""
+    """Sends every batch to the JobMaster as an Arrow IPC stream (kind metadata included;
+    decode with ``yarnflink.common.records.records_from_ipc``), kind "collect".
+
+    Where the task offers asynchronous sends (``ctx.send_to_coordinator_later``), at most one
+    send is in flight and the task does not wait for it: the batches that arrive meanwhile go
+    out together, as one IPC stream of several batches, when it returns (one RPC per batch,
+    waited for, cost more than the job's work in small-result jobs). A batch waits for the
+    send in flight once ``COLLECT_PENDING_BYTES`` are pending. ``end_input`` and every
+    checkpoint (``prepare_snapshot_pre_barrier``) wait until everything before them is sent,
+    as when each send was waited for; a failed send fails the task at the next batch or at
+    the latest there. Without asynchronous sends each batch is sent and waited for."""
 
     def __init__(self, spec: CollectSinkSpec):
-        pass
+        self._lock = threading.Lock()
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_bytes = 0
+        self._scheduled = False  # a send is scheduled that has not taken the pending batches yet
+        self._last: Future | None = None  # the latest send scheduled
 
     def process_batch(self, batch: Batch) -> None:
-        if len(batch):
+        if not len(batch):
+            return
+        later = self.ctx.send_to_coordinator_later
+        if later is None:
             self.ctx.send_to_coordinator("collect", to_ipc_bytes(batch.arrow()))
+            return
+        last = self._last
+        if last is not None and last.done():
+            last.result()  # raises a failed send's error
+        rb = batch.arrow()
+        with self._lock:
+            self._pending.append(rb)
+            self._pending_bytes += rb.nbytes
+            if not self._scheduled:
+                self._scheduled = True
+                self._last = later("collect", self._take)
+            last = self._last if self._pending_bytes >= COLLECT_PENDING_BYTES else None
+        if last is not None:
+            last.result()
+
+    def _take(self) -> list[bytes]:
+        """The pending batches as IPC streams (one per run of batches of one schema, of at most
+        ``COLLECT_PENDING_BYTES`` unless one batch is larger); called when the scheduled send's
+        turn comes."""
+        with self._lock:
+            batches, self._pending, self._pending_bytes, self._scheduled = self._pending, [], 0, False
+        payloads: list[bytes] = []
+        run: list[pa.RecordBatch] = []
+        size = 0
+        for rb in batches:
+            if run and (
+                size + rb.nbytes > COLLECT_PENDING_BYTES or not rb.schema.equals(run[0].schema, check_metadata=True)
+            ):
+                payloads.append(batches_to_ipc_bytes(run))
+                run, size = [], 0
+            run.append(rb)
+            size += rb.nbytes
+        if run:
+            payloads.append(batches_to_ipc_bytes(run))
+        return payloads
+
+    def flush(self) -> None:
+        """Wait until every batch so far is sent (raises a failed send's error)."""
+        last = self._last
+        if last is not None:
+            last.result()
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        self.flush()
+
+    def end_input(self) -> None:
+        self.flush()
+        super().end_input()
 
 
 class DiscardingSink(SinkOperator):

@@ -26,6 +26,7 @@ entries move back into buckets on the first batch (``adopt``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -273,7 +274,9 @@ class ColumnarWindows(ColumnarKeyed):
         b = self.buckets.get(start)
         if b is None:
             assert self.dtype is not None
-            b = self.buckets[start] = _Bucket(start, start + self.size, max(cap, 1024), self.dtype)
+            # sized for the keys known so far (a window usually gets most of them): the doubling
+            # of ``grow`` is for the first windows only, not slack in every open window
+            b = self.buckets[start] = _Bucket(start, start + self.size, max(cap, 64), self.dtype)
         elif len(b.vals) < cap:
             b.grow(cap)
         return b
@@ -327,7 +330,9 @@ class ColumnarWindows(ColumnarKeyed):
                         rest = np.ones(len(rows), dtype=bool)
                         rest[first_new] = False
                         ufunc.at(b.vals, slots[rest], vals[rest])
-                b.reps.append((new_slots, rb.take(pa.array(rows[first_new]))))
+                b.reps.append(
+                    (new_slots.astype(np.int32) if cap < 1 << 31 else new_slots, rb.take(pa.array(rows[first_new])))
+                )
             else:
                 ufunc.at(b.vals, slots, vals)
 
@@ -376,25 +381,27 @@ class ColumnarWindows(ColumnarKeyed):
         rows = self._rows_of(b, np.array([slot]))
         return rows[0] if isinstance(rows, list) else arrow_to_records(rows)[0]
 
-    def advance(self, watermark: int) -> tuple[list[pa.RecordBatch | list], list[np.ndarray]]:
+    def advance(self, watermark: int) -> Iterator[tuple[pa.RecordBatch | list, np.ndarray]]:
         """Fire every window the watermark closes and drop those past their cleanup time.
-        Returns the fired rows (one piece per window, in order of window end) and their
-        timestamps."""
-        out: list = []
-        out_ts: list = []
+        Yields the fired rows (one piece per window, in order of window end) and their
+        timestamps, lazily: a window's bucket is dropped before the next window's rows are made,
+        so a watermark that closes many windows never holds all their rows and all their state
+        at once."""
         for start in sorted(self.buckets):
             b = self.buckets[start]
             if b.end - 1 > watermark:
                 break
+            piece = None
             if not b.fired:
                 slots, _ = b.contents()
                 if len(slots):
-                    out.append(self._rows_of(b, slots))
-                    out_ts.append(np.full(len(slots), b.end - 1, dtype=np.int64))
+                    piece = (self._rows_of(b, slots), np.full(len(slots), b.end - 1, dtype=np.int64))
                 b.fired = True
             if self.cleanup_time(b.end) <= watermark:
                 del self.buckets[start]
-        return out, out_ts
+            del b
+            if piece is not None:
+                yield piece
 
     def next_cleanup_pending(self) -> bool:
         return bool(self.buckets)

@@ -28,6 +28,7 @@ which applies Flink's merging rules element by element. Checkpoints use the per-
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -297,12 +298,12 @@ class ColumnarSessions(ColumnarKeyed):
         records = [r for p in self.pieces for r in arrow_to_records(p)]
         return [replace_field(records[i], self.field, x) for i, x in zip(pos.tolist(), values.tolist())]
 
-    def advance(self, watermark: int) -> tuple[list[pa.RecordBatch | list], list[np.ndarray]]:
-        """Fire every session the watermark closes (window end, then timer order) as one piece and
-        drop those past their cleanup time."""
+    def advance(self, watermark: int) -> Iterator[tuple[pa.RecordBatch | list, np.ndarray]]:
+        """Fire every session the watermark closes (window end, then timer order) as one piece
+        (rows, timestamps) and drop those past their cleanup time."""
         n = self.n
         if not n:
-            return [], []
+            return iter(())
         end = self.end[:n]
         due = np.flatnonzero(~self.fired[:n] & (end - 1 <= watermark))
         out: list = []
@@ -315,7 +316,7 @@ class ColumnarSessions(ColumnarKeyed):
         dead = end - 1 + self.allowed_lateness <= watermark
         if dead.any():
             self._compact(~dead)
-        return out, out_ts
+        return zip(out, out_ts)
 
     def _compact(self, keep: np.ndarray) -> None:
         n = self.n

@@ -338,6 +338,8 @@ class SideOutputSelectOperator(StreamOperator):
 # ----------------------------------------------------------------------------- operator
 _CONTENTS = "window-contents"
 _MERGING = "merging-window-set"
+#: the vectorized path emits the windows one watermark closes in batches of up to this many rows
+FIRE_ROWS = 1 << 16
 
 
 class WindowOperator(StreamOperator):
@@ -579,6 +581,8 @@ class WindowOperator(StreamOperator):
 
         def emit(key: Any, start: int, contents: Any) -> None:
             self._emit_contents(key, TimeWindow(start, start + size), contents)
+            if len(self._out) >= FIRE_ROWS:  # many windows at once: sent as they are made
+                self._flush()
 
         cleared = None
         if self._kind == "process" and self._wfn is not None:
@@ -807,11 +811,25 @@ class WindowOperator(StreamOperator):
         return True
 
     def _fire_columnar(self, watermark: int) -> None:
+        """Emit the windows the watermark closes: together, in batches of up to ``FIRE_ROWS``
+        rows (a window larger than that goes alone), made and sent one after the other so
+        that firing many windows at once (a watermark far ahead) stays within bounded memory."""
         assert self.columnar is not None
-        pieces, stamps = self.columnar.advance(watermark)
-        if not pieces:
-            return
-        ts = np.concatenate(stamps)
+        pieces: list = []
+        stamps: list = []
+        rows = 0
+        for piece, ts in self.columnar.advance(watermark):
+            if pieces and rows + len(ts) > FIRE_ROWS:
+                self._emit_fired(pieces, stamps)
+                pieces, stamps, rows = [], [], 0
+            pieces.append(piece)
+            stamps.append(ts)
+            rows += len(ts)
+        if pieces:
+            self._emit_fired(pieces, stamps)
+
+    def _emit_fired(self, pieces: list, stamps: list) -> None:
+        ts = np.concatenate(stamps) if len(stamps) > 1 else stamps[0]
         batches = [p for p in pieces if not isinstance(p, list)]
         if len(batches) == len(pieces) and all(b.schema.equals(batches[0].schema) for b in batches):
             self.output.emit(Batch(rb=pa.concat_batches(batches) if len(batches) > 1 else batches[0], timestamps=ts))

@@ -27,6 +27,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -108,8 +109,10 @@ class Task:
         checkpoint_responder: CheckpointResponder | None = None,
         cancellation: CancellationSettings | None = None,
         fatal_error: Callable[[str], None] = _log_fatal_error,
+        send_to_coordinator_later: Callable[[str, Callable[[], list[bytes]]], Future] | None = None,
     ) -> None:
-        """``cancellation``: when a cancelled task that does not end is interrupted, and when it
+        """``send_to_coordinator_later``: the asynchronous form of ``send_to_coordinator``
+        (``OperatorContext.send_to_coordinator_later``). ``cancellation``: when a cancelled task that does not end is interrupted, and when it
         is a ``fatal_error`` of the TaskExecutor (``cancellation.py``)."""
         self.tdd = tdd
         self.execution_id = tdd.execution_id
@@ -118,6 +121,7 @@ class Task:
         self.shuffle = shuffle
         self._report = report
         self._send = send_to_coordinator
+        self._send_later = send_to_coordinator_later
         self._responder: CheckpointResponder = checkpoint_responder or NoCheckpointResponder()
         self._buffer_timeout_s = buffer_timeout_s
         self.state = ExecutionState.DEPLOYING
@@ -342,6 +346,7 @@ class Task:
                 runtime_mode=tdd.runtime_mode or "STREAMING",
                 config=config,
                 send_to_coordinator=self._send,
+                send_to_coordinator_later=self._send_later,
                 is_running=lambda: not self._cancelled.is_set(),
                 cancellation=self.cancellation,
             )

@@ -25,6 +25,7 @@ an older epoch than the newest seen (``yarnflink.highavailability.epoch``).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import logging
 import os
@@ -708,9 +709,21 @@ class TaskExecutor(RpcEndpoint):
         def report(task: Task, state: ExecutionState, error: SerializedThrowable | None) -> None:
             self.call_soon(self._on_task_state, task, state, error)
 
+        # the task's sends to its JobMaster go one at a time, in the order they were scheduled
+        # (coroutines scheduled from one thread start in order; the lock queues them FIFO)
+        send_lock = asyncio.Lock()
+
+        async def send_in_turn(kind: str, payloads: Callable[[], list[bytes]]) -> None:
+            async with send_lock:
+                for payload in payloads():
+                    await self._send_coordination(conn, tdd.execution_id, kind, payload)
+
         def send_to_coordinator(kind: str, payload: bytes) -> None:
-            fut = asyncio.run_coroutine_threadsafe(self._send_coordination(conn, tdd.execution_id, kind, payload), loop)
+            fut = asyncio.run_coroutine_threadsafe(send_in_turn(kind, lambda: [payload]), loop)
             fut.result(RPC_TIMEOUT_S * 3)
+
+        def send_to_coordinator_later(kind: str, payloads: Callable[[], list[bytes]]) -> concurrent.futures.Future:
+            return asyncio.run_coroutine_threadsafe(send_in_turn(kind, payloads), loop)
 
         responder = RpcCheckpointResponder(
             loop,
@@ -728,6 +741,7 @@ class TaskExecutor(RpcEndpoint):
             checkpoint_responder=responder,
             cancellation=cancellation,
             fatal_error=self.on_fatal_error,
+            send_to_coordinator_later=send_to_coordinator_later,
         )
         self.tasks[tdd.execution_id] = task
         self._task_ended[tdd.execution_id] = loop.create_future()

@@ -85,6 +85,9 @@ def _random_batches(rng, key_kind, value_kind, nbatches=6):
         n = rng.randint(0, 3000)
         if key_kind == "int":
             keys = [rng.randint(-50, 50) for _ in range(n)]
+        elif key_kind == "small":  # non-negative: a table key -> slot; some batches hold few keys
+            hi = rng.choice([3, 20, 200])
+            keys = [rng.randint(0, hi) for _ in range(n)]
         else:
             keys = [f"k{rng.randint(0, 80)}" for _ in range(n)]
         if value_kind == "int":
@@ -104,7 +107,10 @@ def _close(a, b):
 
 @pytest.mark.parametrize("agg", ["sum", "min", "max"])
 @pytest.mark.parametrize("mode", ["STREAMING", "BATCH"])
-@pytest.mark.parametrize("key_kind,value_kind", [("int", "int"), ("str", "int"), ("int", "float"), ("str", "float")])
+@pytest.mark.parametrize(
+    "key_kind,value_kind",
+    [("int", "int"), ("str", "int"), ("int", "float"), ("str", "float"), ("small", "int"), ("small", "float")],
+)
 def test_vectorized_equals_per_record(agg, mode, key_kind, value_kind):
     rng = random.Random(hash((agg, mode, key_kind, value_kind)) & 0xFFFF)
     batches = _random_batches(rng, key_kind, value_kind)

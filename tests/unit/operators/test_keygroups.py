@@ -122,3 +122,29 @@ def test_operator_indices_for_keys():
 def test_bad_max_parallelism():
     with pytest.raises(ValueError):
         key_group_ids([1], 0)
+
+
+@pytest.mark.parametrize("parallelism", [1, 2, 3, 7, 128])
+def test_operator_index_table_gives_the_hashed_operator_indices(parallelism):
+    from yarnflink.common.keygroups import OperatorIndexTable
+
+    rng = np.random.default_rng(parallelism)
+    table = OperatorIndexTable(128, parallelism)
+    cases = [
+        rng.integers(0, 10_000, 5000),  # small: the table
+        rng.integers(0, 300, 50),
+        rng.integers(0, 70_000, 5000),  # the table grows
+        rng.integers(-5, 100, 500),  # negative: hashed
+        rng.integers(0, 2**40, 500),  # large: hashed
+        np.array([2**22 + 1, 3]),
+    ]
+    for keys in cases:
+        want = operator_indices_for_keys(keys, 128, parallelism)
+        for form in (keys, pa.array(keys), pa.array(keys.astype(np.int32 if keys.max() < 2**31 else np.int64))):
+            assert np.array_equal(table(form), want)
+        assert np.array_equal(table(pa.chunked_array([pa.array(keys[:3]), pa.array(keys[3:])])), want)
+    assert np.array_equal(
+        table(pa.array([2**64 - 1, 5], pa.uint64())),
+        operator_indices_for_keys(pa.array([2**64 - 1, 5], pa.uint64()), 128, parallelism),
+    )
+    assert np.array_equal(table(["a", 3]), operator_indices_for_keys(["a", 3], 128, parallelism))

@@ -188,3 +188,63 @@ def test_file_source_and_sink_through_fsspec_memory_filesystem():
     rows = source_rows(S.FileSourceSpec("memory://yf-test/out", "parquet"))
     assert rows == [{"a": 1}, {"a": 2}, {"a": 3}]
     fs.rm("/yf-test", recursive=True)
+
+
+class OneSendAtATime:
+    """A coordinator link as the TaskExecutor's: sends run in order on one thread, one at a time;
+    a send completes only when the test releases it."""
+
+    def __init__(self) -> None:
+        import concurrent.futures
+        import threading
+
+        self.pool = concurrent.futures.ThreadPoolExecutor(1)
+        self.release = threading.Semaphore(0)
+        self.sent: list[bytes] = []
+        self.fail = False
+
+    def later(self, kind, payloads):
+        assert kind == "collect"
+
+        def send():
+            self.release.acquire()
+            if self.fail:
+                raise ConnectionError("JobMaster gone")
+            self.sent.extend(payloads())
+
+        return self.pool.submit(send)
+
+
+def test_collect_sink_does_not_wait_for_a_send_and_sends_what_piles_up_meanwhile_as_one_payload():
+    link = OneSendAtATime()
+    op = create_operator(S.CollectSinkSpec())
+    op.output = ListOutput()
+    op.open(make_ctx(send_to_coordinator_later=link.later))
+    op.process_batch(Batch.from_rows([(1, "a")]))  # scheduled; no send returns until released
+    op.process_batch(Batch.from_rows([(2, "b")]))
+    op.process_batch(Batch.from_rows([(3, "c")]))
+    op.process_batch(Batch.from_rows([{"x": 1}]))  # another schema: its own payload
+    link.release.release()  # the one scheduled send takes all four
+    op.process_batch(Batch.from_rows([(4, "d")]))
+    link.release.release()
+    link.release.release()
+    op.end_input()  # waits for the last one
+    # (4, "d") goes with the first send if it came before its take, else in a second: the same
+    # payloads either way (its schema differs from {"x": 1}'s)
+    assert [records_from_ipc(p) for p in link.sent] == [[(1, "a"), (2, "b"), (3, "c")], [{"x": 1}], [(4, "d")]]
+
+
+def test_collect_sink_checkpoint_waits_for_the_sends_and_a_failed_send_fails_the_task():
+    link = OneSendAtATime()
+    op = create_operator(S.CollectSinkSpec())
+    op.output = ListOutput()
+    op.open(make_ctx(send_to_coordinator_later=link.later))
+    op.process_batch(Batch.from_rows([(1, "a")]))
+    link.release.release()
+    op.prepare_snapshot_pre_barrier(1)
+    assert [records_from_ipc(p) for p in link.sent] == [[(1, "a")]]
+    link.fail = True
+    op.process_batch(Batch.from_rows([(2, "b")]))
+    link.release.release()
+    with pytest.raises(ConnectionError):
+        op.end_input()

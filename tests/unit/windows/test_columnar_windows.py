@@ -14,6 +14,7 @@ from yarnflink.common.records import Batch, records_to_arrow
 from yarnflink.operators import specs as S
 from yarnflink.operators.window_columns import FieldAggregator
 from yarnflink.operators.windows import (
+    FIRE_ROWS,
     SideOutputRecord,
     SlidingEventTimeWindows,
     Time,
@@ -178,3 +179,38 @@ def test_the_vectorized_path_emits_arrow_batches() -> None:
     op.end_input()
     assert all(b.has_arrow and not b.has_rows for b in emitted) and len(emitted) == 1
     assert emitted[0].rows()[:3] == [(0, 0 + 3 + 6 + 9, 0), (1, 1 + 4 + 7, 1_000), (2, 2 + 5 + 8, 2_000)]
+
+
+def test_a_watermark_closing_many_windows_frees_each_window_before_making_the_next_ones_rows() -> None:
+    # a watermark far behind the data (one source ahead of the other) holds many windows; when it
+    # jumps, the windows go out in batches of at most FIRE_ROWS rows, and a window's state is gone
+    # before the batches after its own are made: never all the state and all the output at once
+    op, out = open_operator(spec(TUMBLING))
+    keys = 40_000  # two windows are more than FIRE_ROWS rows
+    windows = 5
+    k = np.arange(keys, dtype=np.int64)
+    for w in range(windows):
+        rb = records_to_arrow([(0, 0, 0)])  # schema only
+        rb = type(rb).from_arrays([k, k % 7, np.full(keys, w * 10_000)], schema=rb.schema)
+        op.process_batch(Batch(rb=rb, timestamps=np.full(keys, w * 10_000, dtype=np.int64)))
+    assert op.mode == "vec" and len(op.columnar.buckets) == windows
+    emitted: list[tuple[int, int]] = []  # (rows, windows still held) at each emit
+    out.emit = lambda b: emitted.append((len(b), len(op.columnar.buckets)))  # type: ignore[method-assign]
+    op.process_watermark(wm(windows * 10_000))
+    assert sum(n for n, _ in emitted) == keys * windows
+    assert all(n <= FIRE_ROWS for n, _ in emitted) and len(emitted) == windows
+    # a window's batch goes out once the next window's rows are made (and its state dropped)
+    assert [held for _, held in emitted] == [3, 2, 1, 0, 0]
+
+
+def test_the_per_record_path_sends_the_windows_of_one_watermark_as_they_are_made() -> None:
+    op, out = open_operator(spec(TUMBLING))
+    keys, windows = 40_000, 5
+    for w in range(windows):
+        op.process_batch(events("rec", *[(k, k % 7, w * 10_000) for k in range(keys)]))
+    assert op.mode == "rec" and len(op.buffers.buckets) == windows
+    emitted: list[tuple[int, int]] = []  # (rows, windows still held) at each emit
+    out.emit = lambda b: emitted.append((len(b), len(op.buffers.buckets)))  # type: ignore[method-assign]
+    op.process_watermark(wm(windows * 10_000))
+    assert sum(n for n, _ in emitted) == keys * windows
+    assert len(emitted) > 1 and all(n < FIRE_ROWS + keys for n, _ in emitted) and emitted[0][1] > 0
