@@ -42,6 +42,9 @@ class ListOutput:
 
 @pytest.fixture(scope="session")
 def _spark_process() -> Iterator[None]:
+    # the holder is process-wide: another file of this pytest worker (an end-to-end reference
+    # computed in plain PySpark) may have started it with another slot count
+    holder.stop()
     holder.configure(num_slots=2)
     yield
     holder.stop()
