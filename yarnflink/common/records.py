@@ -90,14 +90,24 @@ class Batch:
     RecordBatch. Each conversion is done at most once and cached. Treat both forms as
     immutable (they may be shared by several downstream operators)."""
 
-    __slots__ = ("_rows", "_rb", "_ts")
+    __slots__ = ("_rows", "_rb", "_ts", "_ts_col")
 
-    def __init__(self, rows: list | None = None, rb: pa.RecordBatch | None = None, timestamps: Any = None):
+    def __init__(
+        self,
+        rows: list | None = None,
+        rb: pa.RecordBatch | None = None,
+        timestamps: Any = None,
+        timestamp_column: int | None = None,
+    ):
+        """``timestamp_column``: the index of an int64 column of ``rb`` (no nulls) that holds
+        exactly the ``timestamps`` (as ``with_timestamp_column`` assigns them): sent to another
+        task, the timestamps are then that column, not a copy (``network_arrow``)."""
         if rows is None and rb is None:
             rows = []
         self._rows = rows
         self._rb = rb
         self._ts = timestamps  # event-time timestamps (int64 numpy array, ms) or None
+        self._ts_col = timestamp_column if rb is not None and timestamps is not None else None
 
     @staticmethod
     def from_rows(rows: list) -> Batch:
@@ -112,8 +122,14 @@ class Batch:
         elif not isinstance(rb, pa.RecordBatch):
             raise TypeError(f"Batch.from_arrow expects a pyarrow.RecordBatch, got {type(rb).__name__}")
         md = rb.schema.metadata
-        if md and TIMESTAMPS_KEY in md:  # timestamps travel as an extra column (see wire_arrow)
-            rb, ts = split_timestamps(rb)
+        if md and TIMESTAMPS_KEY in md:
+            flag = md[TIMESTAMPS_KEY]
+            if flag.startswith(b"="):  # the timestamps are one of the columns (see network_arrow)
+                i = int(flag[1:])
+                rest = {k: v for k, v in md.items() if k != TIMESTAMPS_KEY}
+                rb = rb.replace_schema_metadata(rest or None)
+                return Batch(rb=rb, timestamps=rb.column(i).to_numpy(zero_copy_only=False), timestamp_column=i)
+            rb, ts = split_timestamps(rb)  # an extra column (see wire_arrow)
             return Batch(rb=rb, timestamps=ts)
         return Batch(rb=rb)
 
@@ -131,6 +147,17 @@ class Batch:
         md = dict(rb.schema.metadata or {})
         md[TIMESTAMPS_KEY] = b"1"
         rb = rb.append_column(TIMESTAMPS_COLUMN, pa.array(self._ts, type=pa.int64()))
+        return rb.replace_schema_metadata(md)
+
+    def network_arrow(self) -> pa.RecordBatch:
+        """The Arrow form to send to another task (``from_arrow`` reads it): as ``wire_arrow``,
+        but timestamps that are one of the batch's columns travel as a mark in the schema's
+        metadata naming that column, not as a second copy."""
+        if self._ts is None or self._ts_col is None:
+            return self.wire_arrow()
+        rb = self.arrow()
+        md = dict(rb.schema.metadata or {})
+        md[TIMESTAMPS_KEY] = b"=%d" % self._ts_col
         return rb.replace_schema_metadata(md)
 
     @property

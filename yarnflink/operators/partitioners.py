@@ -126,15 +126,15 @@ class NetworkOutput:
             self.records_out += n
             p = self.partitioning
             if p == "forward":
-                self._add(self.forward_channel, batch.wire_arrow())
+                self._add(self.forward_channel, batch.network_arrow())
             elif p == "hash":
                 self._hash(batch)
             elif p in ("rebalance", "rescale"):
-                self._round_robin(batch.wire_arrow())
+                self._round_robin(batch.network_arrow())
             elif p == "broadcast":
-                self._add(_BROADCAST, batch.wire_arrow())
+                self._add(_BROADCAST, batch.network_arrow())
             else:  # shuffle
-                rb = batch.wire_arrow()
+                rb = batch.network_arrow()
                 self._scatter(rb, self._rng.integers(0, self.num_channels, size=rb.num_rows))
             t = self.buffer_timeout_s
             if self._oldest is not None and t >= 0 and (t == 0 or self.clock() - self._oldest >= t):
@@ -278,7 +278,7 @@ class NetworkOutput:
         assert self.keys is not None  # hash partitioning has a key selector
         keys = self.keys.keys_of_batch(batch)
         channels = self._channel_of(keys)
-        self._scatter(batch.wire_arrow(), channels)
+        self._scatter(batch.network_arrow(), channels)
 
     def _round_robin(self, rb: pa.RecordBatch) -> None:
         nc = self.num_channels

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from yarnflink.common.records import (
     KIND_PICKLE,
@@ -36,6 +37,8 @@ from yarnflink.jobgraph.options import PipelineOptions
 from yarnflink.operators.base import OperatorContext, StreamOperator
 from yarnflink.operators.functions import RuntimeContext
 from yarnflink.state.descriptors import to_millis
+
+_INT64 = pa.int64()
 
 MIN_TIMESTAMP = -(2**63)  # Long.MIN_VALUE: "no watermark yet"
 MAX_TIMESTAMP = 2**63 - 1  # Long.MAX_VALUE: end of event time
@@ -293,8 +296,17 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         extract = self.extract
         previous = batch.timestamps
         column = self.strategy.timestamp_column
+        ts_col = None  # the index of an int64 column that is the timestamps
         if column is not None:
             ts = self._column_timestamps(batch, column)
+            if batch.has_arrow:
+                rb = batch.arrow()
+                try:
+                    i = column_of(rb, column)[0]
+                except (LookupError, TypeError):
+                    i = -1
+                if i >= 0 and rb.column(i).type == _INT64 and record_kind(rb) != KIND_PICKLE:
+                    ts_col = i
         elif extract is None:
             if previous is None:
                 raise ValueError(
@@ -322,7 +334,7 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         self.generator.on_event(int(ts.max()))
         if self.idleness is not None and self.idleness.activity():
             self._emit(WatermarkStatus.ACTIVE)  # type: ignore[attr-defined]
-        self.output.emit(Batch(batch._rows, batch._rb, ts))
+        self.output.emit(Batch(batch._rows, batch._rb, ts, ts_col))
         self._maybe_periodic_emit()
 
     def _column_timestamps(self, batch: Batch, column: int | str) -> np.ndarray:

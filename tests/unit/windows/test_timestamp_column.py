@@ -132,3 +132,36 @@ def test_with_timestamp_column_errors() -> None:
     op, _ = open_operator(TimestampsAndWatermarksSpec(BOUNDED.with_timestamp_column("k")))
     with pytest.raises(TypeError, match="integers \\(ms\\) or Arrow timestamps"):
         op.process_batch(arrow_events(["a"], [1], [1]))
+
+
+def test_timestamps_that_are_an_int64_column_cross_the_network_as_that_column_not_a_copy() -> None:
+    from yarnflink.operators.partitioners import NetworkOutput
+
+    sent: list = []
+
+    class Writer:
+        def emit(self, channel: int, rb: pa.RecordBatch) -> None:
+            sent.append(rb)
+
+        def finish(self) -> None:
+            pass
+
+    op, _ = open_operator(TimestampsAndWatermarksSpec(BOUNDED.with_timestamp_column("ts")))
+    emitted: list[Batch] = []
+    op.output.emit = emitted.append  # type: ignore[method-assign]
+    keys = list(range(20))
+    op.process_batch(Batch.from_arrow(pa.record_batch({"k": keys, "ts": [1_000 + k for k in keys]})))
+    net = NetworkOutput(Writer(), "hash", 3, S.KeySelectorSpec(field="k"), 128, 0, buffer_timeout_s=0)
+    net.emit(emitted[0])
+    assert sent and all(rb.schema.names == ["k", "ts"] for rb in sent)  # no extra timestamp column
+    for rb in sent:
+        got = Batch.from_arrow(rb)
+        assert got.timestamps.tolist() == got.arrow().column("ts").to_pylist()
+        assert got.arrow().schema.metadata is None  # the mark is gone
+        assert got.network_arrow().equals(rb, check_metadata=True)  # and comes back to send it on
+    assert sorted(k for rb in sent for k in rb.column("k").to_pylist()) == keys
+    # a map_batches still sees the timestamps as a column of their own
+    assert emitted[0].wire_arrow().schema.names == ["k", "ts", TIMESTAMPS_COLUMN]
+    # timestamps of other columns (int32 here, or Arrow timestamps) still travel as a copy
+    op.process_batch(Batch.from_arrow(pa.record_batch({"k": [1], "ts": pa.array([5], pa.int32())})))
+    assert emitted[1].network_arrow().schema.names == ["k", "ts", TIMESTAMPS_COLUMN]
