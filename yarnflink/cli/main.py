@@ -61,8 +61,8 @@ from yarnflink.deployment.yarn.client import (
     stop_cluster,
 )
 from yarnflink.entrypoint.application import run_application_cluster
-from yarnflink.entrypoint.master import run_master
-from yarnflink.entrypoint.taskexecutor import add_start_arguments, run_taskexecutor, setup_logging
+from yarnflink.entrypoint.flags import add_master_arguments, add_taskexecutor_arguments
+from yarnflink.entrypoint.process_logging import setup_logging
 from yarnflink.highavailability import HighAvailabilityError, ha_enabled
 from yarnflink.highavailability.options import HighAvailabilityOptions
 from yarnflink.jobgraph.options import CoreOptions
@@ -265,52 +265,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     master = sub.add_parser("master", help="run a master process (Dispatcher, ResourceManager, JobMasters)")
     msub = master.add_subparsers(dest="master_command", required=True, metavar="ACTION")
-    mstart = msub.add_parser("start")
-    _common(mstart)
-    mstart.add_argument(
-        "--local-taskexecutors",
-        type=int,
-        default=None,
-        help="start TaskExecutor processes on demand, N at once (without: standalone)",
-    )
-    mstart.add_argument("--per-job", action="store_true", help="end once the jobs ended and the client is gone")
-    mstart.add_argument("--client-pid", type=int)
-    mstart.add_argument("--application", metavar="JOB_FILE", help="run this job file in the master, end with it")
-    mstart.add_argument("--application-arg", action="append", default=[], metavar="ARG")
-    mstart.add_argument("--info-file", type=Path)
-    mstart.add_argument("--workdir", type=Path)
-    mstart.add_argument("--log-file", type=Path)
-    mstart.add_argument("--inherit-stdout", action="store_true")
-    mstart.add_argument("--yarn", action="store_true", help="run as a skein ApplicationMaster (YARN containers)")
-    mstart.add_argument("--yarn-standby", action="store_true", help="a standby master of a YARN cluster")
-    mstart.add_argument(
-        "--yarn-child", action="store_true", help="YARN with HA: the master run by the ApplicationMaster's watcher"
-    )
-    mstart.add_argument(
-        "--await-client",
-        action="store_true",
-        help="YARN per-job: once the jobs ended, wait for the attached client to fetch the results",
-    )
-    mstart.add_argument(
-        "--ha",
-        choices=["zookeeper", "none"],
-        type=str.lower,
-        help="high availability: zookeeper elects a leader among the masters started so "
-        "(short for -D high-availability.type=zookeeper)",
-    )
+    add_master_arguments(msub.add_parser("start"))
 
     te = sub.add_parser("taskexecutor", help="run a TaskExecutor process")
     tsub = te.add_subparsers(dest="te_command", required=True, metavar="ACTION")
-    add_start_arguments(tsub.add_parser("start"))
+    add_taskexecutor_arguments(tsub.add_parser("start"))
     return parser
 
 
 def _config(args: argparse.Namespace) -> Configuration:
     return load_configuration(args.conf, args.dynamic)
-
-
-def _setup_logging(log_file: Path | None) -> None:
-    setup_logging(log_file)
 
 
 def _validate_positive(name: str, value: int | None) -> None:
@@ -649,28 +613,17 @@ def cmd_session(args: argparse.Namespace) -> int:
 
 
 def cmd_master(args: argparse.Namespace) -> int:
-    _setup_logging(args.log_file)
-    config = _config(args)
-    if args.ha is not None:
-        config.set(HighAvailabilityOptions.HA_MODE, args.ha.upper())
-    return run_master(
-        config,
-        local_taskexecutors=args.local_taskexecutors,
-        info_file=args.info_file,
-        workdir=args.workdir,
-        inherit_stdout=args.inherit_stdout,
-        per_job=args.per_job,
-        client_pid=args.client_pid,
-        application=[args.application, *args.application_arg] if args.application else None,
-        yarn=args.yarn,
-        yarn_standby=args.yarn_standby,
-        await_client=args.await_client,
-        yarn_child=args.yarn_child,
-    )
+    # deferred: a master's modules (REST server, JobMaster; ~1.5 s) load only in a master process
+    from yarnflink.entrypoint.master import run_master_from_args
+
+    return run_master_from_args(args)
 
 
 def cmd_taskexecutor(args: argparse.Namespace) -> int:
-    _setup_logging(args.log_file)
+    # deferred: a TaskExecutor's modules load only in a TaskExecutor process
+    from yarnflink.entrypoint.taskexecutor import run_taskexecutor
+
+    setup_logging(args.log_file)
     return run_taskexecutor(
         _config(args), args.master, resource_id=args.resource_id, parent_pid=args.parent_pid, yarn=args.yarn
     )

@@ -18,6 +18,7 @@ fresh process (the same command line, ``os.execv``) that rejoins the election as
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -27,22 +28,23 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from yarnflink.checkpoint.options import CheckpointingOptions
 from yarnflink.checkpoint.storage import FsCheckpointStorage
 from yarnflink.client.sessions import pid_alive
-from yarnflink.common.config import Configuration
+from yarnflink.common.config import ConfigError, Configuration, load_configuration
 from yarnflink.deployment.local.driver import LocalProcessDriver
-from yarnflink.deployment.yarn.master import YarnMasterSide
-from yarnflink.deployment.yarn.master import prepare as prepare_yarn
 from yarnflink.deployment.yarn.options import YarnConfigOptions
 from yarnflink.deployment.yarn.supervisor import SESSION_FILE, supervise_master
 from yarnflink.dispatcher.dispatcher import Dispatcher
 from yarnflink.dispatcher.leadership import DispatcherLeadership
 from yarnflink.dispatcher.options import RestOptions
-from yarnflink.entrypoint.application import ApplicationRunner
+from yarnflink.entrypoint.flags import add_master_arguments
+from yarnflink.entrypoint.process_logging import setup_logging
 from yarnflink.entrypoint.storage_check import StorageCheckError, check_master_storage
 from yarnflink.highavailability.errors import HighAvailabilityError
+from yarnflink.highavailability.options import HighAvailabilityOptions
 from yarnflink.highavailability.services import (
     HighAvailabilityServices,
     announce_process,
@@ -56,6 +58,10 @@ from yarnflink.resourcemanager.options import ResourceManagerOptions
 from yarnflink.resourcemanager.resourcemanager import ResourceManager
 from yarnflink.security import prepare_master
 from yarnflink.taskexecutor.options import TaskManagerOptions
+
+if TYPE_CHECKING:  # loaded where used: an application master or a YARN master only
+    from yarnflink.deployment.yarn.master import YarnMasterSide
+    from yarnflink.entrypoint.application import ApplicationRunner
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +140,9 @@ class MasterProcess:
         self._swept = False  # a job cluster's unfinished checkpoints, deleted once at its stop
         self.application: ApplicationRunner | None = None
         if application:
+            # deferred: the client and the DataStream API (httpx, ~0.3 s), for application mode only
+            from yarnflink.entrypoint.application import ApplicationRunner
+
             self.application = ApplicationRunner(config, application[0], list(application[1:]))
         self.exit_code = 0
 
@@ -330,6 +339,8 @@ def run_master(
     driver: ResourceManagerDriver | None = None
     yarn_side = None
     if yarn:  # inside a skein ApplicationMaster: TaskExecutors are YARN containers
+        from yarnflink.deployment.yarn.master import prepare as prepare_yarn  # deferred: YARN only
+
         yarn_side = prepare_yarn(config, standby=yarn_standby)
         config, driver = yarn_side.config, yarn_side.driver
     config = prepare_master(config, workdir or Path.cwd())  # the cluster's TLS material and REST token
@@ -371,7 +382,52 @@ def run_master(
     try:
         master.wait()
     finally:
+        log.info("master stopping")
         master.stop()
+        log.info("master stopped")
         if yarn_child:  # an orderly stop closed the session: nothing for the watcher to close
             SESSION_FILE.unlink(missing_ok=True)
     return master.exit_code
+
+
+def run_master_from_args(args: argparse.Namespace) -> int:
+    """Runs the master the parsed flags of ``add_master_arguments`` describe (ConfigError for a
+    bad configuration)."""
+    setup_logging(args.log_file)
+    config = load_configuration(args.conf, args.dynamic)
+    if args.ha is not None:
+        config.set(HighAvailabilityOptions.HA_MODE, args.ha.upper())
+    return run_master(
+        config,
+        local_taskexecutors=args.local_taskexecutors,
+        info_file=args.info_file,
+        workdir=args.workdir,
+        inherit_stdout=args.inherit_stdout,
+        per_job=args.per_job,
+        client_pid=args.client_pid,
+        application=[args.application, *args.application_arg] if args.application else None,
+        yarn=args.yarn,
+        yarn_standby=args.yarn_standby,
+        await_client=args.await_client,
+        yarn_child=args.yarn_child,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m yarnflink.entrypoint.master`` takes the flags of ``yarnflink master start``: the
+    local deployment starts its master so, without loading the command line's modules (client,
+    deployments, DataStream API), which a master does not use."""
+    parser = argparse.ArgumentParser(prog="python -m yarnflink.entrypoint.master")
+    add_master_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run_master_from_args(args)
+    except ConfigError as e:
+        print(f"yarnflink master: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

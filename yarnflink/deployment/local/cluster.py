@@ -75,9 +75,7 @@ def start_local_cluster(
     cmd = [
         sys.executable,
         "-m",
-        "yarnflink.cli.main",
-        "master",
-        "start",
+        "yarnflink.entrypoint.master",  # = yarnflink master start, without the command line's imports
         "--local-taskexecutors",
         str(taskexecutors),
         "--info-file",
