@@ -43,6 +43,10 @@ DEFERRED: dict[tuple[str, str], str] = {
         "the JobMaster's modules (scheduler, checkpointing, operators, Arrow): a master serves REST "
         "first and loads them on a thread once up (issue 20: start-up)"
     ),
+    ("yarnflink/entrypoint/local_master.py", "yarnflink.entrypoint.master"): (
+        "a local master starts its ResourceManager and TaskExecutors first, then loads the rest "
+        "(REST server, Dispatcher) while they start (issue 20: start-up)"
+    ),
     ("yarnflink/cli/main.py", "yarnflink.entrypoint.master"): (
         "a master's modules (REST server, JobMaster) load in a master process only, not in every client"
     ),

@@ -62,7 +62,7 @@ from yarnflink.deployment.yarn.client import (
 )
 from yarnflink.entrypoint.application import run_application_cluster
 from yarnflink.entrypoint.flags import add_master_arguments, add_taskexecutor_arguments
-from yarnflink.entrypoint.process_logging import setup_logging
+from yarnflink.entrypoint.process import setup_logging
 from yarnflink.highavailability import HighAvailabilityError, ha_enabled
 from yarnflink.highavailability.options import HighAvailabilityOptions
 from yarnflink.jobgraph.options import CoreOptions

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from yarnflink.common.config import ConfigError, Configuration, load_configuration
 from yarnflink.entrypoint.flags import add_taskexecutor_arguments
-from yarnflink.entrypoint.process_logging import setup_logging
+from yarnflink.entrypoint.process import exit_stopped, setup_logging
 from yarnflink.highavailability import create_ha_services, ha_enabled
 from yarnflink.highavailability.services import announce_process
 from yarnflink.jobgraph.options import ExecutionOptions
@@ -156,4 +156,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_stopped(main())  # stopped in order (or not started): no interpreter teardown to wait for

@@ -75,7 +75,8 @@ def start_local_cluster(
     cmd = [
         sys.executable,
         "-m",
-        "yarnflink.entrypoint.master",  # = yarnflink master start, without the command line's imports
+        # = yarnflink master start, without the command line's imports; its TaskExecutors start first
+        "yarnflink.entrypoint.local_master",
         "--local-taskexecutors",
         str(taskexecutors),
         "--info-file",
