@@ -47,6 +47,16 @@ DEFERRED: dict[tuple[str, str], str] = {
         "a local master starts its ResourceManager and TaskExecutors first, then loads the rest "
         "(REST server, Dispatcher) while they start (issue 20: start-up)"
     ),
+    ("yarnflink/cli/main.py", "yarnflink.api.environment"): (
+        "the DataStream API (pyarrow, numpy): `yarnflink run` loads it on a thread while its per-job "
+        "cluster starts; other commands do not need it"
+    ),
+    ("yarnflink/cli/main.py", "yarnflink.client.executor"): (
+        "the job executor: `yarnflink run` loads it on a thread while its per-job cluster starts"
+    ),
+    ("yarnflink/cli/main.py", "yarnflink.entrypoint.application"): (
+        "application mode only (it loads the DataStream API and the job executor)"
+    ),
     ("yarnflink/cli/main.py", "yarnflink.entrypoint.master"): (
         "a master's modules (REST server, JobMaster) load in a master process only, not in every client"
     ),

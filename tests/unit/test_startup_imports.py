@@ -95,6 +95,10 @@ def test_the_command_line_loads_no_master_or_task_executor() -> None:
         "yarnflink.jobmaster.jobmaster",
         "yarnflink.entrypoint.taskexecutor",
         "yarnflink.taskexecutor.taskexecutor",
+        # `yarnflink run` loads these on a thread while its per-job cluster starts (RUN_MODULES)
+        "yarnflink.api.datastream",
+        "yarnflink.client.executor",
+        "yarnflink.entrypoint.application",
     )
     assert loaded_after("import yarnflink.cli.main", heavy) == []
 

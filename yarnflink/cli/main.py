@@ -16,24 +16,24 @@ yarnflink taskexecutor start --master HOST:PORT
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import runpy
 import sys
 import tempfile
+import threading
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from yarnflink.api.common import ProgramAbortException
-from yarnflink.api.environment import PlanCaptureExecutor, set_default_executor
 from yarnflink.api.options import DeploymentOptions
 from yarnflink.api.pyflink_conflict import install_guard as install_pyflink_guard
 from yarnflink.api.pyflink_conflict import remove_guard as remove_pyflink_guard
 from yarnflink.checkpoint.options import SavepointConfigOptions
 from yarnflink.client.console import ConsoleForwarder
-from yarnflink.client.executor import JobExecutionException, RestClusterExecutor
 from yarnflink.client.leader import RestLeaderResolver, register_ha
 from yarnflink.client.logs import LogsError, run_logs
 from yarnflink.client.rest_client import RestClient, RestClientError
@@ -60,7 +60,6 @@ from yarnflink.deployment.yarn.client import (
     rest_url_of,
     stop_cluster,
 )
-from yarnflink.entrypoint.application import run_application_cluster
 from yarnflink.entrypoint.flags import add_master_arguments, add_taskexecutor_arguments
 from yarnflink.entrypoint.process import setup_logging
 from yarnflink.highavailability import HighAvailabilityError, ha_enabled
@@ -363,6 +362,31 @@ def _run_job_file(job: str, job_args: Sequence[str]) -> None:
         sys.path.pop(0)
 
 
+#: What ``yarnflink run`` needs only once its cluster is up: the DataStream API (and with it
+#: pyarrow and numpy) and the job executor, ~0.7 s of imports, loaded on a thread while a per-job
+#: cluster starts (``_ModulesLoading``).
+RUN_MODULES = ("yarnflink.api.environment", "yarnflink.client.executor")
+
+
+class _ModulesLoading:
+    """Imports modules on a thread while this one waits for something else (a cluster to start)."""
+
+    def __init__(self, modules: Sequence[str]) -> None:
+        self._thread = threading.Thread(target=self._load, args=(modules,), name="import", daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _load(modules: Sequence[str]) -> None:
+        for m in modules:
+            try:
+                importlib.import_module(m)
+            except Exception:  # noqa: BLE001 - the import below raises it again, where it is reported
+                return
+
+    def join(self) -> None:
+        self._thread.join()
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     _validate_positive("-p/--parallelism", args.parallelism)
     _validate_positive("-n/--taskexecutors", args.taskexecutors)
@@ -396,6 +420,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         workdir = Path(tempfile.mkdtemp(prefix="yarnflink-perjob-"))
+        loading = _ModulesLoading(RUN_MODULES)  # while the cluster starts (its processes wait on I/O at first)
         # a per-job cluster: it ends once its jobs ended and this client is gone (detached: at once)
         cluster_proc, info = start_local_cluster(
             config,
@@ -404,6 +429,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             detached=args.detached,
             master_args=["--per-job", "--client-pid", str(os.getpid())],
         )
+        loading.join()
         if args.detached:
             cluster_proc = None  # it stops by itself when its job ends
         url = str(info["rest_url"])
@@ -412,6 +438,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             console = ConsoleForwarder(workdir).start()
     if args.detached:
         config.set(DeploymentOptions.ATTACHED, "false")
+    # deferred: RUN_MODULES (loaded already if this run started a per-job cluster)
+    from yarnflink.api.environment import set_default_executor
+    from yarnflink.client.executor import JobExecutionException, RestClusterExecutor
+
     executor = RestClusterExecutor(url, config, progress=None if args.detached else sys.stderr, console=console)
     set_default_executor(executor)
     try:
@@ -455,6 +485,8 @@ def _run_application(args: argparse.Namespace, config: Configuration) -> int:
     if not Path(args.job).is_file():
         raise CliError(f"job file {args.job} does not exist")
     n = args.taskexecutors or int(config.get(LocalClusterOptions.NUMBER_TASKMANAGER))
+    from yarnflink.entrypoint.application import run_application_cluster  # deferred: RUN_MODULES
+
     code = run_application_cluster(config, args.job, args.args, taskexecutors=n, detached=args.detached)
     if code != 0:
         print(f"The application failed (master exit status {code}).", file=sys.stderr)
@@ -466,6 +498,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     if args.parallelism is not None:
         _validate_positive("-p/--parallelism", args.parallelism)
         config.set(CoreOptions.DEFAULT_PARALLELISM, str(args.parallelism))
+    from yarnflink.api.environment import PlanCaptureExecutor, set_default_executor  # deferred: RUN_MODULES
+
     capture = PlanCaptureExecutor(config)
     set_default_executor(capture)
     try:
