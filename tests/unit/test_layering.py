@@ -35,6 +35,43 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("yarnflink/entrypoint/master.py", "yarnflink.highavailability.zookeeper.session_file"): (
         "kazoo loads only when ZooKeeper HA is configured (a YARN master records its session)"
     ),
+    ("yarnflink/taskexecutor/taskexecutor.py", "yarnflink.taskexecutor.task"): (
+        "the task runtime (operators, state, Arrow): a TaskExecutor registers first and loads it on a "
+        "thread after (issue 20: start-up)"
+    ),
+    ("yarnflink/dispatcher/dispatcher.py", "yarnflink.jobmaster.jobmaster"): (
+        "the JobMaster's modules (scheduler, checkpointing, operators, Arrow): a master serves REST "
+        "first and loads them on a thread once up (issue 20: start-up)"
+    ),
+    ("yarnflink/entrypoint/local_master.py", "yarnflink.entrypoint.master"): (
+        "a local master starts its ResourceManager and TaskExecutors first, then loads the rest "
+        "(REST server, Dispatcher) while they start (issue 20: start-up)"
+    ),
+    ("yarnflink/cli/main.py", "yarnflink.api.environment"): (
+        "the DataStream API (pyarrow, numpy): `yarnflink run` loads it on a thread while its per-job "
+        "cluster starts; other commands do not need it"
+    ),
+    ("yarnflink/cli/main.py", "yarnflink.client.executor"): (
+        "the job executor: `yarnflink run` loads it on a thread while its per-job cluster starts"
+    ),
+    ("yarnflink/cli/main.py", "yarnflink.entrypoint.application"): (
+        "application mode only (it loads the DataStream API and the job executor)"
+    ),
+    ("yarnflink/cli/main.py", "yarnflink.entrypoint.master"): (
+        "a master's modules (REST server, JobMaster) load in a master process only, not in every client"
+    ),
+    ("yarnflink/cli/main.py", "yarnflink.entrypoint.taskexecutor"): (
+        "a TaskExecutor's modules load in a TaskExecutor process only, not in every client"
+    ),
+    ("yarnflink/entrypoint/master.py", "yarnflink.entrypoint.application"): (
+        "the client and the DataStream API (httpx): an application master only"
+    ),
+    ("yarnflink/entrypoint/master.py", "yarnflink.deployment.yarn.master"): (
+        "YARN only (PyYAML and the YARN driver): a local master starts without them"
+    ),
+    ("yarnflink/entrypoint/taskexecutor.py", "yarnflink.deployment.yarn.master"): (
+        "YARN only (PyYAML and the YARN driver): a local TaskExecutor starts without them"
+    ),
 }
 
 

@@ -47,6 +47,12 @@ def test_importing_the_package_registers_every_option_and_loads_no_api_arrow_or_
 def test_a_task_executor_loads_no_pandas_rest_server_client_or_command_line() -> None:
     heavy = (
         "pandas",
+        "yaml",  # YARN only
+        "yarnflink.deployment.yarn.master",
+        # the task runtime loads on a thread once the TaskExecutor registered (_preload_task_runtime)
+        "yarnflink.taskexecutor.task",
+        "yarnflink.operators.chain",
+        "yarnflink.state.heap",
         "pyspark",
         "fastapi",
         "uvicorn",
@@ -59,8 +65,51 @@ def test_a_task_executor_loads_no_pandas_rest_server_client_or_command_line() ->
     assert loaded_after("import yarnflink.entrypoint.taskexecutor", heavy) == []
 
 
-def test_the_master_loads_no_pandas_or_pyspark() -> None:
-    assert loaded_after("import yarnflink.entrypoint.master", ("pandas", "pyspark")) == []
+def test_the_master_loads_no_pandas_pyspark_client_datastream_api_or_yarn() -> None:
+    heavy = (
+        "pandas",
+        "pyspark",
+        "httpx",  # the client: an application master only
+        "yarnflink.client.executor",
+        "yarnflink.api.datastream",
+        "yarnflink.entrypoint.application",
+        "yarnflink.cli.main",
+        "yarnflink.taskexecutor.taskexecutor",
+        "yaml",  # YARN only
+        "yarnflink.deployment.yarn.master",
+        # the JobMaster loads on a thread once the Dispatcher serves (or at the first job)
+        "yarnflink.jobmaster.jobmaster",
+        "yarnflink.scheduler.scheduler",
+        "yarnflink.operators.chain",
+    )
+    assert loaded_after("import yarnflink.entrypoint.master", heavy) == []
+
+
+def test_the_command_line_loads_no_master_or_task_executor() -> None:
+    heavy = (
+        "fastapi",
+        "uvicorn",
+        "grpc",
+        "yarnflink.entrypoint.master",
+        "yarnflink.dispatcher.dispatcher",
+        "yarnflink.jobmaster.jobmaster",
+        "yarnflink.entrypoint.taskexecutor",
+        "yarnflink.taskexecutor.taskexecutor",
+        # `yarnflink run` loads these on a thread while its per-job cluster starts (RUN_MODULES)
+        "yarnflink.api.datastream",
+        "yarnflink.client.executor",
+        "yarnflink.entrypoint.application",
+    )
+    assert loaded_after("import yarnflink.cli.main", heavy) == []
+
+
+def test_the_process_metrics_do_not_load_pyarrow() -> None:
+    statement = (
+        "from yarnflink.metrics.process import process_metrics\n"
+        "from yarnflink.metrics import names\n"
+        "assert process_metrics().snapshot()[names.MEMORY_ARROW] == 0.0"
+    )
+    assert loaded_after(statement, ("pyarrow",)) == []
 
 
 @pytest.mark.parametrize("package", LAZY_PACKAGES)

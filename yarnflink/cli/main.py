@@ -16,24 +16,24 @@ yarnflink taskexecutor start --master HOST:PORT
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import runpy
 import sys
 import tempfile
+import threading
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from yarnflink.api.common import ProgramAbortException
-from yarnflink.api.environment import PlanCaptureExecutor, set_default_executor
 from yarnflink.api.options import DeploymentOptions
 from yarnflink.api.pyflink_conflict import install_guard as install_pyflink_guard
 from yarnflink.api.pyflink_conflict import remove_guard as remove_pyflink_guard
 from yarnflink.checkpoint.options import SavepointConfigOptions
 from yarnflink.client.console import ConsoleForwarder
-from yarnflink.client.executor import JobExecutionException, RestClusterExecutor
 from yarnflink.client.leader import RestLeaderResolver, register_ha
 from yarnflink.client.logs import LogsError, run_logs
 from yarnflink.client.rest_client import RestClient, RestClientError
@@ -60,9 +60,8 @@ from yarnflink.deployment.yarn.client import (
     rest_url_of,
     stop_cluster,
 )
-from yarnflink.entrypoint.application import run_application_cluster
-from yarnflink.entrypoint.master import run_master
-from yarnflink.entrypoint.taskexecutor import add_start_arguments, run_taskexecutor, setup_logging
+from yarnflink.entrypoint.flags import add_master_arguments, add_taskexecutor_arguments
+from yarnflink.entrypoint.process import setup_logging
 from yarnflink.highavailability import HighAvailabilityError, ha_enabled
 from yarnflink.highavailability.options import HighAvailabilityOptions
 from yarnflink.jobgraph.options import CoreOptions
@@ -265,52 +264,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     master = sub.add_parser("master", help="run a master process (Dispatcher, ResourceManager, JobMasters)")
     msub = master.add_subparsers(dest="master_command", required=True, metavar="ACTION")
-    mstart = msub.add_parser("start")
-    _common(mstart)
-    mstart.add_argument(
-        "--local-taskexecutors",
-        type=int,
-        default=None,
-        help="start TaskExecutor processes on demand, N at once (without: standalone)",
-    )
-    mstart.add_argument("--per-job", action="store_true", help="end once the jobs ended and the client is gone")
-    mstart.add_argument("--client-pid", type=int)
-    mstart.add_argument("--application", metavar="JOB_FILE", help="run this job file in the master, end with it")
-    mstart.add_argument("--application-arg", action="append", default=[], metavar="ARG")
-    mstart.add_argument("--info-file", type=Path)
-    mstart.add_argument("--workdir", type=Path)
-    mstart.add_argument("--log-file", type=Path)
-    mstart.add_argument("--inherit-stdout", action="store_true")
-    mstart.add_argument("--yarn", action="store_true", help="run as a skein ApplicationMaster (YARN containers)")
-    mstart.add_argument("--yarn-standby", action="store_true", help="a standby master of a YARN cluster")
-    mstart.add_argument(
-        "--yarn-child", action="store_true", help="YARN with HA: the master run by the ApplicationMaster's watcher"
-    )
-    mstart.add_argument(
-        "--await-client",
-        action="store_true",
-        help="YARN per-job: once the jobs ended, wait for the attached client to fetch the results",
-    )
-    mstart.add_argument(
-        "--ha",
-        choices=["zookeeper", "none"],
-        type=str.lower,
-        help="high availability: zookeeper elects a leader among the masters started so "
-        "(short for -D high-availability.type=zookeeper)",
-    )
+    add_master_arguments(msub.add_parser("start"))
 
     te = sub.add_parser("taskexecutor", help="run a TaskExecutor process")
     tsub = te.add_subparsers(dest="te_command", required=True, metavar="ACTION")
-    add_start_arguments(tsub.add_parser("start"))
+    add_taskexecutor_arguments(tsub.add_parser("start"))
     return parser
 
 
 def _config(args: argparse.Namespace) -> Configuration:
     return load_configuration(args.conf, args.dynamic)
-
-
-def _setup_logging(log_file: Path | None) -> None:
-    setup_logging(log_file)
 
 
 def _validate_positive(name: str, value: int | None) -> None:
@@ -399,6 +362,31 @@ def _run_job_file(job: str, job_args: Sequence[str]) -> None:
         sys.path.pop(0)
 
 
+#: What ``yarnflink run`` needs only once its cluster is up: the DataStream API (and with it
+#: pyarrow and numpy) and the job executor, ~0.7 s of imports, loaded on a thread while a per-job
+#: cluster starts (``_ModulesLoading``).
+RUN_MODULES = ("yarnflink.api.environment", "yarnflink.client.executor")
+
+
+class _ModulesLoading:
+    """Imports modules on a thread while this one waits for something else (a cluster to start)."""
+
+    def __init__(self, modules: Sequence[str]) -> None:
+        self._thread = threading.Thread(target=self._load, args=(modules,), name="import", daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _load(modules: Sequence[str]) -> None:
+        for m in modules:
+            try:
+                importlib.import_module(m)
+            except Exception:  # noqa: BLE001 - the import below raises it again, where it is reported
+                return
+
+    def join(self) -> None:
+        self._thread.join()
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     _validate_positive("-p/--parallelism", args.parallelism)
     _validate_positive("-n/--taskexecutors", args.taskexecutors)
@@ -432,6 +420,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         workdir = Path(tempfile.mkdtemp(prefix="yarnflink-perjob-"))
+        loading = _ModulesLoading(RUN_MODULES)  # while the cluster starts (its processes wait on I/O at first)
         # a per-job cluster: it ends once its jobs ended and this client is gone (detached: at once)
         cluster_proc, info = start_local_cluster(
             config,
@@ -440,6 +429,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             detached=args.detached,
             master_args=["--per-job", "--client-pid", str(os.getpid())],
         )
+        loading.join()
         if args.detached:
             cluster_proc = None  # it stops by itself when its job ends
         url = str(info["rest_url"])
@@ -448,6 +438,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             console = ConsoleForwarder(workdir).start()
     if args.detached:
         config.set(DeploymentOptions.ATTACHED, "false")
+    # deferred: RUN_MODULES (loaded already if this run started a per-job cluster)
+    from yarnflink.api.environment import set_default_executor
+    from yarnflink.client.executor import JobExecutionException, RestClusterExecutor
+
     executor = RestClusterExecutor(url, config, progress=None if args.detached else sys.stderr, console=console)
     set_default_executor(executor)
     try:
@@ -491,6 +485,8 @@ def _run_application(args: argparse.Namespace, config: Configuration) -> int:
     if not Path(args.job).is_file():
         raise CliError(f"job file {args.job} does not exist")
     n = args.taskexecutors or int(config.get(LocalClusterOptions.NUMBER_TASKMANAGER))
+    from yarnflink.entrypoint.application import run_application_cluster  # deferred: RUN_MODULES
+
     code = run_application_cluster(config, args.job, args.args, taskexecutors=n, detached=args.detached)
     if code != 0:
         print(f"The application failed (master exit status {code}).", file=sys.stderr)
@@ -502,6 +498,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     if args.parallelism is not None:
         _validate_positive("-p/--parallelism", args.parallelism)
         config.set(CoreOptions.DEFAULT_PARALLELISM, str(args.parallelism))
+    from yarnflink.api.environment import PlanCaptureExecutor, set_default_executor  # deferred: RUN_MODULES
+
     capture = PlanCaptureExecutor(config)
     set_default_executor(capture)
     try:
@@ -649,28 +647,17 @@ def cmd_session(args: argparse.Namespace) -> int:
 
 
 def cmd_master(args: argparse.Namespace) -> int:
-    _setup_logging(args.log_file)
-    config = _config(args)
-    if args.ha is not None:
-        config.set(HighAvailabilityOptions.HA_MODE, args.ha.upper())
-    return run_master(
-        config,
-        local_taskexecutors=args.local_taskexecutors,
-        info_file=args.info_file,
-        workdir=args.workdir,
-        inherit_stdout=args.inherit_stdout,
-        per_job=args.per_job,
-        client_pid=args.client_pid,
-        application=[args.application, *args.application_arg] if args.application else None,
-        yarn=args.yarn,
-        yarn_standby=args.yarn_standby,
-        await_client=args.await_client,
-        yarn_child=args.yarn_child,
-    )
+    # deferred: a master's modules (REST server, JobMaster; ~1.5 s) load only in a master process
+    from yarnflink.entrypoint.master import run_master_from_args
+
+    return run_master_from_args(args)
 
 
 def cmd_taskexecutor(args: argparse.Namespace) -> int:
-    _setup_logging(args.log_file)
+    # deferred: a TaskExecutor's modules load only in a TaskExecutor process
+    from yarnflink.entrypoint.taskexecutor import run_taskexecutor
+
+    setup_logging(args.log_file)
     return run_taskexecutor(
         _config(args), args.master, resource_id=args.resource_id, parent_pid=args.parent_pid, yarn=args.yarn
     )

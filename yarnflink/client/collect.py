@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from yarnflink.client.polling import poll_intervals
 from yarnflink.client.rest_client import RestClientError
 from yarnflink.common.records import arrow_to_records
 
@@ -29,6 +30,7 @@ class CollectResultIterator(Iterator[Any]):
         self._buffer: deque[Any] = deque()
         self._offset = 0
         self._done = False
+        self._delays = poll_intervals(poll_interval)
 
     def __iter__(self) -> CollectResultIterator:
         return self
@@ -49,6 +51,8 @@ class CollectResultIterator(Iterator[Any]):
                 "the results read so far may be repeated, so the iterator stops here"
             )
         self._offset = int(got["offset"])
+        if got["payloads"]:  # results flow: the next empty answer is polled for soon again
+            self._delays = poll_intervals(self._poll_interval)
         for payload in got["payloads"]:
             with pa.ipc.open_stream(base64.b64decode(payload)) as reader:
                 for rb in reader:
@@ -58,7 +62,7 @@ class CollectResultIterator(Iterator[Any]):
                 self._done = True
                 self._executor.wait(self.job_id, self._job_name)  # raises if the job did not finish
             else:
-                time.sleep(self._poll_interval)
+                time.sleep(next(self._delays))
 
     def close(self) -> None:
         """Stops reading; a job still running is cancelled."""

@@ -15,6 +15,7 @@ from typing import IO, Any
 from yarnflink.api.common import JobExecutionResult
 from yarnflink.client.collect import CollectResultIterator
 from yarnflink.client.console import ConsoleForwarder
+from yarnflink.client.polling import poll_intervals
 from yarnflink.client.rest_client import TERMINAL_STATES, RestClient
 from yarnflink.common.config import Configuration
 from yarnflink.jobgraph.jobgraph import JobGraph
@@ -89,6 +90,7 @@ class RestClusterExecutor:
     def wait(self, job_id: str, job_name: str = "") -> JobExecutionResult:
         """Waits for the job to end, printing progress; raises if it did not finish."""
         progress = ProgressPrinter(self.rest, self.progress) if self.progress is not None else None
+        delays = poll_intervals(self.poll_interval)
         while True:
             details = self.rest.job(job_id)
             ended = details["state"] in TERMINAL_STATES
@@ -96,14 +98,15 @@ class RestClusterExecutor:
                 progress.update(details, final=ended)
             if ended:
                 break
-            time.sleep(self.poll_interval)
+            time.sleep(next(delays))
         if self.console is not None:
             self.console.drain()  # all the job printed, before execute() returns
+        delays = poll_intervals(self.poll_interval)
         while True:
             result = self.rest.execution_result(job_id)
             if result["status"]["id"] == "COMPLETED":
                 break
-            time.sleep(self.poll_interval)
+            time.sleep(next(delays))
         r = result["job-execution-result"]
         if details["state"] != "FINISHED":
             cause = (r.get("failure-cause") or {}).get("stack-trace") or ""

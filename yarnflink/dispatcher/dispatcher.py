@@ -5,12 +5,13 @@ serves the REST API and dashboard (``yarnflink.dispatcher.rest``) on its own loo
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from yarnflink.checkpoint.config import CheckpointConfig
 from yarnflink.common.config import ConfigOption, Configuration
@@ -23,9 +24,9 @@ from yarnflink.dispatcher.views import job_config_json, plan_json, with_metrics
 from yarnflink.jobgraph.jobgraph import JobGraph
 from yarnflink.jobmaster.collect import CollectedSince, FrozenCollectLog
 from yarnflink.jobmaster.gateway import JobMasterControlGateway
-from yarnflink.jobmaster.jobmaster import JobMaster, job_configuration
 from yarnflink.jobmaster.local_gateway import LocalJobMasterGateway
 from yarnflink.jobmaster.options import JobManagerOptions
+from yarnflink.jobmaster.submission import job_configuration
 from yarnflink.jobmaster.views import job_archive, job_overview, savepoint_results
 from yarnflink.metrics.options import MetricOptions
 from yarnflink.metrics.prometheus import stop_reporter
@@ -37,7 +38,13 @@ from yarnflink.rpc.endpoint import RpcEndpoint
 from yarnflink.rpc.resolver import GatewayResolver
 from yarnflink.security.options import SecurityOptions
 
+if TYPE_CHECKING:  # loaded at the first job (_start_job_master) or by preload_job_master
+    from yarnflink.jobmaster.jobmaster import JobMaster
+
 log = logging.getLogger(__name__)
+
+#: Loaded once the Dispatcher serves (``on_start``), or at the first job if that comes first.
+JOB_MASTER_MODULE = "yarnflink.jobmaster.jobmaster"
 
 #: How long an ended job's JobMaster runs on to free its slots before it is stopped.
 JOB_MASTER_LINGER_S = 2.0
@@ -124,6 +131,8 @@ class Dispatcher(RpcEndpoint):
             self, self.rest_host, self._rest_port_config
         )
         self._metric_reporter = start_master_reporter(self)
+        # serving: the JobMaster's modules load on a thread, so the first job does not wait for them
+        asyncio.get_running_loop().run_in_executor(None, importlib.import_module, JOB_MASTER_MODULE)
 
     async def on_stop(self) -> None:
         masters = [e.master for e in self.jobs.values() if e.master is not None]
@@ -240,6 +249,10 @@ class Dispatcher(RpcEndpoint):
                 "jobmaster_id": session,  # fresh per leadership: the leader session id
                 "checkpoint_ha": ha.checkpoint_recovery(job_graph.job_id, session, retained),
             }
+        # deferred: the JobMaster's modules (scheduler, checkpointing, operators) are most of a master's
+        # imports; a master serves REST first and loads them on a thread (preload_job_master)
+        from yarnflink.jobmaster.jobmaster import JobMaster
+
         jm = JobMaster(
             job_graph,
             self.rest_host if self.rest_host not in ("0.0.0.0", "") else "127.0.0.1",

@@ -54,7 +54,7 @@ from yarnflink.highavailability.services import (
     job_master_component,
 )
 from yarnflink.highavailability.stores import recover_jobs
-from yarnflink.jobmaster.jobmaster import job_configuration
+from yarnflink.jobmaster.submission import job_configuration
 
 if TYPE_CHECKING:
     from yarnflink.dispatcher.dispatcher import Dispatcher

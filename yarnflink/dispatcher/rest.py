@@ -31,7 +31,7 @@ from yarnflink.dispatcher.rest_openapi import doc, install_openapi_fixups
 from yarnflink.dispatcher.views import task_manager_json
 from yarnflink.highavailability.errors import LeadershipLostError
 from yarnflink.jobgraph.jobgraph import JobGraph, JobGraphError
-from yarnflink.jobmaster.jobmaster import JobSubmissionException
+from yarnflink.jobmaster.submission import JobSubmissionException
 from yarnflink.metrics.prometheus import active_reporter_address
 from yarnflink.security.rest import install_rest_security, uvicorn_ssl_options
 from yarnflink.version import __version__

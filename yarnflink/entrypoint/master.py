@@ -18,6 +18,7 @@ fresh process (the same command line, ``os.execv``) that rejoins the election as
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -27,35 +28,37 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from yarnflink.checkpoint.options import CheckpointingOptions
 from yarnflink.checkpoint.storage import FsCheckpointStorage
 from yarnflink.client.sessions import pid_alive
-from yarnflink.common.config import Configuration
-from yarnflink.deployment.local.driver import LocalProcessDriver
-from yarnflink.deployment.yarn.master import YarnMasterSide
-from yarnflink.deployment.yarn.master import prepare as prepare_yarn
+from yarnflink.common.config import ConfigError, Configuration, load_configuration
 from yarnflink.deployment.yarn.options import YarnConfigOptions
 from yarnflink.deployment.yarn.supervisor import SESSION_FILE, supervise_master
 from yarnflink.dispatcher.dispatcher import Dispatcher
 from yarnflink.dispatcher.leadership import DispatcherLeadership
 from yarnflink.dispatcher.options import RestOptions
-from yarnflink.entrypoint.application import ApplicationRunner
+from yarnflink.entrypoint.flags import add_master_arguments
+from yarnflink.entrypoint.process import exit_stopped, setup_logging
+from yarnflink.entrypoint.resource_manager import create_resource_manager
 from yarnflink.entrypoint.storage_check import StorageCheckError, check_master_storage
 from yarnflink.highavailability.errors import HighAvailabilityError
+from yarnflink.highavailability.options import HighAvailabilityOptions
 from yarnflink.highavailability.services import (
     HighAvailabilityServices,
     announce_process,
     create_ha_services,
     ha_enabled,
 )
-from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.resourcemanager.driver import ResourceManagerDriver
 from yarnflink.resourcemanager.local_gateway import LocalResourceManagerGateway
-from yarnflink.resourcemanager.options import ResourceManagerOptions
 from yarnflink.resourcemanager.resourcemanager import ResourceManager
 from yarnflink.security import prepare_master
-from yarnflink.taskexecutor.options import TaskManagerOptions
+
+if TYPE_CHECKING:  # loaded where used: an application master or a YARN master only
+    from yarnflink.deployment.yarn.master import YarnMasterSide
+    from yarnflink.entrypoint.application import ApplicationRunner
 
 log = logging.getLogger(__name__)
 
@@ -75,29 +78,16 @@ class MasterProcess:
         ha_services: HighAvailabilityServices | None = None,
         client_gone: Callable[[], bool] | None = None,
         client_wait_s: float = 300.0,
+        resource_manager: ResourceManager | None = None,
     ) -> None:
         """``ha_services``: given HA services (tests: ``EmbeddedHaServices``) instead of the ones
         ``high-availability.*`` asks for. ``client_gone`` (a per-job cluster whose client runs on
         another host, YARN): whether the attached client said it has its results; once every job
-        ended the master waits for that at most ``client_wait_s``."""
+        ended the master waits for that at most ``client_wait_s``. ``resource_manager``: one
+        ``create_resource_manager`` made and started already (``yarnflink.entrypoint.local_master``:
+        its TaskExecutors start while this module loads)."""
         self.config = config
         self._stop = threading.Event()
-        host = config.get(JobManagerOptions.ADDRESS) or "127.0.0.1"
-        if host == "localhost":
-            host = "127.0.0.1"
-        self.driver = (
-            driver
-            if driver is not None
-            # a given driver: YARN containers
-            else (
-                LocalProcessDriver(config, workdir or Path.cwd(), inherit_stdout=inherit_stdout)
-                if local_taskexecutors is not None
-                else None
-            )
-        )
-        min_slots = None
-        if local_taskexecutors is not None and not config.contains(ResourceManagerOptions.MIN_SLOT_NUM):
-            min_slots = local_taskexecutors * int(config.get(TaskManagerOptions.NUM_TASK_SLOTS))
         #: HA services (ZooKeeper; connecting may fail with a clear error); None without HA
         self.ha: HighAvailabilityServices | None = (
             ha_services if ha_services is not None else (create_ha_services(config) if ha_enabled(config) else None)
@@ -105,14 +95,16 @@ class MasterProcess:
         self.leadership: DispatcherLeadership | None = None
         self._step_down_lock = threading.Lock()
         self.stepping_down = False
-        self.rm = ResourceManager(
-            host,
-            int(config.get(JobManagerOptions.PORT)),
-            config=config,
-            driver=self.driver,
-            min_slots=min_slots,
+        self.rm = resource_manager or create_resource_manager(
+            config,
+            local_taskexecutors=local_taskexecutors,
+            workdir=workdir,
+            inherit_stdout=inherit_stdout,
+            driver=driver,
             high_availability=self.ha is not None,
         )
+        self.driver = self.rm.driver
+        self._rm_started = resource_manager is not None
         rest_host = config.get(RestOptions.BIND_ADDRESS) or config.get(RestOptions.ADDRESS) or "127.0.0.1"
         if rest_host == "localhost":
             rest_host = "127.0.0.1"
@@ -134,11 +126,16 @@ class MasterProcess:
         self._swept = False  # a job cluster's unfinished checkpoints, deleted once at its stop
         self.application: ApplicationRunner | None = None
         if application:
+            # deferred: the client and the DataStream API (httpx, ~0.3 s), for application mode only
+            from yarnflink.entrypoint.application import ApplicationRunner
+
             self.application = ApplicationRunner(config, application[0], list(application[1:]))
         self.exit_code = 0
 
     def start(self) -> dict[str, object]:
-        self.rm.start()
+        if not self._rm_started:
+            self._rm_started = True
+            self.rm.start()
         self.dispatcher.start()
         if self.ha is not None:  # serving already: a grant may come at once
             self.leadership = DispatcherLeadership(self.ha, self.dispatcher, self.rm, step_down=self.step_down)
@@ -320,16 +317,21 @@ def run_master(
     yarn_standby: bool = False,
     await_client: bool = False,
     yarn_child: bool = False,
+    resource_manager: ResourceManager | None = None,
 ) -> int:
     """``await_client`` (YARN per-job, attached): once its jobs ended the master waits for the
     client to say it has the results (at most ``yarn.per-job.result-timeout``). On YARN with
     ZooKeeper HA the ApplicationMaster's script runs the master as a watched child (``yarn_child``:
-    ``yarnflink.deployment.yarn.supervisor``), which ends a dead master's ZooKeeper session at once."""
+    ``yarnflink.deployment.yarn.supervisor``), which ends a dead master's ZooKeeper session at once.
+    ``resource_manager``: started already, with its local TaskExecutors (``local_master.py``);
+    stopped here if the master does not start."""
     if yarn and not yarn_child and ha_enabled(config):
         return supervise_master(config)
     driver: ResourceManagerDriver | None = None
     yarn_side = None
     if yarn:  # inside a skein ApplicationMaster: TaskExecutors are YARN containers
+        from yarnflink.deployment.yarn.master import prepare as prepare_yarn  # deferred: YARN only
+
         yarn_side = prepare_yarn(config, standby=yarn_standby)
         config, driver = yarn_side.config, yarn_side.driver
     config = prepare_master(config, workdir or Path.cwd())  # the cluster's TLS material and REST token
@@ -346,10 +348,15 @@ def run_master(
             driver=driver,
             client_gone=yarn_side.client_gone if yarn_side is not None and per_job and await_client else None,
             client_wait_s=config.get_seconds(YarnConfigOptions.PER_JOB_RESULT_TIMEOUT) or 300.0,
+            resource_manager=resource_manager,
         )
     except (HighAvailabilityError, StorageCheckError, OSError) as e:  # a clear message, no traceback
+        if resource_manager is not None:
+            resource_manager.stop()  # and its TaskExecutors
         return _not_started(str(e), yarn_side)
     except Exception as e:  # YARN: whatever it is, the client hears it (not a dead ApplicationMaster)
+        if resource_manager is not None:
+            resource_manager.stop()
         if yarn_side is None:
             raise
         log.exception("master not started")
@@ -371,7 +378,52 @@ def run_master(
     try:
         master.wait()
     finally:
+        log.info("master stopping")
         master.stop()
+        log.info("master stopped")
         if yarn_child:  # an orderly stop closed the session: nothing for the watcher to close
             SESSION_FILE.unlink(missing_ok=True)
     return master.exit_code
+
+
+def run_master_from_args(args: argparse.Namespace) -> int:
+    """Runs the master the parsed flags of ``add_master_arguments`` describe (ConfigError for a
+    bad configuration)."""
+    setup_logging(args.log_file)
+    config = load_configuration(args.conf, args.dynamic)
+    if args.ha is not None:
+        config.set(HighAvailabilityOptions.HA_MODE, args.ha.upper())
+    return run_master(
+        config,
+        local_taskexecutors=args.local_taskexecutors,
+        info_file=args.info_file,
+        workdir=args.workdir,
+        inherit_stdout=args.inherit_stdout,
+        per_job=args.per_job,
+        client_pid=args.client_pid,
+        application=[args.application, *args.application_arg] if args.application else None,
+        yarn=args.yarn,
+        yarn_standby=args.yarn_standby,
+        await_client=args.await_client,
+        yarn_child=args.yarn_child,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m yarnflink.entrypoint.master`` takes the flags of ``yarnflink master start``: the
+    local deployment starts its master so, without loading the command line's modules (client,
+    deployments, DataStream API), which a master does not use."""
+    parser = argparse.ArgumentParser(prog="python -m yarnflink.entrypoint.master")
+    add_master_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run_master_from_args(args)
+    except ConfigError as e:
+        print(f"yarnflink master: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    exit_stopped(main())  # stopped in order (or not started): no interpreter teardown to wait for

@@ -5,7 +5,7 @@ Without HA it registers at the ResourceManager at ``master_address``. With
 it from leader to leader (``master_address`` is then ignored).
 
 ``python -m yarnflink.entrypoint.taskexecutor`` takes the flags of ``yarnflink taskexecutor start``
-(``add_start_arguments``): the local deployment starts its TaskExecutors so, without loading the
+(``yarnflink.entrypoint.flags``): the local deployment starts its TaskExecutors so, without loading the
 command line's modules (client, deployments, DataStream API), which a TaskExecutor never uses.
 """
 
@@ -19,11 +19,10 @@ import socket
 import sys
 import threading
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 from yarnflink.common.config import ConfigError, Configuration, load_configuration
-from yarnflink.deployment.yarn.master import yarn_taskexecutor_config
+from yarnflink.entrypoint.flags import add_taskexecutor_arguments
+from yarnflink.entrypoint.process import exit_stopped, setup_logging
 from yarnflink.highavailability import create_ha_services, ha_enabled
 from yarnflink.highavailability.services import announce_process
 from yarnflink.jobgraph.options import ExecutionOptions
@@ -68,6 +67,8 @@ def run_taskexecutor(
     yarn: bool = False,
 ) -> int:
     if yarn:  # a container of a YARN application: its cluster id and this node's address
+        from yarnflink.deployment.yarn.master import yarn_taskexecutor_config  # deferred: YARN only
+
         config = yarn_taskexecutor_config(config, os.environ, socket.getfqdn())
     if not master_address and not ha_enabled(config):
         raise ConfigError(
@@ -128,45 +129,18 @@ def run_taskexecutor(
         if parent_pid is not None and os.getppid() != parent_pid:
             log.warning("parent process %d is gone; stopping", parent_pid)
             break
+    log.info("TaskExecutor %s stopping", te.resource_id)
     stop_reporter(reporter)
     te.stop()
     if ha is not None:
         ha.close()
+    log.info("TaskExecutor %s stopped", te.resource_id)
     return 0
-
-
-def add_start_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of a TaskExecutor process (``yarnflink taskexecutor start`` and ``main``)."""
-    parser.add_argument("--conf", metavar="FILE", help="configuration file (default: conf/yarnflink.yaml)")
-    parser.add_argument(
-        "-D",
-        dest="dynamic",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="configuration override, e.g. -D parallelism.default=4 (repeatable)",
-    )
-    parser.add_argument(
-        "--master",
-        metavar="HOST:PORT",
-        help="the master's RPC address (with high-availability.type: zookeeper the leader is "
-        "found in ZooKeeper instead)",
-    )
-    parser.add_argument("--parent-pid", type=int)
-    parser.add_argument("--resource-id")
-    parser.add_argument("--yarn", action="store_true", help="run in a YARN container (the application's cluster id)")
-    parser.add_argument("--log-file", type=Path)
-
-
-def setup_logging(log_file: Path | None) -> None:
-    level = os.environ.get("YARNFLINK_LOG_LEVEL", "INFO").upper()
-    kwargs: dict[str, Any] = {"filename": str(log_file)} if log_file else {"stream": sys.stderr}
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", **kwargs)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m yarnflink.entrypoint.taskexecutor")
-    add_start_arguments(parser)
+    add_taskexecutor_arguments(parser)
     args = parser.parse_args(argv)
     setup_logging(args.log_file)
     try:
@@ -182,4 +156,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_stopped(main())  # stopped in order (or not started): no interpreter teardown to wait for

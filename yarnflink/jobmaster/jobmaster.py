@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from yarnflink.checkpoint.config import checkpointing_enabled
 from yarnflink.checkpoint.options import CheckpointingOptions, SavepointConfigOptions
-from yarnflink.common.config import ConfigError, Configuration
+from yarnflink.common.config import Configuration
 from yarnflink.common.rpc_errors import (
     RPC_TIMEOUT_S,
     FencingTokenMismatch,
@@ -65,6 +65,7 @@ from yarnflink.jobmaster.gateway import (
 from yarnflink.jobmaster.options import JobManagerOptions
 from yarnflink.jobmaster.rm_connection import ResourceManagerConnection, requirements_of
 from yarnflink.jobmaster.slotpool import SlotPool, SlotRequest
+from yarnflink.jobmaster.submission import JobSubmissionException, job_configuration
 from yarnflink.jobmaster.views import job_details
 from yarnflink.resourcemanager.gateway import DisconnectJobMaster, DisconnectTaskExecutor
 from yarnflink.resourcemanager.options import ClusterOptions
@@ -103,21 +104,6 @@ MAX_COLLECTED_BYTES = 512 * 1024 * 1024
 PROBE_TIMEOUT_S = 3.0
 #: the states of a deployed task (one whose failure the scheduler would fail over)
 _DEPLOYED = frozenset({ExecutionState.DEPLOYING, ExecutionState.INITIALIZING, ExecutionState.RUNNING})
-
-
-class JobSubmissionException(ValueError):
-    """The job cannot run as submitted and configured (the REST API answers 400)."""
-
-
-def job_configuration(cluster: Configuration | None, job_graph: JobGraph) -> Configuration:
-    """The cluster's configuration overridden by the job's own entries (as in Flink)."""
-    config = cluster.copy() if cluster is not None else Configuration()
-    for key, value in job_graph.config.items():
-        try:
-            config.set(key, value, source="the job's configuration")
-        except ConfigError as e:
-            raise JobSubmissionException(str(e)) from None
-    return config
 
 
 def scheduler_type_of(config: Configuration, job_graph: JobGraph) -> str:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
+import importlib
 import logging
 import os
 import socket
@@ -34,7 +35,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -86,9 +87,14 @@ from yarnflink.taskexecutor.leadership import (
     ResourceManagerLeaderTracker,
 )
 from yarnflink.taskexecutor.slottable import SlotAllocationError, SlotState, TaskSlotTable
-from yarnflink.taskexecutor.task import Task
+
+if TYPE_CHECKING:  # loaded at the first task (see _submit): a TaskExecutor registers without it
+    from yarnflink.taskexecutor.task import Task
 
 log = logging.getLogger(__name__)
+
+#: The module of the task runtime, loaded after the registration (``_preload_task_runtime``).
+TASK_RUNTIME = "yarnflink.taskexecutor.task"
 
 
 @dataclass
@@ -195,6 +201,7 @@ class TaskExecutor(RpcEndpoint):
         self.partitions_by_job: dict[str, set[str]] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self.registered = asyncio.Event()
+        self._preloading = False
         self.cancellation = cancellation or CancellationSettings()
         self._fatal_error = fatal_error
         #: the reasons of the fatal errors reported (a test without a handler reads them)
@@ -335,6 +342,9 @@ class TaskExecutor(RpcEndpoint):
                     self._last_rm_heartbeat = time.monotonic()
                     log.info("registered at ResourceManager %s as %s", leader.address, self.resource_id)
                     self.registered.set()
+                    if not self._preloading:
+                        self._preloading = True
+                        self._spawn(self._preload_task_runtime())
                     return
                 log.info(
                     "ResourceManager %s answered with another token than its leader session %s; retrying in %.2fs",
@@ -351,6 +361,11 @@ class TaskExecutor(RpcEndpoint):
                 )
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0 if self.rm_leader_retriever is not None else 5.0)
+
+    async def _preload_task_runtime(self) -> None:
+        """Loads the task runtime on a thread once registered: the first task's deployment does
+        not wait for it, and the registration (the cluster's start) did not either."""
+        await asyncio.get_running_loop().run_in_executor(None, importlib.import_module, TASK_RUNTIME)
 
     async def _heartbeats(self) -> None:
         while True:
@@ -724,6 +739,10 @@ class TaskExecutor(RpcEndpoint):
 
         def send_to_coordinator_later(kind: str, payloads: Callable[[], list[bytes]]) -> concurrent.futures.Future:
             return asyncio.run_coroutine_threadsafe(send_in_turn(kind, payloads), loop)
+
+        # deferred: the task runtime (operators, state backends, Arrow) is ~60% of a TaskExecutor's
+        # imports; the process registers first and loads it in the background (preload_task_runtime)
+        from yarnflink.taskexecutor.task import Task
 
         responder = RpcCheckpointResponder(
             loop,

@@ -120,10 +120,10 @@ def test_every_process_of_the_application_has_one_ha_cluster_id() -> None:
 
 
 def test_the_taskexecutor_command_applies_the_yarn_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
-    from yarnflink.cli import main as cli_main
+    from yarnflink.entrypoint import taskexecutor as te_entrypoint
 
     seen: list[tuple[object, ...]] = []
-    monkeypatch.setattr(cli_main, "run_taskexecutor", lambda *a, **k: seen.append((a, k)) or 0)
+    monkeypatch.setattr(te_entrypoint, "run_taskexecutor", lambda *a, **k: seen.append((a, k)) or 0)
     assert main(["taskexecutor", "start", "--yarn", "--master", "am:1", "--resource-id", "te-1"]) == 0
     assert seen[0][1]["yarn"] is True
 

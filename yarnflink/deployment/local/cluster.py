@@ -75,9 +75,8 @@ def start_local_cluster(
     cmd = [
         sys.executable,
         "-m",
-        "yarnflink.cli.main",
-        "master",
-        "start",
+        # = yarnflink master start, without the command line's imports; its TaskExecutors start first
+        "yarnflink.entrypoint.local_master",
         "--local-taskexecutors",
         str(taskexecutors),
         "--info-file",

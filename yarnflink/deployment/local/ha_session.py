@@ -90,8 +90,10 @@ def registered_processes(ha_config: dict[str, str]) -> list[dict[str, Any]]:
         return ha.registered_processes()
 
 
-def _command(args: list[str], config: Configuration) -> list[str]:
-    cmd = [sys.executable, "-m", "yarnflink.cli.main", *args]
+def _command(module: str, args: list[str], config: Configuration) -> list[str]:
+    """``python -m <module>``: a process's own entry module (the flags of ``yarnflink master
+    start`` / ``taskexecutor start``), without the command line's imports."""
+    cmd = [sys.executable, "-m", module, *args]
     for k, v in config.to_dict().items():
         cmd += ["-D", f"{k}={v}"]
     return cmd
@@ -108,9 +110,8 @@ def start_master(config: Configuration, workdir: Path, index: int) -> subprocess
     """A standalone master (no ResourceManager driver) that writes ``master-<index>.json`` once up."""
     (workdir / f"master-{index}.json").unlink(missing_ok=True)
     cmd = _command(
+        "yarnflink.entrypoint.master",
         [
-            "master",
-            "start",
             "--info-file",
             str(workdir / f"master-{index}.json"),
             "--workdir",
@@ -125,7 +126,8 @@ def start_master(config: Configuration, workdir: Path, index: int) -> subprocess
 
 def start_taskexecutor(config: Configuration, workdir: Path, resource_id: str) -> subprocess.Popen[bytes]:
     cmd = _command(
-        ["taskexecutor", "start", "--resource-id", resource_id, "--log-file", str(workdir / f"{resource_id}.log")],
+        "yarnflink.entrypoint.taskexecutor",
+        ["--resource-id", resource_id, "--log-file", str(workdir / f"{resource_id}.log")],
         config,
     )
     return _popen(cmd, workdir / f"{resource_id}.out")
