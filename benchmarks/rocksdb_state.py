@@ -27,7 +27,7 @@ from yarnflink.common.config import parse_memory
 from yarnflink.common.keygroups import key_group_ids
 from yarnflink.state.descriptors import ValueStateDescriptor
 from yarnflink.state.handles import KeyGroupRange
-from yarnflink.state.rocksdb import RocksDBKeyedStateBackend, RocksDBMemory, _shared_cache
+from yarnflink.state.rocksdb import RocksDBKeyedStateBackend, RocksDBMemory, _shared_cache, release_free_memory
 
 VALUE_BYTES = 1000
 
@@ -120,6 +120,10 @@ def main() -> None:
         dt = time.perf_counter() - t
         print(f"random read: {reads / dt / 1e3:.0f}k records/s; {_phase(memory)}", flush=True)
         del keys, kgs
+        t = time.perf_counter()
+        release_free_memory()
+        dt = time.perf_counter() - t
+        print(f"malloc_trim ({dt * 1000:.0f} ms): {_phase(memory)}", flush=True)
         if kinds:
             from yarnflink.checkpoint.storage import FsCheckpointStorage, make_reader
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -381,3 +382,29 @@ def test_incremental_checkpoints_upload_only_new_sst_files_and_restore_rescaled(
     with pytest.raises(heap_module.StateMigrationError, match="an incremental checkpoint of the rocksdb backend"):
         heap.restore([h2], make_reader())
     b.dispose()
+
+
+def test_one_thread_returns_free_memory_while_backends_live(tmp_path: Path) -> None:
+    """The first backend starts one thread that trims the allocator's free pages every
+    ``TRIM_INTERVAL_S``; more backends share it; it ends when the last one is disposed."""
+    import threading
+
+    def trimmers() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name == "rocksdb-malloc-trim"]
+
+    before = rocksdb_module._live_backends
+    a = RocksDBKeyedStateBackend(128, range(64), local_dir=str(tmp_path))
+    b = RocksDBKeyedStateBackend(128, range(64, 128), local_dir=str(tmp_path))
+    assert rocksdb_module._live_backends == before + 2
+    deadline = time.monotonic() + 10  # (a thread an earlier test's last dispose stopped may still be ending)
+    while len(trimmers()) != 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(trimmers()) == 1
+    thread = trimmers()[0]
+    a.dispose()
+    a.dispose()  # (twice: counted once)
+    assert thread.is_alive() and rocksdb_module._live_backends == before + 1
+    b.dispose()
+    if before == 0:
+        thread.join(timeout=10)
+        assert not thread.is_alive() and trimmers() == []
