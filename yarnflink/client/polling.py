@@ -12,9 +12,10 @@ FIRST_POLL_S = 0.01
 
 
 def poll_intervals(maximum: float, first: float = FIRST_POLL_S) -> Iterator[float]:
-    """``first``, doubling up to ``maximum``, then ``maximum`` for ever (first >= maximum: maximum)."""
-    if maximum <= 0:
-        raise ValueError(f"the poll interval must be positive, got {maximum}")
+    """``first``, doubling up to ``maximum``, then ``maximum`` for ever (first >= maximum: maximum;
+    0: no wait, as a caller that polls a local fake asks)."""
+    if maximum < 0:
+        raise ValueError(f"the poll interval must not be negative, got {maximum}")
     delay = min(first, maximum)
     while True:
         yield delay

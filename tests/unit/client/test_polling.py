@@ -17,6 +17,7 @@ def test_an_interval_below_the_first_poll_is_kept() -> None:
     assert list(itertools.islice(poll_intervals(0.005), 3)) == [0.005, 0.005, 0.005]
 
 
-def test_a_non_positive_interval_is_refused() -> None:
-    with pytest.raises(ValueError, match="positive"):
-        next(poll_intervals(0))
+def test_a_negative_interval_is_refused_and_zero_means_no_wait() -> None:
+    with pytest.raises(ValueError, match="must not be negative"):
+        next(poll_intervals(-0.1))
+    assert list(itertools.islice(poll_intervals(0), 2)) == [0, 0]
