@@ -52,8 +52,15 @@ def _spark_process() -> Iterator[None]:
 
 @pytest.fixture
 def spark(_spark_process: None) -> Any:
-    """The holder's (root) SparkSession; started anew if a test stopped it."""
-    return holder.get(CONFIG)
+    """The holder's (root) SparkSession with a thread per slot of 2; started anew if a test
+    stopped it, or if another file of this pytest worker ran a TaskExecutor in-process (which sets
+    the holder's slot count to its own) and started it with another."""
+    holder.configure(num_slots=2)
+    session = holder.get(CONFIG)
+    if session.sparkContext.master != "local[2]":
+        holder.stop()
+        session = holder.get(CONFIG)
+    return session
 
 
 def open_step(
