@@ -272,8 +272,13 @@ class FsCheckpointStreamFactory:
         """A shared state file (always a file, never inline): ``shared/chk<n>_<name>-<uuid>.arrow``
         (``n``: the checkpoint that wrote it), with its size and content hash."""
         pieces = data.buffers() if isinstance(data, BufferPieces) else [memoryview(data).cast("B")]
-        digest = content_hash(pieces)
         size = sum(len(p) for p in pieces)
+        url = self._put_shared(name, lambda path: write_file(self.fs, path, data))
+        return SharedFileHandle(url, size, content_hash(pieces), key_group_range, kind)
+
+    def _put_shared(self, name: str, put: Callable[[str], None]) -> str:
+        """A new shared state file, ``shared/chk<n>_<name>-<uuid>.arrow``, written by ``put(path)``
+        (the directory made first, once); its URL."""
         file_name = f"chk{self.checkpoint_id}_{_safe_name(name)}-{uuid.uuid4().hex}.arrow"
         path = posixpath.join(self.dirs[SHARED], file_name)
         url = _url(self.fs, path)
@@ -282,10 +287,10 @@ class FsCheckpointStreamFactory:
             if not self._shared_dir_made:
                 self.fs.makedirs(self.dirs[SHARED], exist_ok=True)
                 self._shared_dir_made = True
-            write_file(self.fs, path, data)
+            put(path)
 
         _io(url, "writing a shared state file", write)
-        return SharedFileHandle(url, size, digest, key_group_range, kind)
+        return url
 
     def write_state(self, data: bytes, name: str, scope: str = EXCLUSIVE) -> StreamStateHandle:
         if len(data) < self.inline_threshold:
@@ -318,17 +323,7 @@ class FsCheckpointStreamFactory:
         its content hash read in pieces, then copied as ``write_state_file`` copies."""
         digest = file_content_hash(local_path)
         size = os.path.getsize(local_path)
-        file_name = f"chk{self.checkpoint_id}_{_safe_name(name)}-{uuid.uuid4().hex}.arrow"
-        path = posixpath.join(self.dirs[SHARED], file_name)
-        url = _url(self.fs, path)
-
-        def write() -> None:
-            if not self._shared_dir_made:
-                self.fs.makedirs(self.dirs[SHARED], exist_ok=True)
-                self._shared_dir_made = True
-            upload_file(self.fs, local_path, path)
-
-        _io(url, "writing a shared state file", write)
+        url = self._put_shared(name, lambda path: upload_file(self.fs, local_path, path))
         return SharedFileHandle(url, size, digest, key_group_range, kind)
 
 

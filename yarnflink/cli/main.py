@@ -60,7 +60,7 @@ from yarnflink.deployment.yarn.client import (
     rest_url_of,
     stop_cluster,
 )
-from yarnflink.entrypoint.flags import add_master_arguments, add_taskexecutor_arguments
+from yarnflink.entrypoint.flags import add_config_arguments, add_master_arguments, add_taskexecutor_arguments
 from yarnflink.entrypoint.process import setup_logging
 from yarnflink.highavailability import HighAvailabilityError, ha_enabled
 from yarnflink.highavailability.options import HighAvailabilityOptions
@@ -77,15 +77,7 @@ class CliError(Exception):
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--conf", metavar="FILE", help="configuration file (default: conf/yarnflink.yaml)")
-    p.add_argument(
-        "-D",
-        dest="dynamic",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="configuration override, e.g. -D parallelism.default=4 (repeatable)",
-    )
+    add_config_arguments(p)
 
 
 def build_parser() -> argparse.ArgumentParser:

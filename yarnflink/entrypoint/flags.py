@@ -5,11 +5,17 @@ loading a master or a TaskExecutor (the master alone is ~1.5 s of imports)."""
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from yarnflink.common.config import ConfigError, Configuration, load_configuration
+from yarnflink.entrypoint.process import setup_logging
+from yarnflink.highavailability.options import HighAvailabilityOptions
 
-def add_taskexecutor_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of a TaskExecutor process (``yarnflink taskexecutor start`` and ``main``)."""
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--conf FILE`` and ``-D KEY=VALUE`` (repeatable): every command and process takes them."""
     parser.add_argument("--conf", metavar="FILE", help="configuration file (default: conf/yarnflink.yaml)")
     parser.add_argument(
         "-D",
@@ -19,6 +25,33 @@ def add_taskexecutor_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="configuration override, e.g. -D parallelism.default=4 (repeatable)",
     )
+
+
+def run_main(
+    prog: str,
+    name: str,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    run: Callable[[argparse.Namespace], int],
+    argv: Sequence[str] | None = None,
+) -> int:
+    """The ``main`` of process ``name`` (``python -m prog``): parses ``argv`` with
+    ``add_arguments``' flags and runs ``run``; a configuration error is printed (exit code 2), an
+    interrupt exits with 130."""
+    parser = argparse.ArgumentParser(prog=f"python -m {prog}")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except ConfigError as e:
+        print(f"yarnflink {name}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def add_taskexecutor_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of a TaskExecutor process (``yarnflink taskexecutor start`` and ``main``)."""
+    add_config_arguments(parser)
     parser.add_argument(
         "--master",
         metavar="HOST:PORT",
@@ -33,15 +66,7 @@ def add_taskexecutor_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_master_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of a master process (``yarnflink master start`` and ``main``)."""
-    parser.add_argument("--conf", metavar="FILE", help="configuration file (default: conf/yarnflink.yaml)")
-    parser.add_argument(
-        "-D",
-        dest="dynamic",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="configuration override, e.g. -D parallelism.default=4 (repeatable)",
-    )
+    add_config_arguments(parser)
     parser.add_argument(
         "--local-taskexecutors",
         type=int,
@@ -73,3 +98,13 @@ def add_master_arguments(parser: argparse.ArgumentParser) -> None:
         help="high availability: zookeeper elects a leader among the masters started so "
         "(short for -D high-availability.type=zookeeper)",
     )
+
+
+def master_configuration(args: argparse.Namespace) -> Configuration:
+    """The configuration the parsed flags of ``add_master_arguments`` give, logging set up first
+    (ConfigError for a bad one)."""
+    setup_logging(args.log_file)
+    config = load_configuration(args.conf, args.dynamic)
+    if args.ha is not None:
+        config.set(HighAvailabilityOptions.HA_MODE, args.ha.upper())
+    return config

@@ -10,16 +10,14 @@ so; any other runs as ``yarnflink.entrypoint.master`` does."""
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from yarnflink.common.config import ConfigError, Configuration, load_configuration
-from yarnflink.entrypoint.flags import add_master_arguments
-from yarnflink.entrypoint.process import exit_stopped, setup_logging
+from yarnflink.common.config import Configuration
+from yarnflink.entrypoint.flags import add_master_arguments, master_configuration, run_main
+from yarnflink.entrypoint.process import exit_stopped
 from yarnflink.entrypoint.resource_manager import create_resource_manager
 from yarnflink.highavailability import ha_enabled
-from yarnflink.highavailability.options import HighAvailabilityOptions
 from yarnflink.resourcemanager.resourcemanager import ResourceManager
 from yarnflink.security import prepare_master
 
@@ -30,10 +28,7 @@ def starts_early(args: argparse.Namespace, config: Configuration) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    setup_logging(args.log_file)
-    config = load_configuration(args.conf, args.dynamic)
-    if args.ha is not None:
-        config.set(HighAvailabilityOptions.HA_MODE, args.ha.upper())
+    config = master_configuration(args)
     rm: ResourceManager | None = None
     if starts_early(args, config):
         config = prepare_master(config, args.workdir or Path.cwd())  # the RPC server's TLS material
@@ -45,36 +40,13 @@ def run(args: argparse.Namespace) -> int:
         )
         rm.start()  # the TaskExecutor processes start now, while the rest of the master loads
     # deferred: the rest of the master (REST server, Dispatcher) loads while the TaskExecutors start
-    from yarnflink.entrypoint.master import run_master
+    from yarnflink.entrypoint.master import run_master_from_args
 
-    return run_master(
-        config,
-        local_taskexecutors=args.local_taskexecutors,
-        info_file=args.info_file,
-        workdir=args.workdir,
-        inherit_stdout=args.inherit_stdout,
-        per_job=args.per_job,
-        client_pid=args.client_pid,
-        application=[args.application, *args.application_arg] if args.application else None,
-        yarn=args.yarn,
-        yarn_standby=args.yarn_standby,
-        await_client=args.await_client,
-        yarn_child=args.yarn_child,
-        resource_manager=rm,
-    )
+    return run_master_from_args(args, config, resource_manager=rm)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m yarnflink.entrypoint.local_master")
-    add_master_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except ConfigError as e:
-        print(f"yarnflink master: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+    return run_main("yarnflink.entrypoint.local_master", "master", add_master_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -33,18 +33,17 @@ from typing import TYPE_CHECKING
 from yarnflink.checkpoint.options import CheckpointingOptions
 from yarnflink.checkpoint.storage import FsCheckpointStorage
 from yarnflink.client.sessions import pid_alive
-from yarnflink.common.config import ConfigError, Configuration, load_configuration
+from yarnflink.common.config import Configuration
 from yarnflink.deployment.yarn.options import YarnConfigOptions
 from yarnflink.deployment.yarn.supervisor import SESSION_FILE, supervise_master
 from yarnflink.dispatcher.dispatcher import Dispatcher
 from yarnflink.dispatcher.leadership import DispatcherLeadership
 from yarnflink.dispatcher.options import RestOptions
-from yarnflink.entrypoint.flags import add_master_arguments
-from yarnflink.entrypoint.process import exit_stopped, setup_logging
+from yarnflink.entrypoint.flags import add_master_arguments, master_configuration, run_main
+from yarnflink.entrypoint.process import exit_stopped
 from yarnflink.entrypoint.resource_manager import create_resource_manager
 from yarnflink.entrypoint.storage_check import StorageCheckError, check_master_storage
 from yarnflink.highavailability.errors import HighAvailabilityError
-from yarnflink.highavailability.options import HighAvailabilityOptions
 from yarnflink.highavailability.services import (
     HighAvailabilityServices,
     announce_process,
@@ -386,15 +385,14 @@ def run_master(
     return master.exit_code
 
 
-def run_master_from_args(args: argparse.Namespace) -> int:
+def run_master_from_args(
+    args: argparse.Namespace, config: Configuration | None = None, resource_manager: ResourceManager | None = None
+) -> int:
     """Runs the master the parsed flags of ``add_master_arguments`` describe (ConfigError for a
-    bad configuration)."""
-    setup_logging(args.log_file)
-    config = load_configuration(args.conf, args.dynamic)
-    if args.ha is not None:
-        config.set(HighAvailabilityOptions.HA_MODE, args.ha.upper())
+    bad configuration); ``config``: already loaded (``master_configuration``), ``resource_manager``:
+    already started (``entrypoint/local_master.py``)."""
     return run_master(
-        config,
+        master_configuration(args) if config is None else config,
         local_taskexecutors=args.local_taskexecutors,
         info_file=args.info_file,
         workdir=args.workdir,
@@ -406,6 +404,7 @@ def run_master_from_args(args: argparse.Namespace) -> int:
         yarn_standby=args.yarn_standby,
         await_client=args.await_client,
         yarn_child=args.yarn_child,
+        resource_manager=resource_manager,
     )
 
 
@@ -413,16 +412,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m yarnflink.entrypoint.master`` takes the flags of ``yarnflink master start``: the
     local deployment starts its master so, without loading the command line's modules (client,
     deployments, DataStream API), which a master does not use."""
-    parser = argparse.ArgumentParser(prog="python -m yarnflink.entrypoint.master")
-    add_master_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run_master_from_args(args)
-    except ConfigError as e:
-        print(f"yarnflink master: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+    return run_main("yarnflink.entrypoint.master", "master", add_master_arguments, run_master_from_args, argv)
 
 
 if __name__ == "__main__":

@@ -16,12 +16,11 @@ import logging
 import os
 import signal
 import socket
-import sys
 import threading
 from collections.abc import Sequence
 
 from yarnflink.common.config import ConfigError, Configuration, load_configuration
-from yarnflink.entrypoint.flags import add_taskexecutor_arguments
+from yarnflink.entrypoint.flags import add_taskexecutor_arguments, run_main
 from yarnflink.entrypoint.process import exit_stopped, setup_logging
 from yarnflink.highavailability import create_ha_services, ha_enabled
 from yarnflink.highavailability.services import announce_process
@@ -138,21 +137,18 @@ def run_taskexecutor(
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m yarnflink.entrypoint.taskexecutor")
-    add_taskexecutor_arguments(parser)
-    args = parser.parse_args(argv)
+def _run_from_args(args: argparse.Namespace) -> int:
     setup_logging(args.log_file)
-    try:
-        config = load_configuration(args.conf, args.dynamic)
-        return run_taskexecutor(
-            config, args.master, resource_id=args.resource_id, parent_pid=args.parent_pid, yarn=args.yarn
-        )
-    except ConfigError as e:
-        print(f"yarnflink taskexecutor: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+    config = load_configuration(args.conf, args.dynamic)
+    return run_taskexecutor(
+        config, args.master, resource_id=args.resource_id, parent_pid=args.parent_pid, yarn=args.yarn
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_main(
+        "yarnflink.entrypoint.taskexecutor", "taskexecutor", add_taskexecutor_arguments, _run_from_args, argv
+    )
 
 
 if __name__ == "__main__":
